@@ -1,0 +1,52 @@
+"""fairq: fair multi-tenant background jobs.
+
+Jobs go into per-tenant queues; a weighted fair scheduler hands workers the next job so every
+active tenant gets its share at once, capped in concurrency, without losing a job.
+"""
+
+from fairq.app import App, Call, JobDefinition, Options
+from fairq.contract import KEEP, Backend, QueueSettings, TenantStats
+from fairq.errors import (
+    ConfigError,
+    FairqError,
+    InvalidTenant,
+    JobArgumentsError,
+    LeaseError,
+    LeaseExpired,
+    LeaseNotFound,
+    MissingTenant,
+    PayloadTooLarge,
+    SchemaError,
+    StoreUnavailable,
+    UnknownJob,
+)
+from fairq.job import JobInfo, JobState, Lease
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "KEEP",
+    "App",
+    "Backend",
+    "Call",
+    "ConfigError",
+    "FairqError",
+    "InvalidTenant",
+    "JobArgumentsError",
+    "JobDefinition",
+    "JobInfo",
+    "JobState",
+    "Lease",
+    "LeaseError",
+    "LeaseExpired",
+    "LeaseNotFound",
+    "MissingTenant",
+    "Options",
+    "PayloadTooLarge",
+    "QueueSettings",
+    "SchemaError",
+    "StoreUnavailable",
+    "TenantStats",
+    "UnknownJob",
+    "__version__",
+]

@@ -1,0 +1,5 @@
+"""``python -m fairq``: the same as the ``fairq`` command."""
+
+from fairq.cli import main
+
+main()

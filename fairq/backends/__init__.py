@@ -1,0 +1,55 @@
+"""Stores. ``open_backend(url)`` picks one by the URL's scheme; each lives in its own package."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from fairq.contract import Backend
+from fairq.errors import ConfigError
+
+SCHEMES = {
+    "sqlite": "sqlite:///relative/path.db or sqlite:////absolute/path.db",
+    "memory": "memory:// (the reference model: one process only, nothing persisted)",
+    "redis": "redis://[:password@]host:6379/0[?prefix=fairq] (also rediss://, unix://)",
+    "postgresql": "postgresql://user:password@host:5432/db[?schema=fairq&migrate=false]",
+}
+
+
+ALIASES = {"rediss": "redis", "unix": "redis", "postgres": "postgresql"}
+
+
+def check_url(url: object) -> str:
+    """The store kind a URL names, without opening anything; ConfigError for a bad URL."""
+    if not isinstance(url, str) or "://" not in url:
+        raise ConfigError(f"store URL {url!r} is not a URL; expected one of: {_expected()}")
+    scheme = urlsplit(url).scheme.lower()
+    kind = ALIASES.get(scheme, scheme)
+    if kind not in SCHEMES:
+        raise ConfigError(
+            f"store URL scheme {scheme!r} is not supported; expected one of: {_expected()}"
+        )
+    return kind
+
+
+def open_backend(url: str) -> Backend:
+    """Open the store a URL names. Raises ConfigError naming the problem for a bad URL."""
+    scheme = check_url(url)
+    if scheme == "memory":
+        from fairq.model import ReferenceModel
+
+        return ReferenceModel()
+    if scheme == "sqlite":
+        from fairq.backends.sqlite import SQLiteBackend
+
+        return SQLiteBackend.from_url(url)
+    if scheme == "redis":
+        from fairq.backends.redis import RedisBackend
+
+        return RedisBackend.from_url(url)
+    from fairq.backends.postgres import PostgresBackend
+
+    return PostgresBackend.from_url(url)
+
+
+def _expected() -> str:
+    return "; ".join(SCHEMES.values())

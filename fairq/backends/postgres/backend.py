@@ -1,0 +1,469 @@
+"""``PostgresBackend``: the Backend protocol over PostgreSQL.
+
+Each call is one short transaction (fairq/backends/postgres/db.py). The rules run in Python on
+rows the transaction holds (events.py), so every tag is the double the reference model computes;
+queries.sql explains the locks that make concurrent calls behave as some serial order of them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TypeVar
+
+import psycopg
+from psycopg import Connection, Cursor
+
+from fairq.backends.postgres import inspect
+from fairq.backends.postgres.db import Database, Pool
+from fairq.backends.postgres.events import Events
+from fairq.backends.postgres.keys import (
+    WAKE,
+    channel_salt,
+    parse_token,
+    queue_channel,
+    schema_seed,
+)
+from fairq.backends.postgres.migrate import ensure_schema
+from fairq.backends.postgres.records import JobRow, Row
+from fairq.backends.postgres.sql import queries_for
+from fairq.backends.postgres.transactional import InboxWriter, bound_connection
+from fairq.backends.postgres.url import PostgresUrl, parse_url
+from fairq.backends.postgres.waiting import Waiter
+from fairq.contract import (
+    AckParams,
+    DequeueParams,
+    EnqueueParams,
+    FailParams,
+    HeartbeatParams,
+    HeartbeatResult,
+    JobType,
+    Keep,
+    ListDeadParams,
+    MaintainParams,
+    MaintainResult,
+    QueueSettings,
+    ReleaseParams,
+    RequeueParams,
+    StatsParams,
+    TenantSettingsParams,
+    TenantStats,
+)
+from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
+from fairq.job import JobInfo, JobState, Lease, NewJob, lease_token
+
+T = TypeVar("T")
+log = logging.getLogger("fairq.backends.postgres")
+
+
+class PostgresBackend:
+    """Fair per-tenant queues in PostgreSQL (see ``fairq.backends.postgres`` for the URL).
+
+    ``schema``/``migrate`` override the URL's ``?schema=`` and ``?migrate=``. Opening checks the
+    schema version, creating or upgrading it when allowed. ``pool``: share a pool (from
+    ``fairq.backends.postgres.db.make_pool``) between stores in several schemas of one
+    database; it is then the caller's to close.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        migrate: bool | None = None,
+        pool: Pool | None = None,
+    ) -> None:
+        self.url: PostgresUrl = parse_url(url, schema=schema, migrate=migrate)
+        self.schema = self.url.schema
+        ensure_schema(self.url)
+        self.q = queries_for(self.schema)
+        self.db = Database(self.url, pool=pool)
+        self.seed = schema_seed(self.schema)
+        self._waiter = Waiter(self.url, self._channel, self._channel(WAKE))
+        self._inbox = InboxWriter(self.q, self._channel)
+
+    @classmethod
+    def from_url(cls, url: str) -> PostgresBackend:
+        return cls(url)
+
+    # -- producing -------------------------------------------------------------------------
+
+    def enqueue(self, params: EnqueueParams) -> None:
+        jobs = list(params.jobs)
+        _check_distinct(jobs)
+        if not jobs:
+            return
+        conn = bound_connection(self)
+        if conn is not None:
+            self._inbox.write(conn, jobs, params.now)
+            return
+        try:
+            self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
+        except psycopg.errors.UniqueViolation as exc:
+            raise _duplicate(exc) from None
+
+    def enqueue_in(
+        self, conn: Connection[tuple[object, ...]] | Connection[Row], params: EnqueueParams
+    ) -> None:
+        """Enqueue inside the caller's open transaction on ``conn`` (see transactional.py)."""
+        jobs = list(params.jobs)
+        _check_distinct(jobs)
+        if jobs:
+            self._inbox.write(conn, jobs, params.now)
+
+    @contextmanager
+    def bound_to(self, conn: Connection[tuple[object, ...]] | Connection[Row]) -> Iterator[None]:
+        """Inside this block, this backend's enqueues (``App.enqueue`` too) go into ``conn``'s
+        transaction: they commit or roll back with it."""
+        from fairq.backends.postgres.transactional import binding
+
+        with binding(self, conn):
+            yield
+
+    def _enqueue(self, cur: Cursor[Row], jobs: list[NewJob], now: float) -> None:
+        events = Events(cur, self.q)
+        queues = sorted({job.queue for job in jobs})
+        self._lock(cur, queues, exclusive=False)
+        for name in queues:
+            cur.execute(self.q["queue_ensure"], {"name": name})
+        tenants = events.lock_tenants([(job.queue, job.tenant) for job in jobs])
+        rows = [events.count_new(job, tenants[(job.queue, job.tenant)], now) for job in jobs]
+        cur.executemany(self.q["job_insert"], rows)
+        for tenant in tenants.values():
+            events.save(None, tenant)
+        self._notify(cur, events.woken)
+
+    # -- consuming -------------------------------------------------------------------------
+
+    def dequeue(self, params: DequeueParams) -> list[Lease]:
+        """One statement when nothing is due (the usual case); else maintenance first.
+
+        The fast path is the server-side ``dequeue`` function in autocommit: locks, the
+        "is maintenance due" check and dispatch in one implicit transaction and round trip.
+        """
+        names = list(dict.fromkeys(params.queues))
+        args = {
+            "queues": names,
+            "seed": self.seed,
+            "worker": params.worker_id,
+            "now": params.now,
+            "limit": max(params.limit, 0),
+        }
+        rows = self.db.run_one(self.q["dequeue"], args)
+        if rows and rows[0]["due"]:
+            rows = self.db.run(lambda cur: self._dequeue(cur, names, args))
+        return [_lease(row) for row in rows]
+
+    def _dequeue(self, cur: Cursor[Row], names: list[str], args: dict[str, object]) -> list[Row]:
+        self._lock(cur, names, exclusive=True)
+        events = Events(cur, self.q)
+        now = args["now"]
+        assert isinstance(now, float | int)
+        self._maintain(cur, events, names, float(now))
+        self._notify(cur, events.woken)
+        return cur.execute(self.q["dispatch"], args).fetchall()
+
+    def ack(self, params: AckParams) -> None:
+        """One statement: the server-side ``ack`` function (0003_hot_paths.sql)."""
+        parsed = parse_token(params.token)
+        if parsed is None:
+            raise _not_found(params.token)
+        args = {
+            "id": parsed[0],
+            "attempt": parsed[1],
+            "now": params.now,
+            "seed": self.seed,
+            "salt": channel_salt(self.schema),
+        }
+        (row,) = self.db.run_one(self.q["ack"], args)
+        if row["status"] == "not_found":
+            raise _not_found(params.token)
+        if row["status"] == "expired":
+            raise _expired(params.token, row["lease_deadline"], params.now)
+
+    def fail(self, params: FailParams) -> JobInfo:
+        def end(events: Events, job: JobRow) -> None:
+            events.fail(job, params.now, params.now, params.error, params.retry_at)
+
+        return self._end(params.token, params.now, end).info()
+
+    def release(self, params: ReleaseParams) -> None:
+        self._end(params.token, params.now, lambda ev, job: ev.release(job, params.now))
+
+    def _end(self, token: str, now: float, apply: Callable[[Events, JobRow], None]) -> JobRow:
+        def work(cur: Cursor[Row]) -> JobRow:
+            job = self._held(cur, token, now)
+            events = Events(cur, self.q)
+            apply(events, job)
+            self._notify(cur, events.woken)
+            return job
+
+        return self.db.run(work)
+
+    def _held(self, cur: Cursor[Row], token: str, now: float) -> JobRow:
+        """The running job a token names, locked, under its shared queue lock; or raise."""
+        parsed = parse_token(token)
+        row = None
+        if parsed is not None:
+            found = cur.execute(self.q["job_queue"], {"id": parsed[0]}).fetchone()
+            if found is not None:
+                self._lock(cur, [found["queue"]], exclusive=False)
+                row = cur.execute(self.q["job_lock_by_id"], {"id": parsed[0]}).fetchone()
+        job = None if row is None else JobRow.from_row(row)
+        if (
+            parsed is None
+            or job is None
+            or job.state is not JobState.RUNNING
+            or (job.attempts != parsed[1])
+        ):
+            raise LeaseNotFound(
+                f"no job is held under lease {token!r}: it was never issued, is already "
+                "finished, or expired and was handed out again"
+            )
+        assert job.deadline is not None
+        if now >= job.deadline:
+            raise LeaseExpired(
+                f"lease {token!r} expired at {job.deadline:.3f} (now {now:.3f}); the job goes "
+                "back to its queue, so its result is not recorded"
+            )
+        return job
+
+    def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
+        def work(cur: Cursor[Row]) -> HeartbeatResult:
+            deadlines: dict[str, float] = {}
+            lost: list[str] = []
+            for token in params.tokens:
+                parsed = parse_token(token)
+                row = None
+                if parsed is not None:
+                    args = {"id": parsed[0], "attempt": parsed[1], "now": params.now}
+                    row = cur.execute(self.q["job_heartbeat"], args).fetchone()
+                if row is None:
+                    lost.append(token)
+                else:
+                    deadlines[token] = row["deadline"]
+            return HeartbeatResult(deadlines=deadlines, lost=lost)
+
+        return self.db.run(work)
+
+    # -- maintenance -----------------------------------------------------------------------
+
+    def maintain(self, params: MaintainParams) -> MaintainResult:
+        def work(cur: Cursor[Row]) -> MaintainResult:
+            if params.queues is None:
+                names = inspect.queue_names(cur, self.q)
+            else:
+                names = list(dict.fromkeys(params.queues))
+            self._lock(cur, names, exclusive=True)
+            events = Events(cur, self.q)
+            promoted, expired = self._maintain(cur, events, names, params.now)
+            pruned = 0
+            if params.retention is not None:
+                before = params.now - params.retention
+                pruned = cur.execute(self.q["jobs_prune"], {"before": before}).rowcount
+            self._notify(cur, events.woken)
+            return MaintainResult(
+                promoted=promoted,
+                expired=expired,
+                pruned=pruned,
+                next_due=inspect.next_due(cur, self.q, names),
+            )
+
+        return self.db.run(work)
+
+    def _maintain(
+        self, cur: Cursor[Row], events: Events, names: list[str], now: float
+    ) -> tuple[int, int]:
+        """Take in the inbox, promote due scheduled jobs, then expire overdue leases."""
+        state = cur.execute(self.q["queues_dispatch_state"], {"names": names, "now": now})
+        due = {row["name"]: row for row in state.fetchall()}
+        for name in names:
+            if name in due and due[name]["inbox_due"]:
+                self._inbox.take_in(cur, events, name, now)
+        if any(due[name]["inbox_due"] for name in due):
+            state = cur.execute(self.q["queues_dispatch_state"], {"names": names, "now": now})
+            due = {row["name"]: row for row in state.fetchall()}
+        promoted = expired = 0
+        for name in names:
+            row = due.get(name)
+            if row is None:
+                continue
+            events.vclocks[name] = row["vclock"]
+            if row["promote_due"]:
+                for job in cur.execute(
+                    self.q["jobs_due_scheduled"], {"queue": name, "now": now}
+                ).fetchall():
+                    events.promote(JobRow.from_row(job), now)
+                    promoted += 1
+            if row["expire_due"]:
+                for job in cur.execute(
+                    self.q["jobs_overdue_running"], {"queue": name, "now": now}
+                ).fetchall():
+                    events.expire(JobRow.from_row(job), now)
+                    expired += 1
+        return promoted, expired
+
+    # -- settings --------------------------------------------------------------------------
+
+    def set_queue(self, settings: QueueSettings) -> None:
+        def work(cur: Cursor[Row]) -> None:
+            self._lock(cur, [settings.queue], exclusive=True)
+            events = Events(cur, self.q)
+            cur.execute(
+                self.q["queue_set_defaults"],
+                {
+                    "name": settings.queue,
+                    "weight": settings.weight,
+                    "max_running": settings.max_running,
+                },
+            )
+            inheriting = cur.execute(self.q["tenants_inheriting"], {"queue": settings.queue})
+            for row in inheriting.fetchall():
+                tenant = events.lock_tenant(row["id"])
+                weight = _own_or(tenant.own_weight, settings.weight)
+                cap = tenant.own_max_running or settings.max_running
+                events.apply_settings(tenant, weight, cap)
+            self._notify(cur, events.woken)
+
+        self.db.run(work)
+
+    def get_queue(self, queue: str) -> QueueSettings:
+        return self.db.run(lambda cur: inspect.queue_settings(cur, self.q, queue))
+
+    def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
+        def work(cur: Cursor[Row]) -> TenantStats:
+            self._lock(cur, [params.queue], exclusive=False)
+            cur.execute(self.q["queue_ensure"], {"name": params.queue})
+            defaults = inspect.queue_settings(cur, self.q, params.queue)
+            events = Events(cur, self.q)
+            tenant = events.lock_tenants([(params.queue, params.tenant)])[
+                (params.queue, params.tenant)
+            ]
+            if not isinstance(params.weight, Keep):
+                tenant.own_weight = params.weight
+            if not isinstance(params.max_running, Keep):
+                tenant.own_max_running = params.max_running
+            weight = _own_or(tenant.own_weight, defaults.weight)
+            cap = tenant.own_max_running or defaults.max_running
+            was_eligible = events.eligible(tenant)
+            events.apply_settings(tenant, weight, cap)
+            if events.eligible(tenant) and not was_eligible:
+                events.woken.add(params.queue)
+            self._notify(cur, events.woken)
+            (stats,) = inspect.stats(
+                cur, self.q, StatsParams(queue=params.queue, tenant=params.tenant)
+            )
+            return stats
+
+        return self.db.run(work)
+
+    def publish_job_types(self, types: Sequence[JobType]) -> None:
+        self.db.run(lambda cur: inspect.publish_job_types(cur, self.q, types))
+
+    def job_types(self) -> dict[str, JobType]:
+        return self.db.run(lambda cur: inspect.job_types(cur, self.q))
+
+    # -- inspection ------------------------------------------------------------------------
+
+    def stats(self, params: StatsParams) -> list[TenantStats]:
+        return self.db.run(lambda cur: inspect.stats(cur, self.q, params))
+
+    def get_jobs(self, ids: Sequence[str]) -> list[JobInfo]:
+        return self.db.run(lambda cur: inspect.get_jobs(cur, self.q, ids))
+
+    def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
+        return self.db.run(lambda cur: inspect.list_dead(cur, self.q, params))
+
+    def requeue(self, params: RequeueParams) -> int:
+        def work(cur: Cursor[Row]) -> int:
+            queues = sorted({job.queue for job in inspect.job_rows(cur, self.q, params.ids)})
+            self._lock(cur, queues, exclusive=False)
+            events = Events(cur, self.q)
+            count = 0
+            for job_id in params.ids:
+                row = cur.execute(self.q["job_lock_by_id"], {"id": job_id}).fetchone()
+                if row is not None and row["state"] == JobState.DEAD.value:
+                    events.requeue(JobRow.from_row(row), params.now)
+                    count += 1
+            self._notify(cur, events.woken)
+            return count
+
+        return self.db.run(work)
+
+    # -- waiting ---------------------------------------------------------------------------
+
+    def wait(self, queues: Sequence[str], timeout: float) -> None:
+        self._waiter.wait(queues, timeout)
+
+    def close(self) -> None:
+        def wake(channel: str) -> None:
+            self.db.run(lambda cur: cur.execute(self.q["notify"], {"channel": channel}))
+
+        self._waiter.close(wake)
+        self.db.close()
+
+    # -- shared steps ----------------------------------------------------------------------
+
+    def _lock(self, cur: Cursor[Row], queues: Sequence[str], *, exclusive: bool) -> None:
+        if queues:
+            name = "lock_queues_exclusive" if exclusive else "lock_queues_shared"
+            cur.execute(self.q[name], {"names": list(queues), "seed": self.seed})
+
+    def _channel(self, queue: str) -> str:
+        return queue_channel(self.schema, queue)
+
+    @property
+    def wake_channel(self) -> str:
+        return self._channel(WAKE)
+
+    def _notify(self, cur: Cursor[Row], queues: set[str]) -> None:
+        for name in sorted(queues):
+            cur.execute(self.q["notify"], {"channel": self._channel(name)})
+
+
+def _not_found(token: str) -> LeaseNotFound:
+    return LeaseNotFound(
+        f"no job is held under lease {token!r}: it was never issued, is already "
+        "finished, or expired and was handed out again"
+    )
+
+
+def _expired(token: str, deadline: float, now: float) -> LeaseExpired:
+    return LeaseExpired(
+        f"lease {token!r} expired at {deadline:.3f} (now {now:.3f}); the job goes "
+        "back to its queue, so its result is not recorded"
+    )
+
+
+def _lease(row: Row) -> Lease:
+    return Lease(
+        token=lease_token(row["l_id"], row["l_attempts"]),
+        job_id=row["l_id"],
+        name=row["l_name"],
+        queue=row["l_queue"],
+        tenant=row["l_tenant"],
+        payload=row["l_payload"],
+        attempt=row["l_attempts"],
+        max_attempts=row["l_max_attempts"],
+        started_at=row["l_started_at"],
+        deadline=row["l_deadline"],
+        lease_timeout=row["l_lease_timeout"],
+        cost=row["l_cost"],
+    )
+
+
+def _own_or(own: float | None, default: float) -> float:
+    return own if own is not None else default
+
+
+def _check_distinct(jobs: Sequence[NewJob]) -> None:
+    ids = [job.id for job in jobs]
+    if len(set(ids)) != len(ids):
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        raise DuplicateJob(f"job ids repeated in one batch: {repeated}; nothing was stored")
+
+
+def _duplicate(exc: psycopg.errors.UniqueViolation) -> DuplicateJob:
+    detail = exc.diag.message_detail or str(exc)
+    return DuplicateJob(f"a job id is already stored ({detail}); nothing of the batch was stored")

@@ -1,0 +1,153 @@
+"""Connections: a pool, short transactions, and clear errors when the server goes away.
+
+Each backend call runs ``work`` in one transaction on a pooled connection. When the server
+drops connections (a restart, ``pg_terminate_backend``), the pool's idle connections are dead
+too: the call checks the pool, drops them and runs ``work`` again on a fresh connection, for
+up to ``reconnect_wait`` seconds. A failure during COMMIT is never retried, because whether
+the transaction took effect is unknown; the caller gets StoreUnavailable saying so.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import psycopg
+from psycopg import Connection, Cursor
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from fairq.backends.postgres.records import Row
+from fairq.backends.postgres.url import PostgresUrl
+from fairq.errors import StoreUnavailable
+
+T = TypeVar("T")
+log = logging.getLogger("fairq.backends.postgres")
+
+CONNECT_TIMEOUT = 10
+
+
+class PermissionDenied(StoreUnavailable):
+    """The database role lacks a privilege fairq needs on its schema."""
+
+
+def connect(url: PostgresUrl, *, autocommit: bool = True) -> Connection[Row]:
+    """One connection outside the pool (migrations, LISTEN), with a clear error if refused."""
+    try:
+        return psycopg.connect(
+            url.conninfo,
+            autocommit=autocommit,
+            row_factory=dict_row,
+            connect_timeout=CONNECT_TIMEOUT,
+        )
+    except psycopg.OperationalError as exc:
+        raise unavailable(url, exc) from None
+
+
+def unavailable(url: PostgresUrl, exc: BaseException) -> StoreUnavailable:
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StoreUnavailable(
+        f"cannot reach the PostgreSQL store {url.display}: {reason}. "
+        "Check the URL and that the server runs and accepts connections."
+    )
+
+
+def permission_denied(url: PostgresUrl, exc: BaseException) -> PermissionDenied:
+    reason = str(exc).strip().splitlines()[0]
+    schema = url.schema
+    return PermissionDenied(
+        f"the database role of {url.display} lacks a privilege fairq needs ({reason}). "
+        f"Run `fairq migrate` as the schema's owner, or grant the role: GRANT USAGE ON SCHEMA "
+        f"{schema} TO <role>; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+        f"{schema} TO <role>; GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO <role>;"
+    )
+
+
+Pool = ConnectionPool[Connection[Row]]
+
+
+def make_pool(url: PostgresUrl) -> Pool:
+    """A pool whose connections fit every statement here: autocommit (transactions are
+    explicit) and rows as dicts. Stores in several schemas of one database may share one."""
+    pool: Pool = ConnectionPool(
+        url.conninfo,
+        min_size=1,
+        max_size=url.pool_size,
+        kwargs={"autocommit": True, "row_factory": dict_row},
+        connection_class=Connection[Row],
+        open=False,
+        name=f"fairq:{url.display}",
+    )
+    pool.open(wait=False)
+    return pool
+
+
+class Database:
+    """A connection pool for one store; ``run`` gives ``work`` one transaction."""
+
+    def __init__(
+        self, url: PostgresUrl, *, pool: Pool | None = None, reconnect_wait: float = 30.0
+    ) -> None:
+        self.url = url
+        self.reconnect_wait = reconnect_wait
+        self._owns_pool = pool is None
+        self.pool = make_pool(url) if pool is None else pool
+
+    def run(self, work: Callable[[Cursor[Row]], T], *, explicit: bool = True) -> T:
+        """Run ``work`` in a transaction; reconnect and run again if the connection was lost."""
+        give_up = time.monotonic() + self.reconnect_wait
+        pause = 0.05
+        while True:
+            try:
+                return self._attempt(work, explicit)
+            except _Retry as retry:
+                if time.monotonic() >= give_up:
+                    raise unavailable(self.url, retry.cause) from retry.cause
+                log.warning("PostgreSQL connection lost (%s); reconnecting", retry.cause)
+                self.pool.check()
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
+
+    def run_one(self, statement: str, params: dict[str, object]) -> list[Row]:
+        """One statement outside an explicit transaction: its own implicit transaction, one
+        round trip. Retried like ``run`` when the connection was lost before the result came:
+        only for statements whose repetition is safe (a dequeue hands out a job that nobody
+        runs, which its lease then returns; a repeated ack reports LeaseNotFound)."""
+        return self.run(lambda cur: cur.execute(statement, params).fetchall(), explicit=False)
+
+    def _attempt(self, work: Callable[[Cursor[Row]], T], explicit: bool) -> T:
+        committing = False
+        try:
+            with self.pool.connection(timeout=self.reconnect_wait) as conn:
+                try:
+                    if not explicit:
+                        with conn.cursor() as cur:
+                            return work(cur)
+                    with conn.transaction():
+                        with conn.cursor() as cur:
+                            result = work(cur)
+                        committing = True
+                except psycopg.errors.InsufficientPrivilege as exc:
+                    raise permission_denied(self.url, exc) from None
+                return result
+        except psycopg.OperationalError as exc:
+            if committing:
+                raise StoreUnavailable(
+                    f"the connection to {self.url.display} was lost while committing; the "
+                    f"outcome of this call is unknown ({exc})"
+                ) from exc
+            raise _Retry(exc) from exc
+        except PoolTimeout as exc:
+            raise unavailable(self.url, exc) from None
+
+    def close(self) -> None:
+        if self._owns_pool:
+            self.pool.close()
+
+
+class _Retry(Exception):
+    def __init__(self, cause: psycopg.OperationalError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause

@@ -1,0 +1,217 @@
+"""The scheduling rules applied to rows inside one transaction (docs/internals/scheduler.md).
+
+``Events`` is made per transaction, after the queue locks are held. It mirrors the reference
+model step for step and calls the same ``fairness`` functions, so every tag it writes is the
+double the model would compute. It caches the rows it has loaded or locked; every change is
+written back before the next statement that reads it (``save``), so the database and the
+cache never disagree inside the transaction.
+"""
+
+from __future__ import annotations
+
+from psycopg import Cursor
+
+from fairq.backends._sql import Queries
+from fairq.backends.postgres.records import JobRow, Row, TenantRow, tenant_key
+from fairq.job import JobState, NewJob
+from fairq.policy import fairness
+
+LEASE_EXPIRED_ERROR = "lease expired"
+
+
+class Events:
+    """The rules, over rows of one transaction. Callers hold the queue locks the event needs."""
+
+    def __init__(self, cur: Cursor[Row], q: Queries) -> None:
+        self.cur = cur
+        self.q = q
+        self.tenants: dict[int, TenantRow] = {}
+        self.vclocks: dict[str, float] = {}
+        self.woken: set[str] = set()  # queues that got work a waiting worker could take
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def load_vclock(self, queue: str) -> float:
+        if queue not in self.vclocks:
+            row = self.cur.execute(self.q["queue_get"], {"name": queue}).fetchone()
+            self.vclocks[queue] = 0.0 if row is None else row["vclock"]
+        return self.vclocks[queue]
+
+    def lock_tenants(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], TenantRow]:
+        """Create missing (queue, tenant) rows, then lock them all in id order."""
+        ordered = sorted(set(pairs))
+        args = {
+            "queues": [queue for queue, _ in ordered],
+            "tenants": [tenant for _, tenant in ordered],
+            "keys": [tenant_key(tenant) for _, tenant in ordered],
+        }
+        self.cur.execute(self.q["tenants_ensure"], args)
+        found: dict[tuple[str, str], TenantRow] = {}
+        for row in self.cur.execute(self.q["tenants_lock"], args).fetchall():
+            tenant = self.tenants.setdefault(row["id"], TenantRow.from_row(row))
+            found[(tenant.queue, tenant.tenant)] = tenant
+        return found
+
+    def lock_tenant(self, tenant_id: int) -> TenantRow:
+        if tenant_id not in self.tenants:
+            row = self.cur.execute(self.q["tenant_lock_by_id"], {"id": tenant_id}).fetchone()
+            assert row is not None, f"job names tenant row {tenant_id}, which is missing"
+            self.tenants[tenant_id] = TenantRow.from_row(row)
+        return self.tenants[tenant_id]
+
+    def save(self, job: JobRow | None, tenant: TenantRow) -> None:
+        """Job first: the tenant's head is re-read from jobs when the tenant row is written."""
+        if job is not None:
+            job.save(self.cur, self.q)
+        tenant.save(self.cur, self.q)
+
+    # -- producing -------------------------------------------------------------------------------
+
+    def insert(
+        self, new: NewJob, tenant: TenantRow, now: float, *, enqueued_at: float, seq: int
+    ) -> bool:
+        """Store one job taken in from the inbox, keeping its seq; False if its id was taken."""
+        args = {**self.count_new(new, tenant, now), "enqueued_at": enqueued_at, "seq": seq}
+        self.cur.execute(self.q["job_insert_from_inbox"], args)
+        if self.cur.fetchone() is None:
+            self.uncount_new(new, tenant, now)
+            return False
+        return True
+
+    def count_new(self, new: NewJob, tenant: TenantRow, now: float) -> dict[str, object]:
+        """Count a new job (ready, or scheduled for later) in its tenant; returns its row.
+
+        The caller inserts the rows (all of a batch in one pipelined ``executemany``) and then
+        saves the tenants, whose head is read back from jobs.
+        """
+        ready = new.run_at <= now
+        if ready:
+            tenant.ready += 1
+            self.refresh(tenant)
+            self.woken.add(tenant.queue)
+        else:
+            tenant.scheduled += 1
+        return {
+            "id": new.id,
+            "tenant_id": tenant.id,
+            "queue": new.queue,
+            "name": new.name,
+            "state": (JobState.READY if ready else JobState.SCHEDULED).value,
+            "payload": new.payload,
+            "priority": new.priority,
+            "max_attempts": new.max_attempts,
+            "lease_timeout": new.lease_timeout,
+            "cost": new.cost,
+            "enqueued_at": now,
+            "run_at": new.run_at,
+            "ready_at": now if ready else None,
+        }
+
+    def uncount_new(self, new: NewJob, tenant: TenantRow, now: float) -> None:
+        """Undo ``count_new`` for a job that was not stored after all (a duplicate id)."""
+        if new.run_at <= now:
+            tenant.ready -= 1
+            self.refresh(tenant)
+        else:
+            tenant.scheduled -= 1
+
+    # -- ending runs (dispatch and ack run server-side: migrations/0003_hot_paths.sql) ----------
+
+    def release(self, job: JobRow, now: float) -> None:
+        tenant = self.end_run(job, now)
+        job.attempts -= 1
+        self.make_ready(tenant, job, now)
+        self.retag(tenant)
+        self.save(job, tenant)
+
+    def fail(
+        self, job: JobRow, now: float, ended_at: float, error: str, retry_at: float | None
+    ) -> None:
+        tenant = self.end_run(job, ended_at)
+        tenant.failed += 1
+        job.last_error = error
+        if retry_at is None or job.attempts >= job.max_attempts:
+            job.state = JobState.DEAD
+            job.finished_at = now
+            tenant.dead += 1
+        elif retry_at <= now:
+            self.make_ready(tenant, job, now)
+        else:
+            job.state = JobState.SCHEDULED
+            job.run_at = retry_at
+            tenant.scheduled += 1
+        self.retag(tenant)
+        self.save(job, tenant)
+
+    def end_run(self, job: JobRow, ended_at: float) -> TenantRow:
+        """Charge the run's real cost in place of its estimate and free its slot."""
+        tenant = self.lock_tenant(job.tenant_id)
+        self.load_vclock(tenant.queue)
+        assert job.started_at is not None
+        tenant.finish = fairness.finish_after_run(
+            tenant.finish,
+            job.cost,
+            fairness.run_charge(job.started_at, ended_at),
+            tenant.weight,
+        )
+        was_eligible = self.eligible(tenant)
+        tenant.running -= 1
+        job.deadline = None
+        if not was_eligible:
+            self.woken.add(tenant.queue)  # a freed slot may let this tenant run again
+        return tenant
+
+    # -- maintenance -----------------------------------------------------------------------------
+
+    def promote(self, job: JobRow, now: float) -> None:
+        tenant = self.lock_tenant(job.tenant_id)
+        tenant.scheduled -= 1
+        self.make_ready(tenant, job, now)
+        self.save(job, tenant)
+
+    def expire(self, job: JobRow, now: float) -> None:
+        assert job.deadline is not None
+        self.fail(job, now, job.deadline, LEASE_EXPIRED_ERROR, now)
+
+    def requeue(self, job: JobRow, now: float) -> None:
+        tenant = self.lock_tenant(job.tenant_id)
+        tenant.dead -= 1
+        job.attempts = 0
+        job.finished_at = None
+        self.make_ready(tenant, job, now)
+        self.save(job, tenant)
+
+    # -- settings --------------------------------------------------------------------------------
+
+    def apply_settings(self, tenant: TenantRow, weight: float, cap: int | None) -> None:
+        tenant.weight = weight
+        tenant.max_running = cap
+        self.refresh(tenant)
+        self.save(None, tenant)
+
+    # -- shared steps ----------------------------------------------------------------------------
+
+    @staticmethod
+    def eligible(tenant: TenantRow) -> bool:
+        return fairness.is_eligible(tenant.ready, tenant.running, tenant.max_running)
+
+    def make_ready(self, tenant: TenantRow, job: JobRow, now: float) -> None:
+        job.state = JobState.READY
+        job.ready_at = now
+        tenant.ready += 1
+        self.refresh(tenant)
+        self.woken.add(tenant.queue)
+
+    def refresh(self, tenant: TenantRow) -> None:
+        """A tenant that becomes eligible starts at max(F, V); one that stops leaves the index."""
+        if not self.eligible(tenant):
+            tenant.start = None
+        elif tenant.start is None:
+            tenant.start = fairness.start_tag(tenant.finish, self.load_vclock(tenant.queue))
+
+    def retag(self, tenant: TenantRow) -> None:
+        """After a run's cost is settled, an eligible tenant's start tag is max(F, V)."""
+        if self.eligible(tenant):
+            tenant.start = fairness.start_tag(tenant.finish, self.load_vclock(tenant.queue))
+        else:
+            tenant.start = None

@@ -1,0 +1,137 @@
+"""Reads for inspection and settings: stats, jobs, dead jobs, queue defaults, job types.
+
+None of these is on the enqueue/dequeue/ack path; stats may scan a queue's tenants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from psycopg import Cursor
+
+from fairq.backends._sql import Queries
+from fairq.backends.postgres.records import JobRow, Row, tenant_key
+from fairq.contract import JobType, ListDeadParams, QueueSettings, StatsParams, TenantStats
+from fairq.job import JobInfo, JobState
+
+
+def queue_names(cur: Cursor[Row], q: Queries) -> list[str]:
+    names = [row["name"] for row in cur.execute(q["queue_names"]).fetchall()]
+    waiting = [row["queue"] for row in cur.execute(q["inbox_queues"]).fetchall()]
+    return names + sorted(set(waiting) - set(names))
+
+
+def next_due(cur: Cursor[Row], q: Queries, names: Sequence[str]) -> float | None:
+    due: list[float] = []
+    for name in names:
+        row = cur.execute(q["next_due"], {"queue": name}).fetchone()
+        if row is not None:
+            due += [value for value in (row["run_at"], row["deadline"]) if value is not None]
+    return min(due, default=None)
+
+
+def queue_settings(cur: Cursor[Row], q: Queries, queue: str) -> QueueSettings:
+    row = cur.execute(q["queue_get"], {"name": queue}).fetchone()
+    if row is None:
+        return QueueSettings(queue=queue)
+    return QueueSettings(queue=queue, weight=row["weight"], max_running=row["max_running"])
+
+
+def stats(cur: Cursor[Row], q: Queries, params: StatsParams) -> list[TenantStats]:
+    args = {
+        "queue": params.queue,
+        "tenant": params.tenant,
+        "tenant_key": None if params.tenant is None else tenant_key(params.tenant),
+    }
+    return [
+        TenantStats(
+            queue=row["queue"],
+            tenant=row["tenant"],
+            weight=row["weight"],
+            max_running=row["max_running"],
+            ready=row["ready"],
+            scheduled=row["scheduled"],
+            running=row["running"],
+            succeeded=row["succeeded"],
+            failed=row["failed"],
+            dead=row["dead"],
+            oldest_ready_at=row["oldest_ready_at"],
+        )
+        for row in cur.execute(q["tenants_stats"], args).fetchall()
+    ]
+
+
+def job_rows(cur: Cursor[Row], q: Queries, ids: Sequence[str]) -> list[JobRow]:
+    rows = cur.execute(q["jobs_by_ids"], {"ids": list(ids)}).fetchall()
+    return [JobRow.from_row(row) for row in rows]
+
+
+def get_jobs(cur: Cursor[Row], q: Queries, ids: Sequence[str]) -> list[JobInfo]:
+    """Stored jobs, and jobs still in the inbox (committed by a caller's transaction, not yet
+    taken in by a worker), in the order asked."""
+    found = {job.id: job.info() for job in job_rows(cur, q, ids)}
+    for row in cur.execute(q["inbox_by_ids"], {"ids": list(ids)}).fetchall():
+        found.setdefault(row["id"], _inbox_info(row))
+    return [found[i] for i in ids if i in found]
+
+
+def _inbox_info(row: Row) -> JobInfo:
+    state = JobState.READY if row["run_at"] <= row["enqueued_at"] else JobState.SCHEDULED
+    return JobInfo(
+        id=row["id"],
+        name=row["name"],
+        queue=row["queue"],
+        tenant=row["tenant"],
+        state=state,
+        payload=row["payload"],
+        priority=row["priority"],
+        attempts=0,
+        max_attempts=row["max_attempts"],
+        enqueued_at=row["enqueued_at"],
+        run_at=row["run_at"],
+        started_at=None,
+        finished_at=None,
+        deadline=None,
+        last_error=None,
+    )
+
+
+def list_dead(cur: Cursor[Row], q: Queries, params: ListDeadParams) -> list[JobInfo]:
+    args = {
+        "queue": params.queue,
+        "tenant": params.tenant,
+        "tenant_key": None if params.tenant is None else tenant_key(params.tenant),
+        "limit": params.limit,
+    }
+    return [JobRow.from_row(row).info() for row in cur.execute(q["jobs_dead"], args).fetchall()]
+
+
+def publish_job_types(cur: Cursor[Row], q: Queries, types: Sequence[JobType]) -> None:
+    for job_type in types:
+        cur.execute(
+            q["job_types_upsert"],
+            {
+                "name": job_type.name,
+                "queue": job_type.queue,
+                "tenant_arg": job_type.tenant_arg,
+                "params": list(job_type.params),
+                "max_attempts": job_type.max_attempts,
+                "lease_timeout": job_type.lease_timeout,
+                "cost": job_type.cost,
+            },
+        )
+
+
+def job_types(cur: Cursor[Row], q: Queries) -> dict[str, JobType]:
+    return {
+        row["name"]: JobType(
+            name=row["name"],
+            queue=row["queue"],
+            tenant_arg=row["tenant_arg"],
+            params=tuple(row["params"]),
+            max_attempts=row["max_attempts"],
+            lease_timeout=row["lease_timeout"],
+            cost=row["cost"],
+        )
+        for row in cur.execute(q["job_types_all"]).fetchall()
+    }

@@ -1,0 +1,95 @@
+"""The schema's versions: apply migrations in order, and refuse a schema this fairq cannot use.
+
+Migrations are numbered ``migrations/NNNN_name.sql`` files; ``fairq_migrations`` records each
+one applied. All pending migrations run in one transaction under an advisory lock, so two
+processes starting at once never apply one twice and a failed upgrade leaves nothing half-done.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import psycopg
+from psycopg import Connection
+
+from fairq.backends.postgres.db import connect, permission_denied, unavailable
+from fairq.backends.postgres.records import Row
+from fairq.backends.postgres.sql import fill_schema, latest_version, migrations, quote_ident
+from fairq.backends.postgres.url import PostgresUrl
+from fairq.errors import SchemaError
+
+_MIGRATE_LOCK = zlib.crc32(b"fairq.migrate") - 2**31  # an int4 class id for the advisory lock
+
+
+def schema_version(conn: Connection[Row], schema: str) -> int | None:
+    """The version the schema is at, or None when fairq's tables are not there at all."""
+    found = conn.execute(
+        "SELECT to_regclass(%(table)s) IS NOT NULL AS present",
+        {"table": f"{quote_ident(schema)}.fairq_migrations"},
+    ).fetchone()
+    if found is None or not found["present"]:
+        return None
+    row = conn.execute(
+        f"SELECT max(version) AS version FROM {quote_ident(schema)}.fairq_migrations"
+    ).fetchone()
+    return int(row["version"]) if row and row["version"] is not None else 0
+
+
+def migrate(url: PostgresUrl) -> list[int]:
+    """Bring the schema up to date; returns the versions applied (empty when current)."""
+    with connect(url) as conn:
+        try:
+            return _migrate(conn, url.schema)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise permission_denied(url, exc) from None
+        except psycopg.OperationalError as exc:
+            raise unavailable(url, exc) from None
+
+
+def _migrate(conn: Connection[Row], schema: str) -> list[int]:
+    with conn.transaction():
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(%(cls)s, hashtext(%(schema)s))",
+            {"cls": _MIGRATE_LOCK, "schema": schema},
+        )
+        current = schema_version(conn, schema) or 0
+        check_not_newer(current, schema)
+        applied: list[int] = []
+        for migration in migrations()[current:]:
+            conn.execute(fill_schema(migration.script, schema))
+            conn.execute(
+                f"INSERT INTO {quote_ident(schema)}.fairq_migrations (version, name) "
+                "VALUES (%(version)s, %(name)s)",
+                {"version": migration.version, "name": migration.name},
+            )
+            applied.append(migration.version)
+        return applied
+
+
+def check_not_newer(version: int, schema: str) -> None:
+    if version > latest_version():
+        raise SchemaError(
+            f"the fairq schema {schema!r} is at version {version}, made by a newer fairq; this "
+            f"fairq knows versions up to {latest_version()}. Upgrade fairq on this machine."
+        )
+
+
+def ensure_schema(url: PostgresUrl) -> None:
+    """Check the schema on open; create or upgrade it first if the URL allows."""
+    with connect(url) as conn:
+        try:
+            version = schema_version(conn, url.schema)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise permission_denied(url, exc) from None
+    if version is not None:
+        check_not_newer(version, url.schema)
+    if version == latest_version():
+        return
+    if not url.migrate:
+        found = "has no fairq tables" if version is None else f"is at version {version}"
+        raise SchemaError(
+            f"the fairq schema {url.schema!r} at {url.display} {found}; this fairq needs "
+            f"version {latest_version()}. Run `fairq migrate --url URL --schema {url.schema}` "
+            "(or drop ?migrate=false to let fairq migrate on first use)."
+        )
+    migrate(url)

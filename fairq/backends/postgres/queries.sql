@@ -1,0 +1,294 @@
+-- Named queries of the PostgreSQL backend. {schema} is replaced by the quoted schema name.
+--
+-- Locking, in one order everywhere (so no two transactions wait on each other in a cycle):
+--   1. the queue lock: a transaction-scoped advisory lock per (schema, queue). Dispatch,
+--      maintenance and set_queue take it exclusive, because they move the queue's virtual
+--      clock V or touch many tenants; enqueue, ack, fail, release, set_tenant and requeue take
+--      it shared, because they only read V. Keys are locked in ascending order.
+--   2. job rows (FOR UPDATE), 3. tenant rows (FOR UPDATE), in ascending id order.
+-- Job states are literals, never parameters, so the partial indexes (WHERE state = '…') apply.
+-- tests/postgres/test_query_plans.py EXPLAINs every hot-path block and fails on a scan.
+
+-- name: lock_queues_exclusive
+-- Dispatch in a queue is a total order (smallest start tag first, V = that tag): two workers
+-- that both read "the smallest S" concurrently would hand out out of order and could move V
+-- backwards, so dispatches of one queue take turns. A dispatch transaction is a few index
+-- probes, so the wait is short. SKIP LOCKED would skip the queue, not a job: wrong here.
+SELECT pg_advisory_xact_lock(k)
+FROM (SELECT DISTINCT hashtextextended(n, %(seed)s) AS k FROM unnest(%(names)s::text[]) AS n) s
+ORDER BY k
+
+-- name: lock_queues_shared
+-- Readers of V (enqueue, ack, …) may run together; they only wait for a dispatch in progress.
+SELECT pg_advisory_xact_lock_shared(k)
+FROM (SELECT DISTINCT hashtextextended(n, %(seed)s) AS k FROM unnest(%(names)s::text[]) AS n) s
+ORDER BY k
+
+-- name: queue_ensure
+INSERT INTO {schema}.queues (name) VALUES (%(name)s) ON CONFLICT (name) DO NOTHING
+
+-- name: queue_get
+SELECT name, weight, max_running, vclock FROM {schema}.queues WHERE name = %(name)s
+
+-- name: queues_dispatch_state
+-- Read after the queue locks are held (a new snapshot): V and whether maintenance has work.
+-- Each test reads the first entry of one index (ORDER BY … LIMIT 1), which the planner cannot
+-- turn into a hashed scan of jobs the way it may turn an EXISTS.
+SELECT q.name, q.vclock,
+       (SELECT j.run_at FROM {schema}.jobs j
+        WHERE j.queue = q.name AND j.state = 'scheduled'
+        ORDER BY j.run_at, j.seq LIMIT 1) <= %(now)s AS promote_due,
+       (SELECT j.deadline FROM {schema}.jobs j
+        WHERE j.queue = q.name AND j.state = 'running'
+        ORDER BY j.deadline, j.seq LIMIT 1) <= %(now)s AS expire_due,
+       (SELECT i.seq FROM {schema}.inbox i
+        WHERE i.queue = q.name ORDER BY i.seq LIMIT 1) IS NOT NULL AS inbox_due
+FROM {schema}.queues q
+WHERE q.name = ANY(%(names)s::text[])
+
+-- name: queue_set_vclock
+UPDATE {schema}.queues SET vclock = %(vclock)s WHERE name = %(name)s
+
+-- name: queue_set_defaults
+INSERT INTO {schema}.queues (name, weight, max_running)
+VALUES (%(name)s, %(weight)s, %(max_running)s)
+ON CONFLICT (name) DO UPDATE SET weight = excluded.weight, max_running = excluded.max_running
+
+-- name: queue_names
+SELECT name FROM {schema}.queues ORDER BY name
+
+-- name: tenants_ensure
+-- A new tenant starts with its queue's defaults as its effective settings. Rows are inserted
+-- in the order given (sorted by the caller), so concurrent enqueues never wait in a cycle.
+INSERT INTO {schema}.tenants (queue, tenant, tenant_key, weight, max_running)
+SELECT q.name, n.tenant, n.tenant_key, q.weight, q.max_running
+FROM unnest(%(queues)s::text[], %(tenants)s::text[], %(keys)s::bytea[])
+         WITH ORDINALITY AS n(queue, tenant, tenant_key, ord)
+JOIN {schema}.queues q ON q.name = n.queue
+ORDER BY n.ord
+ON CONFLICT (queue, tenant_key) DO NOTHING
+
+-- name: tenants_lock
+-- The tenants of one event, locked in id order.
+SELECT t.id, t.queue, t.tenant, t.own_weight, t.own_max_running, t.weight, t.max_running,
+       t.finish_tag, t.start_tag, t.ready, t.scheduled, t.running, t.succeeded, t.failed,
+       t.dead
+FROM {schema}.tenants t
+JOIN unnest(%(queues)s::text[], %(tenants)s::text[], %(keys)s::bytea[])
+         AS n(queue, tenant, tenant_key)
+  ON t.queue = n.queue AND t.tenant_key = n.tenant_key AND t.tenant = n.tenant
+ORDER BY t.id
+FOR UPDATE OF t
+
+-- name: tenant_lock_by_id
+SELECT id, queue, tenant, own_weight, own_max_running, weight, max_running,
+       finish_tag, start_tag, ready, scheduled, running, succeeded, failed, dead
+FROM {schema}.tenants
+WHERE id = %(id)s
+FOR UPDATE
+
+-- name: tenant_save
+-- Writes what the rules computed. The slot count may only grow while under the cap, and the
+-- CHECK constraints keep every count at or above 0, so a bug can never over-book a tenant.
+-- head_seq is re-read through jobs_ready after this transaction's job changes.
+UPDATE {schema}.tenants SET
+    own_weight = %(own_weight)s, own_max_running = %(own_max_running)s,
+    weight = %(weight)s, max_running = %(max_running)s,
+    finish_tag = %(finish_tag)s, start_tag = %(start_tag)s,
+    head_seq = (SELECT j.seq FROM {schema}.jobs j
+                WHERE j.tenant_id = %(id)s AND j.state = 'ready'
+                ORDER BY j.priority DESC, j.seq
+                LIMIT 1),
+    ready = %(ready)s, scheduled = %(scheduled)s, running = %(running)s,
+    succeeded = %(succeeded)s, failed = %(failed)s, dead = %(dead)s
+WHERE id = %(id)s
+  AND running = %(was_running)s
+  AND (%(running)s::bigint <= %(was_running)s::bigint
+       OR %(max_running)s::integer IS NULL
+       OR %(running)s::bigint <= %(max_running)s::integer)
+
+-- name: tenants_inheriting
+-- Tenants of a queue that follow a queue default (admin path: set_queue, may scan a queue).
+SELECT id FROM {schema}.tenants
+WHERE queue = %(queue)s AND (own_weight IS NULL OR own_max_running IS NULL)
+ORDER BY id
+
+-- name: tenants_stats
+-- Inspection, not a hot path: may scan tenants when no queue is given.
+SELECT t.queue, t.tenant, t.weight, t.max_running, t.ready, t.scheduled, t.running,
+       t.succeeded, t.failed, t.dead,
+       (SELECT min(j.ready_at) FROM {schema}.jobs j
+        WHERE j.tenant_id = t.id AND j.state = 'ready') AS oldest_ready_at
+FROM {schema}.tenants t
+WHERE (%(queue)s::text IS NULL OR t.queue = %(queue)s::text)
+  AND (%(tenant)s::text IS NULL OR (t.tenant_key = %(tenant_key)s AND t.tenant = %(tenant)s::text))
+ORDER BY t.queue, t.tenant
+
+-- name: job_insert
+INSERT INTO {schema}.jobs (
+    id, tenant_id, queue, name, state, payload, priority, max_attempts, lease_timeout, cost,
+    enqueued_at, run_at, ready_at
+) VALUES (
+    %(id)s, %(tenant_id)s, %(queue)s, %(name)s, %(state)s, %(payload)s, %(priority)s,
+    %(max_attempts)s, %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(ready_at)s
+)
+
+-- name: job_lock_by_id
+-- The job a lease token names, locked; its queue tells which queue lock the event needs.
+SELECT j.seq, j.id, j.tenant_id, j.queue,
+       (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
+       j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
+       j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
+       j.last_error, j.worker_id
+FROM {schema}.jobs j
+WHERE j.id = %(id)s
+FOR UPDATE
+
+-- name: job_queue
+SELECT queue FROM {schema}.jobs WHERE id = %(id)s
+
+-- name: jobs_by_ids
+SELECT j.seq, j.id, j.tenant_id, j.queue,
+       (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
+       j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
+       j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
+       j.last_error, j.worker_id
+FROM {schema}.jobs j
+WHERE j.id = ANY(%(ids)s::text[])
+
+-- name: job_save
+UPDATE {schema}.jobs SET
+    state = %(state)s, attempts = %(attempts)s, run_at = %(run_at)s, ready_at = %(ready_at)s,
+    started_at = %(started_at)s, deadline = %(deadline)s, finished_at = %(finished_at)s,
+    last_error = %(last_error)s, worker_id = %(worker_id)s
+WHERE seq = %(seq)s
+
+-- name: jobs_due_scheduled
+-- Scheduled jobs whose time has come, in (run_at, seq) order, through jobs_scheduled.
+SELECT j.seq, j.id, j.tenant_id, j.queue,
+       (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
+       j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
+       j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
+       j.last_error, j.worker_id
+FROM {schema}.jobs j
+WHERE j.queue = %(queue)s AND j.state = 'scheduled' AND j.run_at <= %(now)s
+ORDER BY j.run_at, j.seq
+
+-- name: jobs_overdue_running
+-- Leases past their deadline, in (deadline, seq) order, through jobs_running.
+SELECT j.seq, j.id, j.tenant_id, j.queue,
+       (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
+       j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
+       j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
+       j.last_error, j.worker_id
+FROM {schema}.jobs j
+WHERE j.queue = %(queue)s AND j.state = 'running' AND j.deadline <= %(now)s
+ORDER BY j.deadline, j.seq
+
+-- name: job_heartbeat
+-- A conditional update: only the attempt the token names, only while its lease holds. The new
+-- deadline is now + lease_timeout in double precision, as the reference model computes it.
+UPDATE {schema}.jobs SET deadline = %(now)s::double precision + lease_timeout
+WHERE id = %(id)s AND state = 'running' AND attempts = %(attempt)s
+  AND deadline > %(now)s::double precision
+RETURNING deadline
+
+-- name: next_due
+-- The earliest scheduled run-at and lease deadline of one queue: two index endpoints.
+SELECT (SELECT j.run_at FROM {schema}.jobs j
+        WHERE j.queue = %(queue)s AND j.state = 'scheduled'
+        ORDER BY j.run_at, j.seq LIMIT 1) AS run_at,
+       (SELECT j.deadline FROM {schema}.jobs j
+        WHERE j.queue = %(queue)s AND j.state = 'running'
+        ORDER BY j.deadline, j.seq LIMIT 1) AS deadline
+
+-- name: jobs_prune
+-- Succeeded jobs finished before the cut-off, through jobs_succeeded.
+DELETE FROM {schema}.jobs WHERE state = 'succeeded' AND finished_at < %(before)s
+
+-- name: jobs_dead
+SELECT j.seq, j.id, j.tenant_id, j.queue,
+       (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
+       j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
+       j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
+       j.last_error, j.worker_id
+FROM {schema}.jobs j
+WHERE j.state = 'dead'
+  AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+  AND (%(tenant)s::text IS NULL OR j.tenant_id IN (
+          SELECT t.id FROM {schema}.tenants t
+          WHERE t.tenant_key = %(tenant_key)s AND t.tenant = %(tenant)s::text))
+ORDER BY j.finished_at, j.seq
+LIMIT %(limit)s
+
+-- name: inbox_insert
+-- Enqueue inside the caller's transaction: one insert, no fairq locks (see 0002_inbox.sql).
+-- An id already stored in jobs is refused here; the unique index refuses one in the inbox.
+INSERT INTO {schema}.inbox (
+    id, queue, tenant, name, payload, priority, max_attempts, lease_timeout, cost,
+    enqueued_at, run_at
+)
+SELECT %(id)s, %(queue)s, %(tenant)s, %(name)s, %(payload)s, %(priority)s, %(max_attempts)s,
+       %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s
+WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = %(id)s)
+RETURNING seq
+
+-- name: inbox_take
+-- Committed inbox rows of one queue, oldest first; deleted here, inserted into jobs by the
+-- caller under the exclusive queue lock.
+WITH taken AS (
+    DELETE FROM {schema}.inbox WHERE queue = %(queue)s
+    RETURNING seq, id, queue, tenant, name, payload, priority, max_attempts, lease_timeout,
+              cost, enqueued_at, run_at
+)
+SELECT * FROM taken ORDER BY seq
+
+-- name: inbox_queues
+SELECT DISTINCT queue FROM {schema}.inbox
+
+-- name: inbox_by_ids
+SELECT seq, id, queue, tenant, name, payload, priority, max_attempts, lease_timeout, cost,
+       enqueued_at, run_at
+FROM {schema}.inbox
+WHERE id = ANY(%(ids)s::text[])
+
+-- name: job_insert_from_inbox
+-- Keeps the seq the job got in the caller's transaction, so its place in enqueue order holds.
+-- An id that a plain enqueue stored meanwhile is dropped (reported by the caller).
+INSERT INTO {schema}.jobs (
+    seq, id, tenant_id, queue, name, state, payload, priority, max_attempts, lease_timeout,
+    cost, enqueued_at, run_at, ready_at
+) VALUES (
+    %(seq)s, %(id)s, %(tenant_id)s, %(queue)s, %(name)s, %(state)s, %(payload)s, %(priority)s,
+    %(max_attempts)s, %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(ready_at)s
+)
+ON CONFLICT (id) DO NOTHING
+RETURNING seq
+
+-- name: job_types_upsert
+INSERT INTO {schema}.job_types (name, queue, tenant_arg, params, max_attempts, lease_timeout, cost)
+VALUES (%(name)s, %(queue)s, %(tenant_arg)s, %(params)s, %(max_attempts)s, %(lease_timeout)s,
+        %(cost)s)
+ON CONFLICT (name) DO UPDATE SET
+    queue = excluded.queue, tenant_arg = excluded.tenant_arg, params = excluded.params,
+    max_attempts = excluded.max_attempts, lease_timeout = excluded.lease_timeout,
+    cost = excluded.cost
+
+-- name: job_types_all
+SELECT name, queue, tenant_arg, params, max_attempts, lease_timeout, cost
+FROM {schema}.job_types
+
+-- name: dequeue
+-- A whole dequeue in one statement when no maintenance is due (see 0003_hot_paths.sql).
+SELECT * FROM {schema}.dequeue(%(queues)s::text[], %(seed)s, %(worker)s, %(now)s, %(limit)s)
+
+-- name: dispatch
+-- Dispatch only; the caller holds the exclusive queue locks and has run maintenance.
+SELECT * FROM {schema}.dispatch(%(queues)s::text[], %(worker)s, %(now)s, %(limit)s)
+
+-- name: ack
+SELECT * FROM {schema}.ack(%(id)s, %(attempt)s, %(now)s, %(seed)s, %(salt)s)
+
+-- name: notify
+-- Delivered when the transaction commits; identical notifications in one transaction merge.
+SELECT pg_notify(%(channel)s, '')

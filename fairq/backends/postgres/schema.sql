@@ -1,0 +1,274 @@
+-- fairq PostgreSQL schema: the whole current schema in one file, for reading.
+--
+-- It must equal what applying migrations/0001… in order gives; tests/postgres/test_migrations.py
+-- compares the catalogs of both. A change to the schema is a new migration plus the same
+-- change here. {schema} is replaced by the quoted schema name.
+
+CREATE SCHEMA IF NOT EXISTS {schema};
+
+CREATE TABLE {schema}.fairq_migrations (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- One row per queue: the defaults its tenants inherit, and its virtual clock V. Dispatches in
+-- one queue are serialised by a transaction-scoped advisory lock keyed on (schema, queue), not
+-- by a lock on this row, so readers of V (enqueue, ack) can share it without MultiXacts.
+CREATE TABLE {schema}.queues (
+    name        text COLLATE "C" PRIMARY KEY,
+    weight      double precision NOT NULL DEFAULT 1.0 CHECK (weight > 0),
+    max_running integer CHECK (max_running >= 1),   -- NULL: no cap
+    vclock      double precision NOT NULL DEFAULT 0.0
+);
+
+-- One row per (queue, tenant). weight/max_running are the effective settings (own setting,
+-- else the queue's default), kept current by set_queue so dispatch never joins queues.
+-- start_tag is NULL exactly when the tenant is not eligible; head_seq is its ready head.
+-- tenant_key is sha256(tenant): tenant ids have no length limit but btree entries do, so the
+-- unique index holds the digest and lookups compare the full text as well.
+CREATE TABLE {schema}.tenants (
+    id              bigserial PRIMARY KEY,
+    queue           text COLLATE "C" NOT NULL,
+    tenant          text COLLATE "C" NOT NULL,
+    tenant_key      bytea NOT NULL,
+    own_weight      double precision,               -- NULL: the queue's default
+    own_max_running integer,                        -- NULL: the queue's default
+    weight          double precision NOT NULL,
+    max_running     integer,                        -- NULL: no cap
+    finish_tag      double precision NOT NULL DEFAULT 0.0,
+    start_tag       double precision,
+    head_seq        bigint,
+    ready           bigint NOT NULL DEFAULT 0 CHECK (ready >= 0),
+    scheduled       bigint NOT NULL DEFAULT 0 CHECK (scheduled >= 0),
+    running         bigint NOT NULL DEFAULT 0 CHECK (running >= 0),
+    succeeded       bigint NOT NULL DEFAULT 0,
+    failed          bigint NOT NULL DEFAULT 0,
+    dead            bigint NOT NULL DEFAULT 0 CHECK (dead >= 0),
+    UNIQUE (queue, tenant_key)
+);
+
+-- Dispatch reads the first entry: smallest (start tag, head seq) among eligible tenants.
+CREATE INDEX tenants_eligible ON {schema}.tenants (queue, start_tag, head_seq)
+    WHERE start_tag IS NOT NULL;
+
+-- seq is enqueue order (a sequence value is never reused, even after pruning). tenant_id names
+-- the (queue, tenant) row, so a long tenant id is stored once, not in every job.
+CREATE TABLE {schema}.jobs (
+    seq           bigserial PRIMARY KEY,
+    id            text NOT NULL UNIQUE,
+    tenant_id     bigint NOT NULL,
+    queue         text COLLATE "C" NOT NULL,
+    name          text NOT NULL,
+    state         text NOT NULL
+                  CHECK (state IN ('scheduled', 'ready', 'running', 'succeeded', 'dead')),
+    payload       text NOT NULL,
+    priority      integer NOT NULL,
+    attempts      integer NOT NULL DEFAULT 0,
+    max_attempts  integer NOT NULL,
+    lease_timeout double precision NOT NULL,
+    cost          double precision NOT NULL,
+    enqueued_at   double precision NOT NULL,
+    run_at        double precision NOT NULL,
+    ready_at      double precision,                -- when it last became ready
+    started_at    double precision,
+    deadline      double precision,                -- set only while running
+    finished_at   double precision,
+    last_error    text,
+    worker_id     text
+);
+
+CREATE INDEX jobs_ready ON {schema}.jobs (tenant_id, priority DESC, seq) WHERE state = 'ready';
+CREATE INDEX jobs_scheduled ON {schema}.jobs (queue, run_at, seq) WHERE state = 'scheduled';
+CREATE INDEX jobs_running ON {schema}.jobs (queue, deadline, seq) WHERE state = 'running';
+CREATE INDEX jobs_dead ON {schema}.jobs (finished_at, seq) WHERE state = 'dead';
+CREATE INDEX jobs_succeeded ON {schema}.jobs (finished_at) WHERE state = 'succeeded';
+
+-- Job declarations published by workers, so producers can enqueue by name alone.
+CREATE TABLE {schema}.job_types (
+    name          text PRIMARY KEY,
+    queue         text NOT NULL,
+    tenant_arg    text,
+    params        text[] NOT NULL,                -- positional parameter names, in order
+    max_attempts  integer NOT NULL,
+    lease_timeout double precision NOT NULL,
+    cost          double precision NOT NULL
+);
+
+-- Enqueues made inside the caller's transaction wait here until a dispatch of their queue takes
+-- them in (see migrations/0002_inbox.sql and transactional.py).
+CREATE TABLE {schema}.inbox (
+    seq           bigint PRIMARY KEY DEFAULT nextval('{schema}.jobs_seq_seq'),
+    id            text NOT NULL UNIQUE,
+    queue         text COLLATE "C" NOT NULL,
+    tenant        text COLLATE "C" NOT NULL,
+    name          text NOT NULL,
+    payload       text NOT NULL,
+    priority      integer NOT NULL,
+    max_attempts  integer NOT NULL,
+    lease_timeout double precision NOT NULL,
+    cost          double precision NOT NULL,
+    enqueued_at   double precision NOT NULL,
+    run_at        double precision NOT NULL
+);
+
+CREATE INDEX inbox_queue ON {schema}.inbox (queue, seq);
+
+-- The two hottest events server-side, one round trip each (see migrations/0003_hot_paths.sql).
+
+-- Hands out up to p_limit head jobs, each of the eligible tenant with the smallest
+-- (start_tag, head_seq), trying p_queues in order. The caller holds the queues' exclusive
+-- locks: no other transaction writes these tenants or their ready jobs meanwhile, so the
+-- rows need no row locks (and SKIP LOCKED would skip the order we must keep).
+CREATE FUNCTION {schema}.dispatch(
+    p_queues text[], p_worker text, p_now double precision, p_limit integer
+) RETURNS TABLE (
+    l_id text, l_name text, l_queue text, l_tenant text, l_payload text, l_attempts integer,
+    l_max_attempts integer, l_started_at double precision, l_deadline double precision,
+    l_lease_timeout double precision, l_cost double precision
+) LANGUAGE plpgsql AS $$
+DECLARE
+    t {schema}.tenants%ROWTYPE;
+    j {schema}.jobs%ROWTYPE;
+    v_finish double precision;
+    v_eligible boolean;
+    v_taken integer := 0;
+BEGIN
+    WHILE v_taken < p_limit LOOP
+        SELECT e.* INTO t
+        FROM unnest(p_queues) WITH ORDINALITY AS q(name, ord)
+        CROSS JOIN LATERAL (
+            SELECT * FROM {schema}.tenants x
+            WHERE x.queue = q.name AND x.start_tag IS NOT NULL
+            ORDER BY x.start_tag, x.head_seq
+            LIMIT 1
+        ) e
+        ORDER BY q.ord
+        LIMIT 1;
+        EXIT WHEN NOT FOUND;
+
+        UPDATE {schema}.jobs x
+        SET state = 'running', attempts = x.attempts + 1, started_at = p_now,
+            deadline = p_now + x.lease_timeout, worker_id = p_worker
+        WHERE x.seq = t.head_seq
+        RETURNING x.* INTO j;
+
+        -- V = S; F = S + estimate / w; then S = F while still eligible (fairness.py)
+        v_finish := t.start_tag + j.cost / t.weight;
+        v_eligible := t.ready - 1 > 0 AND (t.max_running IS NULL OR t.running + 1 < t.max_running);
+        UPDATE {schema}.queues SET vclock = t.start_tag WHERE name = t.queue;
+        UPDATE {schema}.tenants x
+        SET finish_tag = v_finish,
+            start_tag = CASE WHEN v_eligible THEN v_finish END,
+            ready = x.ready - 1,
+            running = x.running + 1,
+            head_seq = (SELECT r.seq FROM {schema}.jobs r
+                        WHERE r.tenant_id = t.id AND r.state = 'ready'
+                        ORDER BY r.priority DESC, r.seq
+                        LIMIT 1)
+        WHERE x.id = t.id AND (x.max_running IS NULL OR x.running < x.max_running);
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'fairq: tenant row % refused a slot over its cap', t.id;
+        END IF;
+
+        l_id := j.id; l_name := j.name; l_queue := j.queue; l_tenant := t.tenant;
+        l_payload := j.payload; l_attempts := j.attempts; l_max_attempts := j.max_attempts;
+        l_started_at := j.started_at; l_deadline := j.deadline;
+        l_lease_timeout := j.lease_timeout; l_cost := j.cost;
+        RETURN NEXT;
+        v_taken := v_taken + 1;
+    END LOOP;
+END
+$$;
+
+-- A whole dequeue when no maintenance is due: lock the queues, check that nothing is due
+-- (a due scheduled job, an overdue lease, an inbox row), dispatch. When something is due it
+-- returns one row with due = true and changes nothing; the caller then runs maintenance in
+-- Python and calls dispatch() in the same transaction.
+CREATE FUNCTION {schema}.dequeue(
+    p_queues text[], p_seed bigint, p_worker text, p_now double precision, p_limit integer
+) RETURNS TABLE (
+    due boolean, l_id text, l_name text, l_queue text, l_tenant text, l_payload text,
+    l_attempts integer, l_max_attempts integer, l_started_at double precision,
+    l_deadline double precision, l_lease_timeout double precision, l_cost double precision
+) LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);  -- see the note at the top
+    PERFORM pg_advisory_xact_lock(k)
+    FROM (SELECT DISTINCT hashtextextended(n, p_seed) AS k FROM unnest(p_queues) AS n) s
+    ORDER BY k;
+    IF EXISTS (
+        SELECT 1 FROM unnest(p_queues) AS n
+        WHERE (SELECT j.run_at FROM {schema}.jobs j
+               WHERE j.queue = n AND j.state = 'scheduled'
+               ORDER BY j.run_at, j.seq LIMIT 1) <= p_now
+           OR (SELECT j.deadline FROM {schema}.jobs j
+               WHERE j.queue = n AND j.state = 'running'
+               ORDER BY j.deadline, j.seq LIMIT 1) <= p_now
+           OR (SELECT i.seq FROM {schema}.inbox i
+               WHERE i.queue = n ORDER BY i.seq LIMIT 1) IS NOT NULL
+    ) THEN
+        due := true;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT false, d.* FROM {schema}.dispatch(p_queues, p_worker, p_now, p_limit) d;
+END
+$$;
+
+-- Ack of a held lease: 'ok', 'not_found' (unknown, finished, or another attempt) or 'expired'
+-- (with the deadline); nothing changes unless 'ok'. Locks: the queue's shared lock, the job,
+-- then its tenant (the order of queries.sql). NOTIFYs the queue when the freed slot makes a
+-- capped tenant with ready jobs eligible again.
+CREATE FUNCTION {schema}.ack(
+    p_id text, p_attempt integer, p_now double precision, p_seed bigint, p_channel_salt text
+) RETURNS TABLE (status text, lease_deadline double precision)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_queue text;
+    j {schema}.jobs%ROWTYPE;
+    t {schema}.tenants%ROWTYPE;
+    v_vclock double precision;
+    v_finish double precision;
+    v_was_eligible boolean;
+    v_eligible boolean;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);  -- see the note at the top
+    SELECT x.queue INTO v_queue FROM {schema}.jobs x WHERE x.id = p_id;
+    IF NOT FOUND THEN
+        status := 'not_found'; RETURN NEXT; RETURN;
+    END IF;
+    PERFORM pg_advisory_xact_lock_shared(hashtextextended(v_queue, p_seed));
+    SELECT * INTO j FROM {schema}.jobs x WHERE x.id = p_id FOR UPDATE;
+    IF NOT FOUND OR j.state <> 'running' OR j.attempts <> p_attempt THEN
+        status := 'not_found'; RETURN NEXT; RETURN;
+    END IF;
+    IF p_now >= j.deadline THEN
+        status := 'expired'; lease_deadline := j.deadline; RETURN NEXT; RETURN;
+    END IF;
+    SELECT * INTO t FROM {schema}.tenants x WHERE x.id = j.tenant_id FOR UPDATE;
+    SELECT q.vclock INTO v_vclock FROM {schema}.queues q WHERE q.name = j.queue;
+
+    -- F = F + (max(ended - started, MIN_CHARGE) - estimate) / w; S = max(F, V) if eligible
+    v_finish := t.finish_tag
+        + (GREATEST(p_now - j.started_at, 0.001::double precision) - j.cost) / t.weight;
+    v_was_eligible := t.ready > 0 AND (t.max_running IS NULL OR t.running < t.max_running);
+    v_eligible := t.ready > 0 AND (t.max_running IS NULL OR t.running - 1 < t.max_running);
+
+    UPDATE {schema}.jobs x SET state = 'succeeded', finished_at = p_now, deadline = NULL
+    WHERE x.seq = j.seq;
+    UPDATE {schema}.tenants x
+    SET finish_tag = v_finish,
+        start_tag = CASE WHEN v_eligible THEN GREATEST(v_finish, v_vclock) END,
+        running = x.running - 1,
+        succeeded = x.succeeded + 1
+    WHERE x.id = t.id AND x.running > 0;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'fairq: tenant row % would go below 0 running', t.id;
+    END IF;
+    IF v_eligible AND NOT v_was_eligible THEN
+        PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || j.queue), 1, 24), '');
+    END IF;
+    status := 'ok'; RETURN NEXT;
+END
+$$;

@@ -1,0 +1,84 @@
+"""The PostgreSQL backend's SQL, loaded once from the .sql files beside this module.
+
+Every statement names its tables as ``{schema}.table``; ``for_schema`` fills in the quoted
+schema name once per backend, so no statement depends on the connection's ``search_path``
+(which matters for enqueues that run on the application's own connection).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+
+from fairq.backends._sql import Queries, load_queries, parse_queries, read_resource
+from fairq.errors import ConfigError
+
+PACKAGE = "fairq.backends.postgres"
+_MIGRATION = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    script: str  # still holding the {schema} placeholder
+
+
+def check_schema_name(name: str) -> str:
+    """A schema name fairq can quote without surprises: letters, digits and ``_``, ≤ 63."""
+    if not isinstance(name, str) or not _SCHEMA_NAME.match(name):
+        raise ConfigError(
+            f"schema name {name!r} is invalid: use letters, digits and '_' (not first), "
+            "at most 63 characters"
+        )
+    return name
+
+
+def quote_ident(name: str) -> str:
+    return '"' + check_schema_name(name) + '"'
+
+
+def fill_schema(text: str, schema: str) -> str:
+    return text.replace("{schema}", quote_ident(schema))
+
+
+@cache
+def _raw_queries() -> Queries:
+    return load_queries(PACKAGE, "queries.sql")
+
+
+@cache
+def queries_for(schema: str) -> Queries:
+    """The named blocks of queries.sql with ``{schema}`` filled in."""
+    raw = _raw_queries()
+    text = "\n\n".join(f"-- name: {name}\n{raw[name]}" for name in raw)
+    return parse_queries(fill_schema(text, schema), f"{PACKAGE}/queries.sql")
+
+
+@cache
+def migrations() -> tuple[Migration, ...]:
+    """Every numbered migration, in order; versions must run 1, 2, … without gaps."""
+    found = sorted(
+        (int(match.group(1)), match.group(2), entry.name)
+        for entry in files(PACKAGE).joinpath("migrations").iterdir()
+        if (match := _MIGRATION.match(entry.name))
+    )
+    versions = [version for version, _, _ in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"PostgreSQL migrations are not numbered 1..n without gaps: {versions}")
+    return tuple(
+        Migration(version, name, read_resource(PACKAGE, f"migrations/{filename}"))
+        for version, name, filename in found
+    )
+
+
+def latest_version() -> int:
+    return len(migrations())
+
+
+def schema_snapshot() -> str:
+    """schema.sql: the whole current schema in one file (checked against the migrations)."""
+    return read_resource(PACKAGE, "schema.sql")

@@ -1,0 +1,139 @@
+"""Enqueue inside the application's own transaction: the job exists if, and only if, it commits.
+
+Two ways in, one mechanism::
+
+    with psycopg.connect(url) as conn, conn.transaction():
+        conn.execute("INSERT INTO orders …")
+        backend.enqueue_in(conn, EnqueueParams(jobs=[…], now=time.time()))
+
+    with conn.transaction(), backend.bound_to(conn):
+        send_receipt.enqueue(order_id, tenant=shop)   # any App call that enqueues
+
+Each enqueue runs in a SAVEPOINT on the caller's connection, so a refused enqueue (a duplicate
+id) raises DuplicateJob and rolls back only itself: the caller's transaction stays usable.
+It inserts into the ``inbox`` table and nothing else — no queue lock, no tenant row — because
+those locks would be held until the caller commits and stall every worker of the queue. The
+next dequeue of the queue (or ``maintain``) takes committed inbox rows in, in enqueue order, and
+a NOTIFY sent with the insert (delivered only on commit) wakes an idle worker at once.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg import Connection, Cursor
+
+from fairq.backends._sql import Queries
+from fairq.backends.postgres.events import Events
+from fairq.backends.postgres.records import Row
+from fairq.errors import DuplicateJob
+from fairq.job import NewJob
+
+log = logging.getLogger("fairq.backends.postgres")
+
+# backend object id -> the caller's connection its enqueues go to, in this context
+_bound: contextvars.ContextVar[dict[int, Connection[Any]] | None] = contextvars.ContextVar(
+    "fairq_postgres_bound", default=None
+)
+
+
+@contextmanager
+def binding(backend: object, conn: Connection[Any]) -> Iterator[None]:
+    """Route ``backend``'s enqueues to ``conn`` for the duration of the block (this context)."""
+    token = _bound.set({**(_bound.get() or {}), id(backend): conn})
+    try:
+        yield
+    finally:
+        _bound.reset(token)
+
+
+def bound_connection(backend: object) -> Connection[Any] | None:
+    return (_bound.get() or {}).get(id(backend))
+
+
+class InboxWriter:
+    """Writes enqueues into the inbox on a caller's connection, and takes them in later."""
+
+    def __init__(self, q: Queries, channel: Callable[[str], str]) -> None:
+        self.q = q
+        self.channel = channel
+
+    def write(self, conn: Connection[Any], jobs: Sequence[NewJob], now: float) -> None:
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                for job in jobs:
+                    if (
+                        cur.execute(self.q["inbox_insert"], _inbox_args(job, now)).fetchone()
+                        is None
+                    ):
+                        raise DuplicateJob(
+                            f"job id {job.id!r} is already stored; nothing of the batch was "
+                            "stored (your transaction is still usable)"
+                        )
+                for queue in sorted({job.queue for job in jobs}):
+                    cur.execute(self.q["notify"], {"channel": self.channel(queue)})
+        except psycopg.errors.UniqueViolation as exc:
+            raise DuplicateJob(
+                f"a job id is already waiting to be taken in ({exc.diag.message_detail}); "
+                "nothing of the batch was stored (your transaction is still usable)"
+            ) from None
+
+    def take_in(self, cur: Cursor[Row], events: Events, queue: str, now: float) -> int:
+        """Move one queue's committed inbox rows into jobs; the caller holds its exclusive lock."""
+        rows = cur.execute(self.q["inbox_take"], {"queue": queue}).fetchall()
+        if not rows:
+            return 0
+        cur.execute(self.q["queue_ensure"], {"name": queue})
+        tenants = events.lock_tenants([(row["queue"], row["tenant"]) for row in rows])
+        taken = 0
+        for row in rows:
+            job = _new_job(row)
+            tenant = tenants[(job.queue, job.tenant)]
+            if events.insert(job, tenant, now, enqueued_at=row["enqueued_at"], seq=row["seq"]):
+                taken += 1
+            else:
+                log.warning(
+                    "dropped job %r from the inbox of queue %r: a plain enqueue stored the same "
+                    "id first",
+                    job.id,
+                    queue,
+                )
+        for tenant in tenants.values():
+            events.save(None, tenant)
+        return taken
+
+
+def _inbox_args(job: NewJob, now: float) -> dict[str, object]:
+    return {
+        "id": job.id,
+        "queue": job.queue,
+        "tenant": job.tenant,
+        "name": job.name,
+        "payload": job.payload,
+        "priority": job.priority,
+        "max_attempts": job.max_attempts,
+        "lease_timeout": job.lease_timeout,
+        "cost": job.cost,
+        "enqueued_at": now,
+        "run_at": job.run_at,
+    }
+
+
+def _new_job(row: Row) -> NewJob:
+    return NewJob(
+        id=row["id"],
+        name=row["name"],
+        queue=row["queue"],
+        tenant=row["tenant"],
+        payload=row["payload"],
+        priority=row["priority"],
+        run_at=row["run_at"],
+        max_attempts=row["max_attempts"],
+        lease_timeout=row["lease_timeout"],
+        cost=row["cost"],
+    )

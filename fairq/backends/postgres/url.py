@@ -1,0 +1,95 @@
+"""``postgresql://`` URLs: fairq's own options, and a form that is safe to print."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from fairq.backends.postgres.sql import check_schema_name
+from fairq.errors import ConfigError
+
+DEFAULT_SCHEMA = "fairq"
+DEFAULT_POOL_SIZE = 10
+_FAIRQ_OPTIONS = {"schema", "migrate", "pool_size"}
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class PostgresUrl:
+    """A store URL split into what libpq takes and what fairq takes.
+
+    ``?schema=NAME`` puts fairq's tables in their own schema (default ``fairq``) beside the
+    application's; ``?migrate=false`` forbids creating or upgrading it on first use (then run
+    ``fairq migrate``); ``?pool_size=N`` caps the connections one backend object opens.
+    Every other query parameter goes to libpq unchanged (``sslmode``, ``connect_timeout``, …).
+    """
+
+    conninfo: str
+    display: str  # the URL without its password, for messages and logs
+    schema: str = DEFAULT_SCHEMA
+    migrate: bool = True
+    pool_size: int = DEFAULT_POOL_SIZE
+
+
+def parse_url(url: str, *, schema: str | None = None, migrate: bool | None = None) -> PostgresUrl:
+    """Split ``url``; keyword arguments override the URL's own fairq options."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("postgresql", "postgres"):
+        raise ConfigError(f"not a PostgreSQL URL: {redact(url)!r}")
+    ours: dict[str, str] = {}
+    theirs: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in _FAIRQ_OPTIONS:
+            ours[key] = value
+        else:
+            theirs.append((key, value))
+    conninfo = urlunsplit(parts._replace(scheme="postgresql", query=urlencode(theirs)))
+    return PostgresUrl(
+        conninfo=conninfo,
+        display=redact(conninfo),
+        schema=check_schema_name(
+            schema if schema is not None else ours.get("schema", DEFAULT_SCHEMA)
+        ),
+        migrate=migrate if migrate is not None else _flag(ours.get("migrate", "true"), url),
+        pool_size=_pool_size(ours.get("pool_size", str(DEFAULT_POOL_SIZE)), url),
+    )
+
+
+def redact(url: str) -> str:
+    """The URL with any password (in the user part or the query) replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo, host = netloc.rsplit("@", 1)
+            if ":" in userinfo:
+                userinfo = userinfo.split(":", 1)[0] + ":***"
+            netloc = f"{userinfo}@{host}"
+        query = urlencode(
+            [
+                (key, "***" if key == "password" else value)
+                for key, value in parse_qsl(parts.query, keep_blank_values=True)
+            ]
+        )
+        return urlunsplit(parts._replace(netloc=netloc, query=query))
+    except ValueError:
+        return "<unparseable URL>"
+
+
+def _flag(value: str, url: str) -> bool:
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ConfigError(f"migrate={value!r} in {redact(url)!r} must be true or false")
+
+
+def _pool_size(value: str, url: str) -> int:
+    try:
+        size = int(value)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise ConfigError(f"pool_size={value!r} in {redact(url)!r} must be a whole number ≥ 1")
+    return size

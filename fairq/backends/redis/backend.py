@@ -1,0 +1,411 @@
+"""``RedisBackend``: every state change is one Lua script; reads are plain commands.
+
+Python validates input, finds the queue of a lease token (job ids map to their queue in the
+directory hash; a job never changes queue), packs KEYS and ARGV, and turns script replies into
+records or errors. It never reads state to decide what to write: that happens inside the
+scripts, atomically. See keys.py for the layout and lua/_lib.lua for the stored records.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from fairq.contract import (
+    AckParams,
+    DequeueParams,
+    EnqueueParams,
+    FailParams,
+    HeartbeatParams,
+    HeartbeatResult,
+    JobType,
+    Keep,
+    ListDeadParams,
+    MaintainParams,
+    MaintainResult,
+    QueueSettings,
+    ReleaseParams,
+    RequeueParams,
+    StatsParams,
+    TenantSettingsParams,
+    TenantStats,
+)
+from fairq.errors import (
+    ConfigError,
+    DuplicateJob,
+    LeaseExpired,
+    LeaseNotFound,
+    PayloadTooLarge,
+    SchemaError,
+)
+from fairq.job import JobInfo, Lease, NewJob
+
+from . import reads
+from .connection import (
+    RedisOptions,
+    check_version,
+    open_client,
+    parse_url,
+    translated,
+)
+from .keys import Layout
+from .records import JobRecord, TenantRecord, job_info, lease, num, oldest_ready_at, text
+from .scripts import Arg, scripts
+from .waiting import Waiter
+
+PRIORITY_RANGE = range(-(2**31), 2**31)
+ROUTE_CACHE = 100_000
+NAME_CACHE = 100_000
+
+
+class RedisBackend:
+    """Fair per-tenant queues in Redis (``redis://``, ``rediss://`` or ``unix://`` URLs).
+
+    URL options: ``prefix`` (key prefix, default ``fairq``) and ``max_payload_bytes``.
+    """
+
+    def __init__(self, options: RedisOptions) -> None:
+        self.options = options
+        self.layout = Layout(options.prefix)
+        self.client: Any = open_client(options)  # replies are parsed where they are used
+        self._scripts = scripts()
+        self._checked: set[str] = set()
+        self._routes: OrderedDict[str, str] = OrderedDict()
+        self._names: dict[tuple[str, int], str] = {}
+        self._lock = threading.Lock()
+        with self._translated():
+            check_version(text(self.client.info("server")["redis_version"]))
+            self._check_types(self.layout.global_types())
+        self._waiter = Waiter(options, self.layout)
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisBackend:
+        return cls(parse_url(url))
+
+    # -- producing -------------------------------------------------------------------------
+
+    def enqueue(self, params: EnqueueParams) -> None:
+        jobs = list(params.jobs)
+        if not jobs:
+            return
+        self._check_jobs(jobs)
+        blocks = _blocks([job.queue for job in jobs])
+        args: list[Arg] = [num(params.now), len(blocks), *blocks, len(jobs)]
+        for job in jobs:
+            args += _job_args(blocks[job.queue], job)
+        keys = [self.layout.directory, self.layout.seq, self.layout.queues]
+        reply = self._run("enqueue", keys + self._keys(blocks), args)
+        if reply:
+            duplicate = [text(i) for i in reply[1:]]
+            raise DuplicateJob(f"job ids already stored: {duplicate}; nothing was stored")
+
+    def _check_jobs(self, jobs: Sequence[NewJob]) -> None:
+        ids = [job.id for job in jobs]
+        if len(set(ids)) != len(ids):
+            repeated = sorted({i for i in ids if ids.count(i) > 1})
+            raise DuplicateJob(f"job ids repeated in one batch: {repeated}; nothing was stored")
+        for job in jobs:
+            size = len(job.payload.encode("utf-8"))
+            if size > self.options.max_payload_bytes:
+                raise PayloadTooLarge(
+                    f"job {job.id!r} has a payload of {size} bytes, over this Redis store's "
+                    f"limit of {self.options.max_payload_bytes} bytes; store large data "
+                    "elsewhere and pass a reference, or raise ?max_payload_bytes= in the URL"
+                )
+            if job.priority not in PRIORITY_RANGE:
+                raise ConfigError(f"priority must fit in 32 bits, got {job.priority}")
+            if not job.tenant:
+                raise ConfigError(f"job {job.id!r} has an empty tenant")
+
+    # -- consuming -------------------------------------------------------------------------
+
+    def dequeue(self, params: DequeueParams) -> list[Lease]:
+        if params.limit < 1 or not params.queues:
+            return []
+        blocks = _blocks(params.queues)
+        order = [blocks[name] for name in params.queues]
+        args: list[Arg] = [num(params.now), params.limit, params.worker_id, *order]
+        reply = self._run("dequeue", self._keys(blocks), args)
+        names = {block: name for name, block in blocks.items()}
+        leases: list[Lease] = []
+        for at in range(2, len(reply), 4):
+            block, job_id, raw, body = reply[at : at + 4]
+            record = JobRecord.parse(raw)
+            queue = names[int(block)]
+            tenant = self._tenant_name(queue, record.tid)
+            leases.append(lease(text(job_id), queue, record, body, tenant))
+        for item in leases:
+            self._remember(item.job_id, item.queue)
+        return leases
+
+    def ack(self, params: AckParams) -> None:
+        queue, job_id, attempt = self._route(params.token)
+        self._end("ack", queue, [job_id, attempt, num(params.now)], params.token, params.now)
+
+    def fail(self, params: FailParams) -> JobInfo:
+        queue, job_id, attempt = self._route(params.token)
+        retry = "" if params.retry_at is None else num(params.retry_at)
+        args: list[Arg] = [job_id, attempt, num(params.now), params.error, retry]
+        reply = self._end("fail", queue, args, params.token, params.now)
+        record = JobRecord.parse(reply[1])
+        assert queue is not None  # _end raised otherwise
+        return job_info(job_id, queue, record, reply[2], text(reply[3]), text(reply[4]))
+
+    def release(self, params: ReleaseParams) -> None:
+        queue, job_id, attempt = self._route(params.token)
+        self._end("release", queue, [job_id, attempt, num(params.now)], params.token, params.now)
+
+    def _end(
+        self, name: str, queue: str | None, args: list[Arg], token: str, now: float
+    ) -> list[Any]:
+        if queue is None:
+            raise _not_found(token)
+        reply: list[Any] = self._run(name, self._keys({queue: 1}), args)
+        if text(reply[0]) == "nf" and self._forget(str(args[0]), queue):
+            return self._end(name, self._route(token)[0], args, token, now)
+        status = text(reply[0])
+        if status == "nf":
+            raise _not_found(token)
+        if status == "exp":
+            deadline = float(reply[1])
+            raise LeaseExpired(
+                f"lease {token!r} expired at {deadline:.3f} (now {now:.3f}); the job goes "
+                "back to its queue, so its result is not recorded"
+            )
+        return reply
+
+    def _forget(self, job_id: str, queue: str) -> bool:
+        """Drop a cached route that proved wrong (an id reused after pruning); True if so."""
+        with self._lock:
+            cached = self._routes.pop(job_id, None)
+        if cached is None:
+            return False
+        with self._translated():
+            found = self.client.hget(self.layout.directory, job_id)
+        return found is not None and text(found) != queue
+
+    def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
+        routed = [(token, *self._route(token)) for token in params.tokens]
+        blocks = _blocks([q for _, q, _, _ in routed if q is not None])
+        args: list[Arg] = [num(params.now)]
+        for _, queue, job_id, attempt in routed:
+            if queue is not None:
+                args += [blocks[queue], job_id, attempt]
+        reply = iter(self._run("heartbeat", self._keys(blocks), args) if blocks else [])
+        deadlines: dict[str, float] = {}
+        lost: list[str] = []
+        for token, queue, _, _ in routed:
+            answer = text(next(reply)) if queue is not None else ""
+            if answer:
+                deadlines[token] = float(answer)
+            else:
+                lost.append(token)
+        return HeartbeatResult(deadlines=deadlines, lost=lost)
+
+    # -- maintenance -----------------------------------------------------------------------
+
+    def maintain(self, params: MaintainParams) -> MaintainResult:
+        with self._translated():
+            known = reads.queue_names(self.client, self.layout)
+        asked = known if params.queues is None else list(dict.fromkeys(params.queues))
+        pruned_only = [q for q in known if q not in asked] if params.retention is not None else []
+        blocks = _blocks([*asked, *pruned_only])
+        before = "" if params.retention is None else num(params.now - params.retention)
+        args: list[Arg] = [num(params.now), before, len(asked)]
+        reply = self._run("maintain", [self.layout.directory, *self._keys(blocks)], args)
+        due = text(reply[3])
+        return MaintainResult(
+            promoted=int(reply[0]),
+            expired=int(reply[1]),
+            pruned=int(reply[2]),
+            next_due=float(due) if due else None,
+        )
+
+    # -- settings --------------------------------------------------------------------------
+
+    def set_queue(self, settings: QueueSettings) -> None:
+        cap = "" if settings.max_running is None else str(settings.max_running)
+        keys = [self.layout.queues, *self._keys({settings.queue: 1})]
+        self._run("set_queue", keys, [settings.queue, num(settings.weight), cap])
+
+    def get_queue(self, queue: str) -> QueueSettings:
+        with self._translated():
+            weight, cap = self.client.hmget(self.layout.queue_key(queue, "meta"), ["weight", "cap"])
+        return QueueSettings(
+            queue=queue,
+            weight=float(weight) if weight else 1.0,
+            max_running=int(cap) if cap else None,
+        )
+
+    def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
+        keys = [self.layout.queues, *self._keys({params.queue: 1})]
+        args: list[Arg] = [
+            params.queue,
+            params.tenant,
+            _setting(params.weight, num),
+            _setting(params.max_running, str),
+        ]
+        raw, oldest, weight, cap = self._run("set_tenant", keys, args)
+        record = TenantRecord.parse(raw)
+        queue_cap = int(cap) if text(cap) else None
+        return record.stats(
+            params.queue, params.tenant, float(weight), queue_cap, oldest_ready_at(oldest or None)
+        )
+
+    def publish_job_types(self, types: Sequence[JobType]) -> None:
+        if types:
+            mapping = {t.name: reads.job_type_json(t) for t in types}
+            with self._translated():
+                self.client.hset(self.layout.types, mapping=mapping)
+
+    def job_types(self) -> dict[str, JobType]:
+        with self._translated():
+            return reads.job_types(self.client, self.layout)
+
+    # -- inspection ------------------------------------------------------------------------
+
+    def stats(self, params: StatsParams) -> list[TenantStats]:
+        with self._translated():
+            return reads.stats(self.client, self.layout, params)
+
+    def get_jobs(self, ids: Sequence[str]) -> list[JobInfo]:
+        with self._translated():
+            return reads.get_jobs(self.client, self.layout, list(ids))
+
+    def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
+        with self._translated():
+            return reads.list_dead(self.client, self.layout, params)
+
+    def requeue(self, params: RequeueParams) -> int:
+        ids = list(params.ids)
+        if not ids:
+            return 0
+        with self._translated():
+            queues = self.client.hmget(self.layout.directory, ids)
+        routed = [(i, text(q)) for i, q in zip(ids, queues, strict=True) if q is not None]
+        if not routed:
+            return 0
+        blocks = _blocks([q for _, q in routed])
+        args: list[Arg] = [num(params.now)]
+        for job_id, queue in routed:
+            args += [blocks[queue], job_id]
+        return int(self._run("requeue", self._keys(blocks), args))
+
+    # -- waiting ---------------------------------------------------------------------------
+
+    def wait(self, queues: Sequence[str], timeout: float) -> None:
+        with self._translated():
+            self._waiter.wait(queues, timeout)
+
+    def close(self) -> None:
+        self._waiter.close()
+        self.client.close()
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _translated(self) -> Any:
+        return translated(self.options.safe_url)
+
+    def _run(self, name: str, keys: list[str], args: Sequence[Arg]) -> Any:
+        with self._translated():
+            return self._scripts[name](self.client, keys, args)
+
+    def _keys(self, blocks: dict[str, int]) -> list[str]:
+        """The key blocks of ``blocks`` (queue -> block number), in block order."""
+        keys: list[str] = []
+        for queue in sorted(blocks, key=blocks.__getitem__):
+            if queue not in self._checked:
+                self._check_types(self.layout.queue_types(queue))
+                self._checked.add(queue)
+            keys += self.layout.queue_keys(queue)
+        return keys
+
+    def _check_types(self, expected: dict[str, str]) -> None:
+        """Refuse, before anything is written, keys that hold another type of value."""
+        with self._translated():
+            pipe = self.client.pipeline(transaction=False)
+            for key in expected:
+                pipe.type(key)
+            found = [text(t) for t in pipe.execute()]
+        for (key, want), have in zip(expected.items(), found, strict=True):
+            if have not in ("none", want):
+                raise SchemaError(
+                    f"Redis at {self.options.safe_url} has a {have} at {key!r}, where fairq "
+                    f"keeps a {want}; nothing was changed. Use another key prefix "
+                    "(?prefix=… in the URL) or another database"
+                )
+
+    def _route(self, token: str) -> tuple[str | None, str, str]:
+        """(queue or None, job id, attempt text) of a lease token."""
+        job_id, _, attempt = token.rpartition(":")
+        with self._lock:
+            queue = self._routes.get(job_id)
+        if queue is None and job_id:
+            with self._translated():
+                found = self.client.hget(self.layout.directory, job_id)
+            queue = text(found) if found is not None else None
+        return queue, job_id, attempt
+
+    def _tenant_name(self, queue: str, tid: int) -> str:
+        """A tenant's name from its id in a queue (ids are never reused, so they are cached)."""
+        key = (queue, tid)
+        name = self._names.get(key)
+        if name is None:
+            with self._translated():
+                found = self.client.hget(self.layout.queue_key(queue, "tnames"), str(tid))
+            name = text(found)
+            if len(self._names) >= NAME_CACHE:
+                self._names.clear()
+            self._names[key] = name
+        return name
+
+    def _remember(self, job_id: str, queue: str) -> None:
+        """Cache job -> queue for the leases handed out here (a job never changes queue)."""
+        with self._lock:
+            self._routes[job_id] = queue
+            if len(self._routes) > ROUTE_CACHE:
+                self._routes.popitem(last=False)
+
+
+def _blocks(queues: Sequence[str]) -> dict[str, int]:
+    """Number the distinct queues 1, 2, … in first-seen order (the scripts' key blocks)."""
+    blocks: dict[str, int] = {}
+    for queue in queues:
+        blocks.setdefault(queue, len(blocks) + 1)
+    return blocks
+
+
+def _job_args(block: int, job: NewJob) -> list[Arg]:
+    from .records import encode_body
+
+    return [
+        block,
+        job.id,
+        encode_body(job.name, job.payload),
+        job.tenant,
+        job.priority,
+        num(job.run_at),
+        job.max_attempts,
+        num(job.lease_timeout),
+        num(job.cost),
+    ]
+
+
+def _setting(value: object, form: Any) -> str:
+    if isinstance(value, Keep):
+        return "keep"
+    if value is None:
+        return ""
+    return str(form(value))
+
+
+def _not_found(token: str) -> LeaseNotFound:
+    return LeaseNotFound(
+        f"no job is held under lease {token!r}: it was never issued, is already "
+        "finished, or expired and was handed out again"
+    )
+
+
+__all__ = ["RedisBackend"]

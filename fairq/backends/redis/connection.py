@@ -1,0 +1,124 @@
+"""Opening a Redis client: URL options, retries, the version check, and error translation.
+
+Connection failures are retried by redis-py with jittered exponential back-off (a killed
+connection is re-opened transparently); what still fails becomes ``StoreUnavailable`` naming
+the URL with its password hidden, so logs never carry a secret.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import redis
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry
+
+from fairq.errors import ConfigError, FairqError, SchemaError, StoreUnavailable
+
+from .keys import DEFAULT_PREFIX, check_prefix
+
+T = TypeVar("T")
+
+#: ZRANGE ... BYLEX LIMIT, float BLPOP timeouts and the Lua libraries used are all in 6.2.
+MIN_VERSION = (6, 2, 0)
+#: fairq's own URL options; the rest of the query string goes to redis-py.
+OWN_OPTIONS = ("prefix", "max_payload_bytes")
+DEFAULT_BACKEND_MAX_PAYLOAD = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class RedisOptions:
+    client_url: str  # the URL for redis-py, without fairq's own options
+    safe_url: str  # the URL with its password hidden, for messages
+    prefix: str = DEFAULT_PREFIX
+    max_payload_bytes: int = DEFAULT_BACKEND_MAX_PAYLOAD
+
+
+def parse_url(url: str) -> RedisOptions:
+    """Split ``redis://…?prefix=p&max_payload_bytes=n`` into fairq's options and redis-py's URL."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("redis", "rediss", "unix"):
+        raise ConfigError(f"not a Redis URL: {redact(url)!r}")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    own = {k: v for k, v in query if k in OWN_OPTIONS}
+    rest = [(k, v) for k, v in query if k not in OWN_OPTIONS]
+    client_url = urlunsplit(parts._replace(query=urlencode(rest)))
+    limit = own.get("max_payload_bytes", str(DEFAULT_BACKEND_MAX_PAYLOAD))
+    if not limit.isdigit() or int(limit) < 64:
+        raise ConfigError(f"max_payload_bytes in the Redis URL must be an int >= 64, got {limit!r}")
+    return RedisOptions(
+        client_url=client_url,
+        safe_url=redact(url),
+        prefix=check_prefix(own.get("prefix", DEFAULT_PREFIX)),
+        max_payload_bytes=int(limit),
+    )
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = re.sub(r":[^:@]*@", ":***@", parts.netloc, count=1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def open_client(options: RedisOptions, *, blocking: bool = False) -> redis.Redis:
+    """A client that retries lost connections with back-off (about 10 s in all).
+
+    ``blocking`` clients have no read timeout, for BLPOP (its own timeout bounds the wait).
+    """
+    retry = Retry(ExponentialWithJitterBackoff(base=0.05, cap=2.0), retries=8)
+    return redis.Redis.from_url(
+        options.client_url,
+        decode_responses=False,
+        retry=retry,
+        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+        socket_connect_timeout=5.0,
+        socket_timeout=None if blocking else 30.0,
+        socket_keepalive=True,
+        health_check_interval=0 if blocking else 30,
+    )
+
+
+def check_version(version: str) -> tuple[int, ...]:
+    """Raise StoreUnavailable unless ``version`` (INFO's redis_version) is new enough."""
+    try:
+        found = tuple(int(part) for part in version.split(".")[:3])
+    except ValueError:
+        raise StoreUnavailable(f"cannot read the Redis server version {version!r}") from None
+    if found < MIN_VERSION:
+        need = ".".join(map(str, MIN_VERSION))
+        raise StoreUnavailable(
+            f"Redis {version} is too old for fairq: it needs Redis {need} or newer "
+            "(ZRANGEBYLEX with LIMIT, float BLPOP timeouts); upgrade the server"
+        )
+    return found
+
+
+@contextmanager
+def translated(safe_url: str) -> Iterator[None]:
+    """Turn redis-py's errors into fairq's, naming the store without its password."""
+    try:
+        yield
+    except FairqError:
+        raise
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise StoreUnavailable(f"cannot reach Redis at {safe_url}: {exc}") from exc
+    except redis.ResponseError as exc:
+        if "WRONGTYPE" in str(exc):
+            raise SchemaError(
+                f"Redis at {safe_url} holds a key of another type where fairq keeps its "
+                f"data ({exc}); use another key prefix (?prefix=…) or database"
+            ) from exc
+        raise
+
+
+def call(safe_url: str, fn: Callable[..., T], *args: Any) -> T:
+    with translated(safe_url):
+        return fn(*args)

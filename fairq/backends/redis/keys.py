@@ -1,0 +1,140 @@
+"""Where everything lives: key names, and the Cluster slot each one hashes to.
+
+Global keys (one each per prefix): ``{prefix}:dir`` (job id -> queue, which routes a lease
+token to its queue and keeps ids unique), ``{prefix}:seq`` (enqueue order),
+``{prefix}:queues`` (the queues seen) and ``{prefix}:types`` (published job types).
+
+Per queue, ``{prefix}:{<queue>}:<part>`` for each part in ``QUEUE_PARTS``: the hash tag
+``{<queue>}`` puts all of a queue's keys in one Cluster slot. Queue names are limited to
+``[A-Za-z0-9_.-]`` (``fairq.policy.queues``), so they cannot hold a brace and end the tag
+early. Tenants never appear in key names: a queue interns each tenant as a number (``tids``
+and ``tnames`` hashes), and every per-tenant structure is a hash field or zset member of a
+per-queue key, so a script never has to build a key name. _lib.lua documents each part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fairq.errors import ConfigError
+from fairq.policy.queues import check_queue_name
+
+DEFAULT_PREFIX = "fairq"
+
+#: The per-queue keys, in the order a script receives them (QUEUE_KEYS in _lib.lua).
+QUEUE_PARTS: tuple[str, ...] = (
+    "meta",
+    "tenants",
+    "tids",
+    "tnames",
+    "eligible",
+    "ready",
+    "readyat",
+    "scheduled",
+    "running",
+    "dead",
+    "done",
+    "jobs",
+    "bodies",
+    "errors",
+    "backlog",
+    "wake",
+)
+
+#: The Redis type of every key fairq writes, for the check against a clashing prefix.
+PART_TYPES: dict[str, str] = {
+    "meta": "hash",
+    "tenants": "hash",
+    "tids": "hash",
+    "tnames": "hash",
+    "eligible": "zset",
+    "ready": "zset",
+    "readyat": "zset",
+    "scheduled": "zset",
+    "running": "zset",
+    "dead": "zset",
+    "done": "zset",
+    "jobs": "hash",
+    "bodies": "hash",
+    "errors": "hash",
+    "backlog": "set",
+    "wake": "list",
+}
+
+#: Per-queue widths of the fixed-width numbers in members (TIDW, SEQW in _lib.lua).
+TID_WIDTH = 10
+SEQ_WIDTH = 16
+
+
+def check_prefix(prefix: str) -> str:
+    if not isinstance(prefix, str) or not prefix:
+        raise ConfigError(f"key prefix must be a non-empty string, got {prefix!r}")
+    if "{" in prefix or "}" in prefix:
+        raise ConfigError(
+            f"key prefix {prefix!r} must not contain '{{' or '}}': fairq puts each queue's "
+            "name in a hash tag, and a brace in the prefix would take its place"
+        )
+    return prefix
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Key names under one prefix."""
+
+    prefix: str = DEFAULT_PREFIX
+    _blocks: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def directory(self) -> str:
+        return f"{self.prefix}:dir"
+
+    @property
+    def seq(self) -> str:
+        return f"{self.prefix}:seq"
+
+    @property
+    def queues(self) -> str:
+        return f"{self.prefix}:queues"
+
+    @property
+    def types(self) -> str:
+        return f"{self.prefix}:types"
+
+    def global_types(self) -> dict[str, str]:
+        return {self.directory: "hash", self.seq: "string", self.queues: "set",
+                self.types: "hash"}  # fmt: skip
+
+    def queue_key(self, queue: str, part: str) -> str:
+        return f"{self.prefix}:{{{check_queue_name(queue)}}}:{part}"
+
+    def queue_keys(self, queue: str) -> list[str]:
+        """The block of keys a script takes for one queue, in ``QUEUE_PARTS`` order."""
+        found = self._blocks.get(queue)
+        if found is None:
+            found = self._blocks[queue] = [self.queue_key(queue, part) for part in QUEUE_PARTS]
+        return found
+
+    def queue_types(self, queue: str) -> dict[str, str]:
+        return {self.queue_key(queue, part): PART_TYPES[part] for part in QUEUE_PARTS}
+
+
+def key_slot(key: str | bytes) -> int:
+    """The Redis Cluster slot of a key (CRC16/XMODEM of its hash tag, mod 16384)."""
+    data = key.encode() if isinstance(key, str) else key
+    start = data.find(b"{")
+    if start >= 0:
+        end = data.find(b"}", start + 1)
+        if end > start + 1:
+            data = data[start + 1 : end]
+    return crc16(data) % 16384
+
+
+def crc16(data: bytes) -> int:
+    """CRC16/XMODEM (polynomial 0x1021, initial 0), the checksum Redis Cluster uses."""
+    crc = 0
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc

@@ -1,0 +1,24 @@
+-- ack.lua: a running job succeeded.
+--
+-- KEYS: one block of QUEUE_KEYS keys: the job's queue (see _lib.lua).
+-- ARGV: [1] job_id, [2] attempt (the token's text after its last ':'), [3] now.
+-- Touches: meta (read), tenants, eligible, ready (read), running, done, jobs, wake.
+-- Returns: {'ok'}; {'nf'} when no job is held under the lease; {'exp', deadline} when the
+--       lease expired. Nothing is changed unless 'ok'.
+
+local now = tonumber(ARGV[3])
+local q = open_queue(1, '')
+local j, problem = held(q, ARGV[1], ARGV[2], now)
+if problem == 'nf' then return {'nf'} end
+if problem == 'exp' then return {'exp', fmt(j.deadline)} end
+
+local t = tenant(q, j.tid)
+end_run(q, t, j, now)
+t.succeeded = t.succeeded + 1
+j.state = 'S'
+j.finished_at = now
+redis.call('ZADD', q.k.done, fmt(now), seq_member(j))
+retag(q, t)
+save_job(q, j)
+flush(q)
+return {'ok'}

@@ -1,0 +1,21 @@
+-- fail.lua: a running job's attempt failed: ready again, scheduled for retry, or dead.
+--
+-- KEYS: one block of QUEUE_KEYS keys: the job's queue (see _lib.lua).
+-- ARGV: [1] job_id, [2] attempt (the token's text after its last ':'), [3] now, [4] error,
+--       [5] retry_at ('' for no retry).
+-- Touches: meta (read), tenants, tnames (read), eligible, ready, readyat, scheduled, running,
+--       dead, jobs, bodies (read), errors, backlog, wake.
+-- Returns: {'ok', record, body, tenant, error} (the job after the call); {'nf'};
+--       {'exp', deadline}. Nothing is changed unless 'ok'.
+
+local now = tonumber(ARGV[3])
+local q = open_queue(1, '')
+local j, problem = held(q, ARGV[1], ARGV[2], now)
+if problem == 'nf' then return {'nf'} end
+if problem == 'exp' then return {'exp', fmt(j.deadline)} end
+
+local t = tenant(q, j.tid)
+local record = fail_job(q, t, j, now, now, ARGV[4], opt(ARGV[5]))
+flush(q)
+local name = redis.call('HGET', q.k.tnames, int(t.tid))
+return {'ok', record, redis.call('HGET', q.k.bodies, j.id), name, ARGV[4]}

@@ -1,0 +1,47 @@
+-- maintain.lua: promote due scheduled jobs, expire overdue leases, prune old succeeded jobs.
+--
+-- KEYS: [1] directory hash, then one block of QUEUE_KEYS keys per queue (see _lib.lua).
+--       Blocks are shifted by one key: block b starts at KEYS[2 + (b-1) * QUEUE_KEYS].
+-- ARGV: [1] now, [2] prune before ('' for no pruning), [3] number M of blocks to maintain
+--       (the first M blocks, in order); the remaining blocks are only pruned.
+-- Touches: every key of the blocks; the directory (pruned ids are deleted).
+-- Returns: {promoted, expired, pruned, next_due ('' when nothing is pending)}.
+
+local now = tonumber(ARGV[1])
+local before = opt(ARGV[2])
+local maintained = tonumber(ARGV[3])
+local directory = table.remove(KEYS, 1)
+local nblocks = #KEYS / QUEUE_KEYS
+
+local promoted, expired, pruned = 0, 0, 0
+local next_due = nil
+for b = 1, maintained do
+  local q = open_queue(b, '')
+  promoted = promoted + promote(q, now)
+  expired = expired + expire(q, now)
+  flush(q)
+  for _, key in ipairs({q.k.scheduled, q.k.running}) do
+    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
+    if first and (next_due == nil or tonumber(first) < next_due) then
+      next_due = tonumber(first)
+    end
+  end
+end
+
+if before ~= nil then
+  for b = 1, nblocks do
+    local q = open_queue(b, '')
+    local old = redis.call('ZRANGEBYSCORE', q.k.done, '-inf', '(' .. fmt(before))
+    for _, m in ipairs(old) do
+      local id = string.sub(m, SEQW + 1)
+      redis.call('HDEL', q.k.jobs, id)
+      redis.call('HDEL', q.k.bodies, id)
+      redis.call('HDEL', q.k.errors, id)
+      redis.call('HDEL', directory, id)
+      redis.call('ZREM', q.k.done, m)
+    end
+    pruned = pruned + #old
+  end
+end
+
+return {promoted, expired, pruned, optfmt(next_due)}

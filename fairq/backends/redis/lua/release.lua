@@ -1,0 +1,21 @@
+-- release.lua: a worker hands a running job back unfinished; the attempt is not counted.
+--
+-- KEYS: one block of QUEUE_KEYS keys: the job's queue (see _lib.lua).
+-- ARGV: [1] job_id, [2] attempt (the token's text after its last ':'), [3] now.
+-- Touches: meta (read), tenants, eligible, ready, readyat, running, jobs, backlog, wake.
+-- Returns: {'ok'}; {'nf'}; {'exp', deadline}. Nothing is changed unless 'ok'.
+
+local now = tonumber(ARGV[3])
+local q = open_queue(1, '')
+local j, problem = held(q, ARGV[1], ARGV[2], now)
+if problem == 'nf' then return {'nf'} end
+if problem == 'exp' then return {'exp', fmt(j.deadline)} end
+
+local t = tenant(q, j.tid)
+end_run(q, t, j, now)
+j.attempts = j.attempts - 1
+make_ready(q, t, j, now)
+retag(q, t)
+save_job(q, j)
+flush(q)
+return {'ok'}

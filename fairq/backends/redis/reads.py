@@ -1,0 +1,161 @@
+"""Inspection: stats, jobs, dead letters and job types, read without scripts.
+
+Reads change nothing, so they run as plain commands; each queue's reads go in one MULTI/EXEC
+so they see one consistent moment. Stats come from the per-tenant counters; only a tenant's
+oldest ready time needs one ordered-index lookup (O(log n)), never a scan of its jobs.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from fairq.contract import JobType, ListDeadParams, StatsParams, TenantStats
+from fairq.job import JobInfo
+
+from .keys import TID_WIDTH, Layout
+from .records import JobRecord, TenantRecord, job_info, member_job_id, oldest_ready_at, text
+
+DEAD_PAGE = 500
+
+#: redis-py's reply types are unions of every RESP type; replies are checked where parsed.
+Client = Any
+
+
+def queue_names(client: Client, layout: Layout) -> list[str]:
+    return sorted(text(name) for name in client.smembers(layout.queues))
+
+
+def stats(client: Client, layout: Layout, params: StatsParams) -> list[TenantStats]:
+    names = queue_names(client, layout)
+    if params.queue is not None:
+        names = [n for n in names if n == params.queue]
+    rows: list[TenantStats] = []
+    for queue in names:
+        rows += _queue_stats(client, layout, queue, params.tenant)
+    return sorted(rows, key=lambda r: (r.queue, r.tenant))
+
+
+def _queue_stats(client: Client, layout: Layout, queue: str, only: str | None) -> list[TenantStats]:
+    key = functools.partial(layout.queue_key, queue)
+    pipe: Any = client.pipeline(transaction=True)
+    pipe.hmget(key("meta"), ["weight", "cap"])
+    if only is None:
+        pipe.hgetall(key("tnames"))
+        pipe.hgetall(key("tenants"))
+        meta, names, records = pipe.execute()
+        tenants = {int(tid): text(name) for tid, name in names.items()}
+        parsed = {int(tid): TenantRecord.parse(raw) for tid, raw in records.items()}
+    else:
+        pipe.hget(key("tids"), only)
+        meta, tid = pipe.execute()
+        if tid is None:
+            return []
+        tenants = {int(tid): only}
+        parsed = {int(tid): TenantRecord.parse(client.hget(key("tenants"), tid))}
+    weight = float(meta[0]) if meta[0] else 1.0
+    cap = int(meta[1]) if meta[1] else None
+    oldest = _oldest(client, key("readyat"), [t for t, r in parsed.items() if r.ready])
+    return [parsed[tid].stats(queue, tenants[tid], weight, cap, oldest.get(tid)) for tid in parsed]
+
+
+def _oldest(client: Client, readyat: str, tids: list[int]) -> dict[int, float | None]:
+    pipe: Any = client.pipeline(transaction=False)
+    for tid in tids:
+        low = b"[" + str(tid).zfill(TID_WIDTH).encode()
+        high = b"(" + str(tid + 1).zfill(TID_WIDTH).encode()
+        pipe.zrangebylex(readyat, low, high, start=0, num=1)
+    found = pipe.execute() if tids else []
+    pairs = zip(tids, found, strict=True)
+    return {tid: oldest_ready_at(members[0] if members else None) for tid, members in pairs}
+
+
+def get_jobs(client: Client, layout: Layout, ids: Sequence[str]) -> list[JobInfo]:
+    queues = client.hmget(layout.directory, list(ids)) if ids else []
+    by_queue: dict[str, list[str]] = {}
+    for job_id, queue in zip(ids, queues, strict=True):
+        if queue is not None:
+            by_queue.setdefault(text(queue), []).append(job_id)
+    found: dict[str, JobInfo] = {}
+    for queue, queue_ids in by_queue.items():
+        found.update(jobs_in_queue(client, layout, queue, queue_ids))
+    return [found[i] for i in ids if i in found]
+
+
+def jobs_in_queue(
+    client: Client, layout: Layout, queue: str, ids: Sequence[str]
+) -> dict[str, JobInfo]:
+    key = functools.partial(layout.queue_key, queue)
+    pipe: Any = client.pipeline(transaction=True)
+    pipe.hmget(key("jobs"), list(ids))
+    pipe.hmget(key("bodies"), list(ids))
+    pipe.hmget(key("errors"), list(ids))
+    records, bodies, errors = pipe.execute()
+    rows = zip(ids, records, bodies, errors, strict=True)
+    present = [(i, JobRecord.parse(r), b, e) for i, r, b, e in rows if r is not None]
+    tids = sorted({rec.tid for _, rec, _, _ in present})
+    found = client.hmget(key("tnames"), [str(t) for t in tids]) if tids else []
+    names = dict(zip(tids, found, strict=True))
+    return {
+        i: job_info(i, queue, rec, body, text(names[rec.tid]), text(e) if e is not None else None)
+        for i, rec, body, e in present
+    }
+
+
+def list_dead(client: Client, layout: Layout, params: ListDeadParams) -> list[JobInfo]:
+    """Oldest death first across queues: each queue gives its first ``limit`` matches."""
+    names = queue_names(client, layout)
+    if params.queue is not None:
+        names = [n for n in names if n == params.queue]
+    found: list[tuple[float, int, JobInfo]] = []
+    for queue in names:
+        found += _dead_in_queue(client, layout, queue, params)
+    found.sort(key=lambda entry: (entry[0], entry[1]))
+    return [info for _, _, info in found[: params.limit]]
+
+
+def _dead_in_queue(
+    client: Client, layout: Layout, queue: str, params: ListDeadParams
+) -> list[tuple[float, int, JobInfo]]:
+    dead_key = layout.queue_key(queue, "dead")
+    out: list[tuple[float, int, JobInfo]] = []
+    start = 0
+    while len(out) < params.limit:
+        page = client.zrange(dead_key, start, start + DEAD_PAGE - 1, withscores=True)
+        if not page:
+            break
+        start += DEAD_PAGE
+        ids = [member_job_id(m) for m, _ in page]
+        infos = jobs_in_queue(client, layout, queue, ids)
+        for (member, score), job_id in zip(page, ids, strict=True):
+            info = infos.get(job_id)
+            if info is not None and (params.tenant is None or info.tenant == params.tenant):
+                out.append((float(score), int(member[:16]), info))
+    return out[: params.limit]
+
+
+def job_types(client: Client, layout: Layout) -> dict[str, JobType]:
+    raw = client.hgetall(layout.types)
+    types: dict[str, JobType] = {}
+    for name, value in raw.items():
+        data = json.loads(value)
+        data["params"] = tuple(data["params"])
+        types[text(name)] = JobType(**data)
+    return types
+
+
+def job_type_json(job_type: JobType) -> str:
+    return json.dumps(
+        {
+            "name": job_type.name,
+            "queue": job_type.queue,
+            "tenant_arg": job_type.tenant_arg,
+            "params": list(job_type.params),
+            "max_attempts": job_type.max_attempts,
+            "lease_timeout": job_type.lease_timeout,
+            "cost": job_type.cost,
+        },
+        ensure_ascii=False,
+    )

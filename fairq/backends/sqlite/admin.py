@@ -1,0 +1,149 @@
+"""Settings, inspection, dead jobs and job declarations: the operator's side, not hot paths."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+from fairq.backends.sqlite.events import QueueRow, make_ready, refresh, vclock
+from fairq.backends.sqlite.producing import tenant_id
+from fairq.backends.sqlite.records import JobRow, TenantRow
+from fairq.backends.sqlite.sql import Q
+from fairq.contract import (
+    JobType,
+    Keep,
+    ListDeadParams,
+    QueueSettings,
+    StatsParams,
+    TenantSettingsParams,
+    TenantStats,
+)
+from fairq.job import JobInfo, JobState
+
+# -- settings ------------------------------------------------------------------------------------
+
+
+def set_queue(db: sqlite3.Connection, settings: QueueSettings) -> None:
+    """Store the defaults and bring every tenant that follows them up to date (one loop)."""
+    db.execute(
+        Q["queue_set_defaults"],
+        {"name": settings.queue, "weight": settings.weight, "max_running": settings.max_running},
+    )
+    queue = QueueRow.load(db, settings.queue)
+    assert queue is not None
+    for row in db.execute(Q["tenants_inheriting"], {"queue": settings.queue}).fetchall():
+        tenant = TenantRow.load(db, row["id"])
+        _apply_settings(tenant, queue)
+        tenant.save(db)
+
+
+def get_queue(db: sqlite3.Connection, name: str) -> QueueSettings:
+    queue = QueueRow.load(db, name)
+    if queue is None:
+        return QueueSettings(queue=name)
+    return QueueSettings(queue=name, weight=queue.weight, max_running=queue.max_running)
+
+
+def set_tenant(db: sqlite3.Connection, params: TenantSettingsParams) -> TenantStats:
+    db.execute(Q["queue_ensure"], {"name": params.queue})
+    tenant = TenantRow.load(db, tenant_id(db, params.queue, params.tenant))
+    if not isinstance(params.weight, Keep):
+        tenant.own_weight = params.weight
+    if not isinstance(params.max_running, Keep):
+        tenant.own_max_running = params.max_running
+    queue = QueueRow.load(db, params.queue)
+    assert queue is not None
+    _apply_settings(tenant, queue)
+    tenant.save(db)
+    return tenant.stats(_oldest_ready(db, tenant.id))
+
+
+def _apply_settings(tenant: TenantRow, queue: QueueRow) -> None:
+    """Effective settings are the tenant's own, else the queue's; a new cap may (un)block it."""
+    tenant.weight = tenant.own_weight if tenant.own_weight is not None else queue.weight
+    tenant.max_running = (
+        tenant.own_max_running if tenant.own_max_running is not None else queue.max_running
+    )
+    refresh(tenant, queue.vclock)
+
+
+# -- inspection ----------------------------------------------------------------------------------
+
+
+def stats(db: sqlite3.Connection, params: StatsParams) -> list[TenantStats]:
+    rows = db.execute(Q["tenants_stats"], {"queue": params.queue, "tenant": params.tenant})
+    tenants = sorted((TenantRow.from_row(row) for row in rows), key=lambda t: (t.queue, t.tenant))
+    return [t.stats(_oldest_ready(db, t.id)) for t in tenants]
+
+
+def _oldest_ready(db: sqlite3.Connection, tenant_id: int) -> float | None:
+    """Reads all of one tenant's ready jobs (via its index): fine for stats, not for dispatch."""
+    found = db.execute(Q["tenant_oldest_ready"], {"tenant_id": tenant_id}).fetchone()["oldest"]
+    return None if found is None else float(found)
+
+
+def get_jobs(db: sqlite3.Connection, ids: Sequence[str]) -> list[JobInfo]:
+    found = (JobRow.by_id(db, job_id) for job_id in ids)
+    return [job.info() for job in found if job is not None]
+
+
+def list_dead(db: sqlite3.Connection, params: ListDeadParams) -> list[JobInfo]:
+    rows = db.execute(
+        Q["jobs_dead"], {"queue": params.queue, "tenant": params.tenant, "limit": params.limit}
+    )
+    return [JobRow.from_row(row).info() for row in rows]
+
+
+# -- dead jobs -----------------------------------------------------------------------------------
+
+
+def requeue(db: sqlite3.Connection, ids: Sequence[str], now: float) -> int:
+    """Dead jobs become ready with fresh attempts, keeping their seq (and so their place)."""
+    count = 0
+    for job_id in ids:
+        job = JobRow.by_id(db, job_id)
+        if job is None or job.state is not JobState.DEAD:
+            continue
+        tenant = TenantRow.load(db, job.tenant_id)
+        tenant.dead -= 1
+        job.attempts = 0
+        job.finished_at = None
+        make_ready(db, job, tenant, now, vclock(db, job.queue))
+        tenant.save(db)
+        count += 1
+    return count
+
+
+# -- job declarations ----------------------------------------------------------------------------
+
+
+def publish_job_types(db: sqlite3.Connection, types: Sequence[JobType]) -> None:
+    for t in types:
+        db.execute(
+            Q["job_type_save"],
+            {
+                "name": t.name,
+                "queue": t.queue,
+                "tenant_arg": t.tenant_arg,
+                "params": json.dumps(list(t.params)),
+                "max_attempts": t.max_attempts,
+                "lease_timeout": t.lease_timeout,
+                "cost": t.cost,
+            },
+        )
+
+
+def job_types(db: sqlite3.Connection) -> dict[str, JobType]:
+    return {
+        row["name"]: JobType(
+            name=row["name"],
+            queue=row["queue"],
+            tenant_arg=row["tenant_arg"],
+            params=tuple(json.loads(row["params"])),
+            max_attempts=row["max_attempts"],
+            lease_timeout=row["lease_timeout"],
+            cost=row["cost"],
+        )
+        for row in db.execute(Q["job_types_all"])
+    }

@@ -1,0 +1,144 @@
+"""Handing jobs out and taking them back: dispatch, ack, fail, release, heartbeat.
+
+Each function runs inside the caller's write transaction and touches a constant number of
+rows, each found through a primary key or the first entry of an index.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from fairq.backends.sqlite.events import (
+    QueueRow,
+    eligible,
+    end_run,
+    fail_run,
+    make_ready,
+    retag,
+    update_head,
+    vclock,
+)
+from fairq.backends.sqlite.maintenance import maintain_queues
+from fairq.backends.sqlite.records import JobRow, TenantRow
+from fairq.backends.sqlite.sql import Q
+from fairq.contract import DequeueParams, HeartbeatResult
+from fairq.errors import LeaseExpired, LeaseNotFound
+from fairq.job import JobInfo, JobState, Lease
+from fairq.policy import fairness
+
+
+def dispatch_first(
+    db: sqlite3.Connection, queues: Sequence[str], worker: str, now: float
+) -> Lease | None:
+    """One single dequeue: the first queue, in the order given, with an eligible tenant."""
+    for name in queues:
+        row = db.execute(Q["tenant_pick"], {"queue": name}).fetchone()
+        if row is not None:
+            return _dispatch(db, name, row["id"], worker, now)
+    return None
+
+
+def _dispatch(
+    db: sqlite3.Connection, queue_name: str, tenant_id: int, worker: str, now: float
+) -> Lease:
+    queue = QueueRow.load(db, queue_name)
+    tenant = TenantRow.load(db, tenant_id)
+    assert queue is not None and tenant.start is not None and tenant.head_seq is not None
+    job = JobRow.by_seq(db, tenant.head_seq)
+    job.state = JobState.RUNNING
+    job.attempts += 1
+    job.started_at = now
+    job.deadline = now + job.lease_timeout
+    job.worker_id = worker
+    job.save(db)
+    queue.vclock = tenant.start
+    tenant.finish = fairness.finish_after_dispatch(tenant.start, job.cost, tenant.weight)
+    tenant.ready -= 1
+    tenant.running += 1
+    update_head(db, tenant)
+    tenant.start = tenant.finish if eligible(tenant) else None
+    tenant.save(db)
+    queue.save_vclock(db)
+    return job.lease()
+
+
+def held(db: sqlite3.Connection, token: str, now: float) -> JobRow:
+    """The running job a token names, or LeaseNotFound / LeaseExpired."""
+    job_id, _, attempt_text = token.rpartition(":")
+    job = JobRow.by_id(db, job_id)
+    if job is None or job.state is not JobState.RUNNING or str(job.attempts) != attempt_text:
+        raise LeaseNotFound(
+            f"no job is held under lease {token!r}: it was never issued, is already "
+            "finished, or expired and was handed out again"
+        )
+    assert job.deadline is not None
+    if now >= job.deadline:
+        raise LeaseExpired(
+            f"lease {token!r} expired at {job.deadline:.3f} (now {now:.3f}); the job goes "
+            "back to its queue, so its result is not recorded"
+        )
+    return job
+
+
+def ack(db: sqlite3.Connection, token: str, now: float) -> None:
+    job = held(db, token, now)
+    tenant = TenantRow.load(db, job.tenant_id)
+    end_run(job, tenant, now)
+    tenant.succeeded += 1
+    job.state = JobState.SUCCEEDED
+    job.finished_at = now
+    job.save(db)
+    retag(tenant, vclock(db, job.queue))
+    tenant.save(db)
+
+
+def fail(
+    db: sqlite3.Connection, token: str, now: float, error: str, retry_at: float | None
+) -> JobInfo:
+    job = held(db, token, now)
+    tenant = TenantRow.load(db, job.tenant_id)
+    fail_run(db, job, tenant, now=now, ended_at=now, error=error, retry_at=retry_at)
+    return job.info()
+
+
+def release(db: sqlite3.Connection, token: str, now: float) -> None:
+    job = held(db, token, now)
+    tenant = TenantRow.load(db, job.tenant_id)
+    v = vclock(db, job.queue)
+    end_run(job, tenant, now)
+    job.attempts -= 1
+    make_ready(db, job, tenant, now, v)
+    retag(tenant, v)
+    tenant.save(db)
+
+
+def heartbeat(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> HeartbeatResult:
+    deadlines: dict[str, float] = {}
+    lost: list[str] = []
+    for token in tokens:
+        try:
+            job = held(db, token, now)
+        except (LeaseExpired, LeaseNotFound):
+            lost.append(token)
+            continue
+        job.deadline = now + job.lease_timeout
+        job.save(db)
+        deadlines[token] = job.deadline
+    return HeartbeatResult(deadlines=deadlines, lost=lost)
+
+
+def dequeue(db: sqlite3.Connection, params: DequeueParams) -> list[Lease]:
+    """Maintain the queues asked, then up to ``limit`` single dispatches at the same ``now``.
+
+    Maintenance runs once: a dispatch at ``now`` creates nothing due at ``now`` (leases end
+    later), so repeating it before each dispatch would find nothing.
+    """
+    maintain_queues(db, params.queues, params.now)
+    taken: list[Lease] = []
+    while len(taken) < params.limit:
+        lease = dispatch_first(db, params.queues, params.worker_id, params.now)
+        if lease is None:
+            break
+        taken.append(lease)
+    return taken

@@ -1,0 +1,105 @@
+"""Enqueue: many jobs in one transaction, with one tenant update per tenant touched."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Sequence
+
+from fairq.backends.sqlite.events import refresh, update_head, vclock
+from fairq.backends.sqlite.records import TenantRow
+from fairq.backends.sqlite.sql import Q
+from fairq.errors import ConfigError, DuplicateJob, FairqError
+from fairq.job import JobState, NewJob
+
+
+def enqueue(db: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> None:
+    """Store all jobs, or none (a repeated id raises DuplicateJob and rolls everything back).
+
+    Updating each tenant once for its whole batch ends in the same state as one event per job:
+    during an enqueue neither F nor V moves and adding ready work never ends eligibility, so
+    ``refresh`` gives the same start tag whether it runs once or after every job.
+    """
+    tenant_ids = _tenant_ids(db, jobs)
+    rows = [_job_row(job, tenant_ids[job.queue, job.tenant], now) for job in jobs]
+    db.execute("SAVEPOINT enqueue_jobs")
+    try:
+        db.executemany(Q["job_insert"], rows)
+    except sqlite3.IntegrityError as exc:
+        db.execute("ROLLBACK TO enqueue_jobs")  # so the lookup sees only what was stored before
+        raise _duplicates(db, jobs, exc) from exc
+    db.execute("RELEASE enqueue_jobs")
+    ready: Counter[int] = Counter()
+    scheduled: Counter[int] = Counter()
+    for job in jobs:
+        counter = ready if job.run_at <= now else scheduled
+        counter[tenant_ids[job.queue, job.tenant]] += 1
+    clocks = {queue: vclock(db, queue) for queue in dict.fromkeys(job.queue for job in jobs)}
+    for tenant_id in set(ready) | set(scheduled):
+        _add_work(db, tenant_id, ready[tenant_id], scheduled[tenant_id], clocks)
+
+
+def _tenant_ids(db: sqlite3.Connection, jobs: Sequence[NewJob]) -> dict[tuple[str, str], int]:
+    for queue in dict.fromkeys(job.queue for job in jobs):
+        db.execute(Q["queue_ensure"], {"name": queue})
+    ids: dict[tuple[str, str], int] = {}
+    for key in dict.fromkeys((job.queue, job.tenant) for job in jobs):
+        ids[key] = tenant_id(db, *key)
+    return ids
+
+
+def tenant_id(db: sqlite3.Connection, queue: str, tenant: str) -> int:
+    """The (queue, tenant) row's id, creating it with the queue's defaults if new."""
+    params = {"queue": queue, "tenant": tenant}
+    row = db.execute(Q["tenant_id"], params).fetchone()
+    if row is None:
+        db.execute(Q["tenant_ensure"], params)
+        row = db.execute(Q["tenant_id"], params).fetchone()
+    return int(row["id"])
+
+
+def _job_row(job: NewJob, tenant_id: int, now: float) -> dict[str, object]:
+    ready = job.run_at <= now
+    return {
+        "id": job.id,
+        "tenant_id": tenant_id,
+        "queue": job.queue,
+        "name": job.name,
+        "state": (JobState.READY if ready else JobState.SCHEDULED).value,
+        "payload": job.payload,
+        "priority": job.priority,
+        "max_attempts": job.max_attempts,
+        "lease_timeout": job.lease_timeout,
+        "cost": job.cost,
+        "enqueued_at": now,
+        "run_at": job.run_at,
+        "ready_at": now if ready else None,
+    }
+
+
+def _add_work(
+    db: sqlite3.Connection, tenant_id: int, ready: int, scheduled: int, clocks: dict[str, float]
+) -> None:
+    tenant = TenantRow.load(db, tenant_id)
+    tenant.scheduled += scheduled
+    if ready:
+        tenant.ready += ready
+        update_head(db, tenant)
+        refresh(tenant, clocks[tenant.queue])
+    tenant.save(db)
+
+
+def _duplicates(
+    db: sqlite3.Connection, jobs: Sequence[NewJob], cause: sqlite3.IntegrityError
+) -> FairqError:
+    """Name the offending ids (looked up only on this error path)."""
+    seen: set[str] = set()
+    bad: list[str] = []
+    for job in jobs:
+        stored = db.execute(Q["job_by_id"], {"id": job.id}).fetchone() is not None
+        if job.id in seen or stored:
+            bad.append(job.id)
+        seen.add(job.id)
+    if not bad:  # another constraint: a NaN time or cost arrives as NULL
+        return ConfigError(f"the SQLite store refused a job: {cause}")
+    return DuplicateJob(f"job ids already stored or repeated: {bad}")

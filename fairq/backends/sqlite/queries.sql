@@ -1,0 +1,152 @@
+-- Named queries of the SQLite backend. Each block runs inside a transaction opened by
+-- fairq/backends/sqlite/store.py. Job states are literals, never parameters, so that the
+-- partial indexes (WHERE state = '…') apply; tests/sqlite/test_query_plans.py checks that no
+-- query on the enqueue/dequeue/ack/maintain paths scans jobs or tenants.
+
+-- name: meta_get
+SELECT value FROM fairq_meta WHERE key = :key
+
+-- name: meta_set
+INSERT INTO fairq_meta (key, value) VALUES (:key, :value)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
+
+-- name: queue_get
+SELECT name, weight, max_running, vclock FROM queues WHERE name = :name
+
+-- name: queue_ensure
+INSERT INTO queues (name) VALUES (:name) ON CONFLICT (name) DO NOTHING
+
+-- name: queue_set_defaults
+INSERT INTO queues (name, weight, max_running) VALUES (:name, :weight, :max_running)
+ON CONFLICT (name) DO UPDATE SET weight = excluded.weight, max_running = excluded.max_running
+
+-- name: queue_set_vclock
+UPDATE queues SET vclock = :vclock WHERE name = :name
+
+-- name: queue_names
+SELECT name FROM queues ORDER BY name
+
+-- name: tenant_ensure
+-- A new tenant starts with the queue's defaults as its effective settings.
+INSERT INTO tenants (queue, tenant, weight, max_running)
+SELECT name, :tenant, weight, max_running FROM queues WHERE name = :queue
+ON CONFLICT (queue, tenant) DO NOTHING
+
+-- name: tenant_id
+SELECT id FROM tenants WHERE queue = :queue AND tenant = :tenant
+
+-- name: tenant_get
+SELECT * FROM tenants WHERE id = :id
+
+-- name: tenant_save
+UPDATE tenants SET
+    own_weight = :own_weight, own_max_running = :own_max_running,
+    weight = :weight, max_running = :max_running,
+    finish_tag = :finish_tag, start_tag = :start_tag, head_seq = :head_seq,
+    ready = :ready, scheduled = :scheduled, running = :running,
+    succeeded = :succeeded, failed = :failed, dead = :dead
+WHERE id = :id
+
+-- name: tenant_pick
+-- The eligible tenant with the smallest (start tag, head seq): one entry of tenants_eligible.
+SELECT id FROM tenants
+WHERE queue = :queue AND start_tag IS NOT NULL
+ORDER BY start_tag, head_seq
+LIMIT 1
+
+-- name: tenant_head
+-- A tenant's ready FIFO head: higher priority first, then enqueue order.
+SELECT seq FROM jobs
+WHERE tenant_id = :tenant_id AND state = 'ready'
+ORDER BY priority DESC, seq
+LIMIT 1
+
+-- name: tenants_inheriting
+-- Tenants of a queue that follow a queue default (admin path: set_queue).
+SELECT id FROM tenants
+WHERE queue = :queue AND (own_weight IS NULL OR own_max_running IS NULL)
+ORDER BY id
+
+-- name: tenants_stats
+-- Inspection, not a hot path: may scan tenants when no queue is given.
+SELECT * FROM tenants
+WHERE (:queue IS NULL OR queue = :queue) AND (:tenant IS NULL OR tenant = :tenant)
+
+-- name: tenant_oldest_ready
+-- Inspection, not a hot path: reads every ready job of one tenant through jobs_ready.
+SELECT MIN(ready_at) AS oldest FROM jobs WHERE tenant_id = :tenant_id AND state = 'ready'
+
+-- name: job_insert
+INSERT INTO jobs (
+    id, tenant_id, queue, name, state, payload, priority, max_attempts, lease_timeout, cost,
+    enqueued_at, run_at, ready_at
+) VALUES (
+    :id, :tenant_id, :queue, :name, :state, :payload, :priority, :max_attempts, :lease_timeout,
+    :cost, :enqueued_at, :run_at, :ready_at
+)
+
+-- name: job_by_seq
+SELECT jobs.*, tenants.tenant AS tenant
+FROM jobs JOIN tenants ON tenants.id = jobs.tenant_id
+WHERE jobs.seq = :seq
+
+-- name: job_by_id
+SELECT jobs.*, tenants.tenant AS tenant
+FROM jobs JOIN tenants ON tenants.id = jobs.tenant_id
+WHERE jobs.id = :id
+
+-- name: job_save
+UPDATE jobs SET
+    state = :state, attempts = :attempts, run_at = :run_at, ready_at = :ready_at,
+    started_at = :started_at, deadline = :deadline, finished_at = :finished_at,
+    last_error = :last_error, worker_id = :worker_id
+WHERE seq = :seq
+
+-- name: jobs_due
+-- Scheduled jobs whose time has come, in promotion order.
+SELECT seq FROM jobs
+WHERE queue = :queue AND state = 'scheduled' AND run_at <= :now
+ORDER BY run_at, seq
+
+-- name: jobs_expired
+-- Running jobs whose lease has run out, in expiry order.
+SELECT seq FROM jobs
+WHERE queue = :queue AND state = 'running' AND deadline <= :now
+ORDER BY deadline, seq
+
+-- name: next_run_at
+SELECT MIN(run_at) AS due FROM jobs WHERE queue = :queue AND state = 'scheduled'
+
+-- name: next_deadline
+SELECT MIN(deadline) AS due FROM jobs WHERE queue = :queue AND state = 'running'
+
+-- name: jobs_prune
+-- Counters are lifetime totals kept in tenants, so deleting old rows changes no figure.
+DELETE FROM jobs WHERE state = 'succeeded' AND finished_at < :before
+
+-- name: jobs_dead
+-- Inspection, not a hot path: walks dead jobs in order of death, filtering as it goes.
+SELECT jobs.*, tenants.tenant AS tenant
+FROM jobs INDEXED BY jobs_dead JOIN tenants ON tenants.id = jobs.tenant_id
+WHERE jobs.state = 'dead'
+  AND (:queue IS NULL OR jobs.queue = :queue)
+  AND (:tenant IS NULL OR tenants.tenant = :tenant)
+ORDER BY jobs.finished_at, jobs.seq
+LIMIT :limit
+
+-- name: job_type_save
+INSERT INTO job_types (name, queue, tenant_arg, params, max_attempts, lease_timeout, cost)
+VALUES (:name, :queue, :tenant_arg, :params, :max_attempts, :lease_timeout, :cost)
+ON CONFLICT (name) DO UPDATE SET
+    queue = excluded.queue, tenant_arg = excluded.tenant_arg, params = excluded.params,
+    max_attempts = excluded.max_attempts, lease_timeout = excluded.lease_timeout,
+    cost = excluded.cost
+
+-- name: job_types_all
+SELECT * FROM job_types ORDER BY name
+
+-- name: schema_objects
+-- The schema as SQLite records it, for the migration test and the ownership check.
+SELECT type, name, tbl_name FROM sqlite_master
+WHERE name NOT LIKE 'sqlite_%'
+ORDER BY type, name

@@ -1,0 +1,38 @@
+"""The ``fairq`` command. Each sub-command lives in its own module and registers itself here."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from fairq import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="fairq")
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+    default="info",
+    show_default=True,
+    help="How much to log (to stderr).",
+)
+def cli(log_level: str) -> None:
+    """fairq: fair multi-tenant background jobs.
+
+    Jobs go into per-tenant queues; a weighted fair scheduler hands workers the next job, so one
+    tenant's flood never makes the others wait. The store is $FAIRQ_URL, or fairq.db here.
+
+    Start with `fairq demo` to see the difference against a plain FIFO queue.
+    """
+    logging.basicConfig(
+        level=log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+
+
+def main() -> None:
+    from fairq.cli import admin, demo, migrate, worker  # noqa: F401  (each registers its commands)
+
+    cli(prog_name="fairq")

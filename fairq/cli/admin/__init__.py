@@ -1,0 +1,8 @@
+"""Admin commands: ``enqueue``, ``stats``, ``tenants``, ``queue``, ``dead``.
+
+One module per command; importing this package registers them all on ``fairq.cli.cli``.
+"""
+
+from fairq.cli.admin import dead, enqueue, stats, tenants
+
+__all__ = ["dead", "enqueue", "stats", "tenants"]

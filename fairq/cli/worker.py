@@ -1,0 +1,158 @@
+"""``fairq worker APP``: run the jobs an App declares, in one process or several."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from fairq.app import App
+from fairq.cli import cli
+from fairq.cli.loader import load_app, rebind
+from fairq.errors import FairqError
+from fairq.worker import Worker
+from fairq.worker.joblog import describe
+from fairq.worker.supervisor import Supervisor, watch_parent
+from fairq.worker.worker import DEFAULT_RETENTION
+
+
+@cli.command("worker")
+@click.argument("app_ref", metavar="APP")
+@click.option(
+    "-q",
+    "--queues",
+    metavar="ORDER",
+    default=None,
+    help="Which queues to serve, in what order. 'a,b': always a first, b only when a is empty. "
+    "'reports:3,default:1': draw three to one (and fall through when one is empty). Mixed: "
+    "'critical,default:6,slow:1'. Default: every queue the app's jobs use, evenly.",
+)
+@click.option(
+    "-c",
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Jobs each process runs at once (def and async def jobs together).",
+)
+@click.option(
+    "-p",
+    "--processes",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes to run; dead ones are restarted. Use it to spread def jobs over CPUs.",
+)
+@click.option(
+    "--grace-period",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="On SIGTERM/Ctrl-C, how long running jobs may finish before they are handed back "
+    "(ready again at once, the attempt not counted). A second Ctrl-C hands them back now.",
+)
+@click.option(
+    "--url",
+    metavar="URL",
+    default=None,
+    help="The store to use instead of the app's own, e.g. sqlite:///jobs.db.",
+)
+@click.option(
+    "--burst",
+    is_flag=True,
+    help="Exit (code 0) once no job is ready and none is scheduled: for scripts and tests.",
+)
+@click.option(
+    "--retention",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_RETENTION,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long succeeded jobs are kept before they are deleted.",
+)
+@click.option("--supervised-by", type=int, default=None, hidden=True)
+@click.pass_context
+def worker(
+    ctx: click.Context,
+    app_ref: str,
+    queues: str | None,
+    concurrency: int,
+    processes: int,
+    grace_period: float,
+    url: str | None,
+    burst: bool,
+    retention: float,
+    supervised_by: int | None,
+) -> None:
+    """Run the jobs of APP, a fairq App given as 'module:attribute'.
+
+    The module is imported with the current directory on the path (like uvicorn). The worker
+    publishes the app's jobs (so producers can enqueue them by name), takes jobs fairly across
+    tenants, and stops gracefully on SIGTERM or Ctrl-C.
+
+    \b
+    Examples:
+      fairq worker myproject.jobs:app
+      fairq worker myproject.jobs:app --queues critical,default --concurrency 8
+      fairq worker myproject.jobs:app --queues reports:3,default:1 --processes 4
+      fairq worker myproject.jobs:app --url sqlite:///jobs.db --burst
+    """
+    app = _load(app_ref, url)
+    try:
+        built = Worker(
+            app,
+            queues=queues,
+            concurrency=concurrency,
+            grace_period=grace_period,
+            burst=burst,
+            retention=retention,
+            app_name=app_ref,
+        )
+    except FairqError as exc:
+        raise click.UsageError(str(exc)) from None
+    if processes > 1:
+        _supervise(ctx, app, processes)
+    if supervised_by is not None:
+        watch_parent(supervised_by, built.stop)
+    try:
+        built.run()
+    except FairqError as exc:
+        raise click.ClickException(f"the worker stopped: {describe(exc)}") from None
+
+
+def _load(app_ref: str, url: str | None) -> App:
+    try:
+        app = load_app(app_ref)
+    except FairqError as exc:
+        raise click.BadParameter(str(exc), param_hint="APP") from None
+    return rebind(app, url) if url is not None else app
+
+
+def _supervise(ctx: click.Context, app: App, processes: int) -> None:
+    """Run the same command as ``processes`` child processes; exits with their verdict."""
+    if app.url.lower().startswith("memory:"):
+        raise click.UsageError(
+            "--processes needs a store every process can share; memory:// lives inside one "
+            "process. Use e.g. --url sqlite:///fairq.db"
+        )
+    root = ctx.find_root()
+    command = [sys.executable, "-m", "fairq", "--log-level", root.params["log_level"]]
+    command += ["worker", *_child_args(ctx), "--supervised-by", str(os.getpid())]
+    ctx.exit(Supervisor(command, processes, burst=ctx.params["burst"]).run())
+
+
+def _child_args(ctx: click.Context) -> list[str]:
+    """This command's arguments as given, without ``--processes``."""
+    params = ctx.params
+    args = [params["app_ref"], "--concurrency", str(params["concurrency"])]
+    args += ["--grace-period", repr(params["grace_period"])]
+    args += ["--retention", repr(params["retention"])]
+    if params["queues"] is not None:
+        args += ["--queues", params["queues"]]
+    if params["url"] is not None:
+        args += ["--url", params["url"]]
+    if params["burst"]:
+        args.append("--burst")
+    return args

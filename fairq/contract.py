@@ -1,0 +1,218 @@
+"""The Backend contract: what every store (and the reference model) implements.
+
+One frozen, keyword-only parameter object per operation, so adding a field never breaks a caller
+and every backend reads alike. Time is always a parameter (``now``): stores never read a clock,
+which is what lets the conformance suite drive them all on one virtual clock. The rules behind
+each operation are in docs/internals/scheduler.md; ``fairq.model`` is their executable form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol, runtime_checkable
+
+from fairq.job import JobInfo, Lease, NewJob
+
+
+class Keep(Enum):
+    """Marks a setting that an update leaves as it is."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnqueueParams:
+    jobs: Sequence[NewJob]
+    now: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class DequeueParams:
+    """Take up to ``limit`` jobs; each is what one single dequeue would have given, in order.
+
+    ``queues`` are tried in the given order for every job (the worker decides the order).
+    """
+
+    queues: Sequence[str]
+    worker_id: str
+    now: float
+    limit: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class AckParams:
+    token: str
+    now: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailParams:
+    """End an attempt in failure. ``retry_at=None`` (or no attempts left) makes the job dead."""
+
+    token: str
+    now: float
+    error: str
+    retry_at: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseParams:
+    """Hand a job back unfinished (worker shutdown): ready again, the attempt not counted."""
+
+    token: str
+    now: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeartbeatParams:
+    tokens: Sequence[str]
+    now: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeartbeatResult:
+    deadlines: Mapping[str, float]  # token -> new deadline, for the leases still held
+    lost: Sequence[str] = ()  # tokens that are expired or unknown; nothing was changed for them
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaintainParams:
+    """Promote due scheduled jobs, expire overdue leases, prune old succeeded jobs."""
+
+    now: float
+    queues: Sequence[str] | None = None  # None: every queue
+    retention: float | None = None  # delete succeeded jobs finished more than this long ago
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaintainResult:
+    promoted: int = 0
+    expired: int = 0
+    pruned: int = 0
+    next_due: float | None = None  # earliest scheduled run-at or lease deadline still pending
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueueSettings:
+    """Defaults that every tenant of a queue gets unless it has its own setting."""
+
+    queue: str
+    weight: float = 1.0
+    max_running: int | None = None  # None: no cap
+
+
+@dataclass(frozen=True, kw_only=True)
+class TenantSettingsParams:
+    """Change one tenant's settings in one queue. ``None`` returns to the queue's default."""
+
+    queue: str
+    tenant: str
+    now: float
+    weight: float | Keep | None = KEEP
+    max_running: int | Keep | None = KEEP
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatsParams:
+    queue: str | None = None
+    tenant: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TenantStats:
+    """One (queue, tenant): effective settings, current counts, lifetime counters."""
+
+    queue: str
+    tenant: str
+    weight: float
+    max_running: int | None
+    ready: int
+    scheduled: int
+    running: int
+    succeeded: int  # lifetime
+    failed: int  # lifetime count of failed attempts (errors and expired leases)
+    dead: int  # current
+    oldest_ready_at: float | None  # when the longest-waiting ready job became ready
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListDeadParams:
+    queue: str | None = None
+    tenant: str | None = None
+    limit: int = 100
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequeueParams:
+    ids: Sequence[str]
+    now: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobType:
+    """A job declaration as published to the store, so producers can enqueue by name alone."""
+
+    name: str
+    queue: str
+    tenant_arg: str | None  # the argument holding the tenant; None when a callable finds it
+    params: Sequence[str] = field(default_factory=tuple)  # positional parameter names, in order
+    max_attempts: int
+    lease_timeout: float
+    cost: float
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A store of fair per-tenant queues. Every method is atomic; none reads a clock."""
+
+    def enqueue(self, params: EnqueueParams) -> None:
+        """Store all jobs or none (a used id raises DuplicateJob). ``run_at <= now``: ready."""
+
+    def dequeue(self, params: DequeueParams) -> list[Lease]:
+        """Maintain the queues (as ``maintain``), then hand out up to ``limit`` jobs fairly."""
+
+    def ack(self, params: AckParams) -> None:
+        """Mark a job succeeded. Raises LeaseExpired / LeaseNotFound and changes nothing."""
+
+    def fail(self, params: FailParams) -> JobInfo:
+        """End a failed attempt: scheduled for retry, or dead. Raises like ``ack``."""
+
+    def release(self, params: ReleaseParams) -> None:
+        """Hand a job back unfinished. Raises like ``ack``."""
+
+    def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
+        """Extend each held lease to ``now + lease_timeout``."""
+
+    def maintain(self, params: MaintainParams) -> MaintainResult: ...
+
+    def set_queue(self, settings: QueueSettings) -> None: ...
+
+    def get_queue(self, queue: str) -> QueueSettings: ...
+
+    def set_tenant(self, params: TenantSettingsParams) -> TenantStats: ...
+
+    def stats(self, params: StatsParams) -> list[TenantStats]:
+        """One row per (queue, tenant) the store has seen, sorted by queue then tenant."""
+
+    def get_jobs(self, ids: Sequence[str]) -> list[JobInfo]:
+        """The jobs that exist among ``ids``, in the order asked."""
+
+    def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
+        """Dead jobs, oldest death first."""
+
+    def requeue(self, params: RequeueParams) -> int:
+        """Make dead jobs ready again with fresh attempts; returns how many were dead."""
+
+    def publish_job_types(self, types: Sequence[JobType]) -> None: ...
+
+    def job_types(self) -> dict[str, JobType]: ...
+
+    def wait(self, queues: Sequence[str], timeout: float) -> None:
+        """Block up to ``timeout`` seconds or until new work may have arrived in ``queues``."""
+
+    def close(self) -> None: ...

@@ -1,0 +1,55 @@
+"""Every error fairq raises. Each message names the problem and, where there is one, the fix."""
+
+from __future__ import annotations
+
+
+class FairqError(Exception):
+    """Base class of every fairq error."""
+
+
+class ConfigError(FairqError, ValueError):
+    """A setting is invalid: a URL, a weight, a cap, a queue order, a job declaration."""
+
+
+class StoreUnavailable(FairqError):
+    """The store cannot be reached or opened. Check the URL and that the server runs."""
+
+
+class SchemaError(FairqError):
+    """The store's schema does not match this fairq (too old, or made by a newer fairq)."""
+
+
+class JobArgumentsError(FairqError, TypeError):
+    """A job's arguments cannot be stored: they must be JSON-serialisable (no pickle, ever)."""
+
+
+class PayloadTooLarge(FairqError, ValueError):
+    """A job's encoded arguments exceed the store's payload limit (``App(max_payload_bytes=…)``)."""
+
+
+class UnknownJob(FairqError, LookupError):
+    """No job with that name is declared. Declarations are published when a worker starts."""
+
+
+class DuplicateJob(FairqError, ValueError):
+    """A job id is already stored (or repeated in one batch); nothing of the batch was stored."""
+
+
+class InvalidTenant(FairqError, ValueError):
+    """A tenant id is not usable: it must be a non-empty str (or int) of valid Unicode."""
+
+
+class MissingTenant(InvalidTenant):
+    """A job has no tenant. Pass one, or give the App a ``fallback_tenant``."""
+
+
+class LeaseError(FairqError):
+    """A lease cannot be used: nothing was changed."""
+
+
+class LeaseNotFound(LeaseError, LookupError):
+    """No job is held under that lease (never issued, already acked, or handed out again)."""
+
+
+class LeaseExpired(LeaseError):
+    """The lease's deadline passed: the job goes back to its queue and may already run elsewhere."""

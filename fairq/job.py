@@ -1,0 +1,134 @@
+"""The job record as every layer sees it, and its JSON payload (never pickle)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from fairq.errors import JobArgumentsError, PayloadTooLarge
+
+DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
+
+
+class JobState(str, Enum):
+    """Where a job is in its life. See docs/internals/states.md for the diagram."""
+
+    SCHEDULED = "scheduled"  # waiting for its run-at time (a delay, or a retry's back-off)
+    READY = "ready"  # in its tenant's FIFO, waiting for the scheduler
+    RUNNING = "running"  # held by a worker under a lease
+    SUCCEEDED = "succeeded"
+    DEAD = "dead"  # out of attempts; kept until re-queued or deleted
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewJob:
+    """A job as handed to a store by enqueue. Times are absolute (seconds since the epoch)."""
+
+    id: str
+    name: str
+    queue: str
+    tenant: str
+    payload: str
+    priority: int = 0
+    run_at: float
+    max_attempts: int
+    lease_timeout: float
+    cost: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lease:
+    """A job handed to a worker. ``token`` is the proof of ownership for ack/fail/heartbeat."""
+
+    token: str
+    job_id: str
+    name: str
+    queue: str
+    tenant: str
+    payload: str
+    attempt: int
+    max_attempts: int
+    started_at: float
+    deadline: float
+    lease_timeout: float
+    cost: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobInfo:
+    """Everything a store knows about one job, for inspection."""
+
+    id: str
+    name: str
+    queue: str
+    tenant: str
+    state: JobState
+    payload: str
+    priority: int
+    attempts: int
+    max_attempts: int
+    enqueued_at: float
+    run_at: float
+    started_at: float | None
+    finished_at: float | None
+    deadline: float | None
+    last_error: str | None
+
+
+def lease_token(job_id: str, attempt: int) -> str:
+    """A lease is named by its job and attempt, so a stale lease can never match a new one."""
+    return f"{job_id}:{attempt}"
+
+
+def encode_payload(
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    *,
+    max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> str:
+    """Serialise a call's arguments as JSON, naming the first argument that cannot be stored."""
+    try:
+        text = _dumps({"args": list(args), "kwargs": dict(kwargs)})
+    except (TypeError, ValueError):
+        _raise_for_bad_argument(args, kwargs)
+        raise  # pragma: no cover - _raise_for_bad_argument always raises
+    size = len(text.encode())
+    if size > max_bytes:
+        raise PayloadTooLarge(
+            f"job arguments are {size} bytes of JSON, over the limit of {max_bytes} bytes; "
+            "store large data elsewhere and pass a reference, or raise App(max_payload_bytes=…)"
+        )
+    return text
+
+
+def decode_payload(payload: str) -> tuple[list[Any], dict[str, Any]]:
+    data = json.loads(payload)
+    return list(data["args"]), dict(data["kwargs"])
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _raise_for_bad_argument(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    named = [(f"positional argument {i}", v) for i, v in enumerate(args)]
+    named += [(f"argument {k!r}", v) for k, v in kwargs.items()]
+    for label, value in named:
+        try:
+            _dumps(value)
+        except (TypeError, ValueError) as exc:
+            kind = type(value).__name__
+            if isinstance(value, float) and not math.isfinite(value):
+                kind = f"non-finite float {value}"
+            raise JobArgumentsError(
+                f"{label} cannot be stored as JSON ({kind}: {exc}); job arguments must be "
+                "JSON values: str, int, finite float, bool, None, lists and dicts with str keys"
+            ) from exc
+    raise JobArgumentsError("job arguments cannot be stored as JSON")

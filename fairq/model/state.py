@@ -1,0 +1,132 @@
+"""The reference model's state: plain records and heaps, no I/O.
+
+Heaps use lazy deletion: an entry records the version (or deadline) it was pushed for, and a
+reader drops entries that no longer match. Every operation stays O(log n).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from fairq.job import JobInfo, JobState, Lease, lease_token
+
+
+@dataclass
+class Job:
+    seq: int
+    id: str
+    name: str
+    queue: str
+    tenant: str
+    payload: str
+    priority: int
+    state: JobState
+    enqueued_at: float
+    run_at: float
+    ready_at: float | None
+    max_attempts: int
+    lease_timeout: float
+    cost: float
+    attempts: int = 0
+    started_at: float | None = None
+    deadline: float | None = None
+    finished_at: float | None = None
+    last_error: str | None = None
+    worker: str | None = None
+
+    def info(self) -> JobInfo:
+        return JobInfo(
+            id=self.id,
+            name=self.name,
+            queue=self.queue,
+            tenant=self.tenant,
+            state=self.state,
+            payload=self.payload,
+            priority=self.priority,
+            attempts=self.attempts,
+            max_attempts=self.max_attempts,
+            enqueued_at=self.enqueued_at,
+            run_at=self.run_at,
+            started_at=self.started_at,
+            finished_at=self.finished_at,
+            deadline=self.deadline if self.state is JobState.RUNNING else None,
+            last_error=self.last_error,
+        )
+
+    def lease(self) -> Lease:
+        assert self.started_at is not None and self.deadline is not None
+        return Lease(
+            token=lease_token(self.id, self.attempts),
+            job_id=self.id,
+            name=self.name,
+            queue=self.queue,
+            tenant=self.tenant,
+            payload=self.payload,
+            attempt=self.attempts,
+            max_attempts=self.max_attempts,
+            started_at=self.started_at,
+            deadline=self.deadline,
+            lease_timeout=self.lease_timeout,
+            cost=self.cost,
+        )
+
+
+@dataclass
+class Tenant:
+    name: str
+    weight: float | None = None  # own setting; None: the queue's default
+    max_running: int | None = None
+    finish: float = 0.0
+    start: float | None = None  # set only while eligible
+    version: int = 0
+    ready_heap: list[tuple[int, int]] = field(default_factory=list)  # (-priority, seq)
+    ready: int = 0
+    scheduled: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    dead: int = 0
+
+    def head_seq(self) -> int | None:
+        return self.ready_heap[0][1] if self.ready_heap else None
+
+
+@dataclass
+class Queue:
+    name: str
+    weight: float = 1.0
+    max_running: int | None = None
+    vclock: float = 0.0
+    tenants: dict[str, Tenant] = field(default_factory=dict)
+    eligible: list[tuple[float, int, str, int]] = field(default_factory=list)
+    scheduled: list[tuple[float, int]] = field(default_factory=list)  # (run_at, seq)
+    running: list[tuple[float, int, int]] = field(default_factory=list)  # (deadline, seq, attempt)
+
+    def tenant(self, name: str) -> Tenant:
+        found = self.tenants.get(name)
+        if found is None:
+            found = self.tenants[name] = Tenant(name)
+        return found
+
+    def weight_of(self, tenant: Tenant) -> float:
+        return tenant.weight if tenant.weight is not None else self.weight
+
+    def cap_of(self, tenant: Tenant) -> int | None:
+        return tenant.max_running if tenant.max_running is not None else self.max_running
+
+    def index(self, tenant: Tenant) -> None:
+        """Record the tenant's current start tag in the eligible heap."""
+        tenant.version += 1
+        head = tenant.head_seq()
+        if tenant.start is not None and head is not None:
+            heapq.heappush(self.eligible, (tenant.start, head, tenant.name, tenant.version))
+
+    def first_eligible(self) -> Tenant | None:
+        while self.eligible:
+            _, _, name, version = self.eligible[0]
+            tenant = self.tenants[name]
+            if tenant.version == version and tenant.start is not None:
+                return tenant
+            heapq.heappop(self.eligible)
+        return None

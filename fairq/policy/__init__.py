@@ -1,0 +1,1 @@
+"""Pure scheduling rules: no I/O, no clocks, no imports of stores. Every backend applies these."""

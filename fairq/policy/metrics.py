@@ -1,0 +1,26 @@
+"""Fairness and latency figures used by stats, the demo, and the benchmarks."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def jain_index(values: Sequence[float]) -> float:
+    """Jain's fairness index: 1.0 when all values are equal, 1/n when one takes everything."""
+    if not values:
+        return 1.0
+    total = sum(values)
+    squares = sum(v * v for v in values)
+    if squares == 0:
+        return 1.0
+    return total * total / (len(values) * squares)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) by the nearest-rank method; NaN for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]

@@ -1,0 +1,119 @@
+"""The fetch loop: take as many jobs as there are free slots, in one call, without spinning.
+
+With free slots, one ``dequeue`` asks for all of them, trying the queues in the order the
+``QueueOrder`` gives for this round. With no free slot, it sleeps until a job ends. With nothing
+ready, it asks the store when something next falls due (a delayed job, a retry, a lease to
+expire) and waits for new work at most that long, and never longer than ``idle_wait``.
+
+The loop runs on its own thread so that stopping never waits for a ``backend.wait`` to time out:
+``close()`` only waits for a dequeue in progress (and the start of its jobs), after which no
+job is ever taken again; the thread notices the stop when its wait ends, and exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from fairq.contract import Backend, DequeueParams, MaintainParams
+from fairq.policy.queues import QueueOrder
+from fairq.worker.joblog import describe
+from fairq.worker.runner import JobRunner
+from fairq.worker.running import RunningJobs
+
+log = logging.getLogger("fairq.worker")
+
+MIN_WAIT = 0.005  # never wait less: a due time in the past must not turn into a busy loop
+MAX_ERROR_WAIT = 30.0  # the longest pause between retries while the store fails
+
+
+class Fetcher:
+    """Feeds ``runner`` until ``stopping`` is set, or (in burst mode) until nothing is left."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        order: QueueOrder,
+        running: RunningJobs,
+        runner: JobRunner,
+        *,
+        worker_id: str,
+        clock: Callable[[], float],
+        idle_wait: float,
+        burst: bool,
+        stopping: threading.Event,
+    ) -> None:
+        self.backend = backend
+        self.order = order
+        self.running = running
+        self.runner = runner
+        self.worker_id = worker_id
+        self.clock = clock
+        self.idle_wait = idle_wait
+        self.burst = burst
+        self.stopping = stopping
+        self._gate = threading.Lock()  # held while taking and starting jobs
+        self._thread = threading.Thread(target=self._serve, name="fairq-fetch", daemon=True)
+
+    def start(self) -> None:
+        """Fetch on a new thread until ``stopping`` is set; a finished burst sets it too."""
+        self._thread.start()
+
+    def close(self) -> None:
+        """Take no more jobs; returns once every job already taken has been started."""
+        self.stopping.set()
+        with self._gate:
+            pass
+
+    def _serve(self) -> None:
+        try:
+            self._run()
+        finally:
+            self.stopping.set()
+
+    def _run(self) -> None:
+        error_wait = 0.0
+        while not self.stopping.is_set():
+            try:
+                if not self._round():
+                    return
+                error_wait = 0.0
+            except Exception as exc:
+                if self.stopping.is_set():
+                    return
+                error_wait = min(max(error_wait * 2, 0.5), MAX_ERROR_WAIT)
+                log.error(
+                    "the store failed: %s; trying again in %.1f s",
+                    describe(exc),
+                    error_wait,
+                    exc_info=exc,
+                    extra={"action": "store_error"},
+                )
+                self.stopping.wait(error_wait)
+
+    def _round(self) -> bool:
+        """Start the jobs that fit, or wait for work; False when a burst is done."""
+        free = self.running.wait_for_free()
+        with self._gate:
+            if free == 0 or self.stopping.is_set():
+                return True
+            params = DequeueParams(
+                queues=self.order.next(), worker_id=self.worker_id, now=self.clock(), limit=free
+            )
+            leases = self.backend.dequeue(params)
+            for lease in leases:
+                self.runner.start(lease)
+        return bool(leases) or self._idle()
+
+    def _idle(self) -> bool:
+        """Nothing is ready: wait until something may be. False when a burst is done."""
+        now = self.clock()
+        due = self.backend.maintain(MaintainParams(now=now, queues=self.order.queues)).next_due
+        if self.burst and due is None and len(self.running) == 0:
+            log.info("no job is ready or scheduled: burst done", extra={"action": "burst_done"})
+            return False
+        timeout = self.idle_wait if due is None else min(self.idle_wait, due - now)
+        if not self.stopping.is_set():
+            self.backend.wait(self.order.queues, max(timeout, MIN_WAIT))
+        return True

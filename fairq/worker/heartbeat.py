@@ -1,0 +1,89 @@
+"""Keeps the worker's leases alive while their jobs run, and says when one was lost anyway.
+
+Every ``interval`` seconds (by default a third of the shortest lease among the running jobs, so
+two beats can be missed before a lease lapses) one ``heartbeat`` call extends every held lease.
+A lost lease (the store expired it: the worker stalled longer than the lease) is logged; its job
+already went back to its queue, and storing its outcome later will be refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from fairq.contract import Backend, HeartbeatParams
+from fairq.job import Lease
+from fairq.worker.joblog import describe, job_fields
+from fairq.worker.running import RunningJobs
+
+log = logging.getLogger("fairq.worker")
+
+
+class Heartbeat:
+    """A daemon thread extending the leases in ``running`` until ``stop``."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        running: RunningJobs,
+        *,
+        clock: Callable[[], float],
+        interval: float | None = None,
+    ) -> None:
+        self.backend = backend
+        self.running = running
+        self.clock = clock
+        self.interval = interval
+        self._stopped = threading.Event()
+        self._reported: set[str] = set()
+        self._thread = threading.Thread(target=self._serve, name="fairq-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.running.changed.set()
+        self._thread.join()
+
+    def _serve(self) -> None:
+        last_beat = float("-inf")
+        while not self._stopped.is_set():
+            self.running.changed.clear()
+            leases = self.running.leases()
+            if not leases:
+                self.running.changed.wait()
+                continue
+            wait = last_beat + self._interval_for(leases) - time.monotonic()
+            if wait > 0:
+                self.running.changed.wait(wait)
+                continue
+            last_beat = time.monotonic()
+            self._beat(leases)
+
+    def _interval_for(self, leases: list[Lease]) -> float:
+        if self.interval is not None:
+            return self.interval
+        return min(lease.lease_timeout for lease in leases) / 3
+
+    def _beat(self, leases: list[Lease]) -> None:
+        try:
+            result = self.backend.heartbeat(
+                HeartbeatParams(tokens=[lease.token for lease in leases], now=self.clock())
+            )
+        except Exception as exc:
+            log.error("heartbeat failed: %s; retrying", describe(exc), exc_info=exc)
+            return
+        lost = set(result.lost) - self._reported
+        for lease in leases:
+            if lease.token in lost:
+                log.warning(
+                    "job %s %s lost its lease (the worker was too slow to extend it); "
+                    "it went back to its queue and may run again elsewhere",
+                    lease.job_id,
+                    lease.name,
+                    extra=job_fields(lease, "lease_lost"),
+                )
+        self._reported |= lost

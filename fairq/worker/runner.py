@@ -1,0 +1,208 @@
+"""Runs one dequeued job and stores how it ended: ack, fail with a back-off, or fail for good.
+
+A job that cannot run at all (its name is not declared in this worker's app, its payload cannot
+be decoded, its arguments do not fit the function) fails at once without a retry: running it
+again would fail the same way. ``LeaseExpired``/``LeaseNotFound`` when storing an outcome only
+means the job already went back to its queue; that is logged, never raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from fairq.app import App, JobDefinition
+from fairq.contract import AckParams, Backend, FailParams
+from fairq.errors import LeaseError
+from fairq.job import JobState, Lease, decode_payload
+from fairq.policy.retry import backoff
+from fairq.worker.joblog import ERROR_CHARS, Outcome, describe, job_fields, log_job_end
+from fairq.worker.pools import DaemonPool, LoopThread
+from fairq.worker.running import Running, RunningJobs
+
+log = logging.getLogger("fairq.worker")
+
+Prepared = tuple[JobDefinition[Any, Any], list[Any], dict[str, Any]]
+
+
+class JobRunner:
+    """Starts jobs on the right pool and stores their outcomes. One per worker."""
+
+    def __init__(
+        self,
+        app: App,
+        running: RunningJobs,
+        *,
+        app_name: str,
+        clock: Callable[[], float],
+    ) -> None:
+        self.app = app
+        self.backend: Backend = app.backend
+        self.running = running
+        self.app_name = app_name
+        self.clock = clock
+        self._threads = DaemonPool(running.capacity, "fairq-job")
+        self._reporter = DaemonPool(1, "fairq-report")  # stores async jobs' outcomes off the loop
+        self._loop: LoopThread | None = None  # started with the first async job
+
+    def start(self, lease: Lease) -> None:
+        """Run one dequeued job; its slot stays taken until its outcome is stored.
+
+        Called from one thread only (the fetch loop's).
+        """
+        entry = self.running.add(lease)
+        log.debug("job %s %s started", lease.job_id, lease.name, extra=job_fields(lease, "start"))
+        prepared = self._prepare(lease)
+        if isinstance(prepared, str):
+            self._reject(entry, prepared)
+        elif prepared[0].is_async:
+            if self._loop is None:
+                self._loop = LoopThread("fairq-async")
+            future = self._loop.submit(self._run_async(entry, *prepared))
+            entry.cancel = future.cancel
+        else:
+            self._threads.submit(lambda: self._run_sync(entry, *prepared))
+
+    def shutdown(self) -> None:
+        """Let the pools' threads go. Jobs still running are abandoned (already handed back)."""
+        self._threads.shutdown()
+        self._reporter.shutdown()
+        if self._loop is not None:
+            self._loop.shutdown()
+
+    # -- before running -------------------------------------------------------------------
+
+    def _prepare(self, lease: Lease) -> Prepared | str:
+        """The job's definition and arguments, or why the job can never run here."""
+        definition = self.app.jobs.get(lease.name)
+        if definition is None:
+            declared = ", ".join(sorted(self.app.jobs)) or "(none)"
+            return (
+                f"no job named {lease.name!r} is declared in the worker's app {self.app_name} "
+                f"(it declares: {declared}); run a worker with the app that declares it"
+            )
+        try:
+            args, kwargs = decode_payload(lease.payload)
+        except Exception as exc:
+            return f"the payload of job {lease.name!r} cannot be decoded ({describe(exc)})"
+        try:
+            definition.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            signature = f"{lease.name}{definition.signature}"
+            return f"the stored arguments do not fit job {signature}: {exc}"
+        return definition, args, kwargs
+
+    def _reject(self, entry: Running, reason: str) -> None:
+        if self.running.claim(entry.lease.token) is None:
+            return
+        try:
+            self._store_failure(entry, reason, retry_at=None, exc=None)
+        finally:
+            self.running.done(entry.lease.token)
+
+    # -- running --------------------------------------------------------------------------
+
+    def _run_sync(
+        self,
+        entry: Running,
+        definition: JobDefinition[Any, Any],
+        args: list[Any],
+        kwargs: dict[str, Any],
+    ) -> None:
+        started = time.monotonic()
+        error: BaseException | None = None
+        try:
+            definition.fn(*args, **kwargs)
+        except BaseException as exc:  # any way out of the job is its outcome
+            error = exc
+        self._finish(entry, definition, error, time.monotonic() - started)
+
+    async def _run_async(
+        self,
+        entry: Running,
+        definition: JobDefinition[Any, Any],
+        args: list[Any],
+        kwargs: dict[str, Any],
+    ) -> None:
+        started = time.monotonic()
+        error: BaseException | None = None
+        try:
+            await definition.fn(*args, **kwargs)
+        except BaseException as exc:  # includes CancelledError: the job did not finish
+            error = exc
+        duration = time.monotonic() - started
+        self._reporter.submit(lambda: self._finish(entry, definition, error, duration))
+
+    # -- after running --------------------------------------------------------------------
+
+    def _finish(
+        self,
+        entry: Running,
+        definition: JobDefinition[Any, Any],
+        error: BaseException | None,
+        duration: float,
+    ) -> None:
+        entry.duration = duration
+        if self.running.claim(entry.lease.token) is None:
+            log.debug(
+                "job %s ended after it was handed back; outcome not stored",
+                entry.lease.job_id,
+                extra=job_fields(entry.lease, "discard"),
+            )
+            return
+        try:
+            if error is None:
+                self._store_success(entry)
+            else:
+                retry_at = self.clock() + backoff(entry.lease.attempt, base=definition.retry_base)
+                self._store_failure(entry, describe(error), retry_at=retry_at, exc=error)
+        finally:
+            self.running.done(entry.lease.token)
+
+    def _store_success(self, entry: Running) -> None:
+        lease = entry.lease
+        try:
+            self.backend.ack(AckParams(token=lease.token, now=self.clock()))
+        except LeaseError as exc:
+            log_job_end(lease, Outcome.LEASE_LOST, entry.duration, error=_lost(exc))
+        except Exception as exc:
+            log_job_end(lease, Outcome.ERROR, entry.duration, error=describe(exc), exc_info=exc)
+        else:
+            log_job_end(lease, Outcome.SUCCEEDED, entry.duration)
+
+    def _store_failure(
+        self, entry: Running, error: str, *, retry_at: float | None, exc: BaseException | None
+    ) -> None:
+        lease = entry.lease
+        stored = error
+        if exc is not None:
+            stored += "\n\n" + "".join(traceback.format_exception(exc)).rstrip()
+        params = FailParams(
+            token=lease.token, now=self.clock(), error=_cut(stored), retry_at=retry_at
+        )
+        try:
+            info = self.backend.fail(params)
+        except LeaseError as lost:
+            log_job_end(lease, Outcome.LEASE_LOST, entry.duration, error=f"{error}; {_lost(lost)}")
+            return
+        except Exception as failed:
+            log_job_end(
+                lease, Outcome.ERROR, entry.duration, error=describe(failed), exc_info=failed
+            )
+            return
+        dead = info.state is JobState.DEAD
+        outcome = Outcome.DEAD if dead else Outcome.RETRYING
+        log_job_end(lease, outcome, entry.duration, error=error, exc_info=exc if dead else None)
+        if exc is not None and not dead:
+            log.debug("traceback of job %s", lease.job_id, exc_info=exc)
+
+
+def _lost(exc: LeaseError) -> str:
+    return f"lease lost ({describe(exc)}); the job went back to its queue"
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"

@@ -1,0 +1,102 @@
+"""The leases a worker holds right now: its concurrency slots, shared by every worker thread.
+
+A lease is in the table from the moment it is dequeued until its outcome is stored. Exactly one
+party *claims* it: the job's runner (to ack or fail it) or shutdown (to release it). Whoever
+claims it owns the outcome, so a job that ends while it is being handed back is never acked as
+well (a released job gets the same lease token again on its next run). The slot stays taken
+until the claimant calls ``done``, so shutdown can wait for outcomes still being stored.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from fairq.job import Lease
+
+
+@dataclass
+class Running:
+    """One held lease and how to interrupt its job (async jobs only)."""
+
+    lease: Lease
+    started: float = field(default_factory=time.monotonic)
+    cancel: Callable[[], object] | None = None
+    claimed: bool = False
+    duration: float = 0.0  # seconds the job ran, once it ended
+
+
+class RunningJobs:
+    """Held leases, bounded by ``capacity``. Waiters wake at once when a slot frees or on stop."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._jobs: dict[str, Running] = {}
+        self._cond = threading.Condition(threading.RLock())
+        self._closed = False  # no more slots are handed out (the worker stops taking jobs)
+        self._abandoned = False  # stop waiting for running jobs (hand them back now)
+        self.changed = threading.Event()  # set whenever a lease is added (for the heartbeat)
+
+    def add(self, lease: Lease) -> Running:
+        with self._cond:
+            entry = Running(lease)
+            self._jobs[lease.token] = entry
+            self.changed.set()
+            return entry
+
+    def claim(self, token: str) -> Running | None:
+        """Take charge of a lease's outcome; ``None`` when someone else already has."""
+        with self._cond:
+            entry = self._jobs.get(token)
+            if entry is None or entry.claimed:
+                return None
+            entry.claimed = True
+            return entry
+
+    def claim_all(self) -> list[Running]:
+        """Claim every lease nobody has claimed yet (at shutdown, to hand them back)."""
+        with self._cond:
+            entries = [entry for entry in self._jobs.values() if not entry.claimed]
+            for entry in entries:
+                entry.claimed = True
+            return entries
+
+    def done(self, token: str) -> None:
+        """The claimed lease's outcome is stored (or given up on): free its slot."""
+        with self._cond:
+            self._jobs.pop(token, None)
+            self._cond.notify_all()
+
+    def leases(self) -> list[Lease]:
+        with self._cond:
+            return [entry.lease for entry in self._jobs.values()]
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._jobs)
+
+    def close(self) -> None:
+        """Hand out no more slots: ``wait_for_free`` returns 0 from now on."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def abandon(self) -> None:
+        """Stop waiting for running jobs: ``wait_until_empty`` returns at once from now on."""
+        with self._cond:
+            self._abandoned = True
+            self._cond.notify_all()
+
+    def wait_for_free(self) -> int:
+        """Block until a slot is free; returns the number of free slots (0 once closed)."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._closed or len(self._jobs) < self.capacity)
+            return 0 if self._closed else self.capacity - len(self._jobs)
+
+    def wait_until_empty(self, timeout: float) -> bool:
+        """Block until no lease is held, ``timeout`` passes, or abandoned; True when empty."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._abandoned or not self._jobs, timeout=timeout)
+            return not self._jobs

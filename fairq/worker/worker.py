@@ -1,0 +1,320 @@
+"""The worker: runs an App's jobs from its store until stopped, then shuts down gracefully.
+
+Threads, and who talks to the store::
+
+    caller of run()   waits; turns SIGTERM/SIGINT into stop() (main thread only)
+    fairq-worker      publish and start the others; at stop, shutdown and hand-back
+    fairq-fetch       the fetch loop (dequeue/maintain/wait)
+    fairq-job-N       ``def`` jobs, then their ack/fail          (N = concurrency)
+    fairq-async       ``async def`` jobs on one event loop; fairq-report stores their outcomes
+    fairq-heartbeat   extends the held leases
+    fairq-maintain    expires lapsed leases and prunes old jobs on every queue
+
+Shutdown: stop taking jobs; give the running ones ``grace_period`` seconds; release the rest
+(ready again at once, the attempt not counted); return. A second stop(hand_back_now=True) (the
+second signal) releases at once. A killed worker's jobs come back when their leases lapse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from types import FrameType
+from typing import Any
+
+from fairq.app import App
+from fairq.contract import ReleaseParams
+from fairq.errors import ConfigError, LeaseError
+from fairq.policy.queues import QueueOrder
+from fairq.urls import redact_url
+from fairq.worker.fetcher import Fetcher
+from fairq.worker.heartbeat import Heartbeat
+from fairq.worker.joblog import Outcome, describe, log_job_end
+from fairq.worker.maintenance import Maintenance
+from fairq.worker.runner import JobRunner
+from fairq.worker.running import RunningJobs
+
+log = logging.getLogger("fairq.worker")
+
+DEFAULT_RETENTION = 24 * 3600.0
+STORE_WAIT = 5.0  # how long shutdown waits for outcomes already being stored
+_DONE = b"\0"  # written to the wake-up pipe when the worker has stopped
+Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+
+
+class Worker:
+    """Runs the jobs of ``app`` from its store.
+
+    ``queues``: which queues to serve and in what order, e.g. ``"critical, default:6, slow:1"``
+    (see ``QueueOrder``); by default every queue the app's jobs declare, drawn evenly.
+    ``concurrency``: jobs at once, ``def`` and ``async def`` together. ``grace_period``: seconds
+    running jobs get to finish at shutdown before they are handed back. ``heartbeat_interval``:
+    seconds between lease extensions (default: a third of the shortest running lease).
+    ``poll_interval``: the longest wait for new work before looking again. ``burst``: return once
+    no job is ready or scheduled. ``retention``: seconds succeeded jobs are kept.
+    """
+
+    def __init__(
+        self,
+        app: App,
+        queues: QueueOrder | str | Sequence[str] | None = None,
+        concurrency: int = 4,
+        worker_id: str | None = None,
+        grace_period: float = 30.0,
+        heartbeat_interval: float | None = None,
+        poll_interval: float = 1.0,
+        *,
+        burst: bool = False,
+        retention: float | None = DEFAULT_RETENTION,
+        maintenance_interval: float = 5.0,
+        app_name: str | None = None,
+    ) -> None:
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigError(
+                f"concurrency must be a whole number of at least 1, not {concurrency!r}"
+            )
+        self.app = app
+        self.order = queue_order(app, queues)
+        self.concurrency = concurrency
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.grace_period = _seconds("grace_period", grace_period, zero_ok=True)
+        self.heartbeat_interval = (
+            None
+            if heartbeat_interval is None
+            else _seconds("heartbeat_interval", heartbeat_interval)
+        )
+        self.poll_interval = _seconds("poll_interval", poll_interval)
+        self.maintenance_interval = _seconds("maintenance_interval", maintenance_interval)
+        self.retention = None if retention is None else _seconds("retention", retention)
+        self.burst = burst
+        self.app_name = app_name or f"App({redact_url(app.url)!r})"
+        self.running = RunningJobs(concurrency)
+        self._stopping = threading.Event()
+        self._stop_requested_at: float | None = None
+        self._signals = 0
+        self._wake_fds: tuple[int, int] | None = None
+        self._error: BaseException | None = None
+
+    # -- running and stopping -------------------------------------------------------------
+
+    def run(self) -> None:
+        """Serve jobs until stopped, then shut down gracefully; re-raises a startup failure.
+
+        In the main thread, SIGTERM and SIGINT stop the worker (a second one hands the running
+        jobs back at once).
+        """
+        in_main = threading.current_thread() is threading.main_thread()
+        previous = self._install_signals() if in_main else {}
+        thread = threading.Thread(target=self._serve, name="fairq-worker")
+        try:
+            thread.start()
+            if self._wake_fds is not None:
+                self._relay_signals()
+            thread.join()
+        finally:
+            self._restore_signals(previous)
+        if self._error is not None:
+            raise self._error
+
+    def stop(self, *, hand_back_now: bool = False) -> None:
+        """Stop taking jobs; running ones get the grace period, or are handed back at once."""
+        if self._stop_requested_at is None:
+            self._stop_requested_at = time.monotonic()
+        self._stopping.set()
+        self.running.close()
+        if hand_back_now:
+            self.running.abandon()
+
+    @contextlib.contextmanager
+    def in_thread(self) -> Iterator[Worker]:
+        """Run in a background thread for the ``with`` block; stop and wait for it at the end."""
+        thread = threading.Thread(target=self.run, name="fairq-worker-main", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self.stop()
+            thread.join()
+
+    # -- the worker thread ----------------------------------------------------------------
+
+    def _serve(self) -> None:
+        runner: JobRunner | None = None
+        fetcher: Fetcher | None = None
+        beats: list[Heartbeat | Maintenance] = []
+        try:
+            self.app.publish()
+            runner = JobRunner(self.app, self.running, app_name=self.app_name, clock=self.app.clock)
+            beats = [self._heartbeat(), self._maintenance()]
+            for beat in beats:
+                beat.start()
+            fetcher = self._fetcher(runner)
+            self._log_start()
+            fetcher.start()
+            self._stopping.wait()  # set by stop(), or by the fetcher when a burst is done
+        except BaseException as exc:
+            self._error = exc
+            log.error("worker failed: %s", describe(exc), exc_info=exc)
+        finally:
+            try:
+                if fetcher is not None:
+                    fetcher.close()
+                self._shut_down(runner, beats)
+            finally:
+                if self._wake_fds is not None:
+                    os.write(self._wake_fds[1], _DONE)
+
+    def _heartbeat(self) -> Heartbeat:
+        return Heartbeat(
+            self.app.backend, self.running, clock=self.app.clock, interval=self.heartbeat_interval
+        )
+
+    def _maintenance(self) -> Maintenance:
+        return Maintenance(
+            self.app.backend,
+            clock=self.app.clock,
+            interval=self.maintenance_interval,
+            retention=self.retention,
+        )
+
+    def _fetcher(self, runner: JobRunner) -> Fetcher:
+        return Fetcher(
+            self.app.backend,
+            self.order,
+            self.running,
+            runner,
+            worker_id=self.worker_id,
+            clock=self.app.clock,
+            idle_wait=self.poll_interval,
+            burst=self.burst,
+            stopping=self._stopping,
+        )
+
+    def _log_start(self) -> None:
+        log.info(
+            "worker %s started: store %s, queues %s, concurrency %d, jobs: %s",
+            self.worker_id,
+            redact_url(self.app.url),
+            self.order,
+            self.concurrency,
+            ", ".join(sorted(self.app.jobs)) or "(none)",
+            extra={"action": "worker_start", "worker_id": self.worker_id},
+        )
+
+    def _shut_down(
+        self, runner: JobRunner | None, beats: Sequence[Heartbeat | Maintenance]
+    ) -> None:
+        self.running.close()
+        started = self._stop_requested_at or time.monotonic()
+        grace = max(self.grace_period - (time.monotonic() - started), 0.0)
+        if len(self.running):
+            log.info(
+                "stopping: waiting up to %.1f s for %d running job(s)", grace, len(self.running)
+            )
+        self.running.wait_until_empty(grace)
+        self._hand_back()
+        self.running.wait_until_empty(STORE_WAIT)
+        for beat in beats:
+            beat.stop()
+        if runner is not None:
+            runner.shutdown()
+        log.info("worker %s stopped", self.worker_id, extra={"action": "worker_stop"})
+
+    def _hand_back(self) -> None:
+        """Release the jobs still running: ready again at once, this attempt not counted."""
+        for entry in self.running.claim_all():
+            lease = entry.lease
+            if entry.cancel is not None:
+                entry.cancel()
+            ran = time.monotonic() - entry.started
+            try:
+                self.app.backend.release(ReleaseParams(token=lease.token, now=self.app.clock()))
+            except LeaseError as exc:
+                log_job_end(lease, Outcome.LEASE_LOST, ran, error=describe(exc))
+            except Exception as exc:
+                log_job_end(lease, Outcome.ERROR, ran, error=describe(exc), exc_info=exc)
+            else:
+                log_job_end(lease, Outcome.HANDED_BACK, ran)
+            finally:
+                self.running.done(lease.token)
+
+    # -- signals --------------------------------------------------------------------------
+
+    def _install_signals(self) -> dict[signal.Signals, Handler]:
+        self._wake_fds = os.pipe()
+        previous: dict[signal.Signals, Handler] = {}
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous[signum] = signal.signal(signum, self._on_signal)
+        return previous
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        # Only a write here: the handler interrupts the main thread anywhere, even inside a lock.
+        if self._wake_fds is not None:
+            os.write(self._wake_fds[1], bytes([signum]))
+
+    def _relay_signals(self) -> None:
+        """Act on signals in the main thread until the worker thread says it has stopped."""
+        assert self._wake_fds is not None
+        while (data := os.read(self._wake_fds[0], 64)) and _DONE not in data:
+            for signum in data:
+                self._signals += 1
+                self._handle_signal(signal.Signals(signum).name)
+
+    def _handle_signal(self, name: str) -> None:
+        if self._signals == 1:
+            log.info(
+                "%s received: stopping; running jobs get %.0f s to finish (send it again to "
+                "hand them back now)",
+                name,
+                self.grace_period,
+                extra={"action": "stopping"},
+            )
+            self.stop()
+        else:
+            log.warning("%s received again: handing running jobs back now", name)
+            self.stop(hand_back_now=True)
+
+    def _restore_signals(self, previous: dict[signal.Signals, Handler]) -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        if self._wake_fds is not None:
+            for fd in self._wake_fds:
+                os.close(fd)
+            self._wake_fds = None
+
+
+def queue_order(app: App, queues: QueueOrder | str | Sequence[str] | None) -> QueueOrder:
+    """The order to serve; by default every queue the app's jobs declare, drawn evenly."""
+    if isinstance(queues, QueueOrder):
+        return queues
+    if isinstance(queues, str):
+        return QueueOrder.parse(queues)
+    if queues is not None:
+        return QueueOrder.strict(list(queues))
+    declared = sorted({definition.queue for definition in app.jobs.values()})
+    if not declared:
+        raise ConfigError(
+            "the app declares no jobs, so there is no queue to serve; declare jobs with "
+            "@app.job or name the queues (--queues)"
+        )
+    if len(declared) == 1:
+        return QueueOrder.strict(declared)
+    return QueueOrder.parse(",".join(f"{name}:1" for name in declared))
+
+
+def _seconds(label: str, value: object, *, zero_ok: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{label} must be a number of seconds, not {value!r}")
+    low_ok = value >= 0 if zero_ok else value > 0
+    if not low_ok or not math.isfinite(value):
+        kind = "non-negative" if zero_ok else "positive"
+        raise ConfigError(f"{label} must be a {kind} finite number of seconds, not {value!r}")
+    return float(value)

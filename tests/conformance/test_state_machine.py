@@ -1,0 +1,271 @@
+"""Random sequences of operations: the store under test agrees with the reference model exactly.
+
+After every step both give the same leases, results, errors, stats and job records, and the
+invariants hold: no job is lost, no job is held under two live leases, no tenant is handed a job
+over its cap. (For kind "model" this compares two model instances: still a check of determinism
+and of the invariants.)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from fairq.contract import (
+    KEEP,
+    AckParams,
+    Backend,
+    DequeueParams,
+    EnqueueParams,
+    FailParams,
+    HeartbeatParams,
+    ListDeadParams,
+    MaintainParams,
+    QueueSettings,
+    ReleaseParams,
+    RequeueParams,
+    StatsParams,
+    TenantSettingsParams,
+)
+from fairq.errors import FairqError
+from fairq.job import JobState, Lease, NewJob
+
+TENANTS = ["a", "b", "c:d"]
+QUEUES = ["default", "other"]
+QUEUE_ORDERS = [("default",), ("other",), ("default", "other"), ("other", "default")]
+ENDINGS = ["ack", "retry-now", "retry-later", "dead", "release", "keep"]
+UNKNOWN_TOKEN = "nope:1"
+
+SETTINGS = settings(max_examples=50, stateful_step_count=40, deadline=None)
+
+
+class StoreAgreesWithModel(RuleBasedStateMachine):
+    """Runs every operation on the reference model (``spec``) and on the store under test."""
+
+    make_store: Callable[[], Backend]
+
+    def __init__(self) -> None:
+        super().__init__()
+        from fairq.model import ReferenceModel
+
+        self.spec: Backend = ReferenceModel()
+        self.store = self.make_store()
+        self.now = 1000.0
+        self.ids: list[str] = []
+        self.tokens: list[str] = []  # every token handed out, live or stale
+
+    def both(self, call: Callable[[Backend], Any]) -> Any:
+        """Call on both; they must return equal results or raise the same fairq error."""
+        expected = _outcome(call, self.spec)
+        assert _outcome(call, self.store) == expected
+        return expected
+
+    def live_tokens(self) -> set[str]:
+        return {
+            f"{j.id}:{j.attempts}"
+            for j in self.spec.get_jobs(self.ids)
+            if j.state is JobState.RUNNING and j.deadline is not None and j.deadline > self.now
+        }
+
+    def draw_token(self, data: st.DataObject) -> str:
+        """Mostly a lease still held; sometimes any token ever handed out, or an unknown one."""
+        live = sorted(self.live_tokens())
+        anything = st.sampled_from([*self.tokens, UNKNOWN_TOKEN])
+        return data.draw(st.one_of(st.sampled_from(live), anything) if live else anything)
+
+    def add(self, jobs: list[NewJob]) -> None:
+        self.both(lambda b: b.enqueue(EnqueueParams(jobs=jobs, now=self.now)))
+        self.ids += [j.id for j in jobs]
+
+    def take(self, limit: int, queues: tuple[str, ...]) -> list[Lease]:
+        live_before = {token.rsplit(":", 1)[0] for token in self.live_tokens()}
+        params = DequeueParams(queues=queues, worker_id="w", now=self.now, limit=limit)
+        status, leases = self.both(lambda b: b.dequeue(params))
+        assert status == "ok"
+        job_ids = [lease.job_id for lease in leases]
+        assert len(set(job_ids)) == len(job_ids), "one job handed out twice in a batch"
+        assert not set(job_ids) & live_before, "a job handed out while its lease is live"
+        served = {(lease.queue, lease.tenant) for lease in leases}
+        for row in self.store.stats(StatsParams()):
+            if (row.queue, row.tenant) in served:  # lowering a cap does not stop running jobs
+                assert row.max_running is None or row.running <= row.max_running, row
+        self.tokens += [lease.token for lease in leases]
+        return leases
+
+    def end(self, token: str, how: str) -> None:
+        now = self.now
+        if how == "ack":
+            self.both(lambda b: b.ack(AckParams(token=token, now=now)))
+        elif how == "release":
+            self.both(lambda b: b.release(ReleaseParams(token=token, now=now)))
+        elif how != "keep":
+            retry_at = {"retry-now": now, "retry-later": now + 7.0, "dead": None}[how]
+            params = FailParams(token=token, now=now, error=f"boom {now}", retry_at=retry_at)
+            self.both(lambda b: b.fail(params))
+
+    # -- rules ---------------------------------------------------------------------------
+
+    @initialize(
+        backlog=st.lists(
+            st.tuples(st.sampled_from(TENANTS), st.sampled_from(QUEUES), st.integers(1, 4)),
+            min_size=1,
+            max_size=4,
+        )
+    )
+    def start_with_a_backlog(self, backlog: list[tuple[str, str, int]]) -> None:
+        for tenant, queue, count in backlog:
+            self.add([_job(len(self.ids) + i, tenant, queue, self.now) for i in range(count)])
+
+    @rule(
+        tenant=st.sampled_from(TENANTS),
+        queue=st.sampled_from(QUEUES),
+        count=st.integers(1, 3),
+        priority=st.integers(-1, 1),
+        delay=st.sampled_from([0.0, 0.0, 0.0, 5.0, 50.0]),
+        max_attempts=st.integers(1, 3),
+        lease=st.sampled_from([5.0, 30.0]),
+        cost=st.sampled_from([0.5, 1.0, 4.0]),
+    )
+    def enqueue(self, tenant: str, queue: str, count: int, **options: Any) -> None:
+        self.add(
+            [_job(len(self.ids) + i, tenant, queue, self.now, **options) for i in range(count)]
+        )
+
+    @precondition(lambda self: bool(self.ids))
+    @rule(limit=st.integers(1, 3), queues=st.sampled_from(QUEUE_ORDERS))
+    def dequeue(self, limit: int, queues: tuple[str, ...]) -> None:
+        self.take(limit, queues)
+
+    @precondition(lambda self: bool(self.ids))
+    @rule(
+        queues=st.sampled_from(QUEUE_ORDERS),
+        endings=st.lists(st.sampled_from(ENDINGS), min_size=1, max_size=3),
+        run=st.sampled_from([0.0, 0.001, 1.0, 4.0]),
+    )
+    def work(self, queues: tuple[str, ...], endings: list[str], run: float) -> None:
+        """A worker takes jobs, runs them for ``run`` seconds, and ends each as drawn."""
+        leases = self.take(len(endings), queues)
+        self.now += run
+        for lease, how in zip(leases, endings, strict=False):
+            self.end(lease.token, how)
+
+    @precondition(lambda self: bool(self.tokens))
+    @rule(data=st.data(), how=st.sampled_from(ENDINGS[:-1]))
+    def end_a_lease(self, data: st.DataObject, how: str) -> None:
+        self.end(self.draw_token(data), how)
+
+    @precondition(lambda self: bool(self.tokens))
+    @rule(data=st.data())
+    def heartbeat(self, data: st.DataObject) -> None:
+        tokens = data.draw(st.lists(st.sampled_from([*self.tokens, UNKNOWN_TOKEN]), unique=True))
+        params = HeartbeatParams(tokens=tokens, now=self.now)
+        self.both(lambda b: _heartbeat(b, params))
+
+    @rule(seconds=st.sampled_from([0.001, 0.5, 1.0, 1.0, 2.0, 3.0, 7.0, 12.0, 45.0]))
+    def advance_clock(self, seconds: float) -> None:
+        self.now += seconds
+
+    @rule(queues=st.sampled_from([None, ("default",), ("other",)]))
+    def maintain(self, queues: tuple[str, ...] | None) -> None:
+        self.both(lambda b: b.maintain(MaintainParams(now=self.now, queues=queues)))
+
+    @rule(
+        tenant=st.sampled_from(TENANTS),
+        queue=st.sampled_from(QUEUES),
+        weight=st.sampled_from([KEEP, None, 0.5, 1.0, 3.0]),
+        cap=st.sampled_from([KEEP, None, 1, 2]),
+    )
+    def set_tenant(self, tenant: str, queue: str, weight: Any, cap: Any) -> None:
+        params = TenantSettingsParams(
+            queue=queue, tenant=tenant, now=self.now, weight=weight, max_running=cap
+        )
+        self.both(lambda b: b.set_tenant(params))
+
+    @rule(
+        queue=st.sampled_from(QUEUES),
+        weight=st.sampled_from([1.0, 2.0]),
+        cap=st.sampled_from([None, 1, 3]),
+    )
+    def set_queue_defaults(self, queue: str, weight: float, cap: int | None) -> None:
+        defaults = QueueSettings(queue=queue, weight=weight, max_running=cap)
+        self.both(lambda b: b.set_queue(defaults))
+        self.both(lambda b: b.get_queue(queue))
+
+    @precondition(lambda self: bool(self.ids))
+    @rule(data=st.data())
+    def requeue_dead(self, data: st.DataObject) -> None:
+        dead = [j.id for j in self.spec.list_dead(ListDeadParams(limit=1000))]
+        ids = data.draw(st.lists(st.sampled_from([*dead, self.ids[0]]), unique=True))
+        self.both(lambda b: b.requeue(RequeueParams(ids=ids, now=self.now)))
+
+    # -- invariants ----------------------------------------------------------------------
+
+    @invariant()
+    def both_agree_and_no_job_is_lost(self) -> None:
+        """Same stats, jobs and dead letters; every job counted once; runs match leases."""
+        _, rows = self.both(lambda b: b.stats(StatsParams()))
+        _, jobs = self.both(lambda b: b.get_jobs(self.ids))
+        self.both(lambda b: b.list_dead(ListDeadParams(limit=1000)))
+        states = Counter(j.state for j in jobs)
+        assert len(jobs) == len(self.ids)
+        for state in JobState:
+            assert sum(getattr(row, state.value) for row in rows) == states[state], state
+        running = {f"{j.id}:{j.attempts}" for j in jobs if j.state is JobState.RUNNING}
+        assert running <= set(self.tokens), "a job runs under a lease never handed out"
+
+
+def _job(
+    n: int,
+    tenant: str,
+    queue: str,
+    now: float,
+    *,
+    priority: int = 0,
+    delay: float = 0.0,
+    max_attempts: int = 2,
+    lease: float = 30.0,
+    cost: float = 1.0,
+) -> NewJob:
+    return NewJob(
+        id=f"j{n}",
+        name="task",
+        queue=queue,
+        tenant=tenant,
+        payload=f'{{"args":[{n}],"kwargs":{{}}}}',
+        priority=priority,
+        run_at=now + delay,
+        max_attempts=max_attempts,
+        lease_timeout=lease,
+        cost=cost,
+    )
+
+
+def _outcome(call: Callable[[Backend], Any], backend: Backend) -> tuple[str, Any]:
+    try:
+        return ("ok", call(backend))
+    except FairqError as exc:
+        return ("raised", type(exc).__name__)
+
+
+def _heartbeat(backend: Backend, params: HeartbeatParams) -> tuple[dict[str, float], list[str]]:
+    result = backend.heartbeat(params)
+    return dict(result.deadlines), sorted(result.lost)
+
+
+def test_store_agrees_with_the_reference_model(make_backend: Callable[[], Backend]) -> None:
+    class Machine(StoreAgreesWithModel):
+        make_store = staticmethod(make_backend)
+
+    run_state_machine_as_test(Machine, settings=SETTINGS)

@@ -1,0 +1,73 @@
+"""Fresh, isolated PostgreSQL stores for tests: one new schema each, dropped when closed.
+
+The server is ``$FAIRQ_TEST_POSTGRES_URL`` (default: the local test database). When it cannot
+be reached, opening a store raises StoreUnavailable, so the tests fail: they never skip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+
+import psycopg
+
+from fairq.backends.postgres import PostgresBackend
+from fairq.backends.postgres.db import Pool, make_pool
+from fairq.backends.postgres.sql import quote_ident
+from fairq.backends.postgres.url import parse_url
+
+DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def server_url() -> str:
+    return os.environ.get("FAIRQ_TEST_POSTGRES_URL", DEFAULT_URL)
+
+
+def fresh_schema() -> str:
+    return f"fq_test_{uuid.uuid4().hex[:16]}"
+
+
+def drop_schema(schema: str, url: str | None = None) -> None:
+    with psycopg.connect(url or server_url(), autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
+
+
+class DisposableBackend(PostgresBackend):
+    """A PostgresBackend in a schema of its own that disappears on ``close``."""
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            drop_schema(self.schema, self.url.conninfo)
+
+
+_shared_pools: dict[str, Pool] = {}
+
+
+def shared_pool(url: str) -> Pool:
+    """One small pool per server for all test stores (a test may hold many stores open)."""
+    if url not in _shared_pools:
+        _shared_pools[url] = make_pool(parse_url(url))
+    return _shared_pools[url]
+
+
+def open_disposable(url: str | None = None) -> DisposableBackend:
+    url = url or server_url()
+    schema = fresh_schema()
+    try:
+        return DisposableBackend(url, schema=schema, pool=shared_pool(url))
+    except BaseException:
+        with contextlib.suppress(psycopg.Error):
+            drop_schema(schema, url)
+        raise
+
+
+def with_user(url: str, user: str) -> str:
+    """``url`` with another user name and no password."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))

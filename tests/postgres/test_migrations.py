@@ -1,0 +1,158 @@
+"""The schema: migrations equal schema.sql, and a schema fairq cannot use is refused clearly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+from fairq.backends.postgres import PermissionDenied, PostgresBackend
+from fairq.backends.postgres.migrate import migrate
+from fairq.backends.postgres.sql import fill_schema, latest_version, migrations, schema_snapshot
+from fairq.backends.postgres.url import parse_url
+from fairq.cli import cli
+from fairq.cli import migrate as _registers_migrate  # noqa: F401
+from fairq.errors import SchemaError
+
+from ._store import drop_schema, fresh_schema, server_url, with_user
+
+CATALOG = """
+SELECT 'column' AS kind, c.relname || '.' || a.attname AS name,
+       format_type(a.atttypid, a.atttypmod) || ' ' || a.attnotnull::text || ' '
+       || coalesce(co.collname, '') || ' ' || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+       || ' #' || a.attnum AS definition
+FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+LEFT JOIN pg_collation co ON co.oid = a.attcollation AND a.attcollation <> 100
+WHERE n.nspname = %(schema)s AND a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'S')
+UNION ALL
+SELECT 'index', c.relname, pg_get_indexdef(i.indexrelid)
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %(schema)s
+UNION ALL
+SELECT 'constraint', t.relname || '.' || con.conname, pg_get_constraintdef(con.oid)
+FROM pg_constraint con JOIN pg_class t ON t.oid = con.conrelid
+JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = %(schema)s
+UNION ALL
+SELECT 'relation', c.relname, c.relkind::text || ' ' || c.relpersistence::text
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %(schema)s
+UNION ALL
+SELECT 'function', p.proname, pg_get_functiondef(p.oid)
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = %(schema)s
+ORDER BY 1, 2, 3
+"""
+
+
+@pytest.fixture
+def schema() -> Iterator[str]:
+    name = fresh_schema()
+    yield name
+    drop_schema(name)
+
+
+def catalog(schema: str) -> list[tuple[str, str, str]]:
+    with psycopg.connect(server_url()) as conn:
+        rows = conn.execute(CATALOG, {"schema": schema}).fetchall()
+    return [(kind, name, text.replace(schema, "<schema>")) for kind, name, text in rows]
+
+
+def test_applying_every_migration_in_order_gives_schema_sql(schema: str) -> None:
+    migrated = migrate(parse_url(server_url(), schema=schema))
+    assert migrated == list(range(1, latest_version() + 1))
+    snapshot = fresh_schema()
+    try:
+        with psycopg.connect(server_url(), autocommit=True) as conn:
+            conn.execute(fill_schema(schema_snapshot(), snapshot).encode())
+        assert catalog(schema) == catalog(snapshot)
+        assert len(catalog(schema)) > 50  # the dump really covers the schema
+    finally:
+        drop_schema(snapshot)
+
+
+def test_migrate_is_idempotent_and_records_each_version(schema: str) -> None:
+    url = parse_url(server_url(), schema=schema)
+    migrate(url)
+    assert migrate(url) == []
+    with psycopg.connect(server_url()) as conn:
+        versions = conn.execute(f'SELECT version, name FROM "{schema}".fairq_migrations').fetchall()
+    assert versions == [(m.version, m.name) for m in migrations()]
+
+
+def test_the_cli_migrates_a_named_schema(schema: str) -> None:
+    args = ["migrate", "--url", server_url(), "--schema", schema]
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 0, first.output
+    assert f"now at version {latest_version()}" in first.output
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 0 and "up to date" in again.output
+
+
+def test_a_missing_schema_with_migrate_false_says_to_run_fairq_migrate(schema: str) -> None:
+    with pytest.raises(SchemaError, match="fairq migrate") as raised:
+        PostgresBackend(f"{server_url()}?migrate=false&schema={schema}")
+    assert "has no fairq tables" in str(raised.value)
+
+
+def test_a_too_old_schema_is_refused_without_migrate_and_upgraded_with_it(schema: str) -> None:
+    with psycopg.connect(server_url(), autocommit=True) as conn, conn.transaction():
+        conn.execute(fill_schema(migrations()[0].script, schema).encode())
+        conn.execute(f"INSERT INTO \"{schema}\".fairq_migrations VALUES (1, 'initial')")
+    with pytest.raises(SchemaError, match=r"is at version 1.*fairq migrate"):
+        PostgresBackend(server_url(), schema=schema, migrate=False)
+    backend = PostgresBackend(server_url(), schema=schema)
+    backend.close()
+    with psycopg.connect(server_url()) as conn:
+        top = conn.execute(f'SELECT max(version) FROM "{schema}".fairq_migrations').fetchone()
+    assert top == (latest_version(),)
+
+
+def test_a_schema_made_by_a_newer_fairq_is_refused(schema: str) -> None:
+    migrate(parse_url(server_url(), schema=schema))
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        conn.execute(f"INSERT INTO \"{schema}\".fairq_migrations VALUES (999, 'future')")
+    for allowed in (True, False):
+        with pytest.raises(SchemaError, match="version 999, made by a newer fairq"):
+            PostgresBackend(server_url(), schema=schema, migrate=allowed)
+
+
+@pytest.fixture
+def weak_role() -> Iterator[str]:
+    """A login role with no rights beyond connecting (trust auth: no password needed)."""
+    role = f"fq_weak_{fresh_schema()[-8:]}"
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}")
+    yield role
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        conn.execute(f"DROP OWNED BY {role}")
+        conn.execute(f"DROP ROLE {role}")
+
+
+def test_a_role_that_may_not_create_the_schema_gets_a_clear_error(
+    schema: str, weak_role: str
+) -> None:
+    """A new role may not create schemas in the database (PUBLIC lacks CREATE by default)."""
+    with pytest.raises(PermissionDenied, match=r"lacks a privilege.*fairq migrate"):
+        PostgresBackend(with_user(server_url(), weak_role), schema=schema)
+
+
+def test_a_role_without_rights_on_an_existing_schema_gets_a_clear_error(
+    schema: str, weak_role: str
+) -> None:
+    migrate(parse_url(server_url(), schema=schema))
+    url = with_user(server_url(), weak_role)
+    with pytest.raises(PermissionDenied, match=f"GRANT USAGE ON SCHEMA {schema}"):
+        PostgresBackend(url, schema=schema, migrate=False)
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO {weak_role}')
+        conn.execute(f'GRANT SELECT ON "{schema}".fairq_migrations TO {weak_role}')
+    backend = PostgresBackend(url, schema=schema, migrate=False)  # opens: the version is readable
+    try:
+        with pytest.raises(PermissionDenied, match="lacks a privilege"):
+            backend.get_queue("default")
+    finally:
+        backend.close()

@@ -1,0 +1,204 @@
+"""No hot-path statement scans tenants, jobs or the inbox: every one reads through an index.
+
+The store is filled with enough rows in every state (and ANALYZEd) that the planner's choice
+means something; each named block on the enqueue/dequeue/ack/maintenance paths is EXPLAINed
+with realistic parameters and its plan searched for a sequential scan of a big table.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from fairq.backends.postgres.keys import channel_salt, queue_channel, schema_seed
+from fairq.backends.postgres.records import tenant_key
+from fairq.contract import AckParams, DequeueParams, EnqueueParams, FailParams
+from fairq.job import NewJob
+
+from ._store import DisposableBackend, open_disposable, server_url
+
+BIG_TABLES = {"tenants", "jobs", "inbox"}
+TENANTS = 2_000
+JOBS_PER_TENANT = 10
+
+
+def _job(n: int, tenant: str, run_at: float = 0.0) -> NewJob:
+    return NewJob(
+        id=f"j{n}", name="task", queue="default", tenant=tenant, payload="{}",
+        priority=n % 3, run_at=run_at, max_attempts=1, lease_timeout=30.0, cost=1.0,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def filled() -> Iterator[DisposableBackend]:
+    backend = open_disposable()
+    n = 0
+    for start in range(0, TENANTS, 200):
+        jobs = []
+        for t in range(start, start + 200):
+            for k in range(JOBS_PER_TENANT):
+                jobs.append(_job(n, f"tenant-{t}", run_at=0.0 if k < 8 else 500.0 + n))
+                n += 1
+        backend.enqueue(EnqueueParams(jobs=jobs, now=1.0))
+    leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=2.0, limit=600))
+    for lease in leases[:300]:
+        backend.ack(AckParams(token=lease.token, now=3.0))
+    for lease in leases[300:400]:
+        backend.fail(FailParams(token=lease.token, now=3.0, error="x", retry_at=None))
+    parked = [
+        NewJob(id=f"p{i}", name="task", queue="parked", tenant=f"t{i % 50}", payload="{}",
+               run_at=0.0, max_attempts=1, lease_timeout=30.0, cost=1.0)
+        for i in range(5_000)
+    ]  # fmt: skip
+    with psycopg.connect(server_url()) as conn:  # waits in the inbox: no dequeue of "parked"
+        backend.enqueue_in(conn, EnqueueParams(jobs=parked, now=1.0))
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        for table in ("queues", "tenants", "jobs", "inbox"):
+            conn.execute(f'ANALYZE "{backend.schema}".{table}')
+    yield backend
+    backend.close()
+
+
+def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
+    schema = backend.schema
+    locks = {"names": ["default"], "seed": schema_seed(schema)}
+    tenant = "tenant-7"
+    one = {"queues": ["default"], "tenants": [tenant], "keys": [tenant_key(tenant)]}
+    save = {
+        "id": 8, "own_weight": None, "own_max_running": None, "weight": 1.0, "max_running": None,
+        "finish_tag": 1.0, "start_tag": 1.0, "ready": 3, "scheduled": 1, "running": 1,
+        "was_running": 1, "succeeded": 0, "failed": 0, "dead": 0,
+    }  # fmt: skip
+    job = {
+        "id": "new", "tenant_id": 8, "queue": "default", "name": "task", "state": "ready",
+        "payload": "{}", "priority": 0, "max_attempts": 1, "lease_timeout": 30.0, "cost": 1.0,
+        "enqueued_at": 5.0, "run_at": 5.0, "ready_at": 5.0,
+    }  # fmt: skip
+    saved_job = {
+        "seq": 77, "state": "running", "attempts": 1, "run_at": 0.0, "ready_at": 1.0,
+        "started_at": 5.0, "deadline": 35.0, "finished_at": None, "last_error": None,
+        "worker_id": "w",
+    }  # fmt: skip
+    inbox = {k: v for k, v in job.items() if k not in ("tenant_id", "state", "ready_at")}
+    inbox["tenant"] = tenant
+    return {
+        "lock_queues_exclusive": locks,
+        "lock_queues_shared": locks,
+        "queue_ensure": {"name": "default"},
+        "queue_get": {"name": "default"},
+        "queues_dispatch_state": {"names": ["default"], "now": 10.0},
+        "queue_set_vclock": {"name": "default", "vclock": 3.0},
+        "tenants_ensure": one,
+        "tenants_lock": one,
+        "tenant_lock_by_id": {"id": 8},
+        "tenant_save": save,
+        "job_insert": job,
+        "job_lock_by_id": {"id": "j70"},
+        "job_queue": {"id": "j70"},
+        "jobs_by_ids": {"ids": ["j70", "j71"]},
+        "job_save": saved_job,
+        "jobs_due_scheduled": {"queue": "default", "now": 600.0},
+        "jobs_overdue_running": {"queue": "default", "now": 10.0},
+        "job_heartbeat": {"id": "j70", "attempt": 1, "now": 10.0},
+        "next_due": {"queue": "default"},
+        "jobs_prune": {"before": 2.5},
+        "inbox_insert": inbox,
+        "inbox_take": {"queue": "default"},
+        "inbox_by_ids": {"ids": ["j70"]},
+        "job_insert_from_inbox": {**job, "seq": 10**9},
+        "notify": {"channel": queue_channel(schema, "default")},
+    }
+
+
+def scans(plan: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    yield plan["Node Type"], plan.get("Relation Name", "")
+    for child in plan.get("Plans", []):
+        yield from scans(child)
+
+
+def explain(backend: DisposableBackend, name: str, params: dict[str, Any]) -> list[tuple[str, str]]:
+    with psycopg.connect(server_url()) as conn:
+        conn.execute("SET plan_cache_mode = force_custom_plan")
+        row = conn.execute("EXPLAIN (FORMAT JSON) " + backend.q[name], params).fetchone()
+        conn.rollback()
+    assert row is not None
+    data = row[0] if not isinstance(row[0], str) else json.loads(row[0])
+    return list(scans(data[0]["Plan"]))
+
+
+def test_every_hot_path_query_is_checked(filled: DisposableBackend) -> None:
+    functions = {"dequeue", "dispatch", "ack"}  # checked by the auto_explain test below
+    inspection = functions | {
+        "tenants_stats", "tenants_inheriting", "jobs_dead", "queue_names",
+        "queue_set_defaults", "inbox_queues", "job_types_upsert", "job_types_all",
+    }  # fmt: skip
+    assert set(filled.q) - inspection == set(samples(filled))
+
+
+def test_no_hot_path_query_scans_a_big_table(filled: DisposableBackend) -> None:
+    bad = {}
+    for name, params in samples(filled).items():
+        nodes = explain(filled, name, params)
+        scanned = [rel for node, rel in nodes if node == "Seq Scan" and rel in BIG_TABLES]
+        if scanned:
+            bad[name] = nodes
+    assert bad == {}, json.dumps(bad, indent=1)
+
+
+def nested_plans(backend: DisposableBackend, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Plans of every statement the server-side functions run, from auto_explain."""
+    plans: list[Any] = []
+    with psycopg.connect(server_url()) as conn:
+        conn.add_notice_handler(
+            lambda diag: plans.append(diag.message_primary) if diag.message_primary else None
+        )
+        for setting in (
+            "LOAD 'auto_explain'",
+            "SET auto_explain.log_min_duration = 0",
+            "SET auto_explain.log_nested_statements = on",
+            "SET auto_explain.log_format = 'json'",
+            "SET client_min_messages = 'log'",
+        ):
+            conn.execute(setting)
+        for name, params in calls:
+            conn.execute(backend.q[name], params).fetchall()
+        conn.rollback()
+    found = []
+    for message in plans:
+        text = message.split("plan:", 1)[-1].strip()
+        if text.startswith("{"):
+            found.append(json.loads(text))
+    return found
+
+
+def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBackend) -> None:
+    schema = filled.schema
+    with psycopg.connect(server_url()) as conn:
+        row = conn.execute(
+            f"SELECT id, attempts FROM \"{schema}\".jobs WHERE state = 'running' LIMIT 1"
+        ).fetchone()
+    assert row is not None
+    seed = schema_seed(schema)
+    dequeue = {"queues": ["default"], "seed": seed, "worker": "w", "limit": 3}
+    calls = [
+        ("dequeue", {**dequeue, "now": 2.0}),  # nothing due: dispatches
+        ("dequeue", {**dequeue, "now": 600.0}),  # due: only the check
+        ("ack", {"id": row[0], "attempt": row[1], "now": 3.0, "seed": seed,
+                 "salt": channel_salt(schema)}),
+    ]  # fmt: skip
+    plans = nested_plans(filled, calls)
+    statements = [plan["Query Text"] for plan in plans]
+    assert any("ORDER BY x.start_tag, x.head_seq" in text for text in statements)
+    assert any("state = 'succeeded'" in text for text in statements)
+    bad = [
+        (plan["Query Text"], list(scans(plan["Plan"])))
+        for plan in plans
+        if any(node == "Seq Scan" and rel in BIG_TABLES for node, rel in scans(plan["Plan"]))
+    ]
+    assert bad == [], json.dumps(bad, indent=1)
+    picks = [plan for plan in plans if "ORDER BY x.start_tag, x.head_seq" in plan["Query Text"]]
+    assert all(("Index Scan", "tenants") in list(scans(plan["Plan"])) for plan in picks)

@@ -1,0 +1,104 @@
+"""Enqueue inside the application's transaction: rollback → no job; commit → the job runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from fairq.app import App
+from fairq.contract import DequeueParams, EnqueueParams, MaintainParams, StatsParams
+from fairq.errors import DuplicateJob
+from fairq.job import JobState
+
+from ._store import DisposableBackend, server_url
+from .helpers import new_job
+
+
+@pytest.fixture
+def conn(pg: DisposableBackend) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """The application's connection, with a table of its own."""
+    with psycopg.connect(server_url()) as connection:
+        connection.execute(f'CREATE TABLE "{pg.schema}".orders (id int PRIMARY KEY)')
+        connection.commit()
+        yield connection
+
+
+def take_ids(pg: DisposableBackend, now: float = 1.0) -> list[str]:
+    leases = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=now, limit=10))
+    return [lease.job_id for lease in leases]
+
+
+def test_a_rolled_back_enqueue_leaves_no_job(
+    pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    with conn.transaction(force_rollback=True):
+        conn.execute(f'INSERT INTO "{pg.schema}".orders VALUES (1)')
+        pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(0)], now=0.0))
+    assert take_ids(pg) == []
+    assert pg.get_jobs(["j0"]) == []
+    assert pg.maintain(MaintainParams(now=1.0)).promoted == 0
+
+
+def test_a_committed_enqueue_runs_and_keeps_its_place_in_enqueue_order(
+    pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    pg.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
+    with conn.transaction():
+        conn.execute(f'INSERT INTO "{pg.schema}".orders VALUES (1)')
+        pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(1)], now=0.0))
+        assert pg.get_jobs(["j1"]) == []  # not visible before the commit
+    pg.enqueue(EnqueueParams(jobs=[new_job(2)], now=0.0))
+    (seen,) = pg.get_jobs(["j1"])  # committed, not yet taken in: shown as ready
+    assert (seen.state, seen.tenant, seen.attempts) == (JobState.READY, "a", 0)
+    assert take_ids(pg) == ["j0", "j1", "j2"]
+    (stats,) = pg.stats(StatsParams(queue="default", tenant="a"))
+    assert (stats.ready, stats.running) == (0, 3)
+
+
+def test_a_refused_enqueue_raises_and_leaves_the_callers_transaction_usable(
+    pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    pg.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
+    with conn.transaction():
+        conn.execute(f'INSERT INTO "{pg.schema}".orders VALUES (1)')
+        pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(1)], now=0.0))
+        with pytest.raises(DuplicateJob, match="still usable"):
+            pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(2), new_job(0)], now=0.0))
+        with pytest.raises(DuplicateJob, match="still usable"):
+            pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(1)], now=0.0))  # waiting in inbox
+        conn.execute(f'INSERT INTO "{pg.schema}".orders VALUES (2)')
+    orders = conn.execute(f'SELECT count(*) FROM "{pg.schema}".orders').fetchone()
+    assert orders == (2,)
+    assert take_ids(pg) == ["j0", "j1"]  # j2 went with its refused batch
+
+
+def test_an_open_application_transaction_does_not_hold_up_workers(
+    pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """The inbox takes no fairq lock: dequeue and ack go on while the caller's transaction is
+    open (were a lock held, this test would hang until its timeout)."""
+    pg.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
+    with conn.transaction():
+        pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(1)], now=0.0))
+        assert take_ids(pg) == ["j0"]
+    assert take_ids(pg) == ["j1"]
+
+
+def test_bound_to_routes_app_enqueues_into_the_callers_transaction(
+    pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    app = App(backend=pg)
+
+    @app.job(tenant="shop")
+    def receipt(shop: str, order: int) -> None: ...
+
+    with conn.transaction(force_rollback=True), pg.bound_to(conn):
+        dropped = receipt.enqueue("s1", 1)
+    with conn.transaction(), pg.bound_to(conn):
+        kept = receipt.enqueue("s1", 2)
+    outside = receipt.enqueue("s2", 3)  # outside the block: an ordinary enqueue
+    assert pg.get_jobs([dropped]) == []
+    leases = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=app.clock(), limit=5))
+    assert sorted(lease.job_id for lease in leases) == sorted([kept, outside])

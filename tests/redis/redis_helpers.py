@@ -1,0 +1,26 @@
+"""Small helpers for the Redis tests (this folder is not a package: a package named
+``redis`` would hide redis-py, so modules here have names no other folder uses)."""
+
+from __future__ import annotations
+
+import redis
+
+from fairq.job import NewJob
+
+
+def new_job(n: int, tenant: str = "a", *, queue: str = "default", payload: str = "") -> NewJob:
+    return NewJob(
+        id=f"j{n}",
+        name="task",
+        queue=queue,
+        tenant=tenant,
+        payload=payload or f'{{"args":[{n}],"kwargs":{{}}}}',
+        run_at=0.0,
+        max_attempts=3,
+        lease_timeout=30.0,
+        cost=1.0,
+    )
+
+
+def keys_of(raw: redis.Redis, prefix: str) -> list[bytes]:
+    return sorted(raw.scan_iter(match=f"{prefix}:*"))

@@ -1,0 +1,53 @@
+"""Tenant ids are interned per queue: any string round-trips exactly, and names are cached
+safely (ids are never reused); a lease token is routed to its queue even after an id is reused.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from redis_helpers import new_job
+
+from fairq.backends.redis import RedisBackend
+from fairq.contract import AckParams, DequeueParams, EnqueueParams, MaintainParams, StatsParams
+
+ALPHABET = ":{}[]*?\\\"' \t\n%_-ü\u0308日本🚀\x00\x7f" + "abc"
+
+
+def random_tenants(count: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    found: set[str] = set()
+    while len(found) < count:
+        size = rng.choice([1, 2, 3, 8, 40, 300])
+        found.add("".join(rng.choice(ALPHABET) for _ in range(size)))
+    return sorted(found)
+
+
+def test_random_tenant_ids_round_trip_through_stats_and_leases(backend: RedisBackend) -> None:
+    tenants = random_tenants(300)
+    jobs = [new_job(n, t) for n, t in enumerate(tenants)]
+    backend.enqueue(EnqueueParams(jobs=jobs, now=0.0))
+    assert [row.tenant for row in backend.stats(StatsParams())] == tenants
+    leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=400))
+    assert sorted(lease.tenant for lease in leases) == tenants
+    assert {lease.job_id: lease.tenant for lease in leases} == {j.id: j.tenant for j in jobs}
+    for tenant in tenants[:20]:
+        (row,) = backend.stats(StatsParams(tenant=tenant))
+        assert (row.tenant, row.running) == (tenant, 1)
+
+
+def test_a_token_is_routed_to_the_queue_that_holds_its_job_now(
+    make_backend: Callable[..., RedisBackend],
+) -> None:
+    first, second = make_backend(), make_backend()
+    first.enqueue(EnqueueParams(jobs=[new_job(0, queue="a")], now=0.0))
+    (old,) = first.dequeue(DequeueParams(queues=["a"], worker_id="w", now=0.0))
+    first.ack(AckParams(token=old.token, now=1.0))
+    first.maintain(MaintainParams(now=100.0, retention=1.0))  # j0 is pruned: its id is free
+    second.enqueue(EnqueueParams(jobs=[new_job(0, queue="b")], now=100.0))
+    (new,) = second.dequeue(DequeueParams(queues=["b"], worker_id="w", now=100.0))
+    assert new.token == old.token  # same id, same attempt: first still routes it to "a"
+    first.ack(AckParams(token=new.token, now=101.0))
+    (info,) = second.get_jobs(["j0"])
+    assert (info.queue, info.state.value) == ("b", "succeeded")

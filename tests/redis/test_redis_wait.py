@@ -1,0 +1,55 @@
+"""Waiting without polling: an idle waiter wakes when work arrives, and the wake list is bounded."""
+
+from __future__ import annotations
+
+import threading
+
+import redis
+from redis_helpers import new_job
+
+from fairq.backends.redis import RedisBackend
+from fairq.backends.redis.waiting import Waiter
+from fairq.contract import DequeueParams, EnqueueParams
+
+BOUND = 30.0  # only so a broken wake-up fails the test instead of hanging it
+
+
+def test_a_waiting_worker_wakes_when_a_job_is_enqueued(backend: RedisBackend) -> None:
+    woke = threading.Event()
+    started = threading.Event()
+
+    def idle_worker() -> None:
+        started.set()
+        backend.wait(["default"], timeout=BOUND)
+        woke.set()
+
+    thread = threading.Thread(target=idle_worker)
+    thread.start()
+    started.wait(BOUND)
+    backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
+    assert woke.wait(BOUND)
+    thread.join()
+    assert backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0))
+
+
+def test_a_wake_up_left_before_waiting_is_not_lost(backend: RedisBackend) -> None:
+    backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
+    backend.wait(["default"], timeout=BOUND)  # returns at once: the token is already there
+
+
+def test_waiting_on_other_queues_times_out(backend: RedisBackend) -> None:
+    backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
+    backend.wait(["elsewhere"], timeout=0.05)
+    backend.wait(["elsewhere"], timeout=0.0)
+
+
+def test_the_wake_list_stays_bounded(backend: RedisBackend, raw: redis.Redis, prefix: str) -> None:
+    for n in range(300):
+        backend.enqueue(EnqueueParams(jobs=[new_job(n)], now=0.0))
+    assert raw.llen(backend.layout.queue_key("default", "wake")) <= 64
+
+
+def test_close_ends_a_wait(backend: RedisBackend) -> None:
+    waiter = Waiter(backend.options, backend.layout)
+    waiter.close()
+    waiter.wait(["default"], timeout=BOUND)

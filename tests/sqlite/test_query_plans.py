@@ -1,0 +1,121 @@
+"""Hot paths read indexes only: no query on enqueue/dequeue/ack/maintain scans jobs or tenants.
+
+Two angles: every named query the hot paths use is planned with bound parameters (as the
+backend prepares it), and every statement a real scenario executes is traced and planned too,
+so a query added to a hot path without being listed here is still checked.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import pytest
+
+from fairq.backends.sqlite import SQLiteBackend
+from fairq.backends.sqlite.sql import Q
+from fairq.contract import (
+    AckParams,
+    DequeueParams,
+    EnqueueParams,
+    FailParams,
+    HeartbeatParams,
+    MaintainParams,
+    ReleaseParams,
+    TenantSettingsParams,
+)
+from tests.sqlite.helpers import new_job
+
+HOT = {
+    "queue_get",
+    "queue_ensure",
+    "queue_set_vclock",
+    "tenant_ensure",
+    "tenant_id",
+    "tenant_get",
+    "tenant_save",
+    "tenant_pick",
+    "tenant_head",
+    "tenant_oldest_ready",
+    "job_insert",
+    "job_by_seq",
+    "job_by_id",
+    "job_save",
+    "jobs_due",
+    "jobs_expired",
+    "next_run_at",
+    "next_deadline",
+    "jobs_prune",
+}
+# Operator and start-up paths: allowed to scan, each for a reason given in queries.sql.
+COLD = {
+    "meta_get",
+    "meta_set",
+    "queue_set_defaults",
+    "queue_names",
+    "tenants_inheriting",
+    "tenants_stats",
+    "jobs_dead",
+    "job_type_save",
+    "job_types_all",
+    "schema_objects",
+}
+
+
+def test_every_query_is_classified() -> None:
+    assert set(Q) == HOT | COLD
+
+
+def plan(db: sqlite3.Connection, sql: str, params: dict[str, object] | None = None) -> list[str]:
+    rows = db.execute(f"EXPLAIN QUERY PLAN {sql}", params or {}).fetchall()
+    return [str(row[3]) for row in rows]
+
+
+def assert_indexed(steps: list[str], sql: str) -> None:
+    for step in steps:
+        assert not re.match(r"SCAN (jobs|tenants)\b", step), f"{step!r} in plan of {sql}"
+        assert "TEMP B-TREE" not in step, f"{step!r} (a sort) in plan of {sql}"
+
+
+@pytest.mark.parametrize("name", sorted(HOT))
+def test_hot_query_plans_use_indexes(backend: SQLiteBackend, name: str) -> None:
+    db = backend._store.conn
+    params: dict[str, object] = {key: None for key in re.findall(r":(\w+)", Q[name])}
+    assert_indexed(plan(db, Q[name], params), name)
+
+
+def test_dispatch_reads_the_eligible_index(backend: SQLiteBackend) -> None:
+    steps = plan(backend._store.conn, Q["tenant_pick"], {"queue": "q"})
+    assert any("INDEX tenants_eligible (queue=?" in s for s in steps), steps
+    steps = plan(backend._store.conn, Q["tenant_head"], {"tenant_id": 1})
+    assert any("INDEX jobs_ready (tenant_id=?)" in s for s in steps), steps
+
+
+def test_traced_hot_path_statements_use_indexes(backend: SQLiteBackend) -> None:
+    """Run every hot operation once with tracing on, then plan each statement it executed."""
+    statements: list[str] = []
+    db = backend._store.conn
+    db.set_trace_callback(statements.append)
+    try:
+        run_hot_paths(backend)
+    finally:
+        db.set_trace_callback(None)
+    planned = [s for s in statements if re.match(r"\s*(SELECT|INSERT|UPDATE|DELETE)", s, re.I)]
+    assert len(planned) > 20
+    for sql in set(planned):
+        assert_indexed(plan(db, sql), sql)
+
+
+def run_hot_paths(backend: SQLiteBackend) -> None:
+    jobs = [new_job(f"j{i}", f"t{i % 3}") for i in range(6)]
+    jobs.append(new_job("later", "t0", run_at=5.0))
+    backend.enqueue(EnqueueParams(jobs=jobs, now=0.0))
+    taken = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=4))
+    backend.ack(AckParams(token=taken[0].token, now=2.0))
+    backend.fail(FailParams(token=taken[1].token, now=2.0, error="boom", retry_at=3.0))
+    backend.release(ReleaseParams(token=taken[2].token, now=2.0))
+    backend.heartbeat(HeartbeatParams(tokens=[taken[3].token, "nope:1"], now=2.0))
+    backend.maintain(MaintainParams(now=10.0, queues=["default"], retention=1.0))
+    backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=40.0, limit=2))
+    backend.maintain(MaintainParams(now=100.0, queues=["default"]))
+    backend.set_tenant(TenantSettingsParams(queue="default", tenant="t1", now=100.0, weight=2.0))

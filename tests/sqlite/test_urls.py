@@ -1,0 +1,89 @@
+"""Store URLs: the two accepted forms, and clear errors naming the path for everything else."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fairq.backends import open_backend
+from fairq.backends.sqlite import SQLiteBackend
+from fairq.errors import ConfigError, StoreUnavailable
+
+
+def test_relative_path_is_relative_to_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    SQLiteBackend.from_url("sqlite:///sub.db").close()
+    assert (tmp_path / "sub.db").is_file()
+
+
+def test_absolute_path_takes_four_slashes(tmp_path: Path) -> None:
+    target = tmp_path / "abs.db"
+    assert str(target).startswith("/")
+    open_backend(f"sqlite:///{target}").close()
+    assert target.is_file()
+
+
+def test_path_is_taken_verbatim(tmp_path: Path) -> None:
+    target = tmp_path / "a dir with spaces %20 and #" / "q?x.db"
+    target.parent.mkdir()
+    SQLiteBackend.from_url(f"sqlite:///{target}").close()
+    assert target.is_file()
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("sqlite://", "names a host"),
+        ("sqlite:///", "names no file"),
+        ("sqlite:////", "names no file"),
+        ("sqlite://host/q.db", "names a host"),
+        ("sqlite:///:memory:", "memory://"),
+        ("postgres:///q.db", "not a SQLite store URL"),
+    ],
+)
+def test_malformed_urls_are_config_errors(url: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        SQLiteBackend.from_url(url)
+
+
+def test_a_directory_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(StoreUnavailable, match="is a directory") as caught:
+        SQLiteBackend.from_url(f"sqlite:///{tmp_path}")
+    assert str(tmp_path) in str(caught.value)
+
+
+def test_a_missing_directory_is_refused_by_name(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "q.db"
+    with pytest.raises(StoreUnavailable, match="not an existing directory") as caught:
+        SQLiteBackend.from_url(f"sqlite:///{target}")
+    assert str(target) in str(caught.value)
+    assert not target.parent.exists()
+
+
+def test_a_path_under_a_file_is_refused_by_name(tmp_path: Path) -> None:
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("x")
+    with pytest.raises(StoreUnavailable, match="plain-file"):
+        SQLiteBackend.from_url(f"sqlite:///{blocker}/q.db")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write to read-only directories")
+def test_a_read_only_directory_is_refused_by_name(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        with pytest.raises(StoreUnavailable, match="read-only"):
+            SQLiteBackend.from_url(f"sqlite:///{locked}/q.db")
+    finally:
+        locked.chmod(0o700)
+
+
+def test_an_unwritable_location_is_refused_by_name() -> None:
+    """/proc refuses new files even to root, so this runs everywhere."""
+    with pytest.raises(StoreUnavailable, match=r"/proc/fairq-test\.db"):
+        SQLiteBackend.from_url("sqlite:////proc/fairq-test.db")

@@ -1,0 +1,109 @@
+"""Jobs the worker tests run. Importable as ``tests.worker.apps:app`` by a worker process.
+
+The store is ``$FAIRQ_TEST_URL`` (set by the test that starts the worker). Jobs report what they
+do through files under the ``workdir`` they are given, so a test can see overlap, order and
+which process ran a job, without timing anything. Every wait inside a job is bounded, so a
+broken worker fails a test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from fairq import App
+
+JOB_DEADLINE = 60.0  # the longest any job waits for a condition before giving up
+
+
+def make_app(url: str) -> App:
+    app = App(url)
+
+    @app.job(name="record", tenant="tenant")
+    def record(tenant: str, workdir: str, tag: str) -> None:
+        _mark(workdir, "done", tag)
+
+    @app.job(name="record_async", tenant="tenant")
+    async def record_async(tenant: str, workdir: str, tag: str) -> None:
+        await asyncio.sleep(0)
+        _mark(workdir, "done", tag)
+
+    @app.job(name="append", tenant="tenant")
+    def append(tenant: str, workdir: str, tag: str) -> None:
+        with open(Path(workdir) / "order.txt", "a") as out:
+            out.write(tag + "\n")
+
+    @app.job(name="explode", tenant="tenant", max_attempts=2, retry_base=0.05)
+    def explode(tenant: str, message: str) -> None:
+        raise ValueError(message)
+
+    @app.job(name="rendezvous", tenant="tenant")
+    def rendezvous(tenant: str, workdir: str, tag: str, n: int) -> None:
+        """Finish only once ``n`` rendezvous jobs have started: proves they ran at once."""
+        _mark(workdir, "started", tag)
+        _wait(lambda: len(list((Path(workdir) / "started").iterdir())) >= n, f"{n} at once")
+        _mark(workdir, "done", tag)
+
+    @app.job(name="rendezvous_async", tenant="tenant")
+    async def rendezvous_async(tenant: str, workdir: str, tag: str, n: int) -> None:
+        _mark(workdir, "started", tag)
+        deadline = time.monotonic() + JOB_DEADLINE
+        while len(list((Path(workdir) / "started").iterdir())) < n:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{n} jobs never ran at once")
+            await asyncio.sleep(0.01)
+        _mark(workdir, "done", tag)
+
+    @app.job(name="block", tenant="tenant")
+    def block(tenant: str, workdir: str, tag: str) -> None:
+        """Run until the test creates ``go/<tag>``."""
+        _mark(workdir, "started", tag)
+        _wait(lambda: (Path(workdir) / "go" / tag).exists(), f"go/{tag}")
+        _mark(workdir, "done", tag)
+
+    @app.job(name="block_short_lease", tenant="tenant", lease=1.0)
+    def block_short_lease(tenant: str, workdir: str, tag: str) -> None:
+        """``block`` with a 1 s lease: it outlives its lease unless heartbeats extend it."""
+        block(tenant, workdir, tag)
+
+    @app.job(name="block_async", tenant="tenant")
+    async def block_async(tenant: str, workdir: str, tag: str) -> None:
+        _mark(workdir, "started", tag)
+        while not (Path(workdir) / "go" / tag).exists():
+            await asyncio.sleep(0.01)
+        _mark(workdir, "done", tag)
+
+    @app.job(name="first_run_hangs", tenant="tenant", lease=1.0)
+    def first_run_hangs(tenant: str, workdir: str, tag: str) -> None:
+        """The first run hangs (the test kills its worker); any later run completes."""
+        if _mark(workdir, "started", tag):
+            _wait(lambda: False, "a kill that never came")
+        _mark(workdir, "done", tag)
+
+    return app
+
+
+def _mark(workdir: str, kind: str, tag: str) -> bool:
+    """Create ``workdir/kind/tag`` holding this process's id; False if it already existed."""
+    folder = Path(workdir) / kind
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(folder / tag, "x") as out:
+            out.write(str(os.getpid()))
+    except FileExistsError:
+        return False
+    return True
+
+
+def _wait(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + JOB_DEADLINE
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting for {what}")
+        time.sleep(0.01)
+
+
+app = make_app(os.environ.get("FAIRQ_TEST_URL", "memory://"))

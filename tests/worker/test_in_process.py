@@ -1,0 +1,219 @@
+"""The worker in a thread of the test process, on the in-memory reference model."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fairq import App, ConfigError, JobState
+from fairq.contract import EnqueueParams, MaintainParams
+from fairq.job import NewJob
+from fairq.worker import Worker
+
+from .apps import make_app
+from .helpers import go, job, marks, wait_for, wait_state
+
+
+@pytest.fixture
+def app() -> Iterator[App]:
+    app = make_app("memory://")
+    yield app
+    app.close()
+
+
+def test_def_and_async_jobs_run_and_are_acked(app: App, tmp_path: Path) -> None:
+    ids = [
+        app.jobs["record"].enqueue("t1", str(tmp_path), "sync"),
+        app.jobs["record_async"].enqueue("t2", str(tmp_path), "async"),
+    ]
+    with Worker(app, concurrency=2).in_thread():
+        for job_id in ids:
+            wait_state(app, job_id, JobState.SUCCEEDED)
+    assert set(marks(tmp_path, "done")) == {"sync", "async"}
+
+
+def test_failing_job_is_retried_then_dead(app: App) -> None:
+    job_id = app.jobs["explode"].enqueue("t1", "no disk")
+    with Worker(app).in_thread():
+        info = wait_state(app, job_id, JobState.DEAD)
+    assert info.attempts == 2
+    assert info.last_error is not None
+    assert info.last_error.startswith("ValueError: no disk")
+    assert "Traceback" in info.last_error
+
+
+def test_unknown_job_name_is_dead_with_a_clear_error(app: App) -> None:
+    producer = App(backend=app.backend)
+    producer.job(name="elsewhere", tenant="tenant")(lambda tenant: None)
+    job_id = producer.jobs["elsewhere"].enqueue("t1")
+    with Worker(app, queues="default", app_name="tests:app").in_thread():
+        info = wait_state(app, job_id, JobState.DEAD)
+    assert info.attempts == 1
+    assert "'elsewhere'" in (info.last_error or "")
+    assert "tests:app" in (info.last_error or "")
+
+
+def test_concurrency_runs_n_jobs_at_once_def_and_async_together(app: App, tmp_path: Path) -> None:
+    ids = [app.jobs["rendezvous"].enqueue("t", str(tmp_path), f"s{i}", 4) for i in range(2)]
+    ids += [app.jobs["rendezvous_async"].enqueue("t", str(tmp_path), f"a{i}", 4) for i in range(2)]
+    with Worker(app, concurrency=4).in_thread():
+        for job_id in ids:
+            wait_state(app, job_id, JobState.SUCCEEDED)
+
+
+def test_strict_queue_order(app: App, tmp_path: Path) -> None:
+    append = app.jobs["append"]
+    for i in range(3):
+        append.options(queue="low").enqueue("t", str(tmp_path), f"low{i}")
+        append.options(queue="high").enqueue("t", str(tmp_path), f"high{i}")
+    Worker(app, queues="high,low", concurrency=1, burst=True).run()  # returns when all are done
+    order = (tmp_path / "order.txt").read_text().split()
+    assert order == ["high0", "high1", "high2", "low0", "low1", "low2"]
+
+
+def test_stop_lets_a_short_job_finish_and_hands_a_long_one_back(app: App, tmp_path: Path) -> None:
+    block = app.jobs["block"]
+    short = block.enqueue("t1", str(tmp_path), "short")
+    long = app.jobs["block_async"].enqueue("t2", str(tmp_path), "long")
+    worker = Worker(app, concurrency=2, grace_period=2.0)
+    with worker.in_thread():
+        wait_for(lambda: {"short", "long"} <= set(marks(tmp_path, "started")), "both to start")
+        worker.stop()
+        third = app.jobs["record"].enqueue("t3", str(tmp_path), "third")
+        go(tmp_path, "short")
+    assert job(app, short).state is JobState.SUCCEEDED
+    handed_back = job(app, long)
+    assert handed_back.state is JobState.READY
+    assert handed_back.attempts == 0
+    assert job(app, third).state is JobState.READY
+
+
+def test_second_stop_hands_back_at_once(app: App, tmp_path: Path) -> None:
+    job_id = app.jobs["block"].enqueue("t1", str(tmp_path), "long")
+    worker = Worker(app, grace_period=600.0)
+    with worker.in_thread():
+        wait_for(lambda: "long" in marks(tmp_path, "started"), "the job to start")
+        worker.stop()
+        worker.stop(hand_back_now=True)
+    assert job(app, job_id).state is JobState.READY
+    go(tmp_path, "long")  # let the abandoned thread end
+
+
+def test_job_end_is_logged_with_structured_fields(
+    app: App, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    tenant = "ü" * 300
+    job_id = app.jobs["record"].enqueue(tenant, str(tmp_path), "x")
+    with caplog.at_level(logging.INFO, logger="fairq.worker"), Worker(app).in_thread():
+        wait_state(app, job_id, JobState.SUCCEEDED)
+        ends = wait_for(
+            lambda: [r for r in caplog.records if getattr(r, "action", None) == "job_end"],
+            "the job end record",
+        )
+    (record,) = ends
+    fields = record.__dict__
+    assert fields["job_id"] == job_id
+    assert fields["queue"] == "default"
+    assert fields["attempt"] == 1
+    assert fields["outcome"] == "succeeded"
+    assert len(fields["tenant"]) <= 100
+    assert fields["duration_ms"] >= 0
+    assert job_id in record.getMessage()
+
+
+def test_heartbeats_keep_a_long_job_leased(app: App, tmp_path: Path) -> None:
+    job_id = app.jobs["block_short_lease"].enqueue("t1", str(tmp_path), "long")
+    with Worker(app).in_thread():
+        first = wait_for(lambda: job(app, job_id).deadline or 0.0, "the job to start")
+        wait_for(lambda: (job(app, job_id).deadline or 0.0) > first, "a heartbeat")
+        app.backend.maintain(MaintainParams(now=app.clock()))  # nothing has lapsed
+        go(tmp_path, "long")
+        info = wait_state(app, job_id, JobState.SUCCEEDED)
+    assert info.attempts == 1
+
+
+def test_a_lost_lease_is_logged_and_the_worker_goes_on(
+    app: App, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    job_id = app.jobs["block_short_lease"].enqueue("t1", str(tmp_path), "slow")
+    with caplog.at_level(logging.INFO, logger="fairq.worker"):
+        with Worker(app, heartbeat_interval=3600.0).in_thread():
+            wait_for(lambda: "slow" in marks(tmp_path, "started"), "the job to start")
+            lapsed = app.clock() + 10.0  # as if the worker had stalled past the lease
+            assert app.backend.maintain(MaintainParams(now=lapsed)).expired == 1
+            go(tmp_path, "slow")  # the first run ends; its ack is refused; the job runs again
+            info = wait_state(app, job_id, JobState.SUCCEEDED)
+        outcomes = [getattr(r, "outcome", None) for r in caplog.records]
+    assert info.attempts == 2
+    assert outcomes.count("lease_lost") == 1
+    assert outcomes.count("succeeded") == 1
+
+
+def test_undecodable_payload_and_arguments_that_do_not_fit_are_dead_at_once(app: App) -> None:
+    now = app.clock()
+    broken = {"not json": "{oops", "wrong arguments": '{"args":[1,2,3,4,5],"kwargs":{}}'}
+    jobs = [
+        NewJob(
+            id=uuid.uuid4().hex,
+            name="record",
+            queue="default",
+            tenant="t1",
+            payload=payload,
+            run_at=now,
+            max_attempts=3,
+            lease_timeout=60.0,
+            cost=1.0,
+        )
+        for payload in broken.values()
+    ]
+    app.backend.enqueue(EnqueueParams(jobs=jobs, now=now))
+    with Worker(app).in_thread():
+        bad_json, bad_args = (wait_state(app, j.id, JobState.DEAD) for j in jobs)
+    assert bad_json.attempts == 1
+    assert "cannot be decoded" in (bad_json.last_error or "")
+    assert bad_args.attempts == 1
+    assert "do not fit job record(tenant" in (bad_args.last_error or "")
+
+
+def test_start_is_logged_without_the_store_password(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = make_app("memory://")
+    secret_app = App("redis://user:s3cret@example:6379/0", backend=app.backend)
+    secret_app.jobs = app.jobs
+    with caplog.at_level(logging.INFO, logger="fairq.worker"), Worker(secret_app).in_thread():
+        pass
+    started = [r.getMessage() for r in caplog.records if getattr(r, "action", "") == "worker_start"]
+    assert len(started) == 1
+    assert "redis://user:***@example:6379/0" in started[0]
+    assert "s3cret" not in caplog.text
+    assert "queues default" in started[0]
+
+
+def test_default_queues_are_those_the_jobs_declare(app: App) -> None:
+    app.job(name="reports_job", queue="reports", tenant="tenant")(lambda tenant: None)
+    assert sorted(Worker(app).order.queues) == ["default", "reports"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"concurrency": 0}, "concurrency"),
+        ({"grace_period": -1}, "grace_period"),
+        ({"heartbeat_interval": 0}, "heartbeat_interval"),
+        ({"queues": "a,,b"}, "empty queue name"),
+    ],
+)
+def test_bad_settings_are_refused_clearly(app: App, options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Worker(app, **options)
+
+
+def test_an_app_without_jobs_needs_queues() -> None:
+    with pytest.raises(ConfigError, match="declares no jobs"):
+        Worker(App("memory://"))
