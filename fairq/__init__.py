@@ -21,6 +21,8 @@ from fairq.errors import (
     UnknownJob,
 )
 from fairq.job import JobInfo, JobState, Lease
+from fairq.policy.rate import Rate
+from fairq.policy.throttle import Throttle
 
 __version__ = "0.1.0.dev0"
 
@@ -44,9 +46,11 @@ __all__ = [
     "Options",
     "PayloadTooLarge",
     "QueueSettings",
+    "Rate",
     "SchemaError",
     "StoreUnavailable",
     "TenantStats",
+    "Throttle",
     "UnknownJob",
     "__version__",
 ]

@@ -1,22 +1,19 @@
-"""The user-facing API: declare jobs, enqueue them, tune tenants, look inside.
+"""The user-facing API: declare jobs and queues, enqueue, tune tenants, look inside.
 
 An ``App`` is bound to one store URL. Producers and workers build the same ``App`` (usually by
 importing the module that declares the jobs); a worker runs it with ``fairq worker module:app``.
+Declarations and their checks live in ``fairq.declare``; this module enqueues and inspects.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import logging
 import os
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar, overload
 
 from fairq.backends import check_url, open_backend
 from fairq.contract import (
@@ -28,54 +25,58 @@ from fairq.contract import (
     ListDeadParams,
     QueueSettings,
     RequeueParams,
+    SetQueueParams,
     StatsParams,
     TenantSettingsParams,
     TenantStats,
 )
-from fairq.errors import (
-    ConfigError,
-    InvalidTenant,
-    JobArgumentsError,
-    MissingTenant,
-    UnknownJob,
+from fairq.declare import (
+    MAX_TENANT_CHARS,
+    BoundOptions,
+    Call,
+    JobDefinition,
+    Options,
+    QueueDeclaration,
+    TenantRule,
+    TenantWeights,
+    WeightsFn,
+    argument,
+    check_positive_float,
+    check_priority,
+    check_queue_weight,
+    check_tenant,
+    run_at,
 )
+from fairq.errors import ConfigError, JobArgumentsError, MissingTenant, UnknownJob
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo, NewJob, encode_payload
 from fairq.policy.fairness import check_max_running, check_weight
-from fairq.policy.queues import check_queue_name
+from fairq.policy.queues import QueueOrder, check_queue_name
+from fairq.policy.rate import Rate, check_rate
+from fairq.policy.status import TenantReport
+from fairq.policy.throttle import Throttle, check_rules
+from fairq.reports import tenant_report
+
+__all__ = [
+    "DEFAULT_URL",
+    "MAX_TENANT_CHARS",
+    "App",
+    "BoundOptions",
+    "Call",
+    "JobDefinition",
+    "Options",
+    "resolve_url",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-TenantRule = str | Callable[..., object] | None
 
 DEFAULT_URL = "sqlite:///fairq.db"
-MAX_TENANT_CHARS = 65_536
 log = logging.getLogger("fairq")
 
 
 def resolve_url(url: str | None) -> str:
     """The store URL: the argument, else ``$FAIRQ_URL``, else ``fairq.db`` in the working dir."""
     return url if url is not None else os.environ.get("FAIRQ_URL") or DEFAULT_URL
-
-
-@dataclass(frozen=True, kw_only=True)
-class Options:
-    """Per-enqueue overrides of a job's declaration."""
-
-    tenant: str | int | None = None
-    queue: str | None = None
-    delay: float | timedelta | None = None
-    run_at: float | datetime | None = None
-    priority: int = 0
-
-
-@dataclass(frozen=True)
-class Call:
-    """One job call waiting to be enqueued (see ``App.enqueue_many``)."""
-
-    name: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    options: Options
 
 
 class App:
@@ -99,7 +100,7 @@ class App:
         if backend is None:
             check_url(self.url)  # a bad URL fails here, not at the first enqueue
         if fallback_tenant is not None:
-            fallback_tenant = _check_tenant(fallback_tenant)
+            fallback_tenant = check_tenant(fallback_tenant)
         if isinstance(max_payload_bytes, bool) or not isinstance(max_payload_bytes, int):
             raise ConfigError(f"max_payload_bytes must be an int, got {max_payload_bytes!r}")
         if max_payload_bytes < 64:
@@ -108,6 +109,8 @@ class App:
         self.max_payload_bytes = max_payload_bytes
         self.clock = clock
         self.jobs: dict[str, JobDefinition[Any, Any]] = {}
+        self.queues: dict[str, QueueDeclaration] = {}
+        self.weight_callbacks: dict[str, TenantWeights] = {}
         self._backend = backend
         self._lock = threading.Lock()
 
@@ -127,6 +130,66 @@ class App:
             self._backend.close()
             self._backend = None
 
+    # -- declaring queues ------------------------------------------------------------------
+
+    def queue(self, name: str, *, weight: float = 1.0, strict: bool = False) -> None:
+        """Declare a queue this app's workers serve (with no ``--queues``).
+
+        ``strict`` queues are served first, in the order declared, whenever they have work; the
+        others are drawn by ``weight``. A job's home queue is declared for you (weight 1) unless
+        you declare it; a throttle rule's queue must be declared before the job that names it:
+        ``app.queue("critical", strict=True); app.queue("default", weight=6);
+        app.queue("default_throttled", weight=3)``.
+        """
+        name = check_queue_name(name)
+        if not isinstance(strict, bool):
+            raise ConfigError(f"queue {name!r}: strict must be True or False, got {strict!r}")
+        weight = check_queue_weight(weight, name)
+        existing = self.queues.get(name)
+        if existing is not None and not existing.implicit:
+            raise ConfigError(f"queue {name!r} is already declared")
+        self.queues[name] = QueueDeclaration(name, weight, strict)
+
+    def queue_order(self) -> QueueOrder:
+        """The order a worker with no ``--queues`` serves: strict queues, then weighted ones."""
+        queues = dict(self.queues)
+        for definition in self.jobs.values():
+            queues.setdefault(definition.queue, QueueDeclaration(definition.queue, implicit=True))
+        if not queues:
+            raise ConfigError(
+                "the app declares no jobs or queues, so there is no queue to serve; declare "
+                "jobs with @app.job, queues with app.queue(…), or name them (--queues)"
+            )
+        declared = queues.values()
+        return QueueOrder.of(
+            strict=[q.name for q in declared if q.strict],
+            weighted={q.name: q.weight for q in declared if not q.strict},
+        )
+
+    def tenant_weights(
+        self, queue: str, *, every: float = 30.0
+    ) -> Callable[[WeightsFn], WeightsFn]:
+        """Register a callback that gives the weights of ``queue``'s tenants at run time.
+
+        ``@app.tenant_weights("default", every=30.0)`` over ``def weights(tenants) -> {tenant:
+        weight}``: workers call it with the tenants that have pending work, at most once per
+        ``every`` seconds per process, and store the weights that changed. 0 pauses a tenant;
+        tenants it leaves out keep their weight. A bad weight (negative, NaN, not a number) or
+        an exception keeps the last good weights and logs an error.
+        """
+        queue = check_queue_name(queue)
+        every = check_positive_float("every", every)
+        if queue in self.weight_callbacks:
+            raise ConfigError(f"queue {queue!r} already has a tenant_weights callback")
+
+        def register(fn: WeightsFn) -> WeightsFn:
+            if not callable(fn):
+                raise ConfigError(f"tenant_weights needs a function, got {fn!r}")
+            self.weight_callbacks[queue] = TenantWeights(queue=queue, fn=fn, every=every)
+            return fn
+
+        return register
+
     # -- declaring jobs --------------------------------------------------------------------
 
     @overload
@@ -142,6 +205,7 @@ class App:
         lease: float = 60.0,
         cost: float = 1.0,
         retry_base: float = 1.0,
+        throttle: Sequence[Throttle] = (),
     ) -> JobDefinition[P, R]: ...
 
     @overload
@@ -157,6 +221,7 @@ class App:
         lease: float = 60.0,
         cost: float = 1.0,
         retry_base: float = 1.0,
+        throttle: Sequence[Throttle] = (),
     ) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
 
     def job(
@@ -171,29 +236,39 @@ class App:
         lease: float = 60.0,
         cost: float = 1.0,
         retry_base: float = 1.0,
+        throttle: Sequence[Throttle] = (),
     ) -> JobDefinition[P, R] | Callable[[Callable[P, R]], JobDefinition[P, R]]:
         """Declare a job: ``@app.job(queue="imports", tenant="account_id")``.
 
         ``tenant`` names the argument that holds the tenant id, or is a callable that takes the
         job's arguments and returns it. ``lease``: seconds a worker may hold the job without a
         heartbeat. ``cost``: estimated seconds per run, corrected by the real run time.
+        ``throttle``: ``[fairq.Throttle(threshold=100, per=3600, queue="slow"), …]``, least to
+        most restrictive; a tenant that enqueued more than ``threshold`` of this job in the last
+        ``per`` seconds has its new ones sent to ``queue`` (the last matching rule wins).
         """
+        if isinstance(throttle, (str, bytes, Throttle)) or not isinstance(throttle, Sequence):
+            raise ConfigError(f"throttle must be a list of fairq.Throttle rules, got {throttle!r}")
 
         def declare(f: Callable[P, R]) -> JobDefinition[P, R]:
+            home = check_queue_name(queue)
+            rules = check_rules(throttle, home, list(self.queues))
             definition = JobDefinition(
                 self,
                 f,
                 name=name or f"{f.__module__}.{f.__qualname__}",
-                queue=queue,
+                queue=home,
                 tenant=tenant,
                 max_attempts=max_attempts,
                 lease=lease,
                 cost=cost,
                 retry_base=retry_base,
+                throttle=rules,
             )
             if definition.name in self.jobs:
                 raise ConfigError(f"a job named {definition.name!r} is already declared")
             self.jobs[definition.name] = definition
+            self.queues.setdefault(home, QueueDeclaration(home, implicit=True))
             return definition
 
         return declare(fn) if fn is not None else declare
@@ -224,7 +299,18 @@ class App:
         now = self.clock()
         jobs = [self._new_job(call, now) for call in calls]
         if jobs:
-            self.backend.enqueue(EnqueueParams(jobs=jobs, now=now))
+            chosen = self.backend.enqueue(EnqueueParams(jobs=jobs, now=now))
+            for job, went in zip(jobs, chosen, strict=True):
+                if went != job.queue:
+                    log.debug(
+                        "job %s %s of tenant %r throttled: sent to queue %r instead of %r",
+                        job.id,
+                        job.name,
+                        job.tenant,
+                        went,
+                        job.queue,
+                        extra={"action": "throttled", "job_id": job.id, "queue": went},
+                    )
         return [job.id for job in jobs]
 
     def _new_job(self, call: Call, now: float) -> NewJob:
@@ -234,17 +320,29 @@ class App:
             definition.check_arguments(call.args, call.kwargs)
         opts = call.options
         queue = check_queue_name(opts.queue) if opts.queue is not None else spec.queue
+        tenant, fallback = self._tenant_for(call, spec)
+        rules: Sequence[Throttle] = ()
+        if spec.throttle and opts.queue is None:  # an explicit queue is never overridden
+            if fallback:
+                log.warning(
+                    "job %r has no tenant of its own: its throttle rules are not applied",
+                    spec.name,
+                    extra={"action": "throttle_skipped"},
+                )
+            else:
+                rules = spec.throttle
         return NewJob(
             id=uuid.uuid4().hex,
             name=spec.name,
             queue=queue,
-            tenant=self._tenant_for(call, spec),
+            tenant=tenant,
             payload=encode_payload(call.args, call.kwargs, max_bytes=self.max_payload_bytes),
-            priority=_check_priority(opts.priority),
-            run_at=_run_at(opts, now),
+            priority=check_priority(opts.priority),
+            run_at=run_at(opts, now),
             max_attempts=spec.max_attempts,
             lease_timeout=spec.lease_timeout,
             cost=spec.cost,
+            throttle=rules,
         )
 
     def _job_type(self, name: str) -> JobType:
@@ -259,14 +357,15 @@ class App:
             "A worker publishes its app's jobs when it starts (or call App.publish())."
         )
 
-    def _tenant_for(self, call: Call, spec: JobType) -> str:
+    def _tenant_for(self, call: Call, spec: JobType) -> tuple[str, bool]:
+        """The job's tenant, and whether it is the fallback tenant."""
         found: object = call.options.tenant
         if found is None:
             definition = self.jobs.get(spec.name)
             if definition is not None:
                 found = definition.tenant_of(call.args, call.kwargs)
             elif spec.tenant_arg is not None:
-                found = _argument(spec, call.args, call.kwargs)
+                found = argument(spec, call.args, call.kwargs)
         if found is None or found == "":
             if self.fallback_tenant is None:
                 raise MissingTenant(
@@ -276,8 +375,8 @@ class App:
             log.warning(
                 "job %r has no tenant; using fallback tenant %r", spec.name, self.fallback_tenant
             )
-            return self.fallback_tenant
-        return _check_tenant(found)
+            return self.fallback_tenant, True
+        return check_tenant(found), False
 
     # -- tenants and queues ----------------------------------------------------------------
 
@@ -288,29 +387,54 @@ class App:
         *,
         weight: float | Keep | None = KEEP,
         max_running: int | Keep | None = KEEP,
+        rate: Rate | str | Keep | None = KEEP,
     ) -> TenantStats:
-        """Change a tenant's weight or cap at run time; ``None`` returns it to the queue default."""
+        """Change a tenant's settings at run time; ``None`` returns one to the queue default.
+
+        ``weight=0`` pauses the tenant: its jobs stay queued, nothing is lost. ``rate`` is a
+        string like ``"100/minute"`` or a ``fairq.Rate`` (for a burst).
+        """
         if not isinstance(weight, Keep) and weight is not None:
-            weight = check_weight(weight)
+            weight = check_weight(weight, paused_ok=True)
         if not isinstance(max_running, Keep):
             max_running = check_max_running(max_running)
+        if not isinstance(rate, Keep):
+            rate = check_rate(rate)
         params = TenantSettingsParams(
             queue=check_queue_name(queue),
-            tenant=_check_tenant(tenant),
+            tenant=check_tenant(tenant),
             now=self.clock(),
             weight=weight,
             max_running=max_running,
+            rate=rate,
         )
         return self.backend.set_tenant(params)
 
-    def set_queue(self, queue: str, *, weight: float = 1.0, max_running: int | None = None) -> None:
-        """Set the defaults every tenant of ``queue`` gets unless it has its own."""
+    def set_queue(
+        self,
+        queue: str,
+        *,
+        weight: float = 1.0,
+        max_running: int | None = None,
+        rate: Rate | str | None = None,
+        half_life: float | None = None,
+        max_debt: float = 60.0,
+    ) -> None:
+        """Set the defaults every tenant of ``queue`` gets unless it has its own.
+
+        ``half_life`` (seconds) turns on history-aware fairness: a tenant's recent service
+        decays instead of being forgotten when its queue drains, and a returning tenant starts
+        behind by it, at most ``max_debt`` seconds of virtual time.
+        """
         settings = QueueSettings(
             queue=check_queue_name(queue),
             weight=check_weight(weight),
             max_running=check_max_running(max_running),
+            rate=check_rate(rate),
+            half_life=None if half_life is None else check_positive_float("half_life", half_life),
+            max_debt=check_positive_float("max_debt", max_debt),
         )
-        self.backend.set_queue(settings)
+        self.backend.set_queue(SetQueueParams(settings=settings, now=self.clock()))
 
     # -- inspection ------------------------------------------------------------------------
 
@@ -319,7 +443,17 @@ class App:
         return found[0] if found else None
 
     def stats(self, queue: str | None = None, tenant: str | None = None) -> list[TenantStats]:
-        return self.backend.stats(StatsParams(queue=queue, tenant=tenant))
+        return self.backend.stats(StatsParams(queue=queue, tenant=tenant, now=self.clock()))
+
+    def tenant_report(
+        self, queue: str | None = None, tenant: str | None = None
+    ) -> list[TenantReport]:
+        """Per (queue, tenant): why it is not running, its weight and its recent share.
+
+        Throttling is judged from the jobs this app declares and those published to the store.
+        """
+        declared = [d.job_type() for d in self.jobs.values()]
+        return tenant_report(self.backend, declared, queue, tenant, self.clock())
 
     def dead(
         self, queue: str | None = None, tenant: str | None = None, limit: int = 100
@@ -329,179 +463,3 @@ class App:
     def requeue(self, ids: Sequence[str]) -> int:
         """Give dead jobs a fresh set of attempts; returns how many were dead."""
         return self.backend.requeue(RequeueParams(ids=list(ids), now=self.clock()))
-
-
-class JobDefinition(Generic[P, R]):
-    """A declared job. Call it to run it here; ``.enqueue(...)`` to run it on a worker."""
-
-    def __init__(
-        self,
-        app: App,
-        fn: Callable[P, R],
-        *,
-        name: str,
-        queue: str,
-        tenant: TenantRule,
-        max_attempts: int,
-        lease: float,
-        cost: float,
-        retry_base: float,
-    ) -> None:
-        self.app = app
-        self.fn = fn
-        self.name = name
-        self.queue = check_queue_name(queue)
-        self.signature = inspect.signature(fn)
-        self.tenant_rule = _check_tenant_rule(tenant, self.signature, name)
-        self.max_attempts = _check_positive_int("max_attempts", max_attempts)
-        self.lease_timeout = _check_positive_float("lease", lease)
-        self.cost = _check_positive_float("cost", cost)
-        self.retry_base = _check_positive_float("retry_base", retry_base)
-        self.is_async = inspect.iscoroutinefunction(fn)
-        functools.update_wrapper(self, fn)
-
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self.fn(*args, **kwargs)
-
-    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call:
-        """A call to pass to ``App.enqueue_many``."""
-        return Call(self.name, args, kwargs, Options())
-
-    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
-        return self.app.enqueue_many([self.call(*args, **kwargs)])[0]
-
-    def options(self, **options: Any) -> BoundOptions[P]:
-        """Override tenant, queue, delay, run_at or priority: ``job.options(delay=60)``."""
-        return BoundOptions(self, Options(**options))
-
-    def check_arguments(
-        self, args: Sequence[Any], kwargs: dict[str, Any]
-    ) -> inspect.BoundArguments:
-        """Refuse at enqueue a call that could never run on a worker."""
-        try:
-            bound = self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise JobArgumentsError(f"arguments do not fit job {self.name!r}: {exc}") from None
-        bound.apply_defaults()
-        return bound
-
-    def tenant_of(self, args: Sequence[Any], kwargs: dict[str, Any]) -> object:
-        rule = self.tenant_rule
-        if rule is None:
-            return None
-        if callable(rule):
-            return rule(*args, **kwargs)
-        return self.check_arguments(args, kwargs).arguments.get(rule)
-
-    def job_type(self) -> JobType:
-        return JobType(
-            name=self.name,
-            queue=self.queue,
-            tenant_arg=self.tenant_rule if isinstance(self.tenant_rule, str) else None,
-            params=tuple(
-                p.name
-                for p in self.signature.parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-            ),
-            max_attempts=self.max_attempts,
-            lease_timeout=self.lease_timeout,
-            cost=self.cost,
-        )
-
-
-class BoundOptions(Generic[P]):
-    def __init__(self, definition: JobDefinition[P, Any], options: Options) -> None:
-        self.definition = definition
-        self._options = options
-
-    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call:
-        return Call(self.definition.name, args, kwargs, self._options)
-
-    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
-        return self.definition.app.enqueue_many([self.call(*args, **kwargs)])[0]
-
-
-def _argument(spec: JobType, args: Sequence[Any], kwargs: dict[str, Any]) -> object:
-    name = spec.tenant_arg
-    if name is None:
-        return None
-    if name in kwargs:
-        return kwargs[name]
-    if name in spec.params:
-        index = list(spec.params).index(name)
-        if index < len(args):
-            return args[index]
-    return None
-
-
-def _check_tenant(tenant: object) -> str:
-    if isinstance(tenant, bool) or not isinstance(tenant, (str, int)):
-        raise InvalidTenant(
-            f"tenant must be a str (or an int, stored as its decimal text), got {tenant!r}"
-        )
-    text = str(tenant)
-    if text == "":
-        raise MissingTenant("tenant must not be empty")
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        raise InvalidTenant(f"tenant id {text!r} is not valid Unicode (a lone surrogate)") from None
-    if len(text) > MAX_TENANT_CHARS:
-        raise InvalidTenant(f"tenant id is {len(text)} characters, over {MAX_TENANT_CHARS}")
-    return text
-
-
-def _check_tenant_rule(rule: TenantRule, signature: inspect.Signature, name: str) -> TenantRule:
-    if rule is None or callable(rule):
-        return rule
-    if not isinstance(rule, str):
-        raise ConfigError(f"tenant= must be an argument name or a callable, got {rule!r}")
-    if rule not in signature.parameters:
-        raise ConfigError(
-            f"job {name!r} takes no argument {rule!r} to find its tenant in; "
-            f"its arguments are: {', '.join(signature.parameters) or '(none)'}"
-        )
-    return rule
-
-
-def _check_priority(priority: object) -> int:
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise ConfigError(f"priority must be an int, got {priority!r}")
-    if not -(2**31) <= priority < 2**31:
-        raise ConfigError(f"priority must fit in 32 bits, got {priority}")
-    return priority
-
-
-def _check_positive_int(label: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{label} must be a whole number of at least 1, got {value!r}")
-    return value
-
-
-def _check_positive_float(label: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{label} must be a number of seconds, got {value!r}")
-    if not (0 < value < float("inf")):
-        raise ConfigError(f"{label} must be a positive finite number, got {value!r}")
-    return float(value)
-
-
-def _run_at(opts: Options, now: float) -> float:
-    if opts.delay is not None and opts.run_at is not None:
-        raise ConfigError("give delay or run_at, not both")
-    if opts.delay is not None:
-        delay = opts.delay.total_seconds() if isinstance(opts.delay, timedelta) else opts.delay
-        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not delay >= 0:
-            raise ConfigError(f"delay must be a non-negative number of seconds, got {delay!r}")
-        return now + float(delay)
-    if opts.run_at is not None:
-        if isinstance(opts.run_at, datetime):
-            if opts.run_at.tzinfo is None:
-                raise ConfigError("run_at must be timezone-aware (e.g. datetime.now(timezone.utc))")
-            return opts.run_at.timestamp()
-        if isinstance(opts.run_at, bool) or not isinstance(opts.run_at, (int, float)):
-            raise ConfigError(f"run_at must be a datetime or epoch seconds, got {opts.run_at!r}")
-        if opts.run_at != opts.run_at:
-            raise ConfigError("run_at must not be NaN")
-        return float(opts.run_at)
-    return now

@@ -14,6 +14,8 @@ from enum import Enum
 from typing import Protocol, runtime_checkable
 
 from fairq.job import JobInfo, Lease, NewJob
+from fairq.policy.rate import Rate
+from fairq.policy.throttle import Throttle
 
 
 class Keep(Enum):
@@ -104,6 +106,15 @@ class QueueSettings:
     queue: str
     weight: float = 1.0
     max_running: int | None = None  # None: no cap
+    rate: Rate | None = None  # None: no rate limit
+    half_life: float | None = None  # None: idle tenants carry no history (the default rule)
+    max_debt: float = 60.0  # with a half-life: the most recent service a tenant carries back
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetQueueParams:
+    settings: QueueSettings
+    now: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,14 +124,16 @@ class TenantSettingsParams:
     queue: str
     tenant: str
     now: float
-    weight: float | Keep | None = KEEP
+    weight: float | Keep | None = KEEP  # 0 pauses the tenant: its jobs wait, nothing is lost
     max_running: int | Keep | None = KEEP
+    rate: Rate | Keep | None = KEEP
 
 
 @dataclass(frozen=True, kw_only=True)
 class StatsParams:
     queue: str | None = None
     tenant: str | None = None
+    now: float | None = None  # decay ``usage`` to this time; None: as last recorded
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,6 +151,9 @@ class TenantStats:
     failed: int  # lifetime count of failed attempts (errors and expired leases)
     dead: int  # current
     oldest_ready_at: float | None  # when the longest-waiting ready job became ready
+    rate: Rate | None = None  # effective rate limit
+    limited_until: float | None = None  # rate-limited: eligible again at this time
+    usage: float = 0.0  # recent service (virtual seconds), decayed to StatsParams.now
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,14 +180,24 @@ class JobType:
     max_attempts: int
     lease_timeout: float
     cost: float
+    throttle: Sequence[Throttle] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThrottleWindowsParams:
+    keys: Sequence[tuple[str, str]]  # (job name, tenant)
+    now: float
 
 
 @runtime_checkable
 class Backend(Protocol):
     """A store of fair per-tenant queues. Every method is atomic; none reads a clock."""
 
-    def enqueue(self, params: EnqueueParams) -> None:
-        """Store all jobs or none (a used id raises DuplicateJob). ``run_at <= now``: ready."""
+    def enqueue(self, params: EnqueueParams) -> list[str]:
+        """Store all jobs or none (a used id raises DuplicateJob). ``run_at <= now``: ready.
+
+        Returns the queue each job went to (its own, or the one its throttle rules chose).
+        """
 
     def dequeue(self, params: DequeueParams) -> list[Lease]:
         """Maintain the queues (as ``maintain``), then hand out up to ``limit`` jobs fairly."""
@@ -190,7 +216,8 @@ class Backend(Protocol):
 
     def maintain(self, params: MaintainParams) -> MaintainResult: ...
 
-    def set_queue(self, settings: QueueSettings) -> None: ...
+    def set_queue(self, params: SetQueueParams) -> None:
+        """Store a queue's defaults; every tenant without its own setting follows them."""
 
     def get_queue(self, queue: str) -> QueueSettings: ...
 
@@ -207,6 +234,9 @@ class Backend(Protocol):
 
     def requeue(self, params: RequeueParams) -> int:
         """Make dead jobs ready again with fresh attempts; returns how many were dead."""
+
+    def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
+        """The recent enqueue times that throttle rules count, per (job name, tenant) asked."""
 
     def publish_job_types(self, types: Sequence[JobType]) -> None: ...
 

@@ -10,6 +10,7 @@ from enum import Enum
 from typing import Any
 
 from fairq.errors import JobArgumentsError, PayloadTooLarge
+from fairq.policy.throttle import Throttle
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
 
@@ -41,6 +42,8 @@ class NewJob:
     max_attempts: int
     lease_timeout: float
     cost: float
+    #: Re-routing rules, given only when the job is headed for its declared queue.
+    throttle: Sequence[Throttle] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,9 +85,10 @@ class JobInfo:
     last_error: str | None
 
 
-def lease_token(job_id: str, attempt: int) -> str:
-    """A lease is named by its job and attempt, so a stale lease can never match a new one."""
-    return f"{job_id}:{attempt}"
+def lease_token(job_id: str, lease_number: int) -> str:
+    """A lease is named by its job and how many leases the job has had, never reused, so a
+    stale lease (even one handed back by ``release``) can never match a new one."""
+    return f"{job_id}:{lease_number}"
 
 
 def encode_payload(

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from fairq import App, JobState
+from fairq import App, JobState, Throttle
 from fairq.app import JobDefinition
-from fairq.contract import Backend
+from fairq.contract import Backend, DequeueParams, TenantStats
 from fairq.errors import (
     ConfigError,
     InvalidTenant,
@@ -28,6 +28,8 @@ from fairq.errors import (
     UnknownJob,
 )
 from fairq.job import decode_payload
+from fairq.policy import status
+from fairq.policy.status import ThrottleHit
 
 NOW = 1_000_000.0
 AppFactory = Callable[..., App]
@@ -343,7 +345,7 @@ def test_a_sqlite_store_in_a_missing_directory_is_unavailable(tmp_path: Path) ->
         App(f"sqlite:///{tmp_path}/missing/a.db").stats()
 
 
-@pytest.mark.parametrize("weight", [0, -1, -0.5, math.nan, math.inf, True, "3"])
+@pytest.mark.parametrize("weight", [-1, -0.5, math.nan, math.inf, True, "3"])
 def test_a_weight_that_is_not_a_positive_number_is_refused(
     app: App, unchanged: None, weight: object
 ) -> None:
@@ -351,6 +353,13 @@ def test_a_weight_that_is_not_a_positive_number_is_refused(
         app.set_tenant("imports", "acme", weight=weight)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="weight"):
         app.set_queue("imports", weight=weight)  # type: ignore[arg-type]
+
+
+def test_a_queue_default_weight_of_0_is_refused_only_tenants_can_be_paused(
+    app: App, unchanged: None
+) -> None:
+    with pytest.raises(ConfigError, match="weight"):
+        app.set_queue("imports", weight=0)
 
 
 @pytest.mark.parametrize("cap", [0, -1, 1.5, math.nan, True, "2"])
@@ -452,3 +461,259 @@ def test_a_job_name_can_be_declared_once(app: App, jobs: Jobs) -> None:
 def test_a_payload_limit_must_be_a_sensible_int(size: object) -> None:
     with pytest.raises(ConfigError, match="max_payload_bytes"):
         App("memory://", max_payload_bytes=size)  # type: ignore[arg-type]
+
+
+# -- queue declarations, throttle rules, tenant reports (issue 5) ---------------------------
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now: float = NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_declared_queues_give_the_default_worker_order(make_app: AppFactory) -> None:
+    app = make_app()
+    app.queue("critical", strict=True)
+    app.queue("default", weight=6)
+    app.queue("default_throttled", weight=3)
+    app.queue("default_superslow", weight=1)
+    app.job(name="other", queue="reports", tenant="t")(lambda t: None)  # implicit: weight 1
+    assert str(app.queue_order()) == (
+        "critical,default:6,default_throttled:3,default_superslow:1,reports:1"
+    )
+
+
+def test_a_home_queue_is_declared_implicitly_and_may_be_declared_after(app: App) -> None:
+    app.job(name="a", queue="imports", tenant="t")(lambda t: None)
+    assert str(app.queue_order()) == "imports:1"
+    app.queue("imports", weight=4)
+    app.queue("urgent", strict=True)
+    assert str(app.queue_order()) == "urgent,imports:4"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"weight": 0}, "weight"),
+        ({"weight": -1}, "weight"),
+        ({"weight": math.nan}, "weight"),
+        ({"weight": "6"}, "weight"),
+        ({"strict": "yes"}, "strict"),
+    ],
+)
+def test_bad_queue_declarations_are_refused(app: App, kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        app.queue("default", **kwargs)
+    with pytest.raises(ConfigError, match="queue name"):
+        app.queue("bad queue!")
+
+
+def test_a_queue_is_declared_once(app: App) -> None:
+    app.queue("slow", weight=1)
+    with pytest.raises(ConfigError, match="already declared"):
+        app.queue("slow", weight=2)
+
+
+def _throttled_job(app: App, *rules: Throttle, queue: str = "default") -> JobDefinition[..., Any]:
+    @app.job(name="sync", queue=queue, tenant="tenant", throttle=list(rules))
+    def sync(tenant: str | None = None) -> None:
+        pass
+
+    return sync
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        (lambda: Throttle(threshold=1, per=60, queue="default"), "own queue"),
+        (lambda: Throttle(threshold=1, per=60, queue="nowhere"), "undeclared queue 'nowhere'"),
+        (lambda: Throttle(threshold=0, per=60, queue="slow"), "threshold"),
+        (lambda: Throttle(threshold=-1, per=60, queue="slow"), "threshold"),
+        (lambda: Throttle(threshold=1, per=0, queue="slow"), "per"),
+        (lambda: Throttle(threshold=1, per=-5, queue="slow"), "per"),
+        (lambda: Throttle(threshold=1, per=32 * 86400, queue="slow"), "31 days"),
+        (lambda: Throttle(threshold=1, per=math.nan, queue="slow"), "per"),
+        (lambda: Throttle(threshold=1, per=60, queue="bad queue"), "queue name"),
+        (lambda: {"threshold": 1, "per": 60, "queue": "slow"}, "fairq.Throttle"),
+    ],
+)
+def test_bad_throttle_rules_are_refused_at_declaration(
+    app: App, rule: Callable[[], Any], message: str
+) -> None:
+    app.queue("slow", weight=1)
+    with pytest.raises(ConfigError, match=message):
+        _throttled_job(app, rule())
+    assert "sync" not in app.jobs
+
+
+def test_throttle_rules_must_be_a_list_and_their_queue_declared_first(app: App) -> None:
+    with pytest.raises(ConfigError, match="list"):
+        app.job(name="x", tenant="t", throttle=Throttle(1, 60, "slow"))(lambda t: None)  # type: ignore[call-overload]
+    with pytest.raises(ConfigError, match="declare it"):
+        _throttled_job(app, Throttle(threshold=1, per=60, queue="slow"))
+    app.queue("slow")
+    _throttled_job(app, Throttle(threshold=1, per=60, queue="slow"))
+
+
+def _worked_example_app(make_app: AppFactory, clock: Clock) -> tuple[App, JobDefinition[..., Any]]:
+    app = make_app(clock=clock)
+    app.queue("slow", weight=1)
+    app.queue("slower", weight=1)
+    rules = (
+        Throttle(threshold=1, per=86400, queue="slow"),
+        Throttle(threshold=1, per=3600, queue="slower"),
+    )
+    return app, _throttled_job(app, *rules)
+
+
+def test_the_worked_example_of_the_issue_routes_exactly(make_app: AppFactory) -> None:
+    clock = Clock(0.0)
+    app, sync = _worked_example_app(make_app, clock)
+    went = []
+    for at, tenant in [(0, "foo"), (1, "foo"), (2, "bar"), (3602, "foo"), (86400 + 3603, "foo")]:
+        clock.now = float(at)
+        info = app.job_info(sync.enqueue(tenant))
+        assert info is not None
+        went.append(info.queue)
+    assert went == ["default", "slower", "default", "slow", "default"]
+
+
+def test_published_rules_apply_to_enqueue_by_name(make_app: AppFactory) -> None:
+    clock = Clock(0.0)
+    worker_app, _ = _worked_example_app(make_app, clock)
+    worker_app.publish()
+    producer = make_app(clock=clock)  # declares nothing
+    assert producer.backend.job_types()["sync"].throttle == worker_app.jobs["sync"].throttle
+    first, second = (producer.enqueue("sync", ["foo"]) for _ in range(2))
+    assert [producer.job_info(i).queue for i in (first, second)] == ["default", "slower"]  # type: ignore[union-attr]
+
+
+def test_an_explicit_queue_is_never_rerouted_nor_counted(make_app: AppFactory) -> None:
+    clock = Clock(0.0)
+    app, sync = _worked_example_app(make_app, clock)
+    for _ in range(3):
+        info = app.job_info(sync.options(queue="default").enqueue("foo"))
+        assert info is not None and info.queue == "default"
+    info = app.job_info(sync.enqueue("foo"))
+    assert info is not None and info.queue == "default"  # the first one counted
+
+
+def test_the_fallback_tenant_passes_through_with_a_warning(
+    make_app: AppFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = Clock(0.0)
+    app = make_app(clock=clock, fallback_tenant="anonymous")
+    app.queue("slow")
+    sync = _throttled_job(app, Throttle(threshold=1, per=60, queue="slow"))
+    with caplog.at_level(logging.WARNING, logger="fairq"):
+        ids = [sync.enqueue() for _ in range(3)]
+    assert {app.job_info(i).queue for i in ids} == {"default"}  # type: ignore[union-attr]
+    assert "throttle rules are not applied" in caplog.text
+
+
+def test_a_reroute_is_logged_at_debug(
+    make_app: AppFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = Clock(0.0)
+    app, sync = _worked_example_app(make_app, clock)
+    with caplog.at_level(logging.DEBUG, logger="fairq"):
+        app.enqueue_many([sync.call("foo"), sync.call("foo")])
+    (record,) = [r for r in caplog.records if getattr(r, "action", None) == "throttled"]
+    assert "instead of 'default'" in record.getMessage() and "'slower'" in record.getMessage()
+
+
+def _report(app: App, queue: str = "default") -> dict[str, Any]:
+    return {r.tenant: r for r in app.tenant_report(queue)}
+
+
+def test_tenant_report_says_why_each_tenant_is_not_running(make_app: AppFactory) -> None:
+    clock = Clock(NOW)
+    app = make_app(clock=clock)
+    app.queue("slow")
+    sync = _throttled_job(app, Throttle(threshold=2, per=600, queue="slow"))
+    app.set_tenant("default", "capped", max_running=1)
+    app.set_tenant("default", "limited", rate="1/minute")
+    app.set_tenant("default", "paused", weight=0)
+    for tenant, n in [("capped", 2), ("limited", 2), ("paused", 1), ("busy", 1), ("greedy", 3)]:
+        for _ in range(n):
+            sync.enqueue(tenant)
+    app.backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=NOW, limit=4))
+    sync.options(delay=60).enqueue("sleepy")
+    sync.enqueue("waiting")
+    report = _report(app)
+    statuses = {t: (r.status, r.reason) for t, r in report.items()}
+    assert statuses["capped"] == ("capped", "capped (1/1 running)")
+    assert statuses["limited"][0] == "rate-limited"
+    assert report["limited"].limited_until == NOW + 60
+    assert "eligible again at" in statuses["limited"][1] and "in 60.0s" in statuses["limited"][1]
+    assert statuses["paused"] == ("paused", "paused (weight 0)")
+    # the store keeps the newest threshold + 1 = 3 times, all in the window: "at least 3"
+    assert statuses["greedy"] == ("throttled", "throttled (≥3 in last 10m > 2 → slow)")
+    assert report["greedy"].throttle == ThrottleHit("sync", 3, 2, 600.0, "slow", at_least=True)
+    assert statuses["sleepy"] == ("idle", "idle")
+    assert statuses["waiting"] == ("waiting its turn", "waiting its turn")
+    running = [t for t, r in report.items() if r.status == "running"]
+    assert running and all(report[t].running for t in running)
+    assert math.isclose(sum(r.share for r in report.values()), 1.0)
+    served = [t for t, r in report.items() if r.share > 0]
+    assert set(served) == {t for t, r in report.items() if r.running}
+    assert app.tenant_report("default", tenant="paused")[0].tenant == "paused"
+    clock.now = NOW + 601  # the window has moved on
+    assert _report(app)["greedy"].status != "throttled"
+
+
+# -- the verdicts themselves (fairq.policy.status, pure) ----------------------------------------
+
+
+def _row(**fields: Any) -> TenantStats:
+    base: dict[str, Any] = {
+        "queue": "q", "tenant": "t", "weight": 1.0, "max_running": None, "ready": 1,
+        "scheduled": 0, "running": 0, "succeeded": 0, "failed": 0, "dead": 0,
+        "oldest_ready_at": None,
+    }  # fmt: skip
+    return TenantStats(**{**base, **fields})
+
+
+HIT = ThrottleHit("sync", 5, 3, 3600.0, "slow")
+
+
+@pytest.mark.parametrize(
+    ("fields", "hit", "expected"),
+    [
+        ({"weight": 0.0, "max_running": 1, "running": 1}, HIT, "paused (weight 0)"),
+        ({"max_running": 1, "running": 1, "limited_until": NOW + 5}, HIT, "capped (1/1 running)"),
+        ({"limited_until": NOW + 5}, HIT, "rate-limited (eligible again at"),
+        ({"limited_until": NOW}, None, "waiting its turn"),  # the hold has just ended
+        ({"running": 1}, HIT, "throttled (5 in last 1h > 3 → slow)"),
+        ({"running": 1, "ready": 0, "max_running": 1}, None, "running"),
+        ({"ready": 0, "max_running": 1, "limited_until": NOW + 5}, None, "idle"),
+        ({"ready": 0, "scheduled": 4}, None, "idle"),
+    ],
+)
+def test_the_first_verdict_that_applies_wins(
+    fields: dict[str, Any], hit: ThrottleHit | None, expected: str
+) -> None:
+    assert status.verdict(_row(**fields), NOW, hit)[1].startswith(expected)
+
+
+def test_shares_split_recent_usage_and_are_0_when_nobody_was_served() -> None:
+    assert status.shares({"a": 3.0, "b": 1.0}) == {"a": 0.75, "b": 0.25}
+    assert status.shares({"a": 0.0, "b": 0.0}) == {"a": 0.0, "b": 0.0}
+
+
+def test_a_throttle_hit_is_the_last_matching_rule_and_knows_when_its_count_is_a_floor() -> None:
+    rules = [Throttle(1, 86400, "slow"), Throttle(1, 3600, "slower")]
+    assert status.throttle_hit("j", [0.0, 1.0], 1.0, rules) == ThrottleHit(
+        "j", 2, 1, 3600.0, "slower", at_least=True
+    )
+    assert status.throttle_hit("j", [1.0, 3602.0], 3602.0, rules) == ThrottleHit(
+        "j", 2, 1, 86400.0, "slow", at_least=True
+    )
+    assert status.throttle_hit("j", [3602.0], 90003.0, rules) is None
+    wide = [Throttle(1, 60, "slow"), Throttle(5, 60, "slower")]
+    assert status.throttle_hit("j", [0.0, 1.0], 1.0, wide) == ThrottleHit("j", 2, 1, 60.0, "slow")

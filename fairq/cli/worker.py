@@ -26,7 +26,8 @@ from fairq.worker.worker import DEFAULT_RETENTION
     default=None,
     help="Which queues to serve, in what order. 'a,b': always a first, b only when a is empty. "
     "'reports:3,default:1': draw three to one (and fall through when one is empty). Mixed: "
-    "'critical,default:6,slow:1'. Default: every queue the app's jobs use, evenly.",
+    "'critical,default:6,slow:1'. Default: the app's declared queues (app.queue(...) and the "
+    "jobs' home queues, throttle queues included), strict ones first, the rest by weight.",
 )
 @click.option(
     "-c",

@@ -23,67 +23,89 @@ from fairq.contract import (
     ListDeadParams,
     MaintainParams,
     MaintainResult,
-    QueueSettings,
     ReleaseParams,
     RequeueParams,
+    SetQueueParams,
     StatsParams,
     TenantSettingsParams,
     TenantStats,
+    ThrottleWindowsParams,
 )
 from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
-from fairq.job import JobInfo, JobState, Lease
+from fairq.job import JobInfo, JobState, Lease, NewJob
+from fairq.model import rules
+from fairq.model.reads import Reads
 from fairq.model.state import Job, Queue, Tenant
-from fairq.policy import fairness
+from fairq.policy import throttle
 
 LEASE_EXPIRED_ERROR = "lease expired"
 
 
-class ReferenceModel:
+class ReferenceModel(Reads):
     """An in-memory store that follows the rules to the letter. Thread-safe; one process."""
 
     def __init__(self) -> None:
-        self._queues: dict[str, Queue] = {}
-        self._jobs: dict[str, Job] = {}
-        self._by_seq: dict[int, Job] = {}
+        super().__init__()
         self._seq = 0
-        self._types: dict[str, JobType] = {}
         self._changed = threading.Condition(threading.RLock())
+
+    @classmethod
+    def from_url(cls, url: str) -> ReferenceModel:
+        return cls()
 
     # -- producing -------------------------------------------------------------------------
 
-    def enqueue(self, params: EnqueueParams) -> None:
+    def enqueue(self, params: EnqueueParams) -> list[str]:
         with self._changed:
             duplicate = [j.id for j in params.jobs if j.id in self._jobs]
             if duplicate or len({j.id for j in params.jobs}) != len(params.jobs):
                 raise DuplicateJob(f"job ids already stored or repeated: {duplicate}")
-            for new in params.jobs:
-                self._seq += 1
-                job = Job(
-                    seq=self._seq,
-                    id=new.id,
-                    name=new.name,
-                    queue=new.queue,
-                    tenant=new.tenant,
-                    payload=new.payload,
-                    priority=new.priority,
-                    state=JobState.SCHEDULED,
-                    enqueued_at=params.now,
-                    run_at=new.run_at,
-                    ready_at=None,
-                    max_attempts=new.max_attempts,
-                    lease_timeout=new.lease_timeout,
-                    cost=new.cost,
-                )
-                self._jobs[job.id] = job
-                self._by_seq[job.seq] = job
-                queue = self._queue(job.queue)
-                tenant = queue.tenant(job.tenant)
-                if job.run_at <= params.now:
-                    self._make_ready(queue, tenant, job, params.now)
-                else:
-                    tenant.scheduled += 1
-                    heapq.heappush(queue.scheduled, (job.run_at, job.seq))
+            queues = [self._store(new, params.now) for new in params.jobs]
             self._changed.notify_all()
+            return queues
+
+    def _store(self, new: NewJob, now: float) -> str:
+        self._seq += 1
+        job = Job(
+            seq=self._seq,
+            id=new.id,
+            name=new.name,
+            queue=self._route(new, now),
+            tenant=new.tenant,
+            payload=new.payload,
+            priority=new.priority,
+            state=JobState.SCHEDULED,
+            enqueued_at=now,
+            run_at=new.run_at,
+            ready_at=None,
+            max_attempts=new.max_attempts,
+            lease_timeout=new.lease_timeout,
+            cost=new.cost,
+        )
+        self._jobs[job.id] = job
+        self._by_seq[job.seq] = job
+        queue = self._queue(job.queue)
+        tenant = queue.tenant(job.tenant)
+        if job.run_at <= now:
+            self._make_ready(queue, tenant, job, now, now)
+        else:
+            tenant.scheduled += 1
+            heapq.heappush(queue.scheduled, (job.run_at, job.seq))
+        return job.queue
+
+    def _route(self, new: NewJob, now: float) -> str:
+        """Record the enqueue in its throttle window, then let the rules pick the queue."""
+        if not new.throttle:
+            return new.queue
+        key = (new.name, new.tenant)
+        span = throttle.window_span(new.throttle)
+        old, old_span = self._windows.get(key, ([], 0.0))
+        if old and old[-1] < now - old_span:
+            old = []  # a window idle for longer than its span is forgotten (expired)
+        kept = [t for t in old if t >= now - span]
+        times = [*kept, now][-throttle.window_size(new.throttle) :]
+        self._windows[key] = (times, span)
+        return throttle.choose_queue(times, now, new.throttle, new.queue)
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -107,33 +129,26 @@ class ReferenceModel:
         return None
 
     def _dispatch(self, queue: Queue, tenant: Tenant, worker: str, now: float) -> Lease:
-        assert tenant.start is not None
         _, seq = heapq.heappop(tenant.ready_heap)
         job = self._by_seq[seq]
         job.state = JobState.RUNNING
         job.attempts += 1
+        job.leases += 1
         job.started_at = now
         job.deadline = now + job.lease_timeout
         job.worker = worker
-        heapq.heappush(queue.running, (job.deadline, job.seq, job.attempts))
-        queue.vclock = tenant.start
-        tenant.finish = fairness.finish_after_dispatch(
-            tenant.start, job.cost, queue.weight_of(tenant)
-        )
-        tenant.ready -= 1
-        tenant.running += 1
-        tenant.start = tenant.finish if self._eligible(queue, tenant) else None
-        queue.index(tenant)
+        heapq.heappush(queue.running, (job.deadline, job.seq, job.leases))
+        rules.dispatch(queue, tenant, job, now)
         return job.lease()
 
     def ack(self, params: AckParams) -> None:
         with self._changed:
             job = self._held(params.token, params.now)
-            queue, tenant = self._end_run(job, params.now)
+            queue, tenant = self._end_run(job, params.now, params.now)
             tenant.succeeded += 1
             job.state = JobState.SUCCEEDED
             job.finished_at = params.now
-            self._retag(queue, tenant)
+            rules.retag(queue, tenant)
             self._changed.notify_all()
 
     def fail(self, params: FailParams) -> JobInfo:
@@ -146,10 +161,10 @@ class ReferenceModel:
     def release(self, params: ReleaseParams) -> None:
         with self._changed:
             job = self._held(params.token, params.now)
-            queue, tenant = self._end_run(job, params.now)
+            queue, tenant = self._end_run(job, params.now, params.now)
             job.attempts -= 1
-            self._make_ready(queue, tenant, job, params.now)
-            self._retag(queue, tenant)
+            self._make_ready(queue, tenant, job, params.now, params.now)
+            rules.retag(queue, tenant)
             self._changed.notify_all()
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
@@ -162,9 +177,10 @@ class ReferenceModel:
                 except (LeaseExpired, LeaseNotFound):
                     lost.append(token)
                     continue
-                job.deadline = params.now + job.lease_timeout
                 queue = self._queues[job.queue]
-                heapq.heappush(queue.running, (job.deadline, job.seq, job.attempts))
+                rules.charge_progress(queue, queue.tenants[job.tenant], job, params.now)
+                job.deadline = params.now + job.lease_timeout
+                heapq.heappush(queue.running, (job.deadline, job.seq, job.leases))
                 deadlines[token] = job.deadline
             return HeartbeatResult(deadlines=deadlines, lost=lost)
 
@@ -172,12 +188,12 @@ class ReferenceModel:
 
     def _held(self, token: str, now: float) -> Job:
         """The running job a token names, or LeaseNotFound / LeaseExpired."""
-        job_id, _, attempt_text = token.rpartition(":")
+        job_id, _, lease_text = token.rpartition(":")
         job = self._jobs.get(job_id)
-        if job is None or job.state is not JobState.RUNNING or str(job.attempts) != attempt_text:
+        if job is None or job.state is not JobState.RUNNING or str(job.leases) != lease_text:
             raise LeaseNotFound(
                 f"no job is held under lease {token!r}: it was never issued, is already "
-                "finished, or expired and was handed out again"
+                "finished, or was handed back or expired"
             )
         assert job.deadline is not None
         if now >= job.deadline:
@@ -187,25 +203,16 @@ class ReferenceModel:
             )
         return job
 
-    def _end_run(self, job: Job, ended_at: float) -> tuple[Queue, Tenant]:
-        """Charge the run's real cost in place of its estimate and free its slot."""
+    def _end_run(self, job: Job, ended_at: float, now: float) -> tuple[Queue, Tenant]:
         queue = self._queues[job.queue]
         tenant = queue.tenants[job.tenant]
-        assert job.started_at is not None
-        tenant.finish = fairness.finish_after_run(
-            tenant.finish,
-            job.cost,
-            fairness.run_charge(job.started_at, ended_at),
-            queue.weight_of(tenant),
-        )
-        tenant.running -= 1
-        job.deadline = None
+        rules.end_run(queue, tenant, job, ended_at, now)
         return queue, tenant
 
     def _fail(
         self, job: Job, now: float, ended_at: float, error: str, retry_at: float | None
     ) -> None:
-        queue, tenant = self._end_run(job, ended_at)
+        queue, tenant = self._end_run(job, ended_at, now)
         tenant.failed += 1
         job.last_error = error
         if retry_at is None or job.attempts >= job.max_attempts:
@@ -213,13 +220,13 @@ class ReferenceModel:
             job.finished_at = now
             tenant.dead += 1
         elif retry_at <= now:
-            self._make_ready(queue, tenant, job, now)
+            self._make_ready(queue, tenant, job, now, now)
         else:
             job.state = JobState.SCHEDULED
             job.run_at = retry_at
             tenant.scheduled += 1
             heapq.heappush(queue.scheduled, (retry_at, job.seq))
-        self._retag(queue, tenant)
+        rules.retag(queue, tenant)
 
     # -- maintenance -----------------------------------------------------------------------
 
@@ -238,22 +245,24 @@ class ReferenceModel:
             )
 
     def _maintain(self, now: float, names: Sequence[str]) -> tuple[int, int]:
+        """Promote due jobs, expire overdue leases, then end rate limits that are over."""
         promoted = expired = 0
         for name in names:
             queue = self._queues.get(name)
             if queue is not None:
                 promoted += self._promote(queue, now)
                 expired += self._expire(queue, now)
+                self._unlimit(queue, now)
         return promoted, expired
 
     def _promote(self, queue: Queue, now: float) -> int:
         count = 0
         while queue.scheduled and queue.scheduled[0][0] <= now:
-            _, seq = heapq.heappop(queue.scheduled)
+            run_at, seq = heapq.heappop(queue.scheduled)
             job = self._by_seq[seq]
             tenant = queue.tenants[job.tenant]
             tenant.scheduled -= 1
-            self._make_ready(queue, tenant, job, now)
+            self._make_ready(queue, tenant, job, now, run_at)
             count += 1
         return count
 
@@ -268,14 +277,20 @@ class ReferenceModel:
             count += 1
         return count
 
+    def _unlimit(self, queue: Queue, now: float) -> None:
+        while (tenant := rules.first_limited(queue, now)) is not None:
+            heapq.heappop(queue.limited)
+            tenant.limited_until = None
+            rules.refresh(queue, tenant, now)
+
     def _first_running(self, queue: Queue) -> Job | None:
         while queue.running:
-            deadline, seq, attempt = queue.running[0]
+            deadline, seq, lease = queue.running[0]
             job = self._by_seq.get(seq)
             if (
                 job is not None
                 and job.state is JobState.RUNNING
-                and job.attempts == attempt
+                and job.leases == lease
                 and job.deadline == deadline
             ):
                 return job
@@ -293,6 +308,9 @@ class ReferenceModel:
             job = self._first_running(queue)
             if job is not None and job.deadline is not None:
                 due.append(job.deadline)
+            limited = rules.next_limited(queue)
+            if limited is not None:
+                due.append(limited)
         return min(due, default=None)
 
     def _prune(self, before: float) -> int:
@@ -308,24 +326,18 @@ class ReferenceModel:
 
     # -- settings --------------------------------------------------------------------------
 
-    def set_queue(self, settings: QueueSettings) -> None:
+    def set_queue(self, params: SetQueueParams) -> None:
         with self._changed:
+            settings = params.settings
             queue = self._queue(settings.queue)
             queue.weight = settings.weight
             queue.max_running = settings.max_running
+            queue.rate = settings.rate
+            queue.half_life = settings.half_life
+            queue.max_debt = settings.max_debt
             for tenant in queue.tenants.values():
-                if tenant.weight is None or tenant.max_running is None:
-                    self._refresh(queue, tenant)
+                self._resettle(queue, tenant, params.now)
             self._changed.notify_all()
-
-    def get_queue(self, queue: str) -> QueueSettings:
-        with self._changed:
-            found = self._queues.get(queue)
-            if found is None:
-                return QueueSettings(queue=queue)
-            return QueueSettings(
-                queue=queue, weight=found.weight, max_running=found.max_running
-            )
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
         with self._changed:
@@ -335,46 +347,26 @@ class ReferenceModel:
                 tenant.weight = params.weight
             if not isinstance(params.max_running, Keep):
                 tenant.max_running = params.max_running
-            self._refresh(queue, tenant)
+            if not isinstance(params.rate, Keep):
+                tenant.rate = params.rate
+            self._resettle(queue, tenant, params.now)
             self._changed.notify_all()
-            return self._stats_of(queue, tenant)
+            return self._stats_of(queue, tenant, params.now)
+
+    def _resettle(self, queue: Queue, tenant: Tenant, now: float) -> None:
+        """Settings changed: recompute the rate hold, then eligibility."""
+        rules.limit_until(queue, tenant, now)
+        rules.refresh(queue, tenant, now)
 
     def publish_job_types(self, types: Sequence[JobType]) -> None:
         with self._changed:
             self._types.update({t.name: t for t in types})
 
-    def job_types(self) -> dict[str, JobType]:
-        with self._changed:
-            return dict(self._types)
-
-    # -- inspection ------------------------------------------------------------------------
+    # -- inspection (see Reads) -------------------------------------------------------------
 
     def stats(self, params: StatsParams) -> list[TenantStats]:
         with self._changed:
-            rows = [
-                self._stats_of(queue, tenant)
-                for queue in self._queues.values()
-                if params.queue is None or queue.name == params.queue
-                for tenant in queue.tenants.values()
-                if params.tenant is None or tenant.name == params.tenant
-            ]
-            return sorted(rows, key=lambda r: (r.queue, r.tenant))
-
-    def _stats_of(self, queue: Queue, tenant: Tenant) -> TenantStats:
-        ready_at = [self._by_seq[seq].ready_at for _, seq in tenant.ready_heap]
-        return TenantStats(
-            queue=queue.name,
-            tenant=tenant.name,
-            weight=queue.weight_of(tenant),
-            max_running=queue.cap_of(tenant),
-            ready=tenant.ready,
-            scheduled=tenant.scheduled,
-            running=tenant.running,
-            succeeded=tenant.succeeded,
-            failed=tenant.failed,
-            dead=tenant.dead,
-            oldest_ready_at=min((t for t in ready_at if t is not None), default=None),
-        )
+            return self._stats(params)
 
     def get_jobs(self, ids: Sequence[str]) -> list[JobInfo]:
         with self._changed:
@@ -382,15 +374,11 @@ class ReferenceModel:
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         with self._changed:
-            dead = [
-                j
-                for j in self._jobs.values()
-                if j.state is JobState.DEAD
-                and (params.queue is None or j.queue == params.queue)
-                and (params.tenant is None or j.tenant == params.tenant)
-            ]
-            dead.sort(key=lambda j: (j.finished_at or 0.0, j.seq))
-            return [j.info() for j in dead[: params.limit]]
+            return self._dead(params)
+
+    def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
+        with self._changed:
+            return self._window_times(params)
 
     def requeue(self, params: RequeueParams) -> int:
         with self._changed:
@@ -404,7 +392,7 @@ class ReferenceModel:
                 tenant.dead -= 1
                 job.attempts = 0
                 job.finished_at = None
-                self._make_ready(queue, tenant, job, params.now)
+                self._make_ready(queue, tenant, job, params.now, params.now)
                 count += 1
             self._changed.notify_all()
             return count
@@ -427,28 +415,12 @@ class ReferenceModel:
             found = self._queues[name] = Queue(name)
         return found
 
-    def _eligible(self, queue: Queue, tenant: Tenant) -> bool:
-        return fairness.is_eligible(tenant.ready, tenant.running, queue.cap_of(tenant))
-
-    def _make_ready(self, queue: Queue, tenant: Tenant, job: Job, now: float) -> None:
+    def _make_ready(
+        self, queue: Queue, tenant: Tenant, job: Job, now: float, ready_at: float
+    ) -> None:
+        returning = tenant.ready == 0
         job.state = JobState.READY
-        job.ready_at = now
+        job.ready_at = ready_at
         tenant.ready += 1
         heapq.heappush(tenant.ready_heap, (-job.priority, job.seq))
-        self._refresh(queue, tenant)
-
-    def _refresh(self, queue: Queue, tenant: Tenant) -> None:
-        """A tenant that becomes eligible starts at max(F, V); one that stops leaves the index."""
-        if not self._eligible(queue, tenant):
-            tenant.start = None
-        elif tenant.start is None:
-            tenant.start = fairness.start_tag(tenant.finish, queue.vclock)
-        queue.index(tenant)
-
-    def _retag(self, queue: Queue, tenant: Tenant) -> None:
-        """After a run's cost is settled, an eligible tenant's start tag is max(F, V)."""
-        if self._eligible(queue, tenant):
-            tenant.start = fairness.start_tag(tenant.finish, queue.vclock)
-        else:
-            tenant.start = None
-        queue.index(tenant)
+        rules.refresh(queue, tenant, now, returning=returning)

@@ -10,6 +10,8 @@ import heapq
 from dataclasses import dataclass, field
 
 from fairq.job import JobInfo, JobState, Lease, lease_token
+from fairq.policy.history import DEFAULT_HALF_LIFE
+from fairq.policy.rate import Rate
 
 
 @dataclass
@@ -29,6 +31,8 @@ class Job:
     lease_timeout: float
     cost: float
     attempts: int = 0
+    leases: int = 0  # how many leases the job has had; names the current one
+    charged: float = 0.0  # seconds of this run already charged to its tenant
     started_at: float | None = None
     deadline: float | None = None
     finished_at: float | None = None
@@ -57,7 +61,7 @@ class Job:
     def lease(self) -> Lease:
         assert self.started_at is not None and self.deadline is not None
         return Lease(
-            token=lease_token(self.id, self.attempts),
+            token=lease_token(self.id, self.leases),
             job_id=self.id,
             name=self.name,
             queue=self.queue,
@@ -77,6 +81,11 @@ class Tenant:
     name: str
     weight: float | None = None  # own setting; None: the queue's default
     max_running: int | None = None
+    rate: Rate | None = None
+    tat: float | None = None  # GCRA theoretical arrival time, once rate-limited
+    limited_until: float | None = None  # set while waiting on its rate limit
+    usage: float = 0.0  # recent service, decaying (policy.history)
+    usage_at: float = 0.0
     finish: float = 0.0
     start: float | None = None  # set only while eligible
     version: int = 0
@@ -97,8 +106,12 @@ class Queue:
     name: str
     weight: float = 1.0
     max_running: int | None = None
+    rate: Rate | None = None
+    half_life: float | None = None
+    max_debt: float = 60.0
     vclock: float = 0.0
     tenants: dict[str, Tenant] = field(default_factory=dict)
+    limited: list[tuple[float, str]] = field(default_factory=list)  # (limited_until, tenant)
     eligible: list[tuple[float, int, str, int]] = field(default_factory=list)
     scheduled: list[tuple[float, int]] = field(default_factory=list)  # (run_at, seq)
     running: list[tuple[float, int, int]] = field(default_factory=list)  # (deadline, seq, attempt)
@@ -114,6 +127,12 @@ class Queue:
 
     def cap_of(self, tenant: Tenant) -> int | None:
         return tenant.max_running if tenant.max_running is not None else self.max_running
+
+    def rate_of(self, tenant: Tenant) -> Rate | None:
+        return tenant.rate if tenant.rate is not None else self.rate
+
+    def usage_half_life(self) -> float:
+        return self.half_life if self.half_life is not None else DEFAULT_HALF_LIFE
 
     def index(self, tenant: Tenant) -> None:
         """Record the tenant's current start tag in the eligible heap."""

@@ -32,9 +32,27 @@ def finish_after_dispatch(start: float, estimate: float, weight: float) -> float
     return start + estimate / weight
 
 
-def finish_after_run(finish: float, estimate: float, charge: float, weight: float) -> float:
-    """Replace the estimate charged at dispatch by what the run really cost."""
-    return finish + (charge - estimate) / weight
+def finish_after_run(finish: float, charged: float, charge: float, weight: float) -> float:
+    """Replace what a run was charged so far (estimate, heartbeats) by what it really cost.
+
+    A paused tenant (weight 0) is not re-charged: its finish tag waits for it unchanged.
+    """
+    if weight <= 0:
+        return finish
+    return finish + (charge - charged) / weight
+
+
+def charge_progress(
+    finish: float, charged: float, elapsed: float, weight: float
+) -> tuple[float, float]:
+    """At a heartbeat, charge a running job's time beyond what its tenant already paid.
+
+    Returns the new finish tag and the new amount charged, so a ten-minute job does not look
+    cheap until it ends.
+    """
+    if elapsed <= charged or weight <= 0:
+        return finish, charged
+    return finish + (elapsed - charged) / weight, elapsed
 
 
 def run_charge(started_at: float, ended_at: float) -> float:
@@ -42,16 +60,26 @@ def run_charge(started_at: float, ended_at: float) -> float:
     return max(ended_at - started_at, MIN_CHARGE)
 
 
-def is_eligible(ready: int, running: int, max_running: int | None) -> bool:
-    """May the scheduler pick this tenant now: work waiting, and a free slot under its cap."""
-    return ready > 0 and (max_running is None or running < max_running)
+def is_eligible(
+    ready: int, running: int, max_running: int | None, weight: float, limited: bool
+) -> bool:
+    """May the scheduler pick this tenant now: work waiting, a free slot under its cap,
+    not paused (weight 0), and not waiting on its rate limit."""
+    return (
+        ready > 0
+        and (max_running is None or running < max_running)
+        and weight > 0
+        and not limited
+    )
 
 
-def check_weight(weight: object) -> float:
+def check_weight(weight: object, *, paused_ok: bool = False) -> float:
+    """A valid weight: positive and finite; 0 (paused) too where ``paused_ok``."""
+    least = "0 (paused) or more" if paused_ok else "a positive number"
     if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-        raise ConfigError(f"weight must be a positive number, got {weight!r}")
-    if not math.isfinite(weight) or weight <= 0:
-        raise ConfigError(f"weight must be a positive finite number, got {weight!r}")
+        raise ConfigError(f"weight must be {least}, got {weight!r}")
+    if not math.isfinite(weight) or weight < 0 or (weight == 0 and not paused_ok):
+        raise ConfigError(f"weight must be {least} and finite, got {weight!r}")
     return float(weight)
 
 

@@ -80,6 +80,14 @@ class QueueOrder:
         return cls(groups)
 
     @classmethod
+    def of(cls, *, strict: list[str], weighted: dict[str, float]) -> QueueOrder:
+        """Strict tiers in the given order, then one group drawn by weight (declarations)."""
+        groups = [_Group({check_queue_name(n): 1.0}, weighted=False) for n in strict]
+        if weighted:
+            groups.append(_Group({check_queue_name(n): w for n, w in weighted.items()}))
+        return cls(groups)
+
+    @classmethod
     def strict(cls, names: list[str]) -> QueueOrder:
         return cls([_Group({check_queue_name(n): 1.0}, weighted=False) for n in names])
 

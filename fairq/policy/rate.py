@@ -74,9 +74,17 @@ def next_start(tat: float, interval: float, tolerance: float) -> float:
     return tat - tolerance
 
 
-def after_start(tat: float, now: float, interval: float) -> float:
+def after_start(tat: float | None, now: float, interval: float) -> float:
     """The theoretical arrival time once a job starts at ``now``."""
-    return max(tat, now) + interval
+    return (now if tat is None else max(tat, now)) + interval
+
+
+def limited_until(tat: float | None, now: float, interval: float, tolerance: float) -> float | None:
+    """When a tenant that has just started a job may start the next; None if it may now."""
+    if tat is None:
+        return None
+    allowed = next_start(tat, interval, tolerance)
+    return allowed if allowed > now else None
 
 
 def may_start(tat: float | None, now: float, interval: float, tolerance: float) -> bool:

@@ -95,5 +95,3 @@ def describe(exc: BaseException) -> str:
     """``TypeName: message``, the way a log line and a dead job's ``last_error`` start."""
     message = str(exc)
     return f"{type(exc).__qualname__}: {message}" if message else type(exc).__qualname__
-
-

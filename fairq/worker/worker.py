@@ -9,6 +9,7 @@ Threads, and who talks to the store::
     fairq-async       ``async def`` jobs on one event loop; fairq-report stores their outcomes
     fairq-heartbeat   extends the held leases
     fairq-maintain    expires lapsed leases and prunes old jobs on every queue
+    fairq-weights     calls the app's tenant_weights callbacks (only if it has some)
 
 Shutdown: stop taking jobs; give the running ones ``grace_period`` seconds; release the rest
 (ready again at once, the attempt not counted); return. A second stop(hand_back_now=True) (the
@@ -41,6 +42,7 @@ from fairq.worker.joblog import Outcome, describe, log_job_end
 from fairq.worker.maintenance import Maintenance
 from fairq.worker.runner import JobRunner
 from fairq.worker.running import RunningJobs
+from fairq.worker.weights import WeightRefresher
 
 log = logging.getLogger("fairq.worker")
 
@@ -54,10 +56,12 @@ class Worker:
     """Runs the jobs of ``app`` from its store.
 
     ``queues``: which queues to serve and in what order, e.g. ``"critical, default:6, slow:1"``
-    (see ``QueueOrder``); by default every queue the app's jobs declare, drawn evenly.
+    (see ``QueueOrder``); by default ``app.queue_order()``: every declared queue (jobs' home
+    queues and ``app.queue(...)``, throttle queues included), strict ones first.
     ``concurrency``: jobs at once, ``def`` and ``async def`` together. ``grace_period``: seconds
     running jobs get to finish at shutdown before they are handed back. ``heartbeat_interval``:
-    seconds between lease extensions (default: a third of the shortest running lease).
+    seconds between lease extensions (default: a third of the shortest running lease; each
+    extension also charges running jobs' elapsed time to their tenants).
     ``poll_interval``: the longest wait for new work before looking again. ``burst``: return once
     no job is ready or scheduled. ``retention``: seconds succeeded jobs are kept.
     """
@@ -95,6 +99,7 @@ class Worker:
         self.maintenance_interval = _seconds("maintenance_interval", maintenance_interval)
         self.retention = None if retention is None else _seconds("retention", retention)
         self.burst = burst
+        self._check_heartbeat()
         self.app_name = app_name or f"App({redact_url(app.url)!r})"
         self.running = RunningJobs(concurrency)
         self._stopping = threading.Event()
@@ -149,11 +154,11 @@ class Worker:
     def _serve(self) -> None:
         runner: JobRunner | None = None
         fetcher: Fetcher | None = None
-        beats: list[Heartbeat | Maintenance] = []
+        beats: list[Heartbeat | Maintenance | WeightRefresher] = []
         try:
             self.app.publish()
             runner = JobRunner(self.app, self.running, app_name=self.app_name, clock=self.app.clock)
-            beats = [self._heartbeat(), self._maintenance()]
+            beats = [self._heartbeat(), self._maintenance(), self._weights()]
             for beat in beats:
                 beat.start()
             fetcher = self._fetcher(runner)
@@ -185,6 +190,25 @@ class Worker:
             retention=self.retention,
         )
 
+    def _weights(self) -> WeightRefresher:
+        served = set(self.order.queues)
+        registrations = [r for q, r in self.app.weight_callbacks.items() if q in served]
+        return WeightRefresher(self.app.backend, registrations, clock=self.app.clock)
+
+    def _check_heartbeat(self) -> None:
+        """Warn when beats are too rare: a lease may lapse, and long jobs are charged late."""
+        if self.heartbeat_interval is None or not self.app.jobs:
+            return
+        shortest = min(self.app.jobs.values(), key=lambda d: d.lease_timeout)
+        if self.heartbeat_interval > shortest.lease_timeout / 3:
+            log.warning(
+                "heartbeat_interval %g s is over a third of the lease of job %r (%g s): its lease "
+                "may lapse between beats, and long runs are charged to their tenant late",
+                self.heartbeat_interval,
+                shortest.name,
+                shortest.lease_timeout,
+            )
+
     def _fetcher(self, runner: JobRunner) -> Fetcher:
         return Fetcher(
             self.app.backend,
@@ -210,7 +234,9 @@ class Worker:
         )
 
     def _shut_down(
-        self, runner: JobRunner | None, beats: Sequence[Heartbeat | Maintenance]
+        self,
+        runner: JobRunner | None,
+        beats: Sequence[Heartbeat | Maintenance | WeightRefresher],
     ) -> None:
         self.running.close()
         started = self._stop_requested_at or time.monotonic()
@@ -292,22 +318,14 @@ class Worker:
 
 
 def queue_order(app: App, queues: QueueOrder | str | Sequence[str] | None) -> QueueOrder:
-    """The order to serve; by default every queue the app's jobs declare, drawn evenly."""
+    """The order to serve: as given, else the app's declared queues (``App.queue_order``)."""
     if isinstance(queues, QueueOrder):
         return queues
     if isinstance(queues, str):
         return QueueOrder.parse(queues)
     if queues is not None:
         return QueueOrder.strict(list(queues))
-    declared = sorted({definition.queue for definition in app.jobs.values()})
-    if not declared:
-        raise ConfigError(
-            "the app declares no jobs, so there is no queue to serve; declare jobs with "
-            "@app.job or name the queues (--queues)"
-        )
-    if len(declared) == 1:
-        return QueueOrder.strict(declared)
-    return QueueOrder.parse(",".join(f"{name}:1" for name in declared))
+    return app.queue_order()
 
 
 def _seconds(label: str, value: object, *, zero_ok: bool = False) -> float:

@@ -10,7 +10,7 @@ import fairq.cli.admin
 import fairq.cli.demo  # noqa: F401
 from fairq.app import App
 from fairq.cli import cli
-from fairq.contract import DequeueParams, FailParams
+from fairq.contract import DequeueParams, FailParams, StatsParams
 from fairq.demo.jobs import WORK
 
 
@@ -26,8 +26,12 @@ class Store:
         return runner.invoke(cli, [*args, "--url", self.url], catch_exceptions=False)
 
     def snapshot(self) -> list[object]:
-        """Everything the admin commands can change, to show a failed command changed nothing."""
-        return [self.app.stats(), self.app.dead(limit=1000), self.app.backend.job_types()]
+        """Everything the admin commands can change, to show a failed command changed nothing.
+
+        Stats as stored (no ``now``): usage read at two moments decays, yet nothing changed.
+        """
+        stats = self.app.backend.stats(StatsParams())
+        return [stats, self.app.dead(limit=1000), self.app.backend.job_types()]
 
     def enqueue(self, customer: str, queue: str | None = None, n: int = 1) -> list[str]:
         job = self.app.jobs[WORK]

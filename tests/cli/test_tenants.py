@@ -51,12 +51,13 @@ def test_queue_defaults(store: Store) -> None:
 
 
 BAD_VALUES = ["0", "-1", "nan", "inf", "abc", ""]
+BAD_TENANT_WEIGHTS = ["-1", "nan", "inf", "abc", ""]  # 0 pauses a tenant
 BAD_CAPS = ["0", "-1", "1.5", "abc", "", "nan"]
 
 
 @pytest.mark.parametrize(
     "args",
-    [["tenants", "demo", "acme", "--weight", w] for w in BAD_VALUES]
+    [["tenants", "demo", "acme", "--weight", w] for w in BAD_TENANT_WEIGHTS]
     + [["tenants", "demo", "acme", "--max-running", c] for c in BAD_CAPS]
     + [["queue", "demo", "--weight", w] for w in BAD_VALUES]
     + [["queue", "demo", "--max-running", c] for c in BAD_CAPS]

@@ -47,10 +47,18 @@ def _redis(tmp: Path) -> Backend:
     return backend
 
 
+def _postgres(tmp: Path) -> Backend:
+    """A fresh schema per store on ``$FAIRQ_TEST_POSTGRES_URL``, dropped when it is closed."""
+    from postgres._store import open_disposable  # tests/postgres (tests/ is on sys.path)
+
+    return open_disposable()
+
+
 BACKENDS: dict[str, BackendFactory] = {
     "model": _model,
     "sqlite": _sqlite,
     "redis": _redis,
+    "postgres": _postgres,
 }
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fairq.contract import Backend, QueueSettings
+from fairq.contract import Backend, QueueSettings, SetQueueParams
 
 from .helpers import Q, enqueue, new_job, new_jobs, set_tenant, take
 
 
 def busy_store(backend: Backend) -> Backend:
     """Several tenants with weights, a cap, priorities, a delayed job, and two queues."""
-    backend.set_queue(QueueSettings(queue="other", weight=2.0))
+    backend.set_queue(SetQueueParams(settings=QueueSettings(queue="other", weight=2.0), now=0.0))
     enqueue(backend, new_jobs("a", range(10)))
     enqueue(backend, new_jobs("b", range(10, 20), cost=3.0))
     enqueue(backend, [new_job(20 + n, "c", priority=n % 3) for n in range(10)])

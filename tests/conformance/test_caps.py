@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairq.contract import Backend, QueueSettings
+from fairq.contract import Backend, QueueSettings, SetQueueParams
 
 from .helpers import Q, ack, enqueue, new_jobs, set_tenant, stat, take, take_one
 
@@ -46,7 +46,7 @@ def test_a_tenant_alone_at_its_cap_gets_nothing_more(backend: Backend) -> None:
 
 
 def test_queue_default_cap_applies_to_new_tenants(backend: Backend) -> None:
-    backend.set_queue(QueueSettings(queue=Q, max_running=2))
+    backend.set_queue(SetQueueParams(settings=QueueSettings(queue=Q, max_running=2), now=0.0))
     assert backend.get_queue(Q) == QueueSettings(queue=Q, weight=1.0, max_running=2)
     enqueue(backend, new_jobs("new", range(5)))
     assert stat(backend, "new").max_running == 2
@@ -66,12 +66,12 @@ def test_raising_a_cap_makes_a_capped_tenant_eligible_again(backend: Backend) ->
 def test_raising_the_queue_default_releases_tenants_without_their_own_cap(
     backend: Backend,
 ) -> None:
-    backend.set_queue(QueueSettings(queue=Q, max_running=1))
+    backend.set_queue(SetQueueParams(settings=QueueSettings(queue=Q, max_running=1), now=0.0))
     enqueue(backend, new_jobs("a", range(5)))
     enqueue(backend, new_jobs("b", range(5, 10)))
     set_tenant(backend, "b", max_running=1)
     assert sorted(lease.tenant for lease in take(backend, limit=5)) == ["a", "b"]
-    backend.set_queue(QueueSettings(queue=Q, max_running=3))
+    backend.set_queue(SetQueueParams(settings=QueueSettings(queue=Q, max_running=3), now=0.0))
     assert [lease.tenant for lease in take(backend, limit=5)] == ["a", "a"]
     assert stat(backend, "b").max_running == 1
 

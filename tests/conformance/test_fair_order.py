@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairq.contract import Backend, QueueSettings
+from fairq.contract import Backend, QueueSettings, SetQueueParams
 
 from .helpers import (
     Q,
@@ -143,6 +143,6 @@ def test_a_queue_default_weight_applies_to_tenants_without_their_own(backend: Ba
     enqueue(backend, new_jobs("a", range(200)))
     enqueue(backend, new_jobs("b", range(200, 400)))
     set_tenant(backend, "b", weight=1)
-    backend.set_queue(QueueSettings(queue=Q, weight=2.0))
+    backend.set_queue(SetQueueParams(settings=QueueSettings(queue=Q, weight=2.0), now=0.0))
     assert stat(backend, "a").weight == 2.0
     assert 59 <= tenants_taken(backend, 90).count("a") <= 61

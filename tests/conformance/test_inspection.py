@@ -37,11 +37,13 @@ def test_stats_count_every_state_per_tenant(backend: Backend) -> None:
     assert [lease.tenant for lease in leases] == ["a", "b", "a", "a"]
     ack(backend, leases[0], 4.0)
     backend.fail(FailParams(token=leases[2].token, now=4.0, error="x", retry_at=None))
-    assert stat(backend, "a") == TenantStats(
+    row = stat(backend, "a")
+    assert row == TenantStats(
         queue=Q, tenant="a", weight=1.0, max_running=None,
         ready=3, scheduled=1, running=1, succeeded=1, failed=1, dead=1,
-        oldest_ready_at=1.0,
+        oldest_ready_at=1.0, rate=None, limited_until=None, usage=row.usage,
     )  # fmt: skip
+    assert row.usage > 0  # its runs were charged (the exact figure: tests/conformance/test_history)
     assert stat(backend, "b").running == 1
     assert stat(backend, "b").oldest_ready_at is None
 
@@ -56,6 +58,15 @@ def test_oldest_ready_at_is_when_the_longest_waiting_ready_job_became_ready(
     assert stat(backend, "a").oldest_ready_at == 2.0
     take_one(backend, 3.0)
     assert stat(backend, "a").oldest_ready_at is None
+
+
+def test_a_promoted_job_has_been_ready_since_its_run_at_not_since_it_was_promoted(
+    backend: Backend,
+) -> None:
+    enqueue(backend, [new_job(0, "a", run_at=5.0)], now=1.0)
+    assert stat(backend, "a").oldest_ready_at is None
+    backend.maintain(MaintainParams(now=9.0))
+    assert stat(backend, "a").oldest_ready_at == 5.0
 
 
 def test_stats_rows_are_sorted_by_queue_then_tenant_and_filter(backend: Backend) -> None:

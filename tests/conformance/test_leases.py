@@ -151,6 +151,27 @@ def test_release_hands_the_job_back_without_counting_the_attempt(backend: Backen
     assert job(backend, "j0").state is JobState.SUCCEEDED
 
 
+def test_a_released_jobs_next_lease_has_a_new_token_and_the_old_one_is_refused(
+    backend: Backend,
+) -> None:
+    """Tokens count leases, not attempts: release gives the attempt back but never the token."""
+    enqueue(backend, [new_job(0, "a")])
+    first = take_one(backend, 0.0)
+    backend.release(ReleaseParams(token=first.token, now=1.0))
+    second = take_one(backend, 2.0)
+    assert (first.token, second.token) == ("j0:1", "j0:2")
+    assert (first.attempt, second.attempt) == (1, 1)
+    before = snapshot(backend, ["j0"])
+    for how in ("ack", "fail", "release"):
+        with pytest.raises(LeaseNotFound):
+            _end(backend, how, first.token, now=3.0)
+    lost = backend.heartbeat(HeartbeatParams(tokens=[first.token], now=3.0)).lost
+    assert list(lost) == [first.token]
+    assert snapshot(backend, ["j0"]) == before
+    ack(backend, second, 3.0)
+    assert job(backend, "j0").state is JobState.SUCCEEDED
+
+
 def test_release_frees_the_slot(backend: Backend) -> None:
     enqueue(backend, new_jobs("a", range(2)))
     set_tenant(backend, "a", max_running=1)

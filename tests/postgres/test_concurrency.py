@@ -13,6 +13,7 @@ from fairq.contract import (
     DequeueParams,
     EnqueueParams,
     QueueSettings,
+    SetQueueParams,
     StatsParams,
 )
 from fairq.job import JobState, NewJob
@@ -34,7 +35,7 @@ def jobs() -> list[NewJob]:
 
 
 def test_concurrent_workers_never_share_a_job_or_break_a_cap(pg: DisposableBackend) -> None:
-    pg.set_queue(QueueSettings(queue="default", max_running=CAP))
+    pg.set_queue(SetQueueParams(settings=QueueSettings(queue="default", max_running=CAP), now=0.0))
     pg.enqueue(EnqueueParams(jobs=jobs(), now=0.0))
     taken: list[str] = []
     held: Counter[str] = Counter()

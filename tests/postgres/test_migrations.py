@@ -14,6 +14,7 @@ from fairq.backends.postgres.sql import fill_schema, latest_version, migrations,
 from fairq.backends.postgres.url import parse_url
 from fairq.cli import cli
 from fairq.cli import migrate as _registers_migrate  # noqa: F401
+from fairq.contract import AckParams, DequeueParams, QueueSettings, StatsParams
 from fairq.errors import SchemaError
 
 from ._store import drop_schema, fresh_schema, server_url, with_user
@@ -156,3 +157,56 @@ def test_a_role_without_rights_on_an_existing_schema_gets_a_clear_error(
             backend.get_queue("default")
     finally:
         backend.close()
+
+
+def test_a_version_1_schema_holding_jobs_upgrades_with_its_jobs_intact(schema: str) -> None:
+    """Jobs in every state survive the upgrade; a lease held across it still acks."""
+    with psycopg.connect(server_url(), autocommit=True) as conn, conn.transaction():
+        conn.execute(fill_schema(migrations()[0].script, schema).encode())
+        conn.execute(f"INSERT INTO \"{schema}\".fairq_migrations VALUES (1, 'initial')")
+        conn.execute(fill_schema(V1_JOBS, schema).encode())
+    backend = PostgresBackend(server_url(), schema=schema)
+    try:
+        jobs = {job.id: job for job in backend.get_jobs(["r1", "r2", "run", "sch", "dead"])}
+        states = {job_id: job.state.value for job_id, job in jobs.items()}
+        assert states == {
+            "r1": "ready", "r2": "ready", "run": "running", "sch": "scheduled", "dead": "dead",
+        }  # fmt: skip
+        assert (jobs["run"].attempts, jobs["run"].deadline, jobs["dead"].last_error) == (
+            2, 40.0, "boom",
+        )  # fmt: skip
+        (stats,) = backend.stats(StatsParams(queue="default", tenant="acme"))
+        assert (stats.ready, stats.scheduled, stats.running, stats.dead) == (2, 1, 1, 1)
+        assert (stats.rate, stats.limited_until, stats.usage) == (None, None, 0.0)
+        backend.ack(AckParams(token="run:2", now=11.0))  # the token handed out before
+        leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=12.0))
+        assert [(lease.job_id, lease.token) for lease in leases] == [("r1", "r1:1")]
+        assert backend.get_queue("default") == QueueSettings(queue="default", max_running=5)
+    finally:
+        backend.close()
+
+
+# One tenant with two ready jobs, one running (attempt 2, started at 10), one scheduled and one
+# dead, written as the version-1 code wrote them: counters, start tag and head on the tenant.
+V1_JOBS = """
+INSERT INTO {schema}.queues (name, weight, max_running, vclock) VALUES ('default', 1.0, 5, 3.0);
+INSERT INTO {schema}.tenants (id, queue, tenant, tenant_key, weight, max_running, finish_tag,
+                              start_tag, head_seq, ready, scheduled, running, dead, failed)
+VALUES (1, 'default', 'acme', sha256('acme'::bytea), 1.0, 5, 4.0, 4.0, 1, 2, 1, 1, 1, 2);
+INSERT INTO {schema}.jobs (seq, id, tenant_id, queue, name, state, payload, priority, attempts,
+                           max_attempts, lease_timeout, cost, enqueued_at, run_at, ready_at,
+                           started_at, deadline, finished_at, last_error, worker_id)
+VALUES
+ (1, 'r1', 1, 'default', 'task', 'ready', '{}', 0, 0, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  NULL, NULL, NULL, NULL, NULL),
+ (2, 'r2', 1, 'default', 'task', 'ready', '{}', 0, 0, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  NULL, NULL, NULL, NULL, NULL),
+ (3, 'run', 1, 'default', 'task', 'running', '{}', 0, 2, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  10.0, 40.0, NULL, 'boom', 'w'),
+ (4, 'sch', 1, 'default', 'task', 'scheduled', '{}', 0, 0, 3, 30.0, 1.0, 0.0, 500.0, NULL,
+  NULL, NULL, NULL, NULL, NULL),
+ (5, 'dead', 1, 'default', 'task', 'dead', '{}', 0, 3, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  5.0, NULL, 6.0, 'boom', 'w');
+SELECT setval('{schema}.jobs_seq_seq', 5);
+SELECT setval('{schema}.tenants_id_seq', 1);
+"""

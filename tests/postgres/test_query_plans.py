@@ -16,32 +16,50 @@ import pytest
 
 from fairq.backends.postgres.keys import channel_salt, queue_channel, schema_seed
 from fairq.backends.postgres.records import tenant_key
-from fairq.contract import AckParams, DequeueParams, EnqueueParams, FailParams
+from fairq.backends.postgres.throttling import window_key
+from fairq.contract import (
+    AckParams,
+    DequeueParams,
+    EnqueueParams,
+    FailParams,
+    QueueSettings,
+    SetQueueParams,
+)
 from fairq.job import NewJob
+from fairq.policy.rate import Rate
+from fairq.policy.throttle import Throttle
 
 from ._store import DisposableBackend, open_disposable, server_url
 
-BIG_TABLES = {"tenants", "jobs", "inbox"}
+BIG_TABLES = {"tenants", "jobs", "inbox", "throttle_windows"}
 TENANTS = 2_000
 JOBS_PER_TENANT = 10
 
 
-def _job(n: int, tenant: str, run_at: float = 0.0) -> NewJob:
+RULES = (Throttle(1, 60.0, "slow"),)
+
+
+def _job(n: int, tenant: str, run_at: float = 0.0, *, throttled: bool = False) -> NewJob:
     return NewJob(
         id=f"j{n}", name="task", queue="default", tenant=tenant, payload="{}",
         priority=n % 3, run_at=run_at, max_attempts=1, lease_timeout=30.0, cost=1.0,
+        throttle=RULES if throttled else (),
     )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def filled() -> Iterator[DisposableBackend]:
     backend = open_disposable()
+    # a rate every tenant is over after one start: dispatch leaves many in tenants_limited
+    settings = QueueSettings(queue="default", rate=Rate(1, 1000.0))
+    backend.set_queue(SetQueueParams(settings=settings, now=0.0))
     n = 0
     for start in range(0, TENANTS, 200):
         jobs = []
         for t in range(start, start + 200):
             for k in range(JOBS_PER_TENANT):
-                jobs.append(_job(n, f"tenant-{t}", run_at=0.0 if k < 8 else 500.0 + n))
+                run_at = 0.0 if k < 8 else 500.0 + n
+                jobs.append(_job(n, f"tenant-{t}", run_at, throttled=k == 0))
                 n += 1
         backend.enqueue(EnqueueParams(jobs=jobs, now=1.0))
     leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=2.0, limit=600))
@@ -57,7 +75,7 @@ def filled() -> Iterator[DisposableBackend]:
     with psycopg.connect(server_url()) as conn:  # waits in the inbox: no dequeue of "parked"
         backend.enqueue_in(conn, EnqueueParams(jobs=parked, now=1.0))
     with psycopg.connect(server_url(), autocommit=True) as conn:
-        for table in ("queues", "tenants", "jobs", "inbox"):
+        for table in ("queues", "tenants", "jobs", "inbox", "throttle_windows"):
             conn.execute(f'ANALYZE "{backend.schema}".{table}')
     yield backend
     backend.close()
@@ -71,7 +89,10 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
     save = {
         "id": 8, "own_weight": None, "own_max_running": None, "weight": 1.0, "max_running": None,
         "finish_tag": 1.0, "start_tag": 1.0, "ready": 3, "scheduled": 1, "running": 1,
-        "was_running": 1, "succeeded": 0, "failed": 0, "dead": 0,
+        "was_running": 1, "succeeded": 0, "failed": 0, "dead": 0, "own_rate_count": None,
+        "own_rate_period": None, "own_rate_burst": None, "rate_count": 1,
+        "rate_period": 1000.0, "rate_burst": 1, "tat": 1002.0, "limited_until": 1002.0,
+        "usage": 1.0, "usage_at": 2.0,
     }  # fmt: skip
     job = {
         "id": "new", "tenant_id": 8, "queue": "default", "name": "task", "state": "ready",
@@ -81,10 +102,11 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
     saved_job = {
         "seq": 77, "state": "running", "attempts": 1, "run_at": 0.0, "ready_at": 1.0,
         "started_at": 5.0, "deadline": 35.0, "finished_at": None, "last_error": None,
-        "worker_id": "w",
+        "worker_id": "w", "charged": 1.0,
     }  # fmt: skip
     inbox = {k: v for k, v in job.items() if k not in ("tenant_id", "state", "ready_at")}
     inbox["tenant"] = tenant
+    windows = {"keys": [window_key("task", tenant)], "names": ["task"], "tenants": [tenant]}
     return {
         "lock_queues_exclusive": locks,
         "lock_queues_shared": locks,
@@ -103,7 +125,19 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
         "job_save": saved_job,
         "jobs_due_scheduled": {"queue": "default", "now": 600.0},
         "jobs_overdue_running": {"queue": "default", "now": 10.0},
-        "job_heartbeat": {"id": "j70", "attempt": 1, "now": 10.0},
+        "jobs_queues": {"ids": ["j70", "j71"]},
+        "jobs_lock_by_ids": {"ids": ["j70", "j71"]},
+        "tenants_limited_due": {"queue": "default", "now": 1000.0},
+        "throttle_windows_ensure": windows,
+        "throttle_windows_lock": windows,
+        "throttle_window_save": {
+            "key": window_key("task", tenant),
+            "times": [1.0, 5.0],
+            "span": 60.0,
+            "last_at": 5.0,
+        },
+        "throttle_windows_get": {"keys": windows["keys"]},
+        "throttle_windows_prune": {"now": 50.0, "limit": 1000},
         "next_due": {"queue": "default"},
         "jobs_prune": {"before": 2.5},
         "inbox_insert": inbox,
@@ -133,7 +167,7 @@ def explain(backend: DisposableBackend, name: str, params: dict[str, Any]) -> li
 def test_every_hot_path_query_is_checked(filled: DisposableBackend) -> None:
     functions = {"dequeue", "dispatch", "ack"}  # checked by the auto_explain test below
     inspection = functions | {
-        "tenants_stats", "tenants_inheriting", "jobs_dead", "queue_names",
+        "tenants_stats", "tenants_of_queue", "jobs_dead", "queue_names",
         "queue_set_defaults", "inbox_queues", "job_types_upsert", "job_types_all",
     }  # fmt: skip
     assert set(filled.q) - inspection == set(samples(filled))
@@ -179,7 +213,7 @@ def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBac
     schema = filled.schema
     with psycopg.connect(server_url()) as conn:
         row = conn.execute(
-            f"SELECT id, attempts FROM \"{schema}\".jobs WHERE state = 'running' LIMIT 1"
+            f"SELECT id, leases FROM \"{schema}\".jobs WHERE state = 'running' LIMIT 1"
         ).fetchone()
     assert row is not None
     seed = schema_seed(schema)
@@ -187,13 +221,14 @@ def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBac
     calls = [
         ("dequeue", {**dequeue, "now": 2.0}),  # nothing due: dispatches
         ("dequeue", {**dequeue, "now": 600.0}),  # due: only the check
-        ("ack", {"id": row[0], "attempt": row[1], "now": 3.0, "seed": seed,
+        ("ack", {"id": row[0], "lease": row[1], "now": 3.0, "seed": seed,
                  "salt": channel_salt(schema)}),
     ]  # fmt: skip
     plans = nested_plans(filled, calls)
     statements = [plan["Query Text"] for plan in plans]
     assert any("ORDER BY x.start_tag, x.head_seq" in text for text in statements)
     assert any("state = 'succeeded'" in text for text in statements)
+    assert any("t.limited_until IS NOT NULL" in text for text in statements)
     bad = [
         (plan["Query Text"], list(scans(plan["Plan"])))
         for plan in plans

@@ -15,6 +15,7 @@ from fairq.contract import (
     DequeueParams,
     EnqueueParams,
     QueueSettings,
+    SetQueueParams,
 )
 
 from ._store import DisposableBackend, server_url
@@ -47,7 +48,7 @@ def test_a_wait_ends_when_a_transactional_enqueue_commits(pg: DisposableBackend)
 
 
 def test_a_wait_ends_when_an_ack_frees_a_capped_tenants_slot(pg: DisposableBackend) -> None:
-    pg.set_queue(QueueSettings(queue="default", max_running=1))
+    pg.set_queue(SetQueueParams(settings=QueueSettings(queue="default", max_running=1), now=0.0))
     pg.enqueue(EnqueueParams(jobs=[new_job(0), new_job(1)], now=0.0))
     (lease,) = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0))
     thread = waiting(pg, ["default"])

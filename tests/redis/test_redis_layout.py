@@ -16,6 +16,7 @@ from fairq.contract import (
     FailParams,
     MaintainParams,
     QueueSettings,
+    SetQueueParams,
     TenantSettingsParams,
 )
 from fairq.errors import ConfigError
@@ -37,7 +38,8 @@ def test_every_key_of_a_queue_is_in_the_queues_slot(
     )]  # fmt: skip
     backend.enqueue(EnqueueParams(jobs=jobs, now=0.0))
     for queue in ("default", "reports.v2", "x-y_z"):
-        backend.set_queue(QueueSettings(queue=queue, max_running=3))
+        settings = QueueSettings(queue=queue, max_running=3)
+        backend.set_queue(SetQueueParams(settings=settings, now=0.0))
         leases = backend.dequeue(DequeueParams(queues=[queue], worker_id="w", now=1.0))
         backend.fail(FailParams(token=leases[0].token, now=2.0, error="e", retry_at=None))
     layout = Layout(prefix)

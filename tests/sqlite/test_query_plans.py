@@ -1,4 +1,4 @@
-"""Hot paths read indexes only: no query on enqueue/dequeue/ack/maintain scans jobs or tenants.
+"""Hot paths read indexes only: no query on enqueue/dequeue/ack/maintain scans a table.
 
 Two angles: every named query the hot paths use is planned with bound parameters (as the
 backend prepares it), and every statement a real scenario executes is traced and planned too,
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from dataclasses import replace
 
 import pytest
 
@@ -21,9 +22,14 @@ from fairq.contract import (
     FailParams,
     HeartbeatParams,
     MaintainParams,
+    QueueSettings,
     ReleaseParams,
+    SetQueueParams,
+    StatsParams,
     TenantSettingsParams,
 )
+from fairq.policy.rate import Rate
+from fairq.policy.throttle import Throttle
 from tests.sqlite.helpers import new_job
 
 HOT = {
@@ -46,6 +52,13 @@ HOT = {
     "next_run_at",
     "next_deadline",
     "jobs_prune",
+    "tenants_unlimit",
+    "next_limited",
+    "throttle_window",
+    "throttle_drop",
+    "throttle_record",
+    "throttle_stamp",
+    "throttle_prune",
 }
 # Operator and start-up paths: allowed to scan, each for a reason given in queries.sql.
 COLD = {
@@ -53,7 +66,7 @@ COLD = {
     "meta_set",
     "queue_set_defaults",
     "queue_names",
-    "tenants_inheriting",
+    "tenants_of_queue",
     "tenants_stats",
     "jobs_dead",
     "job_type_save",
@@ -73,7 +86,9 @@ def plan(db: sqlite3.Connection, sql: str, params: dict[str, object] | None = No
 
 def assert_indexed(steps: list[str], sql: str) -> None:
     for step in steps:
-        assert not re.match(r"SCAN (jobs|tenants)\b", step), f"{step!r} in plan of {sql}"
+        assert not re.match(r"SCAN (jobs|tenants|throttle_times)\b", step), (
+            f"{step!r} in plan of {sql}"
+        )
         assert "TEMP B-TREE" not in step, f"{step!r} (a sort) in plan of {sql}"
 
 
@@ -89,6 +104,22 @@ def test_dispatch_reads_the_eligible_index(backend: SQLiteBackend) -> None:
     assert any("INDEX tenants_eligible (queue=?" in s for s in steps), steps
     steps = plan(backend._store.conn, Q["tenant_head"], {"tenant_id": 1})
     assert any("INDEX jobs_ready (tenant_id=?)" in s for s in steps), steps
+
+
+def test_rate_limits_end_through_the_limited_index(backend: SQLiteBackend) -> None:
+    db = backend._store.conn
+    steps = plan(db, Q["tenants_unlimit"], {"queue": "q", "now": 1.0})
+    assert any("INDEX tenants_limited (queue=? AND limited_until" in s for s in steps), steps
+    steps = plan(db, Q["next_limited"], {"queue": "q"})
+    assert any("INDEX tenants_limited (queue=?" in s for s in steps), steps
+
+
+def test_throttle_windows_are_read_and_pruned_through_indexes(backend: SQLiteBackend) -> None:
+    db = backend._store.conn
+    steps = plan(db, Q["throttle_window"], {"name": "n", "tenant": "t"})
+    assert any("INDEX throttle_times_key (name=? AND tenant=?)" in s for s in steps), steps
+    steps = plan(db, Q["throttle_prune"], {"now": 1.0})
+    assert any("INDEX throttle_times_expiry (expires_at<?)" in s for s in steps), steps
 
 
 def test_traced_hot_path_statements_use_indexes(backend: SQLiteBackend) -> None:
@@ -107,14 +138,34 @@ def test_traced_hot_path_statements_use_indexes(backend: SQLiteBackend) -> None:
 
 
 def run_hot_paths(backend: SQLiteBackend) -> None:
+    """Every hot event, with a rate limit (limited tenants, un-limiting), heartbeats that
+    charge, and throttle rules (recording, trimming, re-spanning, pruning)."""
+    backend.set_queue(
+        SetQueueParams(
+            settings=QueueSettings(queue="default", rate=Rate(2, 10.0, burst=2), half_life=30.0),
+            now=0.0,
+        )
+    )
+    rules = (Throttle(1, 5.0, "slow"), Throttle(2, 60.0, "slower"))
     jobs = [new_job(f"j{i}", f"t{i % 3}") for i in range(6)]
+    jobs += [replace(new_job(f"th{i}", "t9"), throttle=rules) for i in range(3)]
     jobs.append(new_job("later", "t0", run_at=5.0))
-    backend.enqueue(EnqueueParams(jobs=jobs, now=0.0))
-    taken = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=4))
+    assert backend.enqueue(EnqueueParams(jobs=jobs, now=0.0))[-4:] == [
+        "default",
+        "slow",
+        "slower",
+        "default",
+    ]
+    wider = (Throttle(1, 90.0, "slow"),)
+    backend.enqueue(EnqueueParams(jobs=[replace(new_job("w", "t9"), throttle=wider)], now=1.0))
+    taken = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=5))
+    assert [lease.job_id for lease in taken] == ["j0", "j1", "j2", "th0", "j3"]
+    assert backend.stats(StatsParams(queue="default", tenant="t0"))[0].limited_until == 6.0
     backend.ack(AckParams(token=taken[0].token, now=2.0))
     backend.fail(FailParams(token=taken[1].token, now=2.0, error="boom", retry_at=3.0))
     backend.release(ReleaseParams(token=taken[2].token, now=2.0))
     backend.heartbeat(HeartbeatParams(tokens=[taken[3].token, "nope:1"], now=2.0))
+    backend.heartbeat(HeartbeatParams(tokens=[taken[3].token], now=8.0))
     backend.maintain(MaintainParams(now=10.0, queues=["default"], retention=1.0))
     backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=40.0, limit=2))
     backend.maintain(MaintainParams(now=100.0, queues=["default"]))

@@ -9,8 +9,16 @@ import pytest
 from fairq.backends._sql import parse_queries, split_statements
 from fairq.backends.sqlite import SQLiteBackend
 from fairq.backends.sqlite.sql import LATEST_VERSION, Q, migrations
-from fairq.contract import EnqueueParams, StatsParams
+from fairq.contract import (
+    AckParams,
+    DequeueParams,
+    EnqueueParams,
+    MaintainParams,
+    RequeueParams,
+    StatsParams,
+)
 from fairq.errors import SchemaError, StoreUnavailable
+from fairq.job import JobState
 from tests.sqlite.helpers import new_job, raw_connect
 
 EXPECTED_OBJECTS = {
@@ -19,16 +27,21 @@ EXPECTED_OBJECTS = {
     ("table", "tenants", "tenants"),
     ("table", "jobs", "jobs"),
     ("table", "job_types", "job_types"),
+    ("table", "throttle_times", "throttle_times"),
     ("index", "tenants_eligible", "tenants"),
+    ("index", "tenants_limited", "tenants"),
     ("index", "jobs_ready", "jobs"),
     ("index", "jobs_scheduled", "jobs"),
     ("index", "jobs_running", "jobs"),
     ("index", "jobs_dead", "jobs"),
     ("index", "jobs_succeeded", "jobs"),
+    ("index", "throttle_times_key", "throttle_times"),
+    ("index", "throttle_times_expiry", "throttle_times"),
 }
 # Each partial index covers exactly one job state (or eligible tenants); dispatch relies on it.
 PARTIAL = {
     "tenants_eligible": "WHERE start_tag IS NOT NULL",
+    "tenants_limited": "WHERE limited_until IS NOT NULL",
     "jobs_ready": "WHERE state = 'ready'",
     "jobs_scheduled": "WHERE state = 'scheduled'",
     "jobs_running": "WHERE state = 'running'",
@@ -87,6 +100,64 @@ def test_reopening_keeps_data_and_does_not_migrate_again(db_path: Path) -> None:
     finally:
         again.close()
     assert meta(db_path)["schema_version"] == str(LATEST_VERSION)
+
+
+# A store as version 1 of fairq left it: tenant "a" of queue "default" has one job in each
+# state; "run" was handed out once (token "run:1") and "gone" failed its three attempts.
+VERSION_1_ROWS = [
+    "INSERT INTO fairq_meta VALUES ('application', 'fairq'), ('schema_version', '1')",
+    "INSERT INTO queues (name, weight, max_running, vclock) VALUES ('default', 1.0, NULL, 1.0)",
+    "INSERT INTO tenants (id, queue, tenant, weight, finish_tag, start_tag, head_seq, ready,"
+    " scheduled, running, succeeded, failed, dead)"
+    " VALUES (1, 'default', 'a', 1.0, 2.0, 2.0, 1, 1, 1, 1, 4, 3, 1)",
+    "INSERT INTO jobs (seq, id, tenant_id, queue, name, state, payload, priority, attempts,"
+    " max_attempts, lease_timeout, cost, enqueued_at, run_at, ready_at, started_at, deadline,"
+    " finished_at, last_error, worker_id) VALUES"
+    " (1, 'next', 1, 'default', 'task', 'ready', '{}', 0, 0, 3, 30.0, 1.0, 0.5, 0.5, 0.5,"
+    "  NULL, NULL, NULL, NULL, NULL),"
+    " (2, 'run', 1, 'default', 'task', 'running', '{}', 0, 1, 3, 30.0, 1.0, 0.0, 0.0, 0.0,"
+    "  1.0, 31.0, NULL, NULL, 'w'),"
+    " (3, 'later', 1, 'default', 'task', 'scheduled', '{}', 0, 0, 3, 30.0, 1.0, 0.0, 50.0,"
+    "  NULL, NULL, NULL, NULL, NULL, NULL),"
+    " (4, 'gone', 1, 'default', 'task', 'dead', '{}', 0, 3, 3, 30.0, 1.0, 0.0, 0.0, 0.0,"
+    "  0.2, NULL, 0.4, 'boom', 'w')",
+]
+
+
+def test_a_version_1_store_with_jobs_upgrades_and_keeps_them(db_path: Path) -> None:
+    with raw_connect(db_path) as db:
+        (_, first), *_ = migrations()
+        for statement in [*first, *VERSION_1_ROWS]:
+            db.execute(statement)
+    backend = SQLiteBackend(db_path)
+    try:
+        assert meta(db_path)["schema_version"] == str(LATEST_VERSION)
+        assert schema_of(db_path) == EXPECTED_OBJECTS
+        ids = ["next", "run", "later", "gone"]
+        jobs = backend.get_jobs(ids)
+        assert [j.state for j in jobs] == [
+            JobState.READY,
+            JobState.RUNNING,
+            JobState.SCHEDULED,
+            JobState.DEAD,
+        ]
+        assert [j.attempts for j in jobs] == [0, 1, 0, 3]
+        (row,) = backend.stats(StatsParams(now=2.0))
+        counts = (row.ready, row.scheduled, row.running, row.succeeded, row.failed, row.dead)
+        assert counts == (1, 1, 1, 4, 3, 1)
+        assert (row.rate, row.limited_until, row.usage) == (None, None, 0.0)
+        # the lease handed out by version 1 is still held, and charged its estimate so far
+        backend.ack(AckParams(token="run:1", now=3.0))  # ran 2 s: F = 2 + (2 - 1) / 1
+        assert backend.stats(StatsParams(now=3.0))[0].usage == 1.0  # that change of F
+        (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=3.0))
+        assert (lease.job_id, lease.token) == ("next", "next:4")  # past any version 1 token
+        backend.ack(AckParams(token=lease.token, now=4.0))
+        assert backend.maintain(MaintainParams(now=50.0)).promoted == 1
+        assert backend.requeue(RequeueParams(ids=["gone"], now=50.0)) == 1
+        taken = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=50.0, limit=2))
+        assert [t.token for t in taken] == ["later:4", "gone:4"]
+    finally:
+        backend.close()
 
 
 def test_newer_schema_is_refused_naming_both_versions(db_path: Path) -> None:

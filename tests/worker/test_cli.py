@@ -37,10 +37,21 @@ def test_bad_app_specs_are_clear(spec: str, message: str) -> None:
     assert message in result.output
 
 
-def test_bad_queues_are_clear() -> None:
-    result = run("tests.worker.apps:app", "--queues", "reports:x")
+@pytest.mark.parametrize(
+    ("queues", "message"),
+    [
+        ("reports:x", "queue weight in 'reports:x' is not a number"),
+        ("critical,,default:6", "empty queue name"),
+        ("critical, default:6, slow:0", "queue weight in 'slow:0' must be a positive number"),
+        ("critical, default:-6", "must be a positive number"),
+        ("critical, default:6, critical", "queue 'critical' appears twice"),
+        ("critical, de fault:6", "queue name 'de fault' is invalid"),
+    ],
+)
+def test_bad_queues_are_clear(queues: str, message: str) -> None:
+    result = run("tests.worker.apps:app", "--queues", queues)
     assert result.exit_code == 2
-    assert "queue weight in 'reports:x' is not a number" in result.output
+    assert message in result.output
 
 
 def test_processes_need_a_shared_store() -> None:

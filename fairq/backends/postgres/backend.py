@@ -15,9 +15,9 @@ from typing import TypeVar
 import psycopg
 from psycopg import Connection, Cursor
 
-from fairq.backends.postgres import inspect
+from fairq.backends.postgres import inspect, throttling
 from fairq.backends.postgres.db import Database, Pool
-from fairq.backends.postgres.events import Events
+from fairq.backends.postgres.events import Events, queue_state
 from fairq.backends.postgres.keys import (
     WAKE,
     channel_salt,
@@ -26,7 +26,7 @@ from fairq.backends.postgres.keys import (
     schema_seed,
 )
 from fairq.backends.postgres.migrate import ensure_schema
-from fairq.backends.postgres.records import JobRow, Row
+from fairq.backends.postgres.records import JobRow, Row, TenantRow, rate_columns
 from fairq.backends.postgres.sql import queries_for
 from fairq.backends.postgres.transactional import InboxWriter, bound_connection
 from fairq.backends.postgres.url import PostgresUrl, parse_url
@@ -46,9 +46,11 @@ from fairq.contract import (
     QueueSettings,
     ReleaseParams,
     RequeueParams,
+    SetQueueParams,
     StatsParams,
     TenantSettingsParams,
     TenantStats,
+    ThrottleWindowsParams,
 )
 from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease, NewJob, lease_token
@@ -89,28 +91,28 @@ class PostgresBackend:
 
     # -- producing -------------------------------------------------------------------------
 
-    def enqueue(self, params: EnqueueParams) -> None:
+    def enqueue(self, params: EnqueueParams) -> list[str]:
         jobs = list(params.jobs)
         _check_distinct(jobs)
         if not jobs:
-            return
+            return []
         conn = bound_connection(self)
         if conn is not None:
-            self._inbox.write(conn, jobs, params.now)
-            return
+            return self._inbox.write(conn, jobs, params.now)
         try:
-            self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
+            return self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
         except psycopg.errors.UniqueViolation as exc:
             raise _duplicate(exc) from None
 
     def enqueue_in(
         self, conn: Connection[tuple[object, ...]] | Connection[Row], params: EnqueueParams
-    ) -> None:
-        """Enqueue inside the caller's open transaction on ``conn`` (see transactional.py)."""
+    ) -> list[str]:
+        """Enqueue inside the caller's open transaction on ``conn`` (see transactional.py).
+
+        Returns the queue each job went to."""
         jobs = list(params.jobs)
         _check_distinct(jobs)
-        if jobs:
-            self._inbox.write(conn, jobs, params.now)
+        return self._inbox.write(conn, jobs, params.now) if jobs else []
 
     @contextmanager
     def bound_to(self, conn: Connection[tuple[object, ...]] | Connection[Row]) -> Iterator[None]:
@@ -121,7 +123,8 @@ class PostgresBackend:
         with binding(self, conn):
             yield
 
-    def _enqueue(self, cur: Cursor[Row], jobs: list[NewJob], now: float) -> None:
+    def _enqueue(self, cur: Cursor[Row], jobs: list[NewJob], now: float) -> list[str]:
+        jobs = throttling.route(cur, self.q, jobs, now)
         events = Events(cur, self.q)
         queues = sorted({job.queue for job in jobs})
         self._lock(cur, queues, exclusive=False)
@@ -133,6 +136,7 @@ class PostgresBackend:
         for tenant in tenants.values():
             events.save(None, tenant)
         self._notify(cur, events.woken)
+        return [job.queue for job in jobs]
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -165,13 +169,13 @@ class PostgresBackend:
         return cur.execute(self.q["dispatch"], args).fetchall()
 
     def ack(self, params: AckParams) -> None:
-        """One statement: the server-side ``ack`` function (0003_hot_paths.sql)."""
+        """One statement: the server-side ``ack`` function (migrations/0004_limits.sql)."""
         parsed = parse_token(params.token)
         if parsed is None:
             raise _not_found(params.token)
         args = {
             "id": parsed[0],
-            "attempt": parsed[1],
+            "lease": parsed[1],
             "now": params.now,
             "seed": self.seed,
             "salt": channel_salt(self.schema),
@@ -215,11 +219,11 @@ class PostgresBackend:
             parsed is None
             or job is None
             or job.state is not JobState.RUNNING
-            or (job.attempts != parsed[1])
+            or job.leases != parsed[1]
         ):
             raise LeaseNotFound(
                 f"no job is held under lease {token!r}: it was never issued, is already "
-                "finished, or expired and was handed out again"
+                "finished, or was handed back or expired"
             )
         assert job.deadline is not None
         if now >= job.deadline:
@@ -230,22 +234,41 @@ class PostgresBackend:
         return job
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
+        """Charge each held job's run so far to its tenant and extend its lease.
+
+        Locks: the jobs' queues (shared), the jobs in seq order, their tenants in id order.
+        """
+
         def work(cur: Cursor[Row]) -> HeartbeatResult:
+            parsed = {token: parse_token(token) for token in params.tokens}
+            ids = sorted({found[0] for found in parsed.values() if found is not None})
+            named = cur.execute(self.q["jobs_queues"], {"ids": ids}).fetchall()
+            queues = [row["queue"] for row in named]
+            self._lock(cur, queues, exclusive=False)
+            rows = cur.execute(self.q["jobs_lock_by_ids"], {"ids": ids}).fetchall()
+            jobs = {row["id"]: JobRow.from_row(row) for row in rows}
+            held = {
+                token: jobs[found[0]]
+                for token, found in parsed.items()
+                if found is not None and found[0] in jobs and _holds(jobs[found[0]], found[1])
+            }
+            events = Events(cur, self.q)
+            for tenant_id in sorted({job.tenant_id for job in held.values()}):
+                events.lock_tenant(tenant_id)
             deadlines: dict[str, float] = {}
             lost: list[str] = []
             for token in params.tokens:
-                parsed = parse_token(token)
-                row = None
-                if parsed is not None:
-                    args = {"id": parsed[0], "attempt": parsed[1], "now": params.now}
-                    row = cur.execute(self.q["job_heartbeat"], args).fetchone()
-                if row is None:
+                job = held.get(token)
+                if job is None or job.state is not JobState.RUNNING or _over(job, params.now):
                     lost.append(token)
                 else:
-                    deadlines[token] = row["deadline"]
+                    deadlines[token] = events.heartbeat(job, params.now)
             return HeartbeatResult(deadlines=deadlines, lost=lost)
 
         return self.db.run(work)
+
+    def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
+        return self.db.run(lambda cur: throttling.recent(cur, self.q, params))
 
     # -- maintenance -----------------------------------------------------------------------
 
@@ -262,6 +285,7 @@ class PostgresBackend:
             if params.retention is not None:
                 before = params.now - params.retention
                 pruned = cur.execute(self.q["jobs_prune"], {"before": before}).rowcount
+            throttling.prune(cur, self.q, params.now)
             self._notify(cur, events.woken)
             return MaintainResult(
                 promoted=promoted,
@@ -275,7 +299,8 @@ class PostgresBackend:
     def _maintain(
         self, cur: Cursor[Row], events: Events, names: list[str], now: float
     ) -> tuple[int, int]:
-        """Take in the inbox, promote due scheduled jobs, then expire overdue leases."""
+        """Take in the inbox; then per queue promote due scheduled jobs, expire overdue leases,
+        and end rate limits that are over."""
         state = cur.execute(self.q["queues_dispatch_state"], {"names": names, "now": now})
         due = {row["name"]: row for row in state.fetchall()}
         for name in names:
@@ -289,7 +314,7 @@ class PostgresBackend:
             row = due.get(name)
             if row is None:
                 continue
-            events.vclocks[name] = row["vclock"]
+            events.queues[name] = queue_state(row)
             if row["promote_due"]:
                 for job in cur.execute(
                     self.q["jobs_due_scheduled"], {"queue": name, "now": now}
@@ -302,11 +327,20 @@ class PostgresBackend:
                 ).fetchall():
                     events.expire(JobRow.from_row(job), now)
                     expired += 1
+            if row["unlimit_due"]:
+                for tenant in cur.execute(
+                    self.q["tenants_limited_due"], {"queue": name, "now": now}
+                ).fetchall():
+                    events.unlimit(events.lock_tenant(tenant["id"]), now)
         return promoted, expired
 
     # -- settings --------------------------------------------------------------------------
 
-    def set_queue(self, settings: QueueSettings) -> None:
+    def set_queue(self, params: SetQueueParams) -> None:
+        """Store the defaults, then resettle every tenant of the queue (admin path: a scan of
+        the queue's tenants), as their effective settings or rate holds may change."""
+        settings = params.settings
+
         def work(cur: Cursor[Row]) -> None:
             self._lock(cur, [settings.queue], exclusive=True)
             events = Events(cur, self.q)
@@ -316,14 +350,16 @@ class PostgresBackend:
                     "name": settings.queue,
                     "weight": settings.weight,
                     "max_running": settings.max_running,
+                    **rate_columns("rate_", settings.rate),
+                    "half_life": settings.half_life,
+                    "max_debt": settings.max_debt,
                 },
             )
-            inheriting = cur.execute(self.q["tenants_inheriting"], {"queue": settings.queue})
-            for row in inheriting.fetchall():
+            tenants = cur.execute(self.q["tenants_of_queue"], {"queue": settings.queue})
+            for row in tenants.fetchall():
                 tenant = events.lock_tenant(row["id"])
-                weight = _own_or(tenant.own_weight, settings.weight)
-                cap = tenant.own_max_running or settings.max_running
-                events.apply_settings(tenant, weight, cap)
+                _inherit(tenant, settings)
+                events.resettle(tenant, params.now)
             self._notify(cur, events.woken)
 
         self.db.run(work)
@@ -344,15 +380,15 @@ class PostgresBackend:
                 tenant.own_weight = params.weight
             if not isinstance(params.max_running, Keep):
                 tenant.own_max_running = params.max_running
-            weight = _own_or(tenant.own_weight, defaults.weight)
-            cap = tenant.own_max_running or defaults.max_running
-            was_eligible = events.eligible(tenant)
-            events.apply_settings(tenant, weight, cap)
-            if events.eligible(tenant) and not was_eligible:
-                events.woken.add(params.queue)
+            if not isinstance(params.rate, Keep):
+                tenant.own_rate = params.rate
+            _inherit(tenant, defaults)
+            events.resettle(tenant, params.now)
             self._notify(cur, events.woken)
             (stats,) = inspect.stats(
-                cur, self.q, StatsParams(queue=params.queue, tenant=params.tenant)
+                cur,
+                self.q,
+                StatsParams(queue=params.queue, tenant=params.tenant, now=params.now),
             )
             return stats
 
@@ -438,7 +474,7 @@ def _expired(token: str, deadline: float, now: float) -> LeaseExpired:
 
 def _lease(row: Row) -> Lease:
     return Lease(
-        token=lease_token(row["l_id"], row["l_attempts"]),
+        token=lease_token(row["l_id"], row["l_leases"]),
         job_id=row["l_id"],
         name=row["l_name"],
         queue=row["l_queue"],
@@ -453,8 +489,19 @@ def _lease(row: Row) -> Lease:
     )
 
 
-def _own_or(own: float | None, default: float) -> float:
-    return own if own is not None else default
+def _inherit(tenant: TenantRow, defaults: QueueSettings) -> None:
+    """Effective settings: the tenant's own, else the queue's default."""
+    tenant.weight = tenant.own_weight if tenant.own_weight is not None else defaults.weight
+    tenant.max_running = tenant.own_max_running or defaults.max_running
+    tenant.rate = tenant.own_rate if tenant.own_rate is not None else defaults.rate
+
+
+def _holds(job: JobRow, lease: int) -> bool:
+    return job.state is JobState.RUNNING and job.leases == lease
+
+
+def _over(job: JobRow, now: float) -> bool:
+    return job.deadline is None or now >= job.deadline
 
 
 def _check_distinct(jobs: Sequence[NewJob]) -> None:

@@ -1,8 +1,8 @@
 """The scheduling rules applied to rows inside one transaction (docs/internals/scheduler.md).
 
 ``Events`` is made per transaction, after the queue locks are held. It mirrors the reference
-model step for step and calls the same ``fairness`` functions, so every tag it writes is the
-double the model would compute. It caches the rows it has loaded or locked; every change is
+model step for step through rules.py, so every tag it writes is the double the model would
+compute. It caches the rows it has loaded or locked; every change is
 written back before the next statement that reads it (``save``), so the database and the
 cache never disagree inside the transaction.
 """
@@ -12,9 +12,10 @@ from __future__ import annotations
 from psycopg import Cursor
 
 from fairq.backends._sql import Queries
+from fairq.backends.postgres import rules
 from fairq.backends.postgres.records import JobRow, Row, TenantRow, tenant_key
+from fairq.backends.postgres.rules import QueueState
 from fairq.job import JobState, NewJob
-from fairq.policy import fairness
 
 LEASE_EXPIRED_ERROR = "lease expired"
 
@@ -26,16 +27,22 @@ class Events:
         self.cur = cur
         self.q = q
         self.tenants: dict[int, TenantRow] = {}
-        self.vclocks: dict[str, float] = {}
+        self.queues: dict[str, QueueState] = {}
         self.woken: set[str] = set()  # queues that got work a waiting worker could take
 
     # -- loading -------------------------------------------------------------------------------
 
-    def load_vclock(self, queue: str) -> float:
-        if queue not in self.vclocks:
-            row = self.cur.execute(self.q["queue_get"], {"name": queue}).fetchone()
-            self.vclocks[queue] = 0.0 if row is None else row["vclock"]
-        return self.vclocks[queue]
+    def queue(self, name: str) -> QueueState:
+        """V and the history settings of a queue (read once per transaction: the caller's
+        queue lock keeps them from changing under it)."""
+        if name not in self.queues:
+            row = self.cur.execute(self.q["queue_get"], {"name": name}).fetchone()
+            self.queues[name] = (
+                QueueState(vclock=0.0, half_life=None, max_debt=60.0)
+                if row is None
+                else queue_state(row)
+            )
+        return self.queues[name]
 
     def lock_tenants(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], TenantRow]:
         """Create missing (queue, tenant) rows, then lock them all in id order."""
@@ -86,8 +93,9 @@ class Events:
         """
         ready = new.run_at <= now
         if ready:
+            returning = tenant.ready == 0
             tenant.ready += 1
-            self.refresh(tenant)
+            rules.refresh(self.queue(tenant.queue), tenant, now, returning=returning)
             self.woken.add(tenant.queue)
         else:
             tenant.scheduled += 1
@@ -111,23 +119,23 @@ class Events:
         """Undo ``count_new`` for a job that was not stored after all (a duplicate id)."""
         if new.run_at <= now:
             tenant.ready -= 1
-            self.refresh(tenant)
+            rules.refresh(self.queue(tenant.queue), tenant, now)
         else:
             tenant.scheduled -= 1
 
-    # -- ending runs (dispatch and ack run server-side: migrations/0003_hot_paths.sql) ----------
+    # -- ending runs (dispatch and ack run server-side: migrations/0004_limits.sql) - ----------
 
     def release(self, job: JobRow, now: float) -> None:
-        tenant = self.end_run(job, now)
+        tenant = self.end_run(job, now, now)
         job.attempts -= 1
-        self.make_ready(tenant, job, now)
-        self.retag(tenant)
+        self.make_ready(tenant, job, now, now)
+        rules.retag(self.queue(tenant.queue), tenant)
         self.save(job, tenant)
 
     def fail(
         self, job: JobRow, now: float, ended_at: float, error: str, retry_at: float | None
     ) -> None:
-        tenant = self.end_run(job, ended_at)
+        tenant = self.end_run(job, ended_at, now)
         tenant.failed += 1
         job.last_error = error
         if retry_at is None or job.attempts >= job.max_attempts:
@@ -135,38 +143,39 @@ class Events:
             job.finished_at = now
             tenant.dead += 1
         elif retry_at <= now:
-            self.make_ready(tenant, job, now)
+            self.make_ready(tenant, job, now, now)
         else:
             job.state = JobState.SCHEDULED
             job.run_at = retry_at
             tenant.scheduled += 1
-        self.retag(tenant)
+        rules.retag(self.queue(tenant.queue), tenant)
         self.save(job, tenant)
 
-    def end_run(self, job: JobRow, ended_at: float) -> TenantRow:
-        """Charge the run's real cost in place of its estimate and free its slot."""
+    def end_run(self, job: JobRow, ended_at: float, now: float) -> TenantRow:
+        """Charge the run's real cost in place of what it was charged and free its slot."""
         tenant = self.lock_tenant(job.tenant_id)
-        self.load_vclock(tenant.queue)
-        assert job.started_at is not None
-        tenant.finish = fairness.finish_after_run(
-            tenant.finish,
-            job.cost,
-            fairness.run_charge(job.started_at, ended_at),
-            tenant.weight,
-        )
-        was_eligible = self.eligible(tenant)
-        tenant.running -= 1
-        job.deadline = None
+        was_eligible = rules.eligible(tenant)
+        rules.end_run(self.queue(tenant.queue), tenant, job, ended_at, now)
         if not was_eligible:
             self.woken.add(tenant.queue)  # a freed slot may let this tenant run again
         return tenant
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def heartbeat(self, job: JobRow, now: float) -> float:
+        """Charge the time the held job ran beyond what it was charged; extend its lease."""
+        tenant = self.lock_tenant(job.tenant_id)
+        rules.charge_progress(self.queue(tenant.queue), tenant, job, now)
+        job.deadline = now + job.lease_timeout
+        self.save(job, tenant)
+        return job.deadline
 
     # -- maintenance -----------------------------------------------------------------------------
 
     def promote(self, job: JobRow, now: float) -> None:
         tenant = self.lock_tenant(job.tenant_id)
         tenant.scheduled -= 1
-        self.make_ready(tenant, job, now)
+        self.make_ready(tenant, job, now, job.run_at)
         self.save(job, tenant)
 
     def expire(self, job: JobRow, now: float) -> None:
@@ -178,40 +187,39 @@ class Events:
         tenant.dead -= 1
         job.attempts = 0
         job.finished_at = None
-        self.make_ready(tenant, job, now)
+        self.make_ready(tenant, job, now, now)
         self.save(job, tenant)
+
+    def unlimit(self, tenant: TenantRow, now: float) -> None:
+        """The tenant's rate limit is over: back into the eligible index if it has work."""
+        tenant.limited_until = None
+        self.settle(tenant, now)
 
     # -- settings --------------------------------------------------------------------------------
 
-    def apply_settings(self, tenant: TenantRow, weight: float, cap: int | None) -> None:
-        tenant.weight = weight
-        tenant.max_running = cap
-        self.refresh(tenant)
-        self.save(None, tenant)
+    def resettle(self, tenant: TenantRow, now: float) -> None:
+        """Settings changed (the caller set the effective ones): recompute the rate hold, then
+        eligibility."""
+        rules.limit_until(tenant, now)
+        self.settle(tenant, now)
 
     # -- shared steps ----------------------------------------------------------------------------
 
-    @staticmethod
-    def eligible(tenant: TenantRow) -> bool:
-        return fairness.is_eligible(tenant.ready, tenant.running, tenant.max_running)
+    def settle(self, tenant: TenantRow, now: float) -> None:
+        was_eligible = rules.eligible(tenant)
+        rules.refresh(self.queue(tenant.queue), tenant, now)
+        if rules.eligible(tenant) and not was_eligible:
+            self.woken.add(tenant.queue)
+        self.save(None, tenant)
 
-    def make_ready(self, tenant: TenantRow, job: JobRow, now: float) -> None:
+    def make_ready(self, tenant: TenantRow, job: JobRow, now: float, ready_at: float) -> None:
+        returning = tenant.ready == 0
         job.state = JobState.READY
-        job.ready_at = now
+        job.ready_at = ready_at
         tenant.ready += 1
-        self.refresh(tenant)
+        rules.refresh(self.queue(tenant.queue), tenant, now, returning=returning)
         self.woken.add(tenant.queue)
 
-    def refresh(self, tenant: TenantRow) -> None:
-        """A tenant that becomes eligible starts at max(F, V); one that stops leaves the index."""
-        if not self.eligible(tenant):
-            tenant.start = None
-        elif tenant.start is None:
-            tenant.start = fairness.start_tag(tenant.finish, self.load_vclock(tenant.queue))
 
-    def retag(self, tenant: TenantRow) -> None:
-        """After a run's cost is settled, an eligible tenant's start tag is max(F, V)."""
-        if self.eligible(tenant):
-            tenant.start = fairness.start_tag(tenant.finish, self.load_vclock(tenant.queue))
-        else:
-            tenant.start = None
+def queue_state(row: Row) -> QueueState:
+    return QueueState(vclock=row["vclock"], half_life=row["half_life"], max_debt=row["max_debt"])

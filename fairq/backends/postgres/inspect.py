@@ -5,14 +5,17 @@ None of these is on the enqueue/dequeue/ack path; stats may scan a queue's tenan
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from psycopg import Cursor
 
 from fairq.backends._sql import Queries
-from fairq.backends.postgres.records import JobRow, Row, tenant_key
+from fairq.backends.postgres.records import JobRow, Row, rate_of, tenant_key
 from fairq.contract import JobType, ListDeadParams, QueueSettings, StatsParams, TenantStats
 from fairq.job import JobInfo, JobState
+from fairq.policy import history
+from fairq.policy.throttle import Throttle
 
 
 def queue_names(cur: Cursor[Row], q: Queries) -> list[str]:
@@ -26,7 +29,8 @@ def next_due(cur: Cursor[Row], q: Queries, names: Sequence[str]) -> float | None
     for name in names:
         row = cur.execute(q["next_due"], {"queue": name}).fetchone()
         if row is not None:
-            due += [value for value in (row["run_at"], row["deadline"]) if value is not None]
+            times = (row["run_at"], row["deadline"], row["limited_until"])
+            due += [value for value in times if value is not None]
     return min(due, default=None)
 
 
@@ -34,7 +38,14 @@ def queue_settings(cur: Cursor[Row], q: Queries, queue: str) -> QueueSettings:
     row = cur.execute(q["queue_get"], {"name": queue}).fetchone()
     if row is None:
         return QueueSettings(queue=queue)
-    return QueueSettings(queue=queue, weight=row["weight"], max_running=row["max_running"])
+    return QueueSettings(
+        queue=queue,
+        weight=row["weight"],
+        max_running=row["max_running"],
+        rate=rate_of(row["rate_count"], row["rate_period"], row["rate_burst"]),
+        half_life=row["half_life"],
+        max_debt=row["max_debt"],
+    )
 
 
 def stats(cur: Cursor[Row], q: Queries, params: StatsParams) -> list[TenantStats]:
@@ -43,22 +54,32 @@ def stats(cur: Cursor[Row], q: Queries, params: StatsParams) -> list[TenantStats
         "tenant": params.tenant,
         "tenant_key": None if params.tenant is None else tenant_key(params.tenant),
     }
-    return [
-        TenantStats(
-            queue=row["queue"],
-            tenant=row["tenant"],
-            weight=row["weight"],
-            max_running=row["max_running"],
-            ready=row["ready"],
-            scheduled=row["scheduled"],
-            running=row["running"],
-            succeeded=row["succeeded"],
-            failed=row["failed"],
-            dead=row["dead"],
-            oldest_ready_at=row["oldest_ready_at"],
-        )
-        for row in cur.execute(q["tenants_stats"], args).fetchall()
-    ]
+    return [_stats(row, params.now) for row in cur.execute(q["tenants_stats"], args).fetchall()]
+
+
+def _stats(row: Row, now: float | None) -> TenantStats:
+    usage = row["usage"]
+    if now is not None:
+        half_life = row["half_life"]
+        if half_life is None:
+            half_life = history.DEFAULT_HALF_LIFE
+        usage = history.decayed(usage, row["usage_at"], now, half_life)
+    return TenantStats(
+        queue=row["queue"],
+        tenant=row["tenant"],
+        weight=row["weight"],
+        max_running=row["max_running"],
+        ready=row["ready"],
+        scheduled=row["scheduled"],
+        running=row["running"],
+        succeeded=row["succeeded"],
+        failed=row["failed"],
+        dead=row["dead"],
+        oldest_ready_at=row["oldest_ready_at"],
+        rate=rate_of(row["rate_count"], row["rate_period"], row["rate_burst"]),
+        limited_until=row["limited_until"],
+        usage=usage,
+    )
 
 
 def job_rows(cur: Cursor[Row], q: Queries, ids: Sequence[str]) -> list[JobRow]:
@@ -118,6 +139,12 @@ def publish_job_types(cur: Cursor[Row], q: Queries, types: Sequence[JobType]) ->
                 "max_attempts": job_type.max_attempts,
                 "lease_timeout": job_type.lease_timeout,
                 "cost": job_type.cost,
+                "throttle": json.dumps(
+                    [
+                        {"threshold": rule.threshold, "per": rule.per, "queue": rule.queue}
+                        for rule in job_type.throttle
+                    ]
+                ),
             },
         )
 
@@ -132,6 +159,10 @@ def job_types(cur: Cursor[Row], q: Queries) -> dict[str, JobType]:
             max_attempts=row["max_attempts"],
             lease_timeout=row["lease_timeout"],
             cost=row["cost"],
+            throttle=tuple(
+                Throttle(rule["threshold"], rule["per"], rule["queue"])
+                for rule in json.loads(row["throttle"])
+            ),
         )
         for row in cur.execute(q["job_types_all"]).fetchall()
     }

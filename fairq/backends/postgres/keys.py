@@ -1,9 +1,9 @@
 """Names derived from (schema, queue): advisory lock keys, NOTIFY channels; and lease tokens.
 
-Both are computed by SQL too (queries.sql, migrations/0003_hot_paths.sql), so they are defined
-by expressions PostgreSQL evaluates: a queue's lock key is ``hashtextextended(queue, seed)``
-with a per-schema ``seed``, and its channel is ``fairq_`` + 24 hex digits of
-``md5(salt || queue)``. Different schemas never share a lock or a channel.
+Both are computed by SQL too (queries.sql, the server-side functions in migrations/), so they
+are defined by expressions PostgreSQL evaluates: a queue's lock key is
+``hashtextextended(queue, seed)`` with a per-schema ``seed``, and its channel is ``fairq_`` +
+24 hex digits of ``md5(salt || queue)``. Different schemas never share a lock or a channel.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-_ATTEMPT = re.compile(r"^[1-9][0-9]{0,8}$")
+_LEASE_NUMBER = re.compile(r"^[1-9][0-9]{0,8}$")
 
 #: The name of the channel ``close()`` uses to end a wait; no queue can be called this.
 WAKE = "*wake*"
@@ -33,12 +33,12 @@ def queue_channel(schema: str, queue: str) -> str:
 
 
 def parse_token(token: str) -> tuple[str, int] | None:
-    """(job id, attempt) a lease token names, or None when it cannot name any lease.
+    """(job id, lease number) a lease token names, or None when it cannot name any lease.
 
-    The reference model compares ``str(attempts)`` with the text after the last ``:``, so only
+    The reference model compares ``str(leases)`` with the text after the last ``:``, so only
     a canonical decimal number can ever match.
     """
-    job_id, sep, attempt = token.rpartition(":")
-    if not sep or not _ATTEMPT.match(attempt):
+    job_id, sep, number = token.rpartition(":")
+    if not sep or not _LEASE_NUMBER.match(number):
         return None
-    return job_id, int(attempt)
+    return job_id, int(number)

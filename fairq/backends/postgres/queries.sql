@@ -28,31 +28,46 @@ ORDER BY k
 INSERT INTO {schema}.queues (name) VALUES (%(name)s) ON CONFLICT (name) DO NOTHING
 
 -- name: queue_get
-SELECT name, weight, max_running, vclock FROM {schema}.queues WHERE name = %(name)s
+SELECT name, weight, max_running, vclock, rate_count, rate_period, rate_burst, half_life,
+       max_debt
+FROM {schema}.queues WHERE name = %(name)s
 
 -- name: queues_dispatch_state
 -- Read after the queue locks are held (a new snapshot): V and whether maintenance has work.
 -- Each test reads the first entry of one index (ORDER BY … LIMIT 1), which the planner cannot
--- turn into a hashed scan of jobs the way it may turn an EXISTS.
-SELECT q.name, q.vclock,
+-- turn into a hashed scan of jobs the way it may turn an EXISTS. A queue known only to the
+-- inbox (its first jobs came in a caller's transaction) has no row yet: defaults until then.
+SELECT n.name, coalesce(q.vclock, 0.0) AS vclock, q.half_life,
+       coalesce(q.max_debt, 60.0) AS max_debt,
        (SELECT j.run_at FROM {schema}.jobs j
-        WHERE j.queue = q.name AND j.state = 'scheduled'
+        WHERE j.queue = n.name AND j.state = 'scheduled'
         ORDER BY j.run_at, j.seq LIMIT 1) <= %(now)s AS promote_due,
        (SELECT j.deadline FROM {schema}.jobs j
-        WHERE j.queue = q.name AND j.state = 'running'
+        WHERE j.queue = n.name AND j.state = 'running'
         ORDER BY j.deadline, j.seq LIMIT 1) <= %(now)s AS expire_due,
+       (SELECT t.limited_until FROM {schema}.tenants t
+        WHERE t.queue = n.name AND t.limited_until IS NOT NULL
+        ORDER BY t.limited_until LIMIT 1) <= %(now)s AS unlimit_due,
        (SELECT i.seq FROM {schema}.inbox i
-        WHERE i.queue = q.name ORDER BY i.seq LIMIT 1) IS NOT NULL AS inbox_due
-FROM {schema}.queues q
-WHERE q.name = ANY(%(names)s::text[])
+        WHERE i.queue = n.name ORDER BY i.seq LIMIT 1) IS NOT NULL AS inbox_due
+FROM (SELECT DISTINCT unnest(%(names)s::text[]) AS name) n
+LEFT JOIN {schema}.queues q ON q.name = n.name
 
 -- name: queue_set_vclock
 UPDATE {schema}.queues SET vclock = %(vclock)s WHERE name = %(name)s
 
 -- name: queue_set_defaults
-INSERT INTO {schema}.queues (name, weight, max_running)
-VALUES (%(name)s, %(weight)s, %(max_running)s)
-ON CONFLICT (name) DO UPDATE SET weight = excluded.weight, max_running = excluded.max_running
+INSERT INTO {schema}.queues (
+    name, weight, max_running, rate_count, rate_period, rate_burst, half_life, max_debt
+) VALUES (
+    %(name)s, %(weight)s, %(max_running)s, %(rate_count)s, %(rate_period)s, %(rate_burst)s,
+    %(half_life)s, %(max_debt)s
+)
+ON CONFLICT (name) DO UPDATE SET
+    weight = excluded.weight, max_running = excluded.max_running,
+    rate_count = excluded.rate_count, rate_period = excluded.rate_period,
+    rate_burst = excluded.rate_burst, half_life = excluded.half_life,
+    max_debt = excluded.max_debt
 
 -- name: queue_names
 SELECT name FROM {schema}.queues ORDER BY name
@@ -60,8 +75,11 @@ SELECT name FROM {schema}.queues ORDER BY name
 -- name: tenants_ensure
 -- A new tenant starts with its queue's defaults as its effective settings. Rows are inserted
 -- in the order given (sorted by the caller), so concurrent enqueues never wait in a cycle.
-INSERT INTO {schema}.tenants (queue, tenant, tenant_key, weight, max_running)
-SELECT q.name, n.tenant, n.tenant_key, q.weight, q.max_running
+INSERT INTO {schema}.tenants (
+    queue, tenant, tenant_key, weight, max_running, rate_count, rate_period, rate_burst
+)
+SELECT q.name, n.tenant, n.tenant_key, q.weight, q.max_running, q.rate_count, q.rate_period,
+       q.rate_burst
 FROM unnest(%(queues)s::text[], %(tenants)s::text[], %(keys)s::bytea[])
          WITH ORDINALITY AS n(queue, tenant, tenant_key, ord)
 JOIN {schema}.queues q ON q.name = n.queue
@@ -72,7 +90,8 @@ ON CONFLICT (queue, tenant_key) DO NOTHING
 -- The tenants of one event, locked in id order.
 SELECT t.id, t.queue, t.tenant, t.own_weight, t.own_max_running, t.weight, t.max_running,
        t.finish_tag, t.start_tag, t.ready, t.scheduled, t.running, t.succeeded, t.failed,
-       t.dead
+       t.dead, t.own_rate_count, t.own_rate_period, t.own_rate_burst, t.rate_count,
+       t.rate_period, t.rate_burst, t.tat, t.limited_until, t.usage, t.usage_at
 FROM {schema}.tenants t
 JOIN unnest(%(queues)s::text[], %(tenants)s::text[], %(keys)s::bytea[])
          AS n(queue, tenant, tenant_key)
@@ -82,7 +101,9 @@ FOR UPDATE OF t
 
 -- name: tenant_lock_by_id
 SELECT id, queue, tenant, own_weight, own_max_running, weight, max_running,
-       finish_tag, start_tag, ready, scheduled, running, succeeded, failed, dead
+       finish_tag, start_tag, ready, scheduled, running, succeeded, failed, dead,
+       own_rate_count, own_rate_period, own_rate_burst, rate_count, rate_period, rate_burst,
+       tat, limited_until, usage, usage_at
 FROM {schema}.tenants
 WHERE id = %(id)s
 FOR UPDATE
@@ -94,6 +115,10 @@ FOR UPDATE
 UPDATE {schema}.tenants SET
     own_weight = %(own_weight)s, own_max_running = %(own_max_running)s,
     weight = %(weight)s, max_running = %(max_running)s,
+    own_rate_count = %(own_rate_count)s, own_rate_period = %(own_rate_period)s,
+    own_rate_burst = %(own_rate_burst)s, rate_count = %(rate_count)s,
+    rate_period = %(rate_period)s, rate_burst = %(rate_burst)s,
+    tat = %(tat)s, limited_until = %(limited_until)s, usage = %(usage)s, usage_at = %(usage_at)s,
     finish_tag = %(finish_tag)s, start_tag = %(start_tag)s,
     head_seq = (SELECT j.seq FROM {schema}.jobs j
                 WHERE j.tenant_id = %(id)s AND j.state = 'ready'
@@ -107,16 +132,23 @@ WHERE id = %(id)s
        OR %(max_running)s::integer IS NULL
        OR %(running)s::bigint <= %(max_running)s::integer)
 
--- name: tenants_inheriting
--- Tenants of a queue that follow a queue default (admin path: set_queue, may scan a queue).
+-- name: tenants_of_queue
+-- Every tenant of a queue, to resettle after its defaults change (admin path: set_queue).
+SELECT id FROM {schema}.tenants WHERE queue = %(queue)s ORDER BY id
+
+-- name: tenants_limited_due
+-- Tenants whose rate limit is over, in (limited_until, tenant) order, through tenants_limited
+-- (the tenant text is COLLATE "C": code-point order, as the reference model sorts).
 SELECT id FROM {schema}.tenants
-WHERE queue = %(queue)s AND (own_weight IS NULL OR own_max_running IS NULL)
-ORDER BY id
+WHERE queue = %(queue)s AND limited_until IS NOT NULL AND limited_until <= %(now)s
+ORDER BY limited_until, tenant
 
 -- name: tenants_stats
 -- Inspection, not a hot path: may scan tenants when no queue is given.
 SELECT t.queue, t.tenant, t.weight, t.max_running, t.ready, t.scheduled, t.running,
-       t.succeeded, t.failed, t.dead,
+       t.succeeded, t.failed, t.dead, t.rate_count, t.rate_period, t.rate_burst,
+       t.limited_until, t.usage, t.usage_at,
+       (SELECT q.half_life FROM {schema}.queues q WHERE q.name = t.queue) AS half_life,
        (SELECT min(j.ready_at) FROM {schema}.jobs j
         WHERE j.tenant_id = t.id AND j.state = 'ready') AS oldest_ready_at
 FROM {schema}.tenants t
@@ -139,7 +171,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id
+       j.last_error, j.worker_id, j.leases, j.charged
 FROM {schema}.jobs j
 WHERE j.id = %(id)s
 FOR UPDATE
@@ -152,7 +184,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id
+       j.last_error, j.worker_id, j.leases, j.charged
 FROM {schema}.jobs j
 WHERE j.id = ANY(%(ids)s::text[])
 
@@ -160,7 +192,7 @@ WHERE j.id = ANY(%(ids)s::text[])
 UPDATE {schema}.jobs SET
     state = %(state)s, attempts = %(attempts)s, run_at = %(run_at)s, ready_at = %(ready_at)s,
     started_at = %(started_at)s, deadline = %(deadline)s, finished_at = %(finished_at)s,
-    last_error = %(last_error)s, worker_id = %(worker_id)s
+    last_error = %(last_error)s, worker_id = %(worker_id)s, charged = %(charged)s
 WHERE seq = %(seq)s
 
 -- name: jobs_due_scheduled
@@ -169,7 +201,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id
+       j.last_error, j.worker_id, j.leases, j.charged
 FROM {schema}.jobs j
 WHERE j.queue = %(queue)s AND j.state = 'scheduled' AND j.run_at <= %(now)s
 ORDER BY j.run_at, j.seq
@@ -180,27 +212,39 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id
+       j.last_error, j.worker_id, j.leases, j.charged
 FROM {schema}.jobs j
 WHERE j.queue = %(queue)s AND j.state = 'running' AND j.deadline <= %(now)s
 ORDER BY j.deadline, j.seq
 
--- name: job_heartbeat
--- A conditional update: only the attempt the token names, only while its lease holds. The new
--- deadline is now + lease_timeout in double precision, as the reference model computes it.
-UPDATE {schema}.jobs SET deadline = %(now)s::double precision + lease_timeout
-WHERE id = %(id)s AND state = 'running' AND attempts = %(attempt)s
-  AND deadline > %(now)s::double precision
-RETURNING deadline
+-- name: jobs_queues
+-- The queues of the jobs a heartbeat names, whose shared locks it takes first.
+SELECT DISTINCT queue FROM {schema}.jobs WHERE id = ANY(%(ids)s::text[]) ORDER BY queue
+
+-- name: jobs_lock_by_ids
+-- The jobs a heartbeat names, locked in seq order (one order for every locker of many jobs).
+SELECT j.seq, j.id, j.tenant_id, j.queue,
+       (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
+       j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
+       j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
+       j.last_error, j.worker_id, j.leases, j.charged
+FROM {schema}.jobs j
+WHERE j.id = ANY(%(ids)s::text[])
+ORDER BY j.seq
+FOR UPDATE
 
 -- name: next_due
--- The earliest scheduled run-at and lease deadline of one queue: two index endpoints.
+-- The earliest scheduled run-at, lease deadline and end of a rate limit of one queue: three
+-- index endpoints.
 SELECT (SELECT j.run_at FROM {schema}.jobs j
         WHERE j.queue = %(queue)s AND j.state = 'scheduled'
         ORDER BY j.run_at, j.seq LIMIT 1) AS run_at,
        (SELECT j.deadline FROM {schema}.jobs j
         WHERE j.queue = %(queue)s AND j.state = 'running'
-        ORDER BY j.deadline, j.seq LIMIT 1) AS deadline
+        ORDER BY j.deadline, j.seq LIMIT 1) AS deadline,
+       (SELECT t.limited_until FROM {schema}.tenants t
+        WHERE t.queue = %(queue)s AND t.limited_until IS NOT NULL
+        ORDER BY t.limited_until LIMIT 1) AS limited_until
 
 -- name: jobs_prune
 -- Succeeded jobs finished before the cut-off, through jobs_succeeded.
@@ -211,7 +255,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id
+       j.last_error, j.worker_id, j.leases, j.charged
 FROM {schema}.jobs j
 WHERE j.state = 'dead'
   AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
@@ -266,20 +310,63 @@ ON CONFLICT (id) DO NOTHING
 RETURNING seq
 
 -- name: job_types_upsert
-INSERT INTO {schema}.job_types (name, queue, tenant_arg, params, max_attempts, lease_timeout, cost)
-VALUES (%(name)s, %(queue)s, %(tenant_arg)s, %(params)s, %(max_attempts)s, %(lease_timeout)s,
-        %(cost)s)
+INSERT INTO {schema}.job_types (
+    name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle
+) VALUES (
+    %(name)s, %(queue)s, %(tenant_arg)s, %(params)s, %(max_attempts)s, %(lease_timeout)s,
+    %(cost)s, %(throttle)s
+)
 ON CONFLICT (name) DO UPDATE SET
     queue = excluded.queue, tenant_arg = excluded.tenant_arg, params = excluded.params,
     max_attempts = excluded.max_attempts, lease_timeout = excluded.lease_timeout,
-    cost = excluded.cost
+    cost = excluded.cost, throttle = excluded.throttle
 
 -- name: job_types_all
-SELECT name, queue, tenant_arg, params, max_attempts, lease_timeout, cost
+SELECT name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle
 FROM {schema}.job_types
 
+-- name: throttle_windows_ensure
+-- Record + decide, step 1: a row for every (job name, tenant) of the enqueue, created in key
+-- order (so concurrent enqueues never wait in a cycle) and then locked by throttle_windows_lock.
+-- These row locks are taken before any queue lock: maintenance never waits for them (its
+-- prune skips locked rows), so the order stays free of cycles.
+INSERT INTO {schema}.throttle_windows (key, name, tenant, times, span, last_at, expires_at)
+SELECT n.key, n.name, n.tenant, '{}', 0.0, '-Infinity', '-Infinity'
+FROM unnest(%(keys)s::bytea[], %(names)s::text[], %(tenants)s::text[])
+         WITH ORDINALITY AS n(key, name, tenant, ord)
+ORDER BY n.ord
+ON CONFLICT (key) DO NOTHING
+
+-- name: throttle_windows_lock
+SELECT key, name, tenant, times, span FROM {schema}.throttle_windows
+WHERE key = ANY(%(keys)s::bytea[])
+ORDER BY key
+FOR UPDATE
+
+-- name: throttle_window_save
+-- times holds at most max threshold + 1 values (fairq/policy/throttle.py: window_size).
+UPDATE {schema}.throttle_windows
+SET times = %(times)s::double precision[], span = %(span)s, last_at = %(last_at)s,
+    expires_at = %(last_at)s::double precision + %(span)s::double precision
+WHERE key = %(key)s
+
+-- name: throttle_windows_get
+SELECT key, name, tenant, times, span FROM {schema}.throttle_windows
+WHERE key = ANY(%(keys)s::bytea[])
+
+-- name: throttle_windows_prune
+-- Windows whose every time is older than their span: they can match no rule any more. Rows an
+-- enqueue holds are skipped (never waited for), so a prune never deadlocks with an enqueue.
+DELETE FROM {schema}.throttle_windows
+WHERE key IN (SELECT w.key FROM {schema}.throttle_windows w
+              WHERE w.expires_at < %(now)s
+                AND w.last_at < %(now)s::double precision - w.span
+              ORDER BY w.expires_at
+              LIMIT %(limit)s
+              FOR UPDATE SKIP LOCKED)
+
 -- name: dequeue
--- A whole dequeue in one statement when no maintenance is due (see 0003_hot_paths.sql).
+-- A whole dequeue in one statement when no maintenance is due (see 0004_limits.sql).
 SELECT * FROM {schema}.dequeue(%(queues)s::text[], %(seed)s, %(worker)s, %(now)s, %(limit)s)
 
 -- name: dispatch
@@ -287,7 +374,7 @@ SELECT * FROM {schema}.dequeue(%(queues)s::text[], %(seed)s, %(worker)s, %(now)s
 SELECT * FROM {schema}.dispatch(%(queues)s::text[], %(worker)s, %(now)s, %(limit)s)
 
 -- name: ack
-SELECT * FROM {schema}.ack(%(id)s, %(attempt)s, %(now)s, %(seed)s, %(salt)s)
+SELECT * FROM {schema}.ack(%(id)s, %(lease)s, %(now)s, %(seed)s, %(salt)s)
 
 -- name: notify
 -- Delivered when the transaction commits; identical notifications in one transaction merge.

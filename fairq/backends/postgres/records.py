@@ -14,8 +14,8 @@ from typing import Any
 from psycopg import Cursor
 
 from fairq.backends._sql import Queries
-from fairq.contract import TenantStats
 from fairq.job import JobInfo, JobState, Lease, lease_token
+from fairq.policy.rate import Rate
 
 Row = dict[str, Any]
 
@@ -42,6 +42,12 @@ class TenantRow:
     succeeded: int
     failed: int
     dead: int
+    own_rate: Rate | None = None  # None: the queue's default
+    rate: Rate | None = None  # effective
+    tat: float | None = None  # GCRA theoretical arrival time
+    limited_until: float | None = None  # set while waiting on its rate limit
+    usage: float = 0.0  # recent service, decaying (fairq/policy/history.py)
+    usage_at: float = 0.0
     was_running: int = field(default=0, compare=False)  # as loaded: the slot guard in tenant_save
 
     @classmethod
@@ -65,6 +71,12 @@ class TenantRow:
             succeeded=get("succeeded"),
             failed=get("failed"),
             dead=get("dead"),
+            own_rate=rate_of(get("own_rate_count"), get("own_rate_period"), get("own_rate_burst")),
+            rate=rate_of(get("rate_count"), get("rate_period"), get("rate_burst")),
+            tat=get("tat"),
+            limited_until=get("limited_until"),
+            usage=get("usage"),
+            usage_at=get("usage_at"),
             was_running=get("running"),
         )
 
@@ -86,6 +98,12 @@ class TenantRow:
                 "succeeded": self.succeeded,
                 "failed": self.failed,
                 "dead": self.dead,
+                **rate_columns("own_rate_", self.own_rate),
+                **rate_columns("rate_", self.rate),
+                "tat": self.tat,
+                "limited_until": self.limited_until,
+                "usage": self.usage,
+                "usage_at": self.usage_at,
             },
         )
         if cur.rowcount != 1:
@@ -95,21 +113,6 @@ class TenantRow:
                 "this is a bug in fairq, please report it"
             )
         self.was_running = self.running
-
-    def stats(self, oldest_ready_at: float | None) -> TenantStats:
-        return TenantStats(
-            queue=self.queue,
-            tenant=self.tenant,
-            weight=self.weight,
-            max_running=self.max_running,
-            ready=self.ready,
-            scheduled=self.scheduled,
-            running=self.running,
-            succeeded=self.succeeded,
-            failed=self.failed,
-            dead=self.dead,
-            oldest_ready_at=oldest_ready_at,
-        )
 
 
 @dataclass
@@ -135,6 +138,8 @@ class JobRow:
     finished_at: float | None
     last_error: str | None
     worker_id: str | None
+    leases: int = 0  # dispatches so far; the lease token names the current one
+    charged: float = 0.0  # what the current run has been charged so far
 
     @classmethod
     def from_row(cls, row: Row) -> JobRow:
@@ -160,6 +165,8 @@ class JobRow:
             finished_at=row["finished_at"],
             last_error=row["last_error"],
             worker_id=row["worker_id"],
+            leases=row["leases"],
+            charged=row["charged"],
         )
 
     def save(self, cur: Cursor[Row], q: Queries) -> None:
@@ -176,6 +183,7 @@ class JobRow:
                 "finished_at": self.finished_at,
                 "last_error": self.last_error,
                 "worker_id": self.worker_id,
+                "charged": self.charged,
             },
         )
 
@@ -201,7 +209,7 @@ class JobRow:
     def lease(self) -> Lease:
         assert self.started_at is not None and self.deadline is not None
         return Lease(
-            token=lease_token(self.id, self.attempts),
+            token=lease_token(self.id, self.leases),
             job_id=self.id,
             name=self.name,
             queue=self.queue,
@@ -214,3 +222,18 @@ class JobRow:
             lease_timeout=self.lease_timeout,
             cost=self.cost,
         )
+
+
+def rate_of(count: int | None, period: float | None, burst: int | None) -> Rate | None:
+    """A rate stored as three columns (all NULL: none)."""
+    if count is None or period is None or burst is None:
+        return None
+    return Rate(count, period, burst)
+
+
+def rate_columns(prefix: str, rate: Rate | None) -> dict[str, object]:
+    return {
+        prefix + "count": None if rate is None else rate.count,
+        prefix + "period": None if rate is None else float(rate.period),
+        prefix + "burst": None if rate is None else rate.burst,
+    }

@@ -19,7 +19,12 @@ CREATE TABLE {schema}.queues (
     name        text COLLATE "C" PRIMARY KEY,
     weight      double precision NOT NULL DEFAULT 1.0 CHECK (weight > 0),
     max_running integer CHECK (max_running >= 1),   -- NULL: no cap
-    vclock      double precision NOT NULL DEFAULT 0.0
+    vclock      double precision NOT NULL DEFAULT 0.0,
+    rate_count  integer CHECK (rate_count >= 1),      -- NULL: no rate limit
+    rate_period double precision CHECK (rate_period > 0),
+    rate_burst  integer CHECK (rate_burst >= 1),
+    half_life   double precision CHECK (half_life > 0), -- NULL: no history
+    max_debt    double precision NOT NULL DEFAULT 60.0
 );
 
 -- One row per (queue, tenant). weight/max_running are the effective settings (own setting,
@@ -45,12 +50,28 @@ CREATE TABLE {schema}.tenants (
     succeeded       bigint NOT NULL DEFAULT 0,
     failed          bigint NOT NULL DEFAULT 0,
     dead            bigint NOT NULL DEFAULT 0 CHECK (dead >= 0),
+    own_rate_count  integer,                        -- NULL: the queue's default
+    own_rate_period double precision,
+    own_rate_burst  integer,
+    rate_count      integer,                        -- effective; NULL: no rate limit
+    rate_period     double precision,
+    rate_burst      integer,
+    tat             double precision,               -- GCRA theoretical arrival time
+    limited_until   double precision,               -- set while waiting on its rate
+    usage           double precision NOT NULL DEFAULT 0.0,  -- recent service, decaying
+    usage_at        double precision NOT NULL DEFAULT 0.0,
     UNIQUE (queue, tenant_key)
 );
 
 -- Dispatch reads the first entry: smallest (start tag, head seq) among eligible tenants.
 CREATE INDEX tenants_eligible ON {schema}.tenants (queue, start_tag, head_seq)
     WHERE start_tag IS NOT NULL;
+
+-- Maintenance ends rate limits in (limited_until, tenant) order: a range of this index, the
+-- ties sorted by the tenant text (COLLATE "C": UTF-8 byte order, which is code-point order).
+-- The tenant text is not an index column: btree entries are limited in size, tenant ids not.
+CREATE INDEX tenants_limited ON {schema}.tenants (queue, limited_until)
+    WHERE limited_until IS NOT NULL;
 
 -- seq is enqueue order (a sequence value is never reused, even after pruning). tenant_id names
 -- the (queue, tenant) row, so a long tenant id is stored once, not in every job.
@@ -75,7 +96,9 @@ CREATE TABLE {schema}.jobs (
     deadline      double precision,                -- set only while running
     finished_at   double precision,
     last_error    text,
-    worker_id     text
+    worker_id     text,
+    leases        integer NOT NULL DEFAULT 0,      -- dispatches so far; names the lease
+    charged       double precision NOT NULL DEFAULT 0.0  -- what this run was charged so far
 );
 
 CREATE INDEX jobs_ready ON {schema}.jobs (tenant_id, priority DESC, seq) WHERE state = 'ready';
@@ -92,7 +115,8 @@ CREATE TABLE {schema}.job_types (
     params        text[] NOT NULL,                -- positional parameter names, in order
     max_attempts  integer NOT NULL,
     lease_timeout double precision NOT NULL,
-    cost          double precision NOT NULL
+    cost          double precision NOT NULL,
+    throttle      text NOT NULL DEFAULT '[]'      -- [{"threshold", "per", "queue"}, …] as JSON
 );
 
 -- Enqueues made inside the caller's transaction wait here until a dispatch of their queue takes
@@ -114,23 +138,75 @@ CREATE TABLE {schema}.inbox (
 
 CREATE INDEX inbox_queue ON {schema}.inbox (queue, seq);
 
--- The two hottest events server-side, one round trip each (see migrations/0003_hot_paths.sql).
+-- Throttle windows: the newest enqueue times per (job name, tenant), at most max threshold + 1,
+-- deleted once older than the longest rule's window (see migrations/0004_limits.sql).
+CREATE TABLE {schema}.throttle_windows (
+    key        bytea PRIMARY KEY,
+    name       text NOT NULL,
+    tenant     text COLLATE "C" NOT NULL,
+    times      double precision[] NOT NULL,
+    span       double precision NOT NULL,
+    last_at    double precision NOT NULL,
+    expires_at double precision NOT NULL
+);
+
+CREATE INDEX throttle_windows_expiry ON {schema}.throttle_windows (expires_at);
+
+-- The hottest events server-side, one round trip each (see migrations/0003_hot_paths.sql and
+-- migrations/0004_limits.sql).
+
+-- history.decayed(usage, since, now, half_life) with Python's results: PostgreSQL raises
+-- "underflow" where IEEE arithmetic (and Python) give 0, so a result that rounds to 0 is
+-- returned as 0 instead (never on the usual path: an exception block only for tiny products).
+CREATE FUNCTION {schema}.decayed(
+    p_usage double precision, p_since double precision, p_now double precision,
+    p_half_life double precision
+) RETURNS double precision LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    v_exponent double precision;
+    v_factor double precision;
+BEGIN
+    IF p_now <= p_since THEN
+        RETURN p_usage;
+    END IF;
+    v_exponent := (p_now - p_since) / p_half_life;
+    IF p_usage = 0 OR v_exponent >= 1075 THEN  -- 0.5 ** 1075 rounds to 0
+        RETURN 0.0::double precision;
+    END IF;
+    v_factor := power(0.5::double precision, v_exponent);
+    IF ln(p_usage) + ln(v_factor) > -740 THEN  -- the product is far above the smallest double
+        RETURN p_usage * v_factor;
+    END IF;
+    BEGIN
+        RETURN p_usage * v_factor;
+    EXCEPTION WHEN numeric_value_out_of_range THEN
+        RETURN 0.0::double precision;
+    END;
+END
+$$;
 
 -- Hands out up to p_limit head jobs, each of the eligible tenant with the smallest
 -- (start_tag, head_seq), trying p_queues in order. The caller holds the queues' exclusive
 -- locks: no other transaction writes these tenants or their ready jobs meanwhile, so the
--- rows need no row locks (and SKIP LOCKED would skip the order we must keep).
+-- rows need no row locks (and SKIP LOCKED would skip the order we must keep). The arithmetic
+-- is fairness.finish_after_dispatch, history.add_usage and rate.after_start / limited_until,
+-- in their order.
 CREATE FUNCTION {schema}.dispatch(
     p_queues text[], p_worker text, p_now double precision, p_limit integer
 ) RETURNS TABLE (
     l_id text, l_name text, l_queue text, l_tenant text, l_payload text, l_attempts integer,
-    l_max_attempts integer, l_started_at double precision, l_deadline double precision,
-    l_lease_timeout double precision, l_cost double precision
+    l_leases integer, l_max_attempts integer, l_started_at double precision,
+    l_deadline double precision, l_lease_timeout double precision, l_cost double precision
 ) LANGUAGE plpgsql AS $$
 DECLARE
     t {schema}.tenants%ROWTYPE;
     j {schema}.jobs%ROWTYPE;
+    v_half_life double precision;
     v_finish double precision;
+    v_usage double precision;
+    v_interval double precision;
+    v_tat double precision;
+    v_until double precision;
     v_eligible boolean;
     v_taken integer := 0;
 BEGIN
@@ -148,18 +224,45 @@ BEGIN
         EXIT WHEN NOT FOUND;
 
         UPDATE {schema}.jobs x
-        SET state = 'running', attempts = x.attempts + 1, started_at = p_now,
-            deadline = p_now + x.lease_timeout, worker_id = p_worker
+        SET state = 'running', attempts = x.attempts + 1, leases = x.leases + 1,
+            started_at = p_now, deadline = p_now + x.lease_timeout, worker_id = p_worker,
+            charged = x.cost
         WHERE x.seq = t.head_seq
         RETURNING x.* INTO j;
 
-        -- V = S; F = S + estimate / w; then S = F while still eligible (fairness.py)
+        -- V = S; F = S + estimate / w
+        UPDATE {schema}.queues SET vclock = t.start_tag WHERE name = t.queue
+        RETURNING coalesce(half_life, 60.0::double precision) INTO v_half_life;
         v_finish := t.start_tag + j.cost / t.weight;
-        v_eligible := t.ready - 1 > 0 AND (t.max_running IS NULL OR t.running + 1 < t.max_running);
-        UPDATE {schema}.queues SET vclock = t.start_tag WHERE name = t.queue;
+        -- usage = max(decayed(usage, usage_at, now) + (F_new - F_old), 0)
+        v_usage := GREATEST(
+            {schema}.decayed(t.usage, t.usage_at, p_now, v_half_life) + (v_finish - t.finish_tag),
+            0.0::double precision);
+        -- GCRA: tat = max(tat, now) + interval; limited until tat - tolerance if after now
+        v_tat := t.tat;
+        v_until := NULL;
+        IF t.rate_count IS NOT NULL THEN
+            v_interval := t.rate_period / t.rate_count;
+            IF t.tat IS NULL THEN
+                v_tat := p_now + v_interval;
+            ELSE
+                v_tat := GREATEST(t.tat, p_now) + v_interval;
+            END IF;
+            IF v_tat - v_interval * (t.rate_burst - 1) > p_now THEN
+                v_until := v_tat - v_interval * (t.rate_burst - 1);
+            END IF;
+        END IF;
+        -- then S = F while still eligible
+        v_eligible := t.ready - 1 > 0
+            AND (t.max_running IS NULL OR t.running + 1 < t.max_running)
+            AND t.weight > 0 AND v_until IS NULL;
         UPDATE {schema}.tenants x
         SET finish_tag = v_finish,
             start_tag = CASE WHEN v_eligible THEN v_finish END,
+            usage = v_usage,
+            usage_at = GREATEST(t.usage_at, p_now),
+            tat = v_tat,
+            limited_until = v_until,
             ready = x.ready - 1,
             running = x.running + 1,
             head_seq = (SELECT r.seq FROM {schema}.jobs r
@@ -172,9 +275,9 @@ BEGIN
         END IF;
 
         l_id := j.id; l_name := j.name; l_queue := j.queue; l_tenant := t.tenant;
-        l_payload := j.payload; l_attempts := j.attempts; l_max_attempts := j.max_attempts;
-        l_started_at := j.started_at; l_deadline := j.deadline;
-        l_lease_timeout := j.lease_timeout; l_cost := j.cost;
+        l_payload := j.payload; l_attempts := j.attempts; l_leases := j.leases;
+        l_max_attempts := j.max_attempts; l_started_at := j.started_at;
+        l_deadline := j.deadline; l_lease_timeout := j.lease_timeout; l_cost := j.cost;
         RETURN NEXT;
         v_taken := v_taken + 1;
     END LOOP;
@@ -182,18 +285,19 @@ END
 $$;
 
 -- A whole dequeue when no maintenance is due: lock the queues, check that nothing is due
--- (a due scheduled job, an overdue lease, an inbox row), dispatch. When something is due it
--- returns one row with due = true and changes nothing; the caller then runs maintenance in
--- Python and calls dispatch() in the same transaction.
+-- (a due scheduled job, an overdue lease, a rate limit that is over, an inbox row), dispatch.
+-- When something is due it returns one row with due = true and changes nothing; the caller
+-- then runs maintenance in Python and calls dispatch() in the same transaction.
 CREATE FUNCTION {schema}.dequeue(
     p_queues text[], p_seed bigint, p_worker text, p_now double precision, p_limit integer
 ) RETURNS TABLE (
     due boolean, l_id text, l_name text, l_queue text, l_tenant text, l_payload text,
-    l_attempts integer, l_max_attempts integer, l_started_at double precision,
-    l_deadline double precision, l_lease_timeout double precision, l_cost double precision
+    l_attempts integer, l_leases integer, l_max_attempts integer,
+    l_started_at double precision, l_deadline double precision,
+    l_lease_timeout double precision, l_cost double precision
 ) LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM set_config('synchronous_commit', 'off', true);  -- see the note at the top
+    PERFORM set_config('synchronous_commit', 'off', true);  -- see 0003_hot_paths.sql
     PERFORM pg_advisory_xact_lock(k)
     FROM (SELECT DISTINCT hashtextextended(n, p_seed) AS k FROM unnest(p_queues) AS n) s
     ORDER BY k;
@@ -205,6 +309,9 @@ BEGIN
            OR (SELECT j.deadline FROM {schema}.jobs j
                WHERE j.queue = n AND j.state = 'running'
                ORDER BY j.deadline, j.seq LIMIT 1) <= p_now
+           OR (SELECT t.limited_until FROM {schema}.tenants t
+               WHERE t.queue = n AND t.limited_until IS NOT NULL
+               ORDER BY t.limited_until LIMIT 1) <= p_now
            OR (SELECT i.seq FROM {schema}.inbox i
                WHERE i.queue = n ORDER BY i.seq LIMIT 1) IS NOT NULL
     ) THEN
@@ -216,12 +323,12 @@ BEGIN
 END
 $$;
 
--- Ack of a held lease: 'ok', 'not_found' (unknown, finished, or another attempt) or 'expired'
+-- Ack of a held lease: 'ok', 'not_found' (unknown, finished, or another lease) or 'expired'
 -- (with the deadline); nothing changes unless 'ok'. Locks: the queue's shared lock, the job,
 -- then its tenant (the order of queries.sql). NOTIFYs the queue when the freed slot makes a
 -- capped tenant with ready jobs eligible again.
 CREATE FUNCTION {schema}.ack(
-    p_id text, p_attempt integer, p_now double precision, p_seed bigint, p_channel_salt text
+    p_id text, p_lease integer, p_now double precision, p_seed bigint, p_channel_salt text
 ) RETURNS TABLE (status text, lease_deadline double precision)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -229,37 +336,52 @@ DECLARE
     j {schema}.jobs%ROWTYPE;
     t {schema}.tenants%ROWTYPE;
     v_vclock double precision;
+    v_half_life double precision;
     v_finish double precision;
+    v_usage double precision;
     v_was_eligible boolean;
     v_eligible boolean;
 BEGIN
-    PERFORM set_config('synchronous_commit', 'off', true);  -- see the note at the top
+    PERFORM set_config('synchronous_commit', 'off', true);  -- see 0003_hot_paths.sql
     SELECT x.queue INTO v_queue FROM {schema}.jobs x WHERE x.id = p_id;
     IF NOT FOUND THEN
         status := 'not_found'; RETURN NEXT; RETURN;
     END IF;
     PERFORM pg_advisory_xact_lock_shared(hashtextextended(v_queue, p_seed));
     SELECT * INTO j FROM {schema}.jobs x WHERE x.id = p_id FOR UPDATE;
-    IF NOT FOUND OR j.state <> 'running' OR j.attempts <> p_attempt THEN
+    IF NOT FOUND OR j.state <> 'running' OR j.leases <> p_lease THEN
         status := 'not_found'; RETURN NEXT; RETURN;
     END IF;
     IF p_now >= j.deadline THEN
         status := 'expired'; lease_deadline := j.deadline; RETURN NEXT; RETURN;
     END IF;
     SELECT * INTO t FROM {schema}.tenants x WHERE x.id = j.tenant_id FOR UPDATE;
-    SELECT q.vclock INTO v_vclock FROM {schema}.queues q WHERE q.name = j.queue;
+    SELECT q.vclock, coalesce(q.half_life, 60.0::double precision) INTO v_vclock, v_half_life
+    FROM {schema}.queues q WHERE q.name = j.queue;
 
-    -- F = F + (max(ended - started, MIN_CHARGE) - estimate) / w; S = max(F, V) if eligible
-    v_finish := t.finish_tag
-        + (GREATEST(p_now - j.started_at, 0.001::double precision) - j.cost) / t.weight;
-    v_was_eligible := t.ready > 0 AND (t.max_running IS NULL OR t.running < t.max_running);
-    v_eligible := t.ready > 0 AND (t.max_running IS NULL OR t.running - 1 < t.max_running);
+    -- F = F + (max(ended - started, MIN_CHARGE) - charged) / w, unchanged while w = 0
+    v_finish := t.finish_tag;
+    IF t.weight > 0 THEN
+        v_finish := t.finish_tag
+            + (GREATEST(p_now - j.started_at, 0.001::double precision) - j.charged) / t.weight;
+    END IF;
+    -- usage = max(decayed(usage, usage_at, now) + (F_new - F_old), 0)
+    v_usage := GREATEST(
+        {schema}.decayed(t.usage, t.usage_at, p_now, v_half_life) + (v_finish - t.finish_tag),
+        0.0::double precision);
+    -- S = max(F, V) if eligible
+    v_was_eligible := t.ready > 0 AND (t.max_running IS NULL OR t.running < t.max_running)
+        AND t.weight > 0 AND t.limited_until IS NULL;
+    v_eligible := t.ready > 0 AND (t.max_running IS NULL OR t.running - 1 < t.max_running)
+        AND t.weight > 0 AND t.limited_until IS NULL;
 
     UPDATE {schema}.jobs x SET state = 'succeeded', finished_at = p_now, deadline = NULL
     WHERE x.seq = j.seq;
     UPDATE {schema}.tenants x
     SET finish_tag = v_finish,
         start_tag = CASE WHEN v_eligible THEN GREATEST(v_finish, v_vclock) END,
+        usage = v_usage,
+        usage_at = GREATEST(t.usage_at, p_now),
         running = x.running - 1,
         succeeded = x.succeeded + 1
     WHERE x.id = t.id AND x.running > 0;

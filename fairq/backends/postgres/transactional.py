@@ -12,7 +12,9 @@ Two ways in, one mechanism::
 Each enqueue runs in a SAVEPOINT on the caller's connection, so a refused enqueue (a duplicate
 id) raises DuplicateJob and rolls back only itself: the caller's transaction stays usable.
 It inserts into the ``inbox`` table and nothing else — no queue lock, no tenant row — because
-those locks would be held until the caller commits and stall every worker of the queue. The
+those locks would be held until the caller commits and stall every worker of the queue. A job
+with throttle rules records its enqueue in its window first and goes to the queue the rules
+chose (throttling.py), in the same savepoint: a rolled-back enqueue is not counted. The
 next dequeue of the queue (or ``maintain``) takes committed inbox rows in, in enqueue order, and
 a NOTIFY sent with the insert (delivered only on commit) wakes an idle worker at once.
 """
@@ -27,8 +29,10 @@ from typing import Any
 
 import psycopg
 from psycopg import Connection, Cursor
+from psycopg.rows import dict_row
 
 from fairq.backends._sql import Queries
+from fairq.backends.postgres import throttling
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.records import Row
 from fairq.errors import DuplicateJob
@@ -63,9 +67,11 @@ class InboxWriter:
         self.q = q
         self.channel = channel
 
-    def write(self, conn: Connection[Any], jobs: Sequence[NewJob], now: float) -> None:
+    def write(self, conn: Connection[Any], jobs: Sequence[NewJob], now: float) -> list[str]:
+        """Insert the jobs into the inbox; returns the queue each went to."""
         try:
-            with conn.transaction(), conn.cursor() as cur:
+            with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+                jobs = throttling.route(cur, self.q, jobs, now)
                 for job in jobs:
                     if (
                         cur.execute(self.q["inbox_insert"], _inbox_args(job, now)).fetchone()
@@ -77,6 +83,7 @@ class InboxWriter:
                         )
                 for queue in sorted({job.queue for job in jobs}):
                     cur.execute(self.q["notify"], {"channel": self.channel(queue)})
+            return [job.queue for job in jobs]
         except psycopg.errors.UniqueViolation as exc:
             raise DuplicateJob(
                 f"a job id is already waiting to be taken in ({exc.diag.message_detail}); "

@@ -1,9 +1,12 @@
 """``RedisBackend``: every state change is one Lua script; reads are plain commands.
 
 Python validates input, finds the queue of a lease token (job ids map to their queue in the
-directory hash; a job never changes queue), packs KEYS and ARGV, and turns script replies into
-records or errors. It never reads state to decide what to write: that happens inside the
-scripts, atomically. See keys.py for the layout and lua/_lib.lua for the stored records.
+directory hash; a job never changes queue once stored), packs KEYS and ARGV, and turns script
+replies into records or errors. It never reads state to decide what to write: that happens
+inside the scripts, atomically. See keys.py for the layout and lua/_lib.lua for the stored
+records. Enqueueing jobs with throttle rules is the one operation in two scripts: the
+window's record + decide (route.lua, in the home queue's Cluster slot), then the store
+(enqueue.lua, in the chosen queue's); throttling.py says why and what that gives up.
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ from fairq.contract import (
     QueueSettings,
     ReleaseParams,
     RequeueParams,
+    SetQueueParams,
     StatsParams,
     TenantSettingsParams,
     TenantStats,
+    ThrottleWindowsParams,
 )
 from fairq.errors import (
     ConfigError,
@@ -42,7 +47,7 @@ from fairq.errors import (
 )
 from fairq.job import JobInfo, Lease, NewJob
 
-from . import reads
+from . import reads, throttling
 from .connection import (
     RedisOptions,
     check_version,
@@ -51,7 +56,18 @@ from .connection import (
     translated,
 )
 from .keys import Layout
-from .records import JobRecord, TenantRecord, job_info, lease, num, oldest_ready_at, text
+from .records import (
+    JobRecord,
+    QueueDefaults,
+    TenantRecord,
+    job_info,
+    lease,
+    num,
+    oldest_ready_at,
+    rate_arg,
+    rate_from,
+    text,
+)
 from .scripts import Arg, scripts
 from .waiting import Waiter
 
@@ -86,20 +102,34 @@ class RedisBackend:
 
     # -- producing -------------------------------------------------------------------------
 
-    def enqueue(self, params: EnqueueParams) -> None:
+    def enqueue(self, params: EnqueueParams) -> list[str]:
+        """Route jobs with throttle rules (throttling.py: its own script, in the home queue's
+        slot), then store every job in its queue with one enqueue.lua call."""
         jobs = list(params.jobs)
         if not jobs:
-            return
+            return []
         self._check_jobs(jobs)
-        blocks = _blocks([job.queue for job in jobs])
+        queues = [job.queue for job in jobs]
+        if any(job.throttle for job in jobs):
+            self._refuse_stored([job.id for job in jobs])
+            queues = throttling.route(self._run, self.layout, jobs, params.now)
+        blocks = _blocks(queues)
         args: list[Arg] = [num(params.now), len(blocks), *blocks, len(jobs)]
-        for job in jobs:
-            args += _job_args(blocks[job.queue], job)
+        for job, queue in zip(jobs, queues, strict=True):
+            args += _job_args(blocks[queue], job)
         keys = [self.layout.directory, self.layout.seq, self.layout.queues]
         reply = self._run("enqueue", keys + self._keys(blocks), args)
         if reply:
-            duplicate = [text(i) for i in reply[1:]]
-            raise DuplicateJob(f"job ids already stored: {duplicate}; nothing was stored")
+            raise _duplicate([text(i) for i in reply[1:]])
+        return queues
+
+    def _refuse_stored(self, ids: list[str]) -> None:
+        """DuplicateJob before a throttle window records anything (enqueue.lua checks again)."""
+        with self._translated():
+            found = self.client.hmget(self.layout.directory, ids)
+        duplicate = [i for i, queue in zip(ids, found, strict=True) if queue is not None]
+        if duplicate:
+            raise _duplicate(duplicate)
 
     def _check_jobs(self, jobs: Sequence[NewJob]) -> None:
         ids = [job.id for job in jobs]
@@ -225,19 +255,18 @@ class RedisBackend:
 
     # -- settings --------------------------------------------------------------------------
 
-    def set_queue(self, settings: QueueSettings) -> None:
+    def set_queue(self, params: SetQueueParams) -> None:
+        settings = params.settings
         cap = "" if settings.max_running is None else str(settings.max_running)
+        rate = rate_arg(settings.rate).split(",") if settings.rate else ["", "", ""]
+        half_life = "" if settings.half_life is None else num(settings.half_life)
         keys = [self.layout.queues, *self._keys({settings.queue: 1})]
-        self._run("set_queue", keys, [settings.queue, num(settings.weight), cap])
+        args: list[Arg] = [settings.queue, num(settings.weight), cap, *rate, half_life]
+        self._run("set_queue", keys, [*args, num(settings.max_debt), num(params.now)])
 
     def get_queue(self, queue: str) -> QueueSettings:
         with self._translated():
-            weight, cap = self.client.hmget(self.layout.queue_key(queue, "meta"), ["weight", "cap"])
-        return QueueSettings(
-            queue=queue,
-            weight=float(weight) if weight else 1.0,
-            max_running=int(cap) if cap else None,
-        )
+            return reads.get_queue(self.client, self.layout, queue)
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
         keys = [self.layout.queues, *self._keys({params.queue: 1})]
@@ -246,12 +275,21 @@ class RedisBackend:
             params.tenant,
             _setting(params.weight, num),
             _setting(params.max_running, str),
+            "keep" if isinstance(params.rate, Keep) else rate_arg(params.rate),
+            num(params.now),
         ]
-        raw, oldest, weight, cap = self._run("set_tenant", keys, args)
-        record = TenantRecord.parse(raw)
-        queue_cap = int(cap) if text(cap) else None
-        return record.stats(
-            params.queue, params.tenant, float(weight), queue_cap, oldest_ready_at(oldest or None)
+        raw, oldest, *meta = self._run("set_tenant", keys, args)
+        weight, cap, rate, half_life, max_debt = (text(v) for v in meta)
+        defaults = QueueDefaults(
+            weight=float(weight),
+            cap=int(cap) if cap else None,
+            rate=rate_from(*rate.split(",")) if rate else None,
+            half_life=float(half_life) if half_life else None,
+            max_debt=float(max_debt),
+        )
+        oldest_at = oldest_ready_at(oldest or None)
+        return TenantRecord.parse(raw).stats(
+            params.queue, params.tenant, defaults, oldest_at, params.now
         )
 
     def publish_job_types(self, types: Sequence[JobType]) -> None:
@@ -277,6 +315,11 @@ class RedisBackend:
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         with self._translated():
             return reads.list_dead(self.client, self.layout, params)
+
+    def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
+        with self._translated():
+            names = reads.queue_names(self.client, self.layout)
+            return throttling.windows(self.client, self.layout, names, params)
 
     def requeue(self, params: RequeueParams) -> int:
         ids = list(params.ids)
@@ -338,7 +381,7 @@ class RedisBackend:
                 )
 
     def _route(self, token: str) -> tuple[str | None, str, str]:
-        """(queue or None, job id, attempt text) of a lease token."""
+        """(queue or None, job id, lease number text) of a lease token."""
         job_id, _, attempt = token.rpartition(":")
         with self._lock:
             queue = self._routes.get(job_id)
@@ -399,6 +442,10 @@ def _setting(value: object, form: Any) -> str:
     if value is None:
         return ""
     return str(form(value))
+
+
+def _duplicate(ids: list[str]) -> DuplicateJob:
+    return DuplicateJob(f"job ids already stored: {ids}; nothing was stored")
 
 
 def _not_found(token: str) -> LeaseNotFound:

@@ -10,6 +10,7 @@ Per queue, ``{prefix}:{<queue>}:<part>`` for each part in ``QUEUE_PARTS``: the h
 early. Tenants never appear in key names: a queue interns each tenant as a number (``tids``
 and ``tnames`` hashes), and every per-tenant structure is a hash field or zset member of a
 per-queue key, so a script never has to build a key name. _lib.lua documents each part.
+The one per-(job name, tenant) key, a throttle window, hex-encodes both (``window_key``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ QUEUE_PARTS: tuple[str, ...] = (
     "errors",
     "backlog",
     "wake",
+    "limited",
+    "tats",
 )
 
 #: The Redis type of every key fairq writes, for the check against a clashing prefix.
@@ -59,7 +62,13 @@ PART_TYPES: dict[str, str] = {
     "errors": "hash",
     "backlog": "set",
     "wake": "list",
+    "limited": "zset",
+    "tats": "zset",
 }
+
+#: Throttle windows are per (job name, tenant) lists, not part of a queue's key block:
+#: ``{prefix}:{<home queue>}:win:<hex name>:<hex tenant>`` (see ``Layout.window_key``).
+WINDOW_PART = "win"
 
 #: Per-queue widths of the fixed-width numbers in members (TIDW, SEQW in _lib.lua).
 TID_WIDTH = 10
@@ -113,6 +122,15 @@ class Layout:
         if found is None:
             found = self._blocks[queue] = [self.queue_key(queue, part) for part in QUEUE_PARTS]
         return found
+
+    def window_key(self, home: str, name: str, tenant: str) -> str:
+        """The throttle window of (job name, tenant), in its home queue's slot.
+
+        Name and tenant are hex-encoded (UTF-8): injective, so two pairs never share a key,
+        and free of braces and of the tenant's own text.
+        """
+        encoded = f"{name.encode().hex()}:{tenant.encode().hex()}"
+        return f"{self.queue_key(home, WINDOW_PART)}:{encoded}"
 
     def queue_types(self, queue: str) -> dict[str, str]:
         return {self.queue_key(queue, part): PART_TYPES[part] for part in QUEUE_PARTS}

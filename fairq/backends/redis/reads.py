@@ -12,11 +12,21 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from fairq.contract import JobType, ListDeadParams, StatsParams, TenantStats
+from fairq.contract import JobType, ListDeadParams, QueueSettings, StatsParams, TenantStats
 from fairq.job import JobInfo
+from fairq.policy.throttle import Throttle
 
 from .keys import TID_WIDTH, Layout
-from .records import JobRecord, TenantRecord, job_info, member_job_id, oldest_ready_at, text
+from .records import (
+    META_FIELDS,
+    JobRecord,
+    QueueDefaults,
+    TenantRecord,
+    job_info,
+    member_job_id,
+    oldest_ready_at,
+    text,
+)
 
 DEAD_PAGE = 500
 
@@ -34,14 +44,16 @@ def stats(client: Client, layout: Layout, params: StatsParams) -> list[TenantSta
         names = [n for n in names if n == params.queue]
     rows: list[TenantStats] = []
     for queue in names:
-        rows += _queue_stats(client, layout, queue, params.tenant)
+        rows += _queue_stats(client, layout, queue, params.tenant, params.now)
     return sorted(rows, key=lambda r: (r.queue, r.tenant))
 
 
-def _queue_stats(client: Client, layout: Layout, queue: str, only: str | None) -> list[TenantStats]:
+def _queue_stats(
+    client: Client, layout: Layout, queue: str, only: str | None, now: float | None
+) -> list[TenantStats]:
     key = functools.partial(layout.queue_key, queue)
     pipe: Any = client.pipeline(transaction=True)
-    pipe.hmget(key("meta"), ["weight", "cap"])
+    pipe.hmget(key("meta"), list(META_FIELDS))
     if only is None:
         pipe.hgetall(key("tnames"))
         pipe.hgetall(key("tenants"))
@@ -55,10 +67,11 @@ def _queue_stats(client: Client, layout: Layout, queue: str, only: str | None) -
             return []
         tenants = {int(tid): only}
         parsed = {int(tid): TenantRecord.parse(client.hget(key("tenants"), tid))}
-    weight = float(meta[0]) if meta[0] else 1.0
-    cap = int(meta[1]) if meta[1] else None
+    defaults = QueueDefaults.parse(meta)
     oldest = _oldest(client, key("readyat"), [t for t, r in parsed.items() if r.ready])
-    return [parsed[tid].stats(queue, tenants[tid], weight, cap, oldest.get(tid)) for tid in parsed]
+    return [
+        parsed[tid].stats(queue, tenants[tid], defaults, oldest.get(tid), now) for tid in parsed
+    ]
 
 
 def _oldest(client: Client, readyat: str, tids: list[int]) -> dict[int, float | None]:
@@ -70,6 +83,19 @@ def _oldest(client: Client, readyat: str, tids: list[int]) -> dict[int, float | 
     found = pipe.execute() if tids else []
     pairs = zip(tids, found, strict=True)
     return {tid: oldest_ready_at(members[0] if members else None) for tid, members in pairs}
+
+
+def get_queue(client: Client, layout: Layout, queue: str) -> QueueSettings:
+    meta = client.hmget(layout.queue_key(queue, "meta"), list(META_FIELDS))
+    defaults = QueueDefaults.parse(meta)
+    return QueueSettings(
+        queue=queue,
+        weight=defaults.weight,
+        max_running=defaults.cap,
+        rate=defaults.rate,
+        half_life=defaults.half_life,
+        max_debt=defaults.max_debt,
+    )
 
 
 def get_jobs(client: Client, layout: Layout, ids: Sequence[str]) -> list[JobInfo]:
@@ -142,6 +168,7 @@ def job_types(client: Client, layout: Layout) -> dict[str, JobType]:
     for name, value in raw.items():
         data = json.loads(value)
         data["params"] = tuple(data["params"])
+        data["throttle"] = tuple(Throttle(**rule) for rule in data.get("throttle", []))
         types[text(name)] = JobType(**data)
     return types
 
@@ -156,6 +183,10 @@ def job_type_json(job_type: JobType) -> str:
             "max_attempts": job_type.max_attempts,
             "lease_timeout": job_type.lease_timeout,
             "cost": job_type.cost,
+            "throttle": [
+                {"threshold": r.threshold, "per": r.per, "queue": r.queue}
+                for r in job_type.throttle
+            ],
         },
         ensure_ascii=False,
     )

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from fairq.contract import TenantStats
 from fairq.job import JobInfo, JobState, Lease, lease_token
+from fairq.policy import history
+from fairq.policy.rate import Rate
 
 from .keys import SEQ_WIDTH, TID_WIDTH
 
@@ -35,6 +37,20 @@ def text(raw: bytes | str) -> str:
 
 def _opt(field: str) -> float | None:
     return float(field) if field else None
+
+
+def rate_from(count: str, period: str, burst: str) -> Rate | None:
+    """A rate from its three stored fields ('' for none)."""
+    if not count:
+        return None
+    return Rate(int(count), float(period), int(burst))
+
+
+def rate_arg(rate: Rate | None) -> str:
+    """A rate as one ARGV value, ``count,period,burst`` ('' for none)."""
+    if rate is None:
+        return ""
+    return f"{rate.count},{num(rate.period)},{rate.burst}"
 
 
 def encode_body(name: str, payload: str) -> bytes:
@@ -67,6 +83,8 @@ class JobRecord:
     started_at: float | None
     deadline: float | None
     finished_at: float | None
+    leases: int  # dispatches so far: names the current lease
+    charged: float  # seconds of the current run already charged to its tenant
 
     @classmethod
     def parse(cls, raw: bytes | str) -> JobRecord:
@@ -86,6 +104,9 @@ class JobRecord:
             started_at=_opt(f[11]),
             deadline=_opt(f[12]),
             finished_at=_opt(f[13]),
+            # records from before leases/charged: the token named the attempt (see _lib_jobs.lua)
+            leases=int(f[14]) if len(f) > 14 else int(f[10]),
+            charged=float(f[15]) if len(f) > 15 else float(f[9]),
         )
 
 
@@ -116,7 +137,7 @@ def lease(job_id: str, queue: str, record: JobRecord, body: bytes, tenant: str) 
     name, payload = decode_body(body)
     assert record.started_at is not None and record.deadline is not None
     return Lease(
-        token=lease_token(job_id, record.attempts),
+        token=lease_token(job_id, record.leases),
         job_id=job_id,
         name=name,
         queue=queue,
@@ -145,10 +166,16 @@ class TenantRecord:
     dead: int
     weight: float | None
     max_running: int | None
+    tat: float | None
+    limited_until: float | None
+    usage: float
+    usage_at: float
+    rate: Rate | None  # own setting; None: the queue's default
 
     @classmethod
     def parse(cls, raw: bytes | str) -> TenantRecord:
         f = text(raw).split(",")
+        f += [""] * (18 - len(f))
         return cls(
             finish=float(f[0]),
             start=_opt(f[1]),
@@ -160,21 +187,29 @@ class TenantRecord:
             dead=int(f[7]),
             weight=_opt(f[8]),
             max_running=int(f[9]) if f[9] else None,
+            tat=_opt(f[11]),
+            limited_until=_opt(f[12]),
+            usage=float(f[13] or 0.0),
+            usage_at=float(f[14] or 0.0),
+            rate=rate_from(f[15], f[16], f[17]),
         )
 
     def stats(
         self,
         queue: str,
         tenant: str,
-        queue_weight: float,
-        queue_cap: int | None,
+        defaults: QueueDefaults,
         oldest: float | None,
+        now: float | None,
     ) -> TenantStats:
+        usage = self.usage
+        if now is not None:
+            usage = history.decayed(usage, self.usage_at, now, defaults.usage_half_life())
         return TenantStats(
             queue=queue,
             tenant=tenant,
-            weight=self.weight if self.weight is not None else queue_weight,
-            max_running=self.max_running if self.max_running is not None else queue_cap,
+            weight=self.weight if self.weight is not None else defaults.weight,
+            max_running=self.max_running if self.max_running is not None else defaults.cap,
             ready=self.ready,
             scheduled=self.scheduled,
             running=self.running,
@@ -182,7 +217,39 @@ class TenantRecord:
             failed=self.failed,
             dead=self.dead,
             oldest_ready_at=oldest,
+            rate=self.rate if self.rate is not None else defaults.rate,
+            limited_until=self.limited_until,
+            usage=usage,
         )
+
+
+#: The ``meta`` fields that hold a queue's defaults, in ``QueueDefaults.parse`` order.
+META_FIELDS = ("weight", "cap", "rcount", "rperiod", "rburst", "half_life", "max_debt")
+
+
+@dataclass(frozen=True)
+class QueueDefaults:
+    """A queue's stored defaults (the ``meta`` hash)."""
+
+    weight: float
+    cap: int | None
+    rate: Rate | None
+    half_life: float | None
+    max_debt: float
+
+    @classmethod
+    def parse(cls, fields: list[bytes | None]) -> QueueDefaults:
+        f = [text(v) if v is not None else "" for v in fields]
+        return cls(
+            weight=float(f[0]) if f[0] else 1.0,
+            cap=int(f[1]) if f[1] else None,
+            rate=rate_from(f[2], f[3], f[4]),
+            half_life=_opt(f[5]),
+            max_debt=float(f[6]) if f[6] else 60.0,
+        )
+
+    def usage_half_life(self) -> float:
+        return self.half_life if self.half_life is not None else history.DEFAULT_HALF_LIFE
 
 
 def tid_prefix(tid: int) -> bytes:

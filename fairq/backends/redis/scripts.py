@@ -1,9 +1,10 @@
 """The Lua scripts: read from ``lua/*.lua`` once, run by SHA, reloaded after NOSCRIPT.
 
-Each operation is one script file; ``_lib.lua`` (shared local functions) is prepended to it,
-so a script is self-contained on the server. Scripts run with EVALSHA; when the server has
-forgotten them (restart, ``SCRIPT FLUSH``, failover) the NOSCRIPT reply makes us load the
-source and try once more, which is safe because a script that is not loaded did not run.
+Each operation is one script file; ``_lib.lua`` and ``_lib_jobs.lua`` (shared local functions,
+in that order) are prepended to it, so a script is self-contained on the server. Scripts run
+with EVALSHA; when the server has forgotten them (restart, ``SCRIPT FLUSH``, failover) the
+NOSCRIPT reply makes us load the source and try once more, which is safe because a script
+that is not loaded did not run.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from redis.exceptions import NoScriptError
 
 Arg = str | bytes | int | float
 
-_LIB = "_lib.lua"
+_LIBS = ("_lib.lua", "_lib_jobs.lua")
 NAMES = (
     "enqueue",
     "dequeue",
@@ -31,6 +32,7 @@ NAMES = (
     "set_queue",
     "set_tenant",
     "requeue",
+    "route",
 )
 
 
@@ -57,5 +59,5 @@ class Script:
 @cache
 def scripts() -> dict[str, Script]:
     """Every operation script, by name (read from the package once per process)."""
-    lib = _read(_LIB)
+    lib = "\n".join(_read(name) for name in _LIBS)
     return {name: Script(name, lib + "\n" + _read(f"{name}.lua")) for name in NAMES}

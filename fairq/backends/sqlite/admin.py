@@ -6,35 +6,46 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from fairq.backends.sqlite.events import QueueRow, make_ready, refresh, vclock
+from fairq.backends.sqlite.events import make_ready, resettle
 from fairq.backends.sqlite.producing import tenant_id
-from fairq.backends.sqlite.records import JobRow, TenantRow
+from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow, rate_columns
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import (
     JobType,
     Keep,
     ListDeadParams,
     QueueSettings,
+    SetQueueParams,
     StatsParams,
     TenantSettingsParams,
     TenantStats,
 )
 from fairq.job import JobInfo, JobState
+from fairq.policy import history
+from fairq.policy.throttle import Throttle
 
 # -- settings ------------------------------------------------------------------------------------
 
 
-def set_queue(db: sqlite3.Connection, settings: QueueSettings) -> None:
-    """Store the defaults and bring every tenant that follows them up to date (one loop)."""
+def set_queue(db: sqlite3.Connection, params: SetQueueParams) -> None:
+    """Store the defaults and resettle every tenant of the queue (one loop): effective
+    settings, rate hold and eligibility may all change, even for tenants with their own."""
+    settings = params.settings
     db.execute(
         Q["queue_set_defaults"],
-        {"name": settings.queue, "weight": settings.weight, "max_running": settings.max_running},
+        {
+            "name": settings.queue,
+            "weight": settings.weight,
+            "max_running": settings.max_running,
+            **rate_columns(settings.rate, "rate_"),
+            "half_life": settings.half_life,
+            "max_debt": settings.max_debt,
+        },
     )
-    queue = QueueRow.load(db, settings.queue)
-    assert queue is not None
-    for row in db.execute(Q["tenants_inheriting"], {"queue": settings.queue}).fetchall():
+    queue = QueueRow.get(db, settings.queue)
+    for row in db.execute(Q["tenants_of_queue"], {"queue": settings.queue}).fetchall():
         tenant = TenantRow.load(db, row["id"])
-        _apply_settings(tenant, queue)
+        resettle(tenant, queue, params.now)
         tenant.save(db)
 
 
@@ -42,7 +53,14 @@ def get_queue(db: sqlite3.Connection, name: str) -> QueueSettings:
     queue = QueueRow.load(db, name)
     if queue is None:
         return QueueSettings(queue=name)
-    return QueueSettings(queue=name, weight=queue.weight, max_running=queue.max_running)
+    return QueueSettings(
+        queue=name,
+        weight=queue.weight,
+        max_running=queue.max_running,
+        rate=queue.rate,
+        half_life=queue.half_life,
+        max_debt=queue.max_debt,
+    )
 
 
 def set_tenant(db: sqlite3.Connection, params: TenantSettingsParams) -> TenantStats:
@@ -52,20 +70,12 @@ def set_tenant(db: sqlite3.Connection, params: TenantSettingsParams) -> TenantSt
         tenant.own_weight = params.weight
     if not isinstance(params.max_running, Keep):
         tenant.own_max_running = params.max_running
-    queue = QueueRow.load(db, params.queue)
-    assert queue is not None
-    _apply_settings(tenant, queue)
+    if not isinstance(params.rate, Keep):
+        tenant.own_rate = params.rate
+    queue = QueueRow.get(db, params.queue)
+    resettle(tenant, queue, params.now)
     tenant.save(db)
-    return tenant.stats(_oldest_ready(db, tenant.id))
-
-
-def _apply_settings(tenant: TenantRow, queue: QueueRow) -> None:
-    """Effective settings are the tenant's own, else the queue's; a new cap may (un)block it."""
-    tenant.weight = tenant.own_weight if tenant.own_weight is not None else queue.weight
-    tenant.max_running = (
-        tenant.own_max_running if tenant.own_max_running is not None else queue.max_running
-    )
-    refresh(tenant, queue.vclock)
+    return _stats_of(db, tenant, queue, params.now)
 
 
 # -- inspection ----------------------------------------------------------------------------------
@@ -74,7 +84,18 @@ def _apply_settings(tenant: TenantRow, queue: QueueRow) -> None:
 def stats(db: sqlite3.Connection, params: StatsParams) -> list[TenantStats]:
     rows = db.execute(Q["tenants_stats"], {"queue": params.queue, "tenant": params.tenant})
     tenants = sorted((TenantRow.from_row(row) for row in rows), key=lambda t: (t.queue, t.tenant))
-    return [t.stats(_oldest_ready(db, t.id)) for t in tenants]
+    queues = {name: QueueRow.get(db, name) for name in dict.fromkeys(t.queue for t in tenants)}
+    return [_stats_of(db, t, queues[t.queue], params.now) for t in tenants]
+
+
+def _stats_of(
+    db: sqlite3.Connection, tenant: TenantRow, queue: QueueRow, now: float | None
+) -> TenantStats:
+    """Usage is decayed to ``now`` when one is given, else shown as last recorded."""
+    usage = tenant.usage
+    if now is not None:
+        usage = history.decayed(usage, tenant.usage_at, now, queue.usage_half_life())
+    return tenant.stats(_oldest_ready(db, tenant.id), usage)
 
 
 def _oldest_ready(db: sqlite3.Connection, tenant_id: int) -> float | None:
@@ -109,7 +130,7 @@ def requeue(db: sqlite3.Connection, ids: Sequence[str], now: float) -> int:
         tenant.dead -= 1
         job.attempts = 0
         job.finished_at = None
-        make_ready(db, job, tenant, now, vclock(db, job.queue))
+        make_ready(db, job, tenant, QueueRow.get(db, job.queue), now, now)
         tenant.save(db)
         count += 1
     return count
@@ -130,6 +151,9 @@ def publish_job_types(db: sqlite3.Connection, types: Sequence[JobType]) -> None:
                 "max_attempts": t.max_attempts,
                 "lease_timeout": t.lease_timeout,
                 "cost": t.cost,
+                "throttle": json.dumps(
+                    [{"threshold": r.threshold, "per": r.per, "queue": r.queue} for r in t.throttle]
+                ),
             },
         )
 
@@ -144,6 +168,7 @@ def job_types(db: sqlite3.Connection) -> dict[str, JobType]:
             max_attempts=row["max_attempts"],
             lease_timeout=row["lease_timeout"],
             cost=row["cost"],
+            throttle=tuple(Throttle(**rule) for rule in json.loads(row["throttle"])),
         )
         for row in db.execute(Q["job_types_all"])
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from fairq.backends.sqlite import admin, leases, maintenance, producing
+from fairq.backends.sqlite import admin, leases, maintenance, producing, throttling
 from fairq.backends.sqlite.schema import connect, prepare
 from fairq.backends.sqlite.store import Store
 from fairq.backends.sqlite.url import path_from_url
@@ -29,9 +29,11 @@ from fairq.contract import (
     QueueSettings,
     ReleaseParams,
     RequeueParams,
+    SetQueueParams,
     StatsParams,
     TenantSettingsParams,
     TenantStats,
+    ThrottleWindowsParams,
 )
 from fairq.job import JobInfo, Lease
 
@@ -65,9 +67,10 @@ class SQLiteBackend:
 
     # -- producing and consuming -----------------------------------------------------------------
 
-    def enqueue(self, params: EnqueueParams) -> None:
-        if params.jobs:
-            self._store.write(lambda db: producing.enqueue(db, params.jobs, params.now))
+    def enqueue(self, params: EnqueueParams) -> list[str]:
+        if not params.jobs:
+            return []
+        return self._store.write(lambda db: producing.enqueue(db, params.jobs, params.now))
 
     def dequeue(self, params: DequeueParams) -> list[Lease]:
         return self._store.write(lambda db: leases.dequeue(db, params))
@@ -91,8 +94,8 @@ class SQLiteBackend:
 
     # -- settings --------------------------------------------------------------------------------
 
-    def set_queue(self, settings: QueueSettings) -> None:
-        self._store.write(lambda db: admin.set_queue(db, settings))
+    def set_queue(self, params: SetQueueParams) -> None:
+        self._store.write(lambda db: admin.set_queue(db, params))
 
     def get_queue(self, queue: str) -> QueueSettings:
         return self._store.read(lambda db: admin.get_queue(db, queue))
@@ -113,6 +116,9 @@ class SQLiteBackend:
 
     def requeue(self, params: RequeueParams) -> int:
         return self._store.write(lambda db: admin.requeue(db, params.ids, params.now))
+
+    def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
+        return self._store.read(lambda db: throttling.windows(db, params))
 
     # -- job declarations --------------------------------------------------------------------------
 

@@ -9,23 +9,14 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from fairq.backends.sqlite.events import (
-    QueueRow,
-    eligible,
-    end_run,
-    fail_run,
-    make_ready,
-    retag,
-    update_head,
-    vclock,
-)
+from fairq.backends.sqlite import events
+from fairq.backends.sqlite.events import end_run, fail_run, make_ready, retag, update_head
 from fairq.backends.sqlite.maintenance import maintain_queues
-from fairq.backends.sqlite.records import JobRow, TenantRow
+from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import DequeueParams, HeartbeatResult
 from fairq.errors import LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease
-from fairq.policy import fairness
 
 
 def dispatch_first(
@@ -42,22 +33,19 @@ def dispatch_first(
 def _dispatch(
     db: sqlite3.Connection, queue_name: str, tenant_id: int, worker: str, now: float
 ) -> Lease:
-    queue = QueueRow.load(db, queue_name)
+    queue = QueueRow.get(db, queue_name)
     tenant = TenantRow.load(db, tenant_id)
-    assert queue is not None and tenant.start is not None and tenant.head_seq is not None
+    assert tenant.head_seq is not None
     job = JobRow.by_seq(db, tenant.head_seq)
     job.state = JobState.RUNNING
     job.attempts += 1
+    job.leases += 1
     job.started_at = now
     job.deadline = now + job.lease_timeout
     job.worker_id = worker
+    events.dispatch(tenant, queue, job, now)
     job.save(db)
-    queue.vclock = tenant.start
-    tenant.finish = fairness.finish_after_dispatch(tenant.start, job.cost, tenant.weight)
-    tenant.ready -= 1
-    tenant.running += 1
     update_head(db, tenant)
-    tenant.start = tenant.finish if eligible(tenant) else None
     tenant.save(db)
     queue.save_vclock(db)
     return job.lease()
@@ -65,12 +53,12 @@ def _dispatch(
 
 def held(db: sqlite3.Connection, token: str, now: float) -> JobRow:
     """The running job a token names, or LeaseNotFound / LeaseExpired."""
-    job_id, _, attempt_text = token.rpartition(":")
+    job_id, _, lease_text = token.rpartition(":")
     job = JobRow.by_id(db, job_id)
-    if job is None or job.state is not JobState.RUNNING or str(job.attempts) != attempt_text:
+    if job is None or job.state is not JobState.RUNNING or str(job.leases) != lease_text:
         raise LeaseNotFound(
             f"no job is held under lease {token!r}: it was never issued, is already "
-            "finished, or expired and was handed out again"
+            "finished, or was handed back or expired"
         )
     assert job.deadline is not None
     if now >= job.deadline:
@@ -84,12 +72,13 @@ def held(db: sqlite3.Connection, token: str, now: float) -> JobRow:
 def ack(db: sqlite3.Connection, token: str, now: float) -> None:
     job = held(db, token, now)
     tenant = TenantRow.load(db, job.tenant_id)
-    end_run(job, tenant, now)
+    queue = QueueRow.get(db, job.queue)
+    end_run(job, tenant, queue, now, now)
     tenant.succeeded += 1
     job.state = JobState.SUCCEEDED
     job.finished_at = now
     job.save(db)
-    retag(tenant, vclock(db, job.queue))
+    retag(tenant, queue)
     tenant.save(db)
 
 
@@ -105,15 +94,16 @@ def fail(
 def release(db: sqlite3.Connection, token: str, now: float) -> None:
     job = held(db, token, now)
     tenant = TenantRow.load(db, job.tenant_id)
-    v = vclock(db, job.queue)
-    end_run(job, tenant, now)
+    queue = QueueRow.get(db, job.queue)
+    end_run(job, tenant, queue, now, now)
     job.attempts -= 1
-    make_ready(db, job, tenant, now, v)
-    retag(tenant, v)
+    make_ready(db, job, tenant, queue, now, now)
+    retag(tenant, queue)
     tenant.save(db)
 
 
 def heartbeat(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> HeartbeatResult:
+    """Charge each held job's time so far to its tenant, then extend its lease."""
     deadlines: dict[str, float] = {}
     lost: list[str] = []
     for token in tokens:
@@ -122,6 +112,9 @@ def heartbeat(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> Hear
         except (LeaseExpired, LeaseNotFound):
             lost.append(token)
             continue
+        tenant = TenantRow.load(db, job.tenant_id)
+        events.charge_progress(tenant, QueueRow.get(db, job.queue), job, now)
+        tenant.save(db)
         job.deadline = now + job.lease_timeout
         job.save(db)
         deadlines[token] = job.deadline

@@ -1,7 +1,9 @@
-"""Time-driven events: promote due scheduled jobs, expire overdue leases, prune old rows.
+"""Time-driven events: promote due scheduled jobs, expire overdue leases, end rate limits,
+prune old rows.
 
-Both scans are range reads of partial indexes (``jobs_scheduled``, ``jobs_running``) that stop
-at the first row not yet due, so an idle maintenance pass costs two index probes per queue.
+Each pass is a range read of a partial index (``jobs_scheduled``, ``jobs_running``,
+``tenants_limited``) that stops at the first row not yet due, so an idle maintenance pass costs
+three index probes per queue.
 """
 
 from __future__ import annotations
@@ -9,8 +11,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from fairq.backends.sqlite.events import fail_run, make_ready, vclock
-from fairq.backends.sqlite.records import JobRow, TenantRow
+from fairq.backends.sqlite.events import fail_run, make_ready, refresh
+from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import MaintainParams, MaintainResult
 
@@ -18,8 +20,10 @@ LEASE_EXPIRED_ERROR = "lease expired"
 
 
 def maintain(db: sqlite3.Connection, params: MaintainParams) -> MaintainResult:
+    """Maintain the queues asked; also forget throttle-window times no rule can count."""
     names = queue_names(db) if params.queues is None else list(params.queues)
     promoted, expired = maintain_queues(db, names, params.now)
+    db.execute(Q["throttle_prune"], {"now": params.now})
     pruned = 0
     if params.retention is not None:
         pruned = db.execute(Q["jobs_prune"], {"before": params.now - params.retention}).rowcount
@@ -33,24 +37,27 @@ def queue_names(db: sqlite3.Connection) -> list[str]:
 
 
 def maintain_queues(db: sqlite3.Connection, names: Sequence[str], now: float) -> tuple[int, int]:
-    """Per queue: first promote, then expire (queues share no state, so their order is free)."""
+    """Per queue: promote, then expire, then end rate limits that are over (queues share no
+    state, so their order is free)."""
     promoted = expired = 0
     for name in names:
-        promoted += _promote(db, name, now)
+        queue = QueueRow.load(db, name)
+        if queue is None:
+            continue
+        promoted += _promote(db, queue, now)
         expired += _expire(db, name, now)
+        _unlimit(db, queue, now)
     return promoted, expired
 
 
-def _promote(db: sqlite3.Connection, queue: str, now: float) -> int:
-    due = [row["seq"] for row in db.execute(Q["jobs_due"], {"queue": queue, "now": now})]
-    if not due:
-        return 0
-    v = vclock(db, queue)  # promotion never moves V
+def _promote(db: sqlite3.Connection, queue: QueueRow, now: float) -> int:
+    """A due job is ready as of its run-at (promotion never moves V)."""
+    due = [row["seq"] for row in db.execute(Q["jobs_due"], {"queue": queue.name, "now": now})]
     for seq in due:
         job = JobRow.by_seq(db, seq)
         tenant = TenantRow.load(db, job.tenant_id)
         tenant.scheduled -= 1
-        make_ready(db, job, tenant, now, v)
+        make_ready(db, job, tenant, queue, now, job.run_at)
         tenant.save(db)
     return len(due)
 
@@ -68,11 +75,21 @@ def _expire(db: sqlite3.Connection, queue: str, now: float) -> int:
     return len(overdue)
 
 
+def _unlimit(db: sqlite3.Connection, queue: QueueRow, now: float) -> None:
+    """Tenants whose rate limit is over come back, in (limited_until, tenant) order."""
+    over = db.execute(Q["tenants_unlimit"], {"queue": queue.name, "now": now}).fetchall()
+    for tenant_id in [row["id"] for row in over]:
+        tenant = TenantRow.load(db, tenant_id)
+        tenant.limited_until = None
+        refresh(tenant, queue, now)
+        tenant.save(db)
+
+
 def next_due(db: sqlite3.Connection, names: Sequence[str]) -> float | None:
     """The earliest moment maintenance of ``names`` will have something to do."""
     due: list[float] = []
     for name in names:
-        for query in ("next_run_at", "next_deadline"):
+        for query in ("next_run_at", "next_deadline", "next_limited"):
             found = db.execute(Q[query], {"queue": name}).fetchone()["due"]
             if found is not None:
                 due.append(found)

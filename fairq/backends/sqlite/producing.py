@@ -5,21 +5,28 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
-from fairq.backends.sqlite.events import refresh, update_head, vclock
-from fairq.backends.sqlite.records import TenantRow
+from fairq.backends.sqlite.events import refresh, update_head
+from fairq.backends.sqlite.records import QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
+from fairq.backends.sqlite.throttling import route
 from fairq.errors import ConfigError, DuplicateJob, FairqError
 from fairq.job import JobState, NewJob
 
 
-def enqueue(db: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> None:
-    """Store all jobs, or none (a repeated id raises DuplicateJob and rolls everything back).
+def enqueue(db: sqlite3.Connection, given: Sequence[NewJob], now: float) -> list[str]:
+    """Store all jobs, or none (a repeated id raises DuplicateJob and rolls everything back,
+    throttle windows included). Returns the queue each job went to.
 
-    Updating each tenant once for its whole batch ends in the same state as one event per job:
-    during an enqueue neither F nor V moves and adding ready work never ends eligibility, so
-    ``refresh`` gives the same start tag whether it runs once or after every job.
+    Each job with throttle rules is first recorded in its window and routed, in order, as one
+    enqueue after another would. Updating each tenant once for its whole batch then ends in
+    the same state as one event per job: during an enqueue neither F nor V moves and adding
+    ready work never ends eligibility, so ``refresh`` gives the same start tag whether it runs
+    once or after every job (and the tenant is *returning* exactly when it had no ready job
+    before the batch).
     """
+    jobs = [replace(job, queue=route(db, job, now)) if job.throttle else job for job in given]
     tenant_ids = _tenant_ids(db, jobs)
     rows = [_job_row(job, tenant_ids[job.queue, job.tenant], now) for job in jobs]
     db.execute("SAVEPOINT enqueue_jobs")
@@ -34,9 +41,10 @@ def enqueue(db: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> None:
     for job in jobs:
         counter = ready if job.run_at <= now else scheduled
         counter[tenant_ids[job.queue, job.tenant]] += 1
-    clocks = {queue: vclock(db, queue) for queue in dict.fromkeys(job.queue for job in jobs)}
+    queues = {name: QueueRow.get(db, name) for name in dict.fromkeys(job.queue for job in jobs)}
     for tenant_id in set(ready) | set(scheduled):
-        _add_work(db, tenant_id, ready[tenant_id], scheduled[tenant_id], clocks)
+        _add_work(db, tenant_id, ready[tenant_id], scheduled[tenant_id], queues, now)
+    return [job.queue for job in jobs]
 
 
 def _tenant_ids(db: sqlite3.Connection, jobs: Sequence[NewJob]) -> dict[tuple[str, str], int]:
@@ -78,14 +86,20 @@ def _job_row(job: NewJob, tenant_id: int, now: float) -> dict[str, object]:
 
 
 def _add_work(
-    db: sqlite3.Connection, tenant_id: int, ready: int, scheduled: int, clocks: dict[str, float]
+    db: sqlite3.Connection,
+    tenant_id: int,
+    ready: int,
+    scheduled: int,
+    queues: dict[str, QueueRow],
+    now: float,
 ) -> None:
     tenant = TenantRow.load(db, tenant_id)
     tenant.scheduled += scheduled
     if ready:
+        returning = tenant.ready == 0
         tenant.ready += ready
         update_head(db, tenant)
-        refresh(tenant, clocks[tenant.queue])
+        refresh(tenant, queues[tenant.queue], now, returning=returning)
     tenant.save(db)
 
 

@@ -11,14 +11,22 @@ INSERT INTO fairq_meta (key, value) VALUES (:key, :value)
 ON CONFLICT (key) DO UPDATE SET value = excluded.value
 
 -- name: queue_get
-SELECT name, weight, max_running, vclock FROM queues WHERE name = :name
+SELECT * FROM queues WHERE name = :name
 
 -- name: queue_ensure
 INSERT INTO queues (name) VALUES (:name) ON CONFLICT (name) DO NOTHING
 
 -- name: queue_set_defaults
-INSERT INTO queues (name, weight, max_running) VALUES (:name, :weight, :max_running)
-ON CONFLICT (name) DO UPDATE SET weight = excluded.weight, max_running = excluded.max_running
+INSERT INTO queues (
+    name, weight, max_running, rate_count, rate_period, rate_burst, half_life, max_debt
+) VALUES (
+    :name, :weight, :max_running, :rate_count, :rate_period, :rate_burst, :half_life, :max_debt
+)
+ON CONFLICT (name) DO UPDATE SET
+    weight = excluded.weight, max_running = excluded.max_running,
+    rate_count = excluded.rate_count, rate_period = excluded.rate_period,
+    rate_burst = excluded.rate_burst, half_life = excluded.half_life,
+    max_debt = excluded.max_debt
 
 -- name: queue_set_vclock
 UPDATE queues SET vclock = :vclock WHERE name = :name
@@ -28,8 +36,9 @@ SELECT name FROM queues ORDER BY name
 
 -- name: tenant_ensure
 -- A new tenant starts with the queue's defaults as its effective settings.
-INSERT INTO tenants (queue, tenant, weight, max_running)
-SELECT name, :tenant, weight, max_running FROM queues WHERE name = :queue
+INSERT INTO tenants (queue, tenant, weight, max_running, rate_count, rate_period, rate_burst)
+SELECT name, :tenant, weight, max_running, rate_count, rate_period, rate_burst
+FROM queues WHERE name = :queue
 ON CONFLICT (queue, tenant) DO NOTHING
 
 -- name: tenant_id
@@ -41,7 +50,11 @@ SELECT * FROM tenants WHERE id = :id
 -- name: tenant_save
 UPDATE tenants SET
     own_weight = :own_weight, own_max_running = :own_max_running,
+    own_rate_count = :own_rate_count, own_rate_period = :own_rate_period,
+    own_rate_burst = :own_rate_burst,
     weight = :weight, max_running = :max_running,
+    rate_count = :rate_count, rate_period = :rate_period, rate_burst = :rate_burst,
+    tat = :tat, limited_until = :limited_until, usage = :usage, usage_at = :usage_at,
     finish_tag = :finish_tag, start_tag = :start_tag, head_seq = :head_seq,
     ready = :ready, scheduled = :scheduled, running = :running,
     succeeded = :succeeded, failed = :failed, dead = :dead
@@ -61,11 +74,20 @@ WHERE tenant_id = :tenant_id AND state = 'ready'
 ORDER BY priority DESC, seq
 LIMIT 1
 
--- name: tenants_inheriting
--- Tenants of a queue that follow a queue default (admin path: set_queue).
+-- name: tenants_of_queue
+-- Every tenant of a queue, to resettle after its defaults changed (admin path: set_queue).
+SELECT id FROM tenants WHERE queue = :queue ORDER BY id
+
+-- name: tenants_unlimit
+-- Tenants whose rate limit is over, in (limited_until, tenant) order: a range of
+-- tenants_limited that stops at the first limit still running.
 SELECT id FROM tenants
-WHERE queue = :queue AND (own_weight IS NULL OR own_max_running IS NULL)
-ORDER BY id
+WHERE queue = :queue AND limited_until IS NOT NULL AND limited_until <= :now
+ORDER BY limited_until, tenant
+
+-- name: next_limited
+SELECT MIN(limited_until) AS due FROM tenants
+WHERE queue = :queue AND limited_until IS NOT NULL
 
 -- name: tenants_stats
 -- Inspection, not a hot path: may scan tenants when no queue is given.
@@ -97,7 +119,8 @@ WHERE jobs.id = :id
 
 -- name: job_save
 UPDATE jobs SET
-    state = :state, attempts = :attempts, run_at = :run_at, ready_at = :ready_at,
+    state = :state, attempts = :attempts, leases = :leases, charged = :charged,
+    run_at = :run_at, ready_at = :ready_at,
     started_at = :started_at, deadline = :deadline, finished_at = :finished_at,
     last_error = :last_error, worker_id = :worker_id
 WHERE seq = :seq
@@ -135,12 +158,40 @@ ORDER BY jobs.finished_at, jobs.seq
 LIMIT :limit
 
 -- name: job_type_save
-INSERT INTO job_types (name, queue, tenant_arg, params, max_attempts, lease_timeout, cost)
-VALUES (:name, :queue, :tenant_arg, :params, :max_attempts, :lease_timeout, :cost)
+INSERT INTO job_types (
+    name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle
+) VALUES (
+    :name, :queue, :tenant_arg, :params, :max_attempts, :lease_timeout, :cost, :throttle
+)
 ON CONFLICT (name) DO UPDATE SET
     queue = excluded.queue, tenant_arg = excluded.tenant_arg, params = excluded.params,
     max_attempts = excluded.max_attempts, lease_timeout = excluded.lease_timeout,
-    cost = excluded.cost
+    cost = excluded.cost, throttle = excluded.throttle
+
+-- name: throttle_window
+-- One (job name, tenant) window in recording order: at most its window size of rows.
+SELECT id, at, span FROM throttle_times
+WHERE name = :name AND tenant = :tenant
+ORDER BY id
+
+-- name: throttle_drop
+DELETE FROM throttle_times WHERE id = :id
+
+-- name: throttle_record
+INSERT INTO throttle_times (name, tenant, at, span, last_at, expires_at)
+VALUES (:name, :tenant, :at, 0.0, :at, :at)
+
+-- name: throttle_stamp
+-- After a recording: the window's rows carry its span and newest time (at most window size
+-- rows, found through throttle_times_key).
+UPDATE throttle_times SET span = :span, last_at = :last_at, expires_at = :last_at + :span
+WHERE name = :name AND tenant = :tenant
+
+-- name: throttle_prune
+-- Windows whose every time is older than their span (last_at < now - span): no rule can
+-- count them. Found through throttle_times_expiry; a window at the rounding edge of
+-- last_at + span simply waits for the next pass.
+DELETE FROM throttle_times WHERE expires_at < :now AND last_at < :now - span
 
 -- name: job_types_all
 SELECT * FROM job_types ORDER BY name

@@ -14,6 +14,66 @@ from typing import Any
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import TenantStats
 from fairq.job import JobInfo, JobState, Lease, lease_token
+from fairq.policy.history import DEFAULT_HALF_LIFE
+from fairq.policy.rate import Rate
+
+
+def rate_from(row: sqlite3.Row, prefix: str) -> Rate | None:
+    """A rate stored in three columns (``{prefix}count``, ``period``, ``burst``); NULL: none."""
+    count = row[f"{prefix}count"]
+    if count is None:
+        return None
+    return Rate(count, row[f"{prefix}period"], row[f"{prefix}burst"])
+
+
+def rate_columns(rate: Rate | None, prefix: str) -> dict[str, object]:
+    return {
+        f"{prefix}count": None if rate is None else rate.count,
+        f"{prefix}period": None if rate is None else rate.period,
+        f"{prefix}burst": None if rate is None else rate.burst,
+    }
+
+
+@dataclass
+class QueueRow:
+    """A queue's defaults and its virtual clock V."""
+
+    name: str
+    weight: float
+    max_running: int | None
+    vclock: float
+    rate: Rate | None
+    half_life: float | None
+    max_debt: float
+
+    @classmethod
+    def load(cls, db: sqlite3.Connection, name: str) -> QueueRow | None:
+        row = db.execute(Q["queue_get"], {"name": name}).fetchone()
+        if row is None:
+            return None
+        return cls(
+            name=row["name"],
+            weight=row["weight"],
+            max_running=row["max_running"],
+            vclock=row["vclock"],
+            rate=rate_from(row, "rate_"),
+            half_life=row["half_life"],
+            max_debt=row["max_debt"],
+        )
+
+    @classmethod
+    def get(cls, db: sqlite3.Connection, name: str) -> QueueRow:
+        """A queue that must exist: every tenant row's queue does."""
+        found = cls.load(db, name)
+        assert found is not None, name
+        return found
+
+    def usage_half_life(self) -> float:
+        """Recent usage decays with the queue's half-life, or the default one for display."""
+        return self.half_life if self.half_life is not None else DEFAULT_HALF_LIFE
+
+    def save_vclock(self, db: sqlite3.Connection) -> None:
+        db.execute(Q["queue_set_vclock"], {"name": self.name, "vclock": self.vclock})
 
 
 @dataclass
@@ -23,8 +83,14 @@ class TenantRow:
     tenant: str
     own_weight: float | None
     own_max_running: int | None
-    weight: float  # effective: own setting, else the queue's default
+    own_rate: Rate | None
+    weight: float  # effective: own setting, else the queue's default; 0: paused
     max_running: int | None  # effective
+    rate: Rate | None  # effective
+    tat: float | None  # GCRA theoretical arrival time
+    limited_until: float | None  # set while waiting on its rate limit
+    usage: float  # recent service, decaying (policy.history)
+    usage_at: float
     finish: float
     start: float | None
     head_seq: int | None
@@ -48,8 +114,14 @@ class TenantRow:
             tenant=row["tenant"],
             own_weight=row["own_weight"],
             own_max_running=row["own_max_running"],
+            own_rate=rate_from(row, "own_rate_"),
             weight=row["weight"],
             max_running=row["max_running"],
+            rate=rate_from(row, "rate_"),
+            tat=row["tat"],
+            limited_until=row["limited_until"],
+            usage=row["usage"],
+            usage_at=row["usage_at"],
             finish=row["finish_tag"],
             start=row["start_tag"],
             head_seq=row["head_seq"],
@@ -68,8 +140,14 @@ class TenantRow:
                 "id": self.id,
                 "own_weight": self.own_weight,
                 "own_max_running": self.own_max_running,
+                **rate_columns(self.own_rate, "own_rate_"),
                 "weight": self.weight,
                 "max_running": self.max_running,
+                **rate_columns(self.rate, "rate_"),
+                "tat": self.tat,
+                "limited_until": self.limited_until,
+                "usage": self.usage,
+                "usage_at": self.usage_at,
                 "finish_tag": self.finish,
                 "start_tag": self.start,
                 "head_seq": self.head_seq,
@@ -82,7 +160,7 @@ class TenantRow:
             },
         )
 
-    def stats(self, oldest_ready_at: float | None) -> TenantStats:
+    def stats(self, oldest_ready_at: float | None, usage: float) -> TenantStats:
         return TenantStats(
             queue=self.queue,
             tenant=self.tenant,
@@ -95,6 +173,9 @@ class TenantRow:
             failed=self.failed,
             dead=self.dead,
             oldest_ready_at=oldest_ready_at,
+            rate=self.rate,
+            limited_until=self.limited_until,
+            usage=usage,
         )
 
 
@@ -110,6 +191,8 @@ class JobRow:
     payload: str
     priority: int
     attempts: int
+    leases: int  # dispatches so far, never decremented: names the current lease
+    charged: float  # what the current run has been charged to its tenant so far
     max_attempts: int
     lease_timeout: float
     cost: float
@@ -144,6 +227,8 @@ class JobRow:
                 "seq": self.seq,
                 "state": self.state.value,
                 "attempts": self.attempts,
+                "leases": self.leases,
+                "charged": self.charged,
                 "run_at": self.run_at,
                 "ready_at": self.ready_at,
                 "started_at": self.started_at,
@@ -176,7 +261,7 @@ class JobRow:
     def lease(self) -> Lease:
         assert self.started_at is not None and self.deadline is not None
         return Lease(
-            token=lease_token(self.id, self.attempts),
+            token=lease_token(self.id, self.leases),
             job_id=self.id,
             name=self.name,
             queue=self.queue,

@@ -1,7 +1,9 @@
-"""``fairq stats``: who is waiting, running, done and dead, per queue and tenant.
+"""``fairq stats``: who is waiting, running, done and dead, per queue and tenant, and why.
 
 The table and ``--json`` carry the same figures, computed once by ``queue_reports``; the table
-only shortens long tenant ids (JSON keeps them exact).
+only shortens long tenant ids (JSON keeps them exact). "status" is ``App.tenant_report``'s
+verdict (see ``fairq.policy.status``): paused, capped, rate-limited, throttled, running,
+waiting its turn or idle; "share" is the tenant's part of the queue's recent service.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from fairq.cli.admin._common import (
     TABLE_TENANT_CHARS,
     format_age,
     format_cap,
+    format_time,
     now,
     open_app,
     out_console,
@@ -28,7 +31,9 @@ from fairq.cli.admin._common import (
     safe_text,
     store_options,
 )
-from fairq.contract import TenantStats
+from fairq.cli.admin.tenants import format_weight
+from fairq.contract import QueueSettings, TenantStats
+from fairq.policy.status import TenantReport, format_span
 from fairq.urls import redact_url
 
 COUNTS = ("ready", "scheduled", "running", "succeeded", "failed", "dead")
@@ -41,6 +46,9 @@ class QueueReport:
     queue: str
     default_weight: float
     default_max_running: int | None
+    default_rate: str | None
+    half_life: float | None
+    max_debt: float
     tenants: list[dict[str, Any]] = field(default_factory=list)
     totals: dict[str, Any] = field(default_factory=dict)
 
@@ -61,10 +69,15 @@ Examples:
 def stats(
     queue: str | None, tenant: str | None, as_json: bool, url: str | None, app_ref: str | None
 ) -> None:
-    """Show each (queue, tenant): weight, cap, ready, scheduled, running, done, dead.
+    """Show each (queue, tenant): settings, counts, and why it is not running.
 
     "oldest ready" is how long the longest-waiting ready job has waited; failed counts failed
     attempts (including expired leases), dead counts jobs out of attempts (see `fairq dead`).
+    "share" is the tenant's part of the queue's recent service (decaying with the queue's
+    half-life, else 60 s). "status": paused (weight 0), capped (n/N running), rate-limited
+    (eligible again at T), throttled (its recent enqueues match a throttle rule, so new jobs go
+    to a slower queue; pass --app to judge jobs no worker has published), running, waiting its
+    turn (the fair scheduler is serving others first), or idle.
     """
     with reported_errors():
         app = open_app(url, app_ref)
@@ -88,25 +101,48 @@ def queue_reports(app: App, queue: str | None, tenant: str | None, at: float) ->
     by_queue: dict[str, list[TenantStats]] = defaultdict(list)
     for row in app.stats(queue=queue, tenant=tenant):
         by_queue[row.queue].append(row)
+    verdicts = {(r.queue, r.tenant): r for r in app.tenant_report(queue=queue, tenant=tenant)}
     reports = []
     for name, rows in by_queue.items():
         defaults = app.backend.get_queue(name)
-        report = QueueReport(name, defaults.weight, defaults.max_running)
-        report.tenants = [_tenant_row(row, at) for row in rows]
+        report = _queue_report(defaults)
+        report.tenants = [_tenant_row(row, verdicts.get((name, row.tenant)), at) for row in rows]
         report.totals = _totals(report.tenants)
         reports.append(report)
     return reports
 
 
-def _tenant_row(row: TenantStats, at: float) -> dict[str, Any]:
+def _queue_report(defaults: QueueSettings) -> QueueReport:
+    return QueueReport(
+        queue=defaults.queue,
+        default_weight=defaults.weight,
+        default_max_running=defaults.max_running,
+        default_rate=None if defaults.rate is None else str(defaults.rate),
+        half_life=defaults.half_life,
+        max_debt=defaults.max_debt,
+    )
+
+
+def _tenant_row(row: TenantStats, verdict: TenantReport | None, at: float) -> dict[str, Any]:
     age = None if row.oldest_ready_at is None else max(0.0, at - row.oldest_ready_at)
+    limited = None if verdict is None else verdict.limited_until
+    throttle = None if verdict is None or verdict.throttle is None else asdict(verdict.throttle)
     return {
         "tenant": row.tenant,
         "weight": row.weight,
         "max_running": row.max_running,
+        "rate": None if row.rate is None else str(row.rate),
         **{name: getattr(row, name) for name in COUNTS},
         "oldest_ready_at": row.oldest_ready_at,
         "oldest_ready_age": age,
+        "status": "idle" if verdict is None else verdict.status,
+        "reason": "idle" if verdict is None else verdict.reason,
+        "share": 0.0 if verdict is None else verdict.share,
+        "usage": row.usage,
+        "limited_until": limited,
+        "limited_until_utc": None if limited is None else format_time(limited),
+        "limited_in": None if limited is None else max(0.0, limited - at),
+        "throttle": throttle,
     }
 
 
@@ -123,23 +159,31 @@ def render_queue(report: QueueReport) -> Table:
         ("queue ", "bold"),
         safe_text(report.queue),
         f"  (default weight {report.default_weight:g}, "
-        f"cap {format_cap(report.default_max_running)})",
+        f"cap {format_cap(report.default_max_running)}, "
+        f"rate {report.default_rate or 'none'}, "
+        f"half-life {'none' if report.half_life is None else format_span(report.half_life)})",
     )
     table = Table(title=title, title_justify="left", show_footer=True)
     table.add_column("tenant", footer=f"{report.totals['tenants']} tenants", no_wrap=True)
     table.add_column("weight", justify="right")
     table.add_column("cap", justify="right")
+    table.add_column("rate", justify="right")
     for name in COUNTS:
         table.add_column(name, justify="right", footer=str(report.totals[name]))
     table.add_column(
         "oldest ready", justify="right", footer=format_age(report.totals["oldest_ready_age"])
     )
+    table.add_column("share", justify="right")
+    table.add_column("status")
     for row in report.tenants:
         table.add_row(
             safe_text(row["tenant"], TABLE_TENANT_CHARS),
-            f"{row['weight']:g}",
+            format_weight(row["weight"]),
             format_cap(row["max_running"]),
+            row["rate"] or "none",
             *(str(row[name]) for name in COUNTS),
             format_age(row["oldest_ready_age"]),
+            f"{row['share']:.0%}",
+            row["reason"],
         )
     return table

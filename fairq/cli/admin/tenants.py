@@ -1,12 +1,10 @@
-"""``fairq tenants`` and ``fairq queue``: read or change weights and caps while workers run.
+"""``fairq tenants`` and ``fairq queue``: read or change weights, caps and rates while workers run.
 
 Values are checked by click parameter types before the store is opened, so a bad value exits
 with code 2 and changes nothing.
 """
 
 from __future__ import annotations
-
-import math
 
 import click
 from rich.table import Table
@@ -22,44 +20,36 @@ from fairq.cli.admin._common import (
     safe_text,
     store_options,
 )
-from fairq.contract import KEEP, Keep, TenantStats
+from fairq.cli.admin.values import (
+    NONE,
+    given,
+    parse_cap,
+    parse_half_life,
+    parse_pause_weight,
+    parse_rate_text,
+    parse_seconds,
+    parse_weight,
+    with_burst,
+)
+from fairq.contract import KEEP, Keep, QueueSettings, TenantStats
 from fairq.policy.queues import check_queue_name
+from fairq.policy.rate import Rate
 
-
-def parse_weight(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    """A positive finite number; anything else is a usage error (exit 2) before any change."""
-    if value is None:
-        return None
-    try:
-        weight = float(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a number; give e.g. 1, 2.5 or 10") from None
-    if not math.isfinite(weight) or weight <= 0:
-        raise click.BadParameter(f"{value!r} must be a positive finite number (e.g. 1, 2.5, 10)")
-    return weight
-
-
-def parse_cap(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """A whole number of at least 1, or ``none``. (Whether it was given is asked separately.)"""
-    if value is None:
-        return None
-    text = value.strip()
-    if text.lower() == "none":
-        return None
-    if not text.isdigit() or int(text) < 1:
-        raise click.BadParameter(f"{value!r} is not a whole number of at least 1 (or 'none')")
-    return int(text)
+RATE_HELP = "'100/minute', '5/s', '10/30s' (COUNT/UNIT: s, m, h, d)"
 
 
 @cli.command(
-    short_help="Show or change tenants' weights and caps.",
+    short_help="Show or change tenants' weights, caps and rates.",
     epilog="""\b
 Examples:
-  fairq tenants imports                      # every tenant of queue "imports"
-  fairq tenants imports acme                 # one tenant
-  fairq tenants imports acme --weight 3      # acme gets 3 shares
-  fairq tenants imports acme --max-running 2 # at most 2 of acme's jobs at once
-  fairq tenants imports acme --reset         # back to the queue's defaults
+  fairq tenants imports                        # every tenant of queue "imports"
+  fairq tenants imports acme                   # one tenant
+  fairq tenants imports acme --weight 3        # acme gets 3 shares
+  fairq tenants imports acme --weight 0        # pause acme: its jobs wait, nothing is lost
+  fairq tenants imports acme --max-running 2   # at most 2 of acme's jobs at once
+  fairq tenants imports acme --rate 100/minute --burst 10
+  fairq tenants imports acme --rate none       # back to the queue's default rate
+  fairq tenants imports acme --reset           # back to the queue's defaults
 """,
 )
 @click.argument("queue")
@@ -67,9 +57,9 @@ Examples:
 @click.option(
     "--weight",
     metavar="W",
-    callback=parse_weight,
+    callback=parse_pause_weight,
     default=None,
-    help="Share of the workers relative to other tenants (default 1).",
+    help="Share of the workers relative to other tenants (default 1); 0 pauses the tenant.",
 )
 @click.option(
     "--max-running",
@@ -80,38 +70,57 @@ Examples:
     help="At most N of this tenant's jobs run at once; 'none' follows the queue's "
     "default (set with `fairq queue`).",
 )
-@click.option("--reset", is_flag=True, help="Drop the tenant's own weight and cap.")
+@click.option(
+    "--rate",
+    metavar="RATE|none",
+    callback=parse_rate_text,
+    default=None,
+    help=f"At most this many job starts per period, e.g. {RATE_HELP}; 'none' follows the "
+    "queue's default rate.",
+)
+@click.option(
+    "--burst",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --rate: how many may start back to back (default 1).",
+)
+@click.option("--reset", is_flag=True, help="Drop the tenant's own weight, cap and rate.")
 @store_options
 def tenants(
     queue: str,
     tenant: str | None,
     weight: float | None,
     max_running: int | None,
+    rate: str | None,
+    burst: int | None,
     reset: bool,
     url: str | None,
     app_ref: str | None,
 ) -> None:
-    """Show tenants of QUEUE, or change TENANT's weight or cap at run time.
+    """Show tenants of QUEUE, or change TENANT's weight, cap or rate at run time.
 
     Changes apply to the next job handed out; no restart needed.
     """
-    source = click.get_current_context().get_parameter_source
-    cap_given = source("max_running") is not click.core.ParameterSource.DEFAULT
-    changing = weight is not None or cap_given or reset
+    cap_given = given("max_running")
+    new_rate = with_burst(rate, burst)
+    changing = weight is not None or cap_given or rate is not None or reset
     if changing and tenant is None:
         raise InputError("name the TENANT to change, e.g. `fairq tenants imports acme --weight 2`")
-    if reset and (weight is not None or cap_given):
-        raise InputError("--reset cannot be combined with --weight or --max-running")
+    if reset and (weight is not None or cap_given or rate is not None):
+        raise InputError("--reset cannot be combined with --weight, --max-running or --rate")
     new_weight: float | Keep | None = weight if weight is not None else KEEP
     new_cap: int | Keep | None = max_running if cap_given else KEEP
     if reset:
-        new_weight, new_cap = None, None
+        new_weight, new_cap, new_rate = None, None, None
     with reported_errors():
         app = open_app(url, app_ref)
         try:
             if changing:
                 assert tenant is not None
-                rows = [app.set_tenant(queue, tenant, weight=new_weight, max_running=new_cap)]
+                changed = app.set_tenant(
+                    queue, tenant, weight=new_weight, max_running=new_cap, rate=new_rate
+                )
+                rows = [changed]
             else:
                 rows = _existing(app, queue, tenant)
         finally:
@@ -128,26 +137,37 @@ def _existing(app: App, queue: str, tenant: str | None) -> list[TenantStats]:
 
 def _table(queue: str, rows: list[TenantStats]) -> Table:
     table = Table(title=f"tenants of queue {queue}", title_justify="left")
-    for name in ("tenant", "weight", "cap", "ready", "running"):
+    for name in ("tenant", "weight", "cap", "rate", "ready", "running"):
         table.add_column(name, justify="left" if name == "tenant" else "right", no_wrap=True)
     for row in rows:
         table.add_row(
             safe_text(row.tenant, 60),
-            f"{row.weight:g}",
+            format_weight(row.weight),
             format_cap(row.max_running),
+            format_rate(row.rate),
             str(row.ready),
             str(row.running),
         )
     return table
 
 
+def format_weight(weight: float) -> str:
+    return "0 (paused)" if weight == 0 else f"{weight:g}"
+
+
+def format_rate(rate: Rate | None) -> str:
+    return "none" if rate is None else str(rate)
+
+
 @cli.command(
-    short_help="Show or set a queue's default weight and cap.",
+    short_help="Show or set a queue's defaults: weight, cap, rate, history.",
     epilog="""\b
 Examples:
   fairq queue imports                        # show the defaults
   fairq queue imports --max-running 4        # every tenant: at most 4 running at once
-  fairq queue imports --weight 1 --max-running none
+  fairq queue imports --rate 100/minute      # every tenant: at most 100 starts a minute
+  fairq queue imports --half-life 600 --max-debt 60
+  fairq queue imports --weight 1 --max-running none --rate none --half-life none
 """,
 )
 @click.argument("queue")
@@ -166,28 +186,80 @@ Examples:
     default=None,
     help="Default per-tenant cap; 'none' for no cap.",
 )
+@click.option(
+    "--rate",
+    metavar="RATE|none",
+    callback=parse_rate_text,
+    default=None,
+    help=f"Default per-tenant rate, e.g. {RATE_HELP}; 'none' for no limit.",
+)
+@click.option(
+    "--burst",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --rate: how many may start back to back (default 1).",
+)
+@click.option(
+    "--half-life",
+    "half_life",
+    metavar="SECONDS|none",
+    callback=parse_half_life,
+    default=None,
+    help="Remember each tenant's recent service, halving every SECONDS: a tenant that just "
+    "had a big batch cools down before it gets a full share again. 'none': forget at once.",
+)
+@click.option(
+    "--max-debt",
+    "max_debt",
+    metavar="SECONDS",
+    callback=parse_seconds,
+    default=None,
+    help="With a half-life: the most recent service a returning tenant is held back by.",
+)
 @store_options
 def queue(
-    queue: str, weight: float | None, max_running: int | None, url: str | None, app_ref: str | None
+    queue: str,
+    weight: float | None,
+    max_running: int | None,
+    rate: str | None,
+    burst: int | None,
+    half_life: float | str | None,
+    max_debt: float | None,
+    url: str | None,
+    app_ref: str | None,
 ) -> None:
-    """Show or set QUEUE's defaults: the weight and cap of every tenant without its own."""
-    source = click.get_current_context().get_parameter_source
-    cap_given = source("max_running") is not click.core.ParameterSource.DEFAULT
+    """Show or set QUEUE's defaults: the weight, cap and rate of every tenant without its own,
+    and its history (half-life, max debt)."""
+    cap_given = given("max_running")
+    new_rate = with_burst(rate, burst)
     with reported_errors():
         app = open_app(url, app_ref)
         try:
             current = app.backend.get_queue(check_queue_name(queue))
-            if weight is not None or cap_given:
+            changes = (weight, rate, half_life, max_debt)
+            if cap_given or any(value is not None for value in changes):
                 app.set_queue(
                     queue,
                     weight=weight if weight is not None else current.weight,
                     max_running=max_running if cap_given else current.max_running,
+                    rate=current.rate if isinstance(new_rate, Keep) else new_rate,
+                    half_life=_half_life(half_life, current),
+                    max_debt=max_debt if max_debt is not None else current.max_debt,
                 )
                 current = app.backend.get_queue(queue)
         finally:
             app.close()
+    half = "none" if current.half_life is None else f"{current.half_life:g} s"
     out_console().print(
         f"queue {current.queue}: default weight {current.weight:g}, "
-        f"default cap {format_cap(current.max_running)}",
+        f"default cap {format_cap(current.max_running)}, "
+        f"default rate {format_rate(current.rate)}, half-life {half}, "
+        f"max debt {current.max_debt:g} s",
         markup=False,
     )
+
+
+def _half_life(given_value: float | str | None, current: QueueSettings) -> float | None:
+    if given_value is None:
+        return current.half_life
+    return None if given_value == NONE else float(given_value)

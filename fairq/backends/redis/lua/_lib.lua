@@ -5,8 +5,10 @@
 --
 -- Layout (docs in fairq/backends/redis/keys.py). Every per-queue key carries the hash tag
 -- {queue}; a queue's keys arrive in KEYS as one block of QUEUE_KEYS consecutive names:
---   meta      hash   V (virtual clock), weight, cap (queue defaults), ntid (tenant id counter)
---   tenants   hash   tid -> "F,S,ready,scheduled,running,succeeded,failed,dead,weight,cap,eseq"
+--   meta      hash   V (virtual clock), ntid (tenant id counter), and the queue defaults:
+--                    weight, cap, rcount/rperiod/rburst (rate), half_life, max_debt
+--   tenants   hash   tid -> "F,S,ready,scheduled,running,succeeded,failed,dead,weight,cap,
+--                            eseq,tat,limited_until,usage,usage_at,rcount,rperiod,rburst"
 --   tids      hash   tenant name (exact bytes) -> tid
 --   tnames    hash   tid -> tenant name
 --   eligible  zset   score S, member head_seq(16) .. tid(10): order is exactly (S, head_seq)
@@ -18,18 +20,25 @@
 --   done      zset   score finished_at, member seq(16) .. job_id (succeeded, for pruning)
 --   jobs      hash   job_id -> "seq,tid,state,priority,enqueued_at,run_at,ready_at,
 --                               max_attempts,lease_timeout,cost,attempts,started_at,
---                               deadline,finished_at"
+--                               deadline,finished_at,leases,charged"
 --   bodies    hash   job_id -> len(name) .. ":" .. name .. payload (never parsed here)
 --   errors    hash   job_id -> last error text
 --   backlog   set    tids with ready > 0 (what set_queue must refresh)
 --   wake      list   wake-up tokens for idle workers (BLPOP), trimmed to WAKE_MAX
+--   limited   zset   score limited_until, member the tenant's name (exact UTF-8 bytes): equal
+--                    scores order by memcmp of UTF-8, which is code point order, so the zset
+--                    order is exactly the model's (limited_until, tenant) tuple order
+--   tats      zset   score tat, member tid(10): tenants whose GCRA tat may still hold them
+--                    (set_queue resettles these; entries with tat <= now are trimmed there)
 --
 -- Floats are stored as string.format('%.17g', x), which reads back to the same double.
--- The tag arithmetic copies fairq/policy/fairness.py expression for expression.
+-- The tag arithmetic copies fairq/policy/fairness.py, rate.py and history.py expression for
+-- expression (math.pow is C pow, as Python's math.pow), so every double is bit-identical.
 
-local QUEUE_KEYS = 16
+local QUEUE_KEYS = 18
 local TIDW, SEQW, PRIOW = 10, 16, 10
 local MIN_CHARGE = 0.001
+local DEFAULT_HALF_LIFE = 60.0
 local WAKE_MAX, WAKE_PER_CALL = 64, 8
 local PRIO_TOP = 2147483647
 
@@ -42,6 +51,8 @@ local function optint(x) if x == nil then return '' end return int(x) end
 
 -- Python's max(a, b): the first argument unless the second is strictly greater.
 local function max2(a, b) if b > a then return b end return a end
+-- Python's min(a, b): the first argument unless the second is strictly less.
+local function min2(a, b) if b < a then return b end return a end
 
 local function split(s)
   local out, n = {}, 0
@@ -61,6 +72,35 @@ local function sortable(x)
   return string.char(b1 + 128) .. string.sub(s, 2)
 end
 
+-- -- rates and history (fairq/policy/rate.py, history.py) ------------------------------------
+
+-- A rate limit {count, period, burst} from its stored fields, or nil ('' or absent).
+local function rate_from(count, period, burst)
+  if count == nil or count == false or count == '' then return nil end
+  return {count = tonumber(count), period = tonumber(period), burst = tonumber(burst)}
+end
+
+local function interval_of(r) return r.period / r.count end
+local function tolerance_of(r) return interval_of(r) * (r.burst - 1) end
+
+-- rate.limited_until: when a tenant with this tat may start its next job, nil if now.
+local function gcra_until(tat, now, r)
+  if tat == nil then return nil end
+  local allowed = tat - tolerance_of(r)
+  if allowed > now then return allowed end
+  return nil
+end
+
+-- history.decayed and history.add_usage.
+local function decayed(usage, since, now, half_life)
+  if now <= since then return usage end
+  return usage * math.pow(0.5, (now - since) / half_life)
+end
+
+local function add_usage(usage, since, now, half_life, amount)
+  return max2(decayed(usage, since, now, half_life) + amount, 0.0)
+end
+
 -- -- queues ---------------------------------------------------------------------------------
 
 local function open_queue(block, name)
@@ -71,11 +111,13 @@ local function open_queue(block, name)
     readyat = KEYS[base + 7], scheduled = KEYS[base + 8], running = KEYS[base + 9],
     dead = KEYS[base + 10], done = KEYS[base + 11], jobs = KEYS[base + 12],
     bodies = KEYS[base + 13], errors = KEYS[base + 14], backlog = KEYS[base + 15],
-    wake = KEYS[base + 16],
+    wake = KEYS[base + 16], limited = KEYS[base + 17], tats = KEYS[base + 18],
   }
-  local m = redis.call('HMGET', k.meta, 'V', 'weight', 'cap')
+  local m = redis.call('HMGET', k.meta, 'V', 'weight', 'cap', 'rcount', 'rperiod', 'rburst',
+    'half_life', 'max_debt')
   return {
     k = k, name = name, V = opt(m[1]) or 0.0, weight = opt(m[2]) or 1.0, cap = opt(m[3]),
+    rate = rate_from(m[4], m[5], m[6]), half_life = opt(m[7]), max_debt = opt(m[8]) or 60.0,
     vdirty = false, tenants = {}, dirty = {}, wake = 0,
   }
 end
@@ -88,14 +130,22 @@ local function tenant_from(q, tid, raw)
     tid = tid, tidp = pad(tid, TIDW), F = tonumber(f[1]), S = opt(f[2]),
     ready = tonumber(f[3]), scheduled = tonumber(f[4]), running = tonumber(f[5]),
     succeeded = tonumber(f[6]), failed = tonumber(f[7]), dead = tonumber(f[8]),
-    weight = opt(f[9]), cap = opt(f[10]), eseq = f[11],
+    weight = opt(f[9]), cap = opt(f[10]), eseq = f[11] or '', tat = opt(f[12]),
+    lim = opt(f[13]), usage = opt(f[14]) or 0.0, usage_at = opt(f[15]) or 0.0,
+    rate = rate_from(f[16], f[17], f[18]),
   }
+end
+
+local function rate_fields(r)
+  if r == nil then return '', '', '' end
+  return int(r.count), fmt(r.period), int(r.burst)
 end
 
 local function tenant_record(t)
   return table.concat({
     fmt(t.F), optfmt(t.S), int(t.ready), int(t.scheduled), int(t.running),
     int(t.succeeded), int(t.failed), int(t.dead), optfmt(t.weight), optint(t.cap), t.eseq,
+    optfmt(t.tat), optfmt(t.lim), fmt(t.usage), fmt(t.usage_at), rate_fields(t.rate),
   }, ',')
 end
 
@@ -122,16 +172,27 @@ local function tenant_named(q, name)
   redis.call('HSET', q.k.tids, name, int(n))
   redis.call('HSET', q.k.tnames, int(n), name)
   local t = tenant_from(q, n, '0,,0,0,0,0,0,0,,,')
+  t.name = name
   q.tenants[n] = t
   return touch(q, t)
 end
 
+-- The tenant's name (its member in the limited zset), read once per call.
+local function name_of(q, t)
+  if t.name == nil then t.name = redis.call('HGET', q.k.tnames, int(t.tid)) end
+  return t.name
+end
+
 local function weight_of(q, t) if t.weight ~= nil then return t.weight end return q.weight end
 local function cap_of(q, t) if t.cap ~= nil then return t.cap end return q.cap end
+local function rate_of(q, t) if t.rate ~= nil then return t.rate end return q.rate end
+local function usage_half_life(q) return q.half_life or DEFAULT_HALF_LIFE end
 
+-- fairness.is_eligible: work waiting, under its cap, not paused (weight 0), not rate-limited.
 local function is_eligible(q, t)
   local cap = cap_of(q, t)
-  return t.ready > 0 and (cap == nil or t.running < cap)
+  return t.ready > 0 and (cap == nil or t.running < cap) and weight_of(q, t) > 0
+    and t.lim == nil
 end
 
 -- The first member of the tenant's ready FIFO (priority DESC, seq ASC), or nil.
@@ -157,12 +218,18 @@ local function index(q, t)
   t.eseq = seq
 end
 
--- "Refresh": newly eligible -> S = max(F, V); not eligible -> no S; else S stays.
-local function refresh(q, t)
+-- "Refresh": newly eligible -> S = max(F, V) (a returning tenant on a queue with a half-life:
+-- history.history_start); not eligible -> no S; else S stays.
+local function refresh(q, t, now, returning)
   if not is_eligible(q, t) then
     t.S = nil
   elseif t.S == nil then
-    t.S = max2(t.F, q.V)
+    if returning and q.half_life ~= nil then
+      local debt = decayed(t.usage, t.usage_at, now, q.half_life)
+      t.S = max2(t.F, q.V + min2(debt, q.max_debt))
+    else
+      t.S = max2(t.F, q.V)
+    end
   end
   index(q, t)
 end
@@ -173,180 +240,35 @@ local function retag(q, t)
   index(q, t)
 end
 
--- -- jobs -----------------------------------------------------------------------------------
-
-local function job_from(id, raw)
-  local f = split(raw)
-  return {
-    id = id, seq = tonumber(f[1]), tid = tonumber(f[2]), state = f[3],
-    priority = tonumber(f[4]), enqueued_at = tonumber(f[5]), run_at = tonumber(f[6]),
-    ready_at = opt(f[7]), max_attempts = tonumber(f[8]), lease_timeout = tonumber(f[9]),
-    cost = tonumber(f[10]), attempts = tonumber(f[11]), started_at = opt(f[12]),
-    deadline = opt(f[13]), finished_at = opt(f[14]),
-  }
+-- Move the finish tag; the same amount is recorded as recent service (rules.set_finish).
+local function set_finish(q, t, finish, now)
+  t.usage = add_usage(t.usage, t.usage_at, now, usage_half_life(q), finish - t.F)
+  t.usage_at = max2(t.usage_at, now)
+  t.F = finish
 end
 
-local function job_record(j)
-  return table.concat({
-    int(j.seq), int(j.tid), j.state, int(j.priority), fmt(j.enqueued_at), fmt(j.run_at),
-    optfmt(j.ready_at), int(j.max_attempts), fmt(j.lease_timeout), fmt(j.cost),
-    int(j.attempts), optfmt(j.started_at), optfmt(j.deadline), optfmt(j.finished_at),
-  }, ',')
-end
-
-local function load_job(q, id)
-  local raw = redis.call('HGET', q.k.jobs, id)
-  if not raw then return nil end
-  return job_from(id, raw)
-end
-
-local function save_job(q, j)
-  local record = job_record(j)
-  redis.call('HSET', q.k.jobs, j.id, record)
-  return record
-end
-
-local function seq_member(j) return pad(j.seq, SEQW) .. j.id end
-
-local function ready_member(j)
-  return pad(j.tid, TIDW) .. pad(PRIO_TOP - j.priority, PRIOW) .. pad(j.seq, SEQW) .. j.id
-end
-
-local function readyat_member(j)
-  return pad(j.tid, TIDW) .. sortable(j.ready_at) .. pad(j.seq, SEQW)
-end
-
--- Into its tenant's ready FIFO ("make ready"), then refresh.
-local function make_ready(q, t, j, now)
-  j.state = 'r'
-  j.ready_at = now
-  t.ready = t.ready + 1
-  if t.ready == 1 then redis.call('SADD', q.k.backlog, t.tidp) end
-  redis.call('ZADD', q.k.ready, 0, ready_member(j))
-  redis.call('ZADD', q.k.readyat, 0, readyat_member(j))
-  q.wake = q.wake + 1
-  refresh(q, t)
-end
-
--- The running job a lease names: job, or nil and 'nf' / 'exp' (nothing is changed).
-local function held(q, id, attempt_text, now)
-  local j = load_job(q, id)
-  if j == nil or j.state ~= 'R' or int(j.attempts) ~= attempt_text then return nil, 'nf' end
-  if now >= j.deadline then return j, 'exp' end
-  return j, nil
-end
-
--- Charge the run's real cost in place of its estimate and free its slot.
-local function end_run(q, t, j, ended_at)
-  local charge = max2(ended_at - j.started_at, MIN_CHARGE)
-  t.F = t.F + (charge - j.cost) / weight_of(q, t)
-  t.running = t.running - 1
-  redis.call('ZREM', q.k.running, seq_member(j))
-  j.deadline = nil
-end
-
--- A failed attempt (or an expired lease): dead, ready again, or scheduled for retry_at.
-local function fail_job(q, t, j, now, ended_at, err, retry_at)
-  end_run(q, t, j, ended_at)
-  t.failed = t.failed + 1
-  redis.call('HSET', q.k.errors, j.id, err)
-  if retry_at == nil or j.attempts >= j.max_attempts then
-    j.state = 'd'
-    j.finished_at = now
-    t.dead = t.dead + 1
-    redis.call('ZADD', q.k.dead, fmt(now), seq_member(j))
-  elseif retry_at <= now then
-    make_ready(q, t, j, now)
-  else
-    j.state = 's'
-    j.run_at = retry_at
-    t.scheduled = t.scheduled + 1
-    redis.call('ZADD', q.k.scheduled, fmt(retry_at), seq_member(j))
+-- Hold the tenant out of the eligible index until limited_until (nil: not held).
+local function set_limited(q, t, limited)
+  if limited ~= nil then
+    redis.call('ZADD', q.k.limited, fmt(limited), name_of(q, t))
+  elseif t.lim ~= nil then
+    redis.call('ZREM', q.k.limited, name_of(q, t))
   end
-  retag(q, t)
-  return save_job(q, j)
+  t.lim = limited
 end
 
--- -- maintenance ----------------------------------------------------------------------------
-
--- Scheduled jobs whose run_at <= now become ready, in (run_at, seq) order.
-local function promote(q, now)
-  local due = redis.call('ZRANGEBYSCORE', q.k.scheduled, '-inf', fmt(now))
-  for _, m in ipairs(due) do
-    local j = load_job(q, string.sub(m, SEQW + 1))
-    local t = tenant(q, j.tid)
-    redis.call('ZREM', q.k.scheduled, m)
-    t.scheduled = t.scheduled - 1
-    make_ready(q, t, j, now)
-    save_job(q, j)
-  end
-  return #due
+-- rules.limit_until: recompute the rate hold from tat under the tenant's current rate.
+local function limit_until(q, t, now)
+  local r = rate_of(q, t)
+  local limited = nil
+  if r ~= nil then limited = gcra_until(t.tat, now, r) end
+  set_limited(q, t, limited)
 end
 
--- Leases with deadline <= now fail with "lease expired", in (deadline, seq) order.
-local function expire(q, now)
-  local due = redis.call('ZRANGEBYSCORE', q.k.running, '-inf', fmt(now))
-  for _, m in ipairs(due) do
-    local j = load_job(q, string.sub(m, SEQW + 1))
-    local t = tenant(q, j.tid)
-    fail_job(q, t, j, now, j.deadline, 'lease expired', now)
-  end
-  return #due
+-- Settings changed: recompute the rate hold, then eligibility.
+local function resettle(q, t, now)
+  limit_until(q, t, now)
+  refresh(q, t, now, false)
 end
 
--- -- dispatch -------------------------------------------------------------------------------
-
--- The queue's next job by (S, head_seq): it runs under a lease. Returns the reply entry.
-local function dispatch(q, now)
-  local first = redis.call('ZRANGE', q.k.eligible, 0, 0)[1]
-  if first == nil then return nil end
-  local t = tenant(q, tonumber(string.sub(first, SEQW + 1)))
-  local m = head(q, t)
-  local j = load_job(q, string.sub(m, TIDW + PRIOW + SEQW + 1))
-  redis.call('ZREM', q.k.ready, m)
-  redis.call('ZREM', q.k.readyat, readyat_member(j))
-  j.state = 'R'
-  j.attempts = j.attempts + 1
-  j.started_at = now
-  j.deadline = now + j.lease_timeout
-  redis.call('ZADD', q.k.running, fmt(j.deadline), seq_member(j))
-  q.V = t.S
-  q.vdirty = true
-  t.F = t.S + j.cost / weight_of(q, t)
-  t.ready = t.ready - 1
-  if t.ready == 0 then redis.call('SREM', q.k.backlog, t.tidp) end
-  t.running = t.running + 1
-  if is_eligible(q, t) then t.S = t.F else t.S = nil end
-  index(q, t)
-  local record = save_job(q, j)
-  return {j.id, record, redis.call('HGET', q.k.bodies, j.id)}
-end
-
--- -- the end of every script ----------------------------------------------------------------
-
--- Write back the tenants and the clock this call changed; wake idle workers if work appeared.
-local function flush(q)
-  for tid, t in pairs(q.dirty) do
-    redis.call('HSET', q.k.tenants, int(tid), tenant_record(t))
-  end
-  q.dirty = {}
-  if q.vdirty then
-    redis.call('HSET', q.k.meta, 'V', fmt(q.V))
-    q.vdirty = false
-  end
-  if q.wake > 0 then
-    local tokens = {}
-    for i = 1, math.min(q.wake, WAKE_PER_CALL) do tokens[i] = '1' end
-    redis.call('LPUSH', q.k.wake, unpack(tokens))
-    redis.call('LTRIM', q.k.wake, 0, WAKE_MAX - 1)
-    q.wake = 0
-  end
-end
-
--- The oldest ready_at of a tenant's ready jobs, as the raw readyat member (or false).
-local function oldest_member(q, t)
-  local hi = '(' .. pad(t.tid + 1, TIDW)
-  return redis.call('ZRANGEBYLEX', q.k.readyat, '[' .. t.tidp, hi, 'LIMIT', 0, 1)[1] or false
-end
-
--- -- end of _lib.lua ------------------------------------------------------------------------
+-- -- end of _lib.lua (continued by _lib_jobs.lua) ------------------------------------------

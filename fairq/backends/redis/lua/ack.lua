@@ -1,8 +1,9 @@
 -- ack.lua: a running job succeeded.
 --
 -- KEYS: one block of QUEUE_KEYS keys: the job's queue (see _lib.lua).
--- ARGV: [1] job_id, [2] attempt (the token's text after its last ':'), [3] now.
+-- ARGV: [1] job_id, [2] lease number (the token's text after its last ':'), [3] now.
 -- Touches: meta (read), tenants, eligible, ready (read), running, done, jobs, wake.
+--       The run's real cost replaces what it was charged (estimate, heartbeats).
 -- Returns: {'ok'}; {'nf'} when no job is held under the lease; {'exp', deadline} when the
 --       lease expired. Nothing is changed unless 'ok'.
 
@@ -13,7 +14,7 @@ if problem == 'nf' then return {'nf'} end
 if problem == 'exp' then return {'exp', fmt(j.deadline)} end
 
 local t = tenant(q, j.tid)
-end_run(q, t, j, now)
+end_run(q, t, j, now, now)
 t.succeeded = t.succeeded + 1
 j.state = 'S'
 j.finished_at = now

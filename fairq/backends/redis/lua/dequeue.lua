@@ -1,9 +1,11 @@
 -- dequeue.lua: maintain the queues asked, then hand out up to `limit` jobs fairly.
 --
+-- Maintenance per queue, in order: promote, expire, un-limit (as maintain.lua).
+--
 -- KEYS: one block of QUEUE_KEYS keys per distinct queue (see _lib.lua).
 -- ARGV: [1] now, [2] limit, [3] worker id (not stored), [4 ..] the order in which to try
 --       the queues, as block numbers (a queue may be named once).
--- Touches: every key of the blocks except bodies (read), tids, tnames and done.
+-- Touches: every key of the blocks except bodies, tids and tnames (read only) and done.
 -- Returns: {promoted, expired, block, id, record, body, block, id, record, body, ...}: each
 --       job is what one single dequeue at `now` would give, in order (the record holds the
 --       tenant's id in its queue: the caller maps it to the name). Counts are integers.
@@ -18,8 +20,8 @@ local promoted, expired = 0, 0
 for _, b in ipairs(order) do
   local q = open_queue(b, '')
   queues[b] = q
-  promoted = promoted + promote(q, now)
-  expired = expired + expire(q, now)
+  local p, e = maintain_queue(q, now)
+  promoted, expired = promoted + p, expired + e
 end
 
 local out = {promoted, expired}

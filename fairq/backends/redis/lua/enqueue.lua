@@ -2,6 +2,7 @@
 --
 -- KEYS: [1] directory hash (job_id -> queue), [2] seq counter, [3] queues set,
 --       then one block of QUEUE_KEYS keys per queue of the batch (see _lib.lua).
+--       Jobs arrive here already routed: throttle rules were applied by route.lua first.
 -- ARGV: [1] now, [2] number of queue blocks B, [3 .. 2+B] queue names (block order),
 --       then [3+B] number of jobs N and 9 values per job, in enqueue order:
 --       block, job_id, body, tenant, priority, run_at, max_attempts, lease_timeout, cost.
@@ -41,12 +42,12 @@ for i = 0, njobs - 1 do
     id = ARGV[a + 1], seq = seq, tid = t.tid, state = 's', priority = tonumber(ARGV[a + 4]),
     enqueued_at = now, run_at = tonumber(ARGV[a + 5]), ready_at = nil,
     max_attempts = tonumber(ARGV[a + 6]), lease_timeout = tonumber(ARGV[a + 7]),
-    cost = tonumber(ARGV[a + 8]), attempts = 0,
+    cost = tonumber(ARGV[a + 8]), attempts = 0, leases = 0, charged = 0.0,
   }
   redis.call('HSET', directory, j.id, q.name)
   redis.call('HSET', q.k.bodies, j.id, ARGV[a + 2])
   if j.run_at <= now then
-    make_ready(q, t, j, now)
+    make_ready(q, t, j, now, now)
   else
     t.scheduled = t.scheduled + 1
     redis.call('ZADD', q.k.scheduled, fmt(j.run_at), seq_member(j))

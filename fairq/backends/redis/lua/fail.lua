@@ -1,7 +1,7 @@
 -- fail.lua: a running job's attempt failed: ready again, scheduled for retry, or dead.
 --
 -- KEYS: one block of QUEUE_KEYS keys: the job's queue (see _lib.lua).
--- ARGV: [1] job_id, [2] attempt (the token's text after its last ':'), [3] now, [4] error,
+-- ARGV: [1] job_id, [2] lease number (the token's text after its last ':'), [3] now, [4] error,
 --       [5] retry_at ('' for no retry).
 -- Touches: meta (read), tenants, tnames (read), eligible, ready, readyat, scheduled, running,
 --       dead, jobs, bodies (read), errors, backlog, wake.

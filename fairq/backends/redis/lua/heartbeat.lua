@@ -1,10 +1,14 @@
--- heartbeat.lua: extend held leases to now + lease_timeout.
+-- heartbeat.lua: extend held leases to now + lease_timeout, charging the time run so far.
 --
 -- KEYS: one block of QUEUE_KEYS keys per distinct queue of the tokens (see _lib.lua).
--- ARGV: [1] now, then 3 values per token: block, job_id, attempt text.
--- Touches: jobs, running.
+-- ARGV: [1] now, then 3 values per token: block, job_id, lease number text.
+-- Touches: meta (read), tenants, tnames (read), eligible, ready (read), jobs, running, wake.
 -- Returns: one string per token, in order: the new deadline, or '' when the lease is lost
 --       (expired or unknown; nothing is changed for it).
+--
+-- Charging as they run (fairness.charge_progress): when a job has run longer than it was
+-- charged, the difference / w moves its tenant's F (and usage), and an eligible tenant is
+-- retagged; a paused tenant (w = 0) is not charged.
 
 local now = tonumber(ARGV[1])
 local queues = {}
@@ -17,10 +21,22 @@ for a = 2, #ARGV, 3 do
   if problem then
     out[#out + 1] = ''
   else
+    local t = tenant(q, j.tid)
+    local w = weight_of(q, t)
+    local elapsed = now - j.started_at
+    if not (elapsed <= j.charged or w <= 0) then
+      local finish = t.F + (elapsed - j.charged) / w
+      j.charged = elapsed
+      if finish ~= t.F then
+        set_finish(q, t, finish, now)
+        if t.S ~= nil then retag(q, t) end
+      end
+    end
     j.deadline = now + j.lease_timeout
     redis.call('ZADD', q.k.running, fmt(j.deadline), seq_member(j))
     save_job(q, j)
     out[#out + 1] = fmt(j.deadline)
   end
 end
+for _, q in pairs(queues) do flush(q) end
 return out

@@ -1,11 +1,13 @@
--- maintain.lua: promote due scheduled jobs, expire overdue leases, prune old succeeded jobs.
+-- maintain.lua: promote due scheduled jobs, expire overdue leases, end rate limits that are
+-- over (in that order, queue by queue), and prune old succeeded jobs.
 --
 -- KEYS: [1] directory hash, then one block of QUEUE_KEYS keys per queue (see _lib.lua).
 --       Blocks are shifted by one key: block b starts at KEYS[2 + (b-1) * QUEUE_KEYS].
 -- ARGV: [1] now, [2] prune before ('' for no pruning), [3] number M of blocks to maintain
 --       (the first M blocks, in order); the remaining blocks are only pruned.
 -- Touches: every key of the blocks; the directory (pruned ids are deleted).
--- Returns: {promoted, expired, pruned, next_due ('' when nothing is pending)}.
+-- Returns: {promoted, expired, pruned, next_due ('' when nothing is pending)}: next_due is
+--       the earliest pending run_at, lease deadline or limited_until.
 
 local now = tonumber(ARGV[1])
 local before = opt(ARGV[2])
@@ -17,15 +19,10 @@ local promoted, expired, pruned = 0, 0, 0
 local next_due = nil
 for b = 1, maintained do
   local q = open_queue(b, '')
-  promoted = promoted + promote(q, now)
-  expired = expired + expire(q, now)
+  local p, e = maintain_queue(q, now)
+  promoted, expired = promoted + p, expired + e
   flush(q)
-  for _, key in ipairs({q.k.scheduled, q.k.running}) do
-    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
-    if first and (next_due == nil or tonumber(first) < next_due) then
-      next_due = tonumber(first)
-    end
-  end
+  next_due = next_due_of(q, next_due)
 end
 
 if before ~= nil then

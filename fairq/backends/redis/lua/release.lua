@@ -1,7 +1,7 @@
 -- release.lua: a worker hands a running job back unfinished; the attempt is not counted.
 --
 -- KEYS: one block of QUEUE_KEYS keys: the job's queue (see _lib.lua).
--- ARGV: [1] job_id, [2] attempt (the token's text after its last ':'), [3] now.
+-- ARGV: [1] job_id, [2] lease number (the token's text after its last ':'), [3] now.
 -- Touches: meta (read), tenants, eligible, ready, readyat, running, jobs, backlog, wake.
 -- Returns: {'ok'}; {'nf'}; {'exp', deadline}. Nothing is changed unless 'ok'.
 
@@ -12,9 +12,9 @@ if problem == 'nf' then return {'nf'} end
 if problem == 'exp' then return {'exp', fmt(j.deadline)} end
 
 local t = tenant(q, j.tid)
-end_run(q, t, j, now)
+end_run(q, t, j, now, now)
 j.attempts = j.attempts - 1
-make_ready(q, t, j, now)
+make_ready(q, t, j, now, now)
 retag(q, t)
 save_job(q, j)
 flush(q)

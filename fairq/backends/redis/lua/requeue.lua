@@ -19,7 +19,7 @@ for a = 2, #ARGV, 2 do
     t.dead = t.dead - 1
     j.attempts = 0
     j.finished_at = nil
-    make_ready(q, t, j, now)
+    make_ready(q, t, j, now, now)
     save_job(q, j)
     count = count + 1
   end

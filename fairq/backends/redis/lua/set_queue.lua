@@ -1,24 +1,45 @@
--- set_queue.lua: store a queue's default weight and cap; refresh every backlogged tenant.
+-- set_queue.lua: store a queue's defaults, then resettle every tenant they can change.
 --
 -- KEYS: [1] queues set, then one block of QUEUE_KEYS keys: the queue (see _lib.lua),
 --       shifted by one key.
--- ARGV: [1] queue name, [2] weight, [3] cap ('' for none).
--- Touches: the queues set; meta, tenants, eligible, ready (read), backlog (read), wake.
--- Returns: the number of tenants refreshed. Only tenants with ready jobs can change
---       (a refresh of any other tenant is a no-op), so the cost is O(backlogged tenants).
+-- ARGV: [1] queue name, [2] weight, [3] cap ('' for none), [4] rate count, [5] rate period,
+--       [6] rate burst ('' x3 for no rate), [7] half_life ('' for none), [8] max_debt, [9] now.
+-- Touches: the queues set; meta, tenants, tids (read), tnames (read), eligible, ready (read),
+--       backlog (read), limited, tats, wake.
+-- Returns: the number of tenants resettled.
+--
+-- Resettling a tenant (recompute its rate hold, then refresh) can only change one that has
+-- ready jobs (backlog), is held now (limited), or has tat > now (tats: the only tenants a
+-- new rate can hold). Every other tenant's resettle is a no-op, so the cost is O(those
+-- tenants), never a scan of the queue's tenants.
 
 local queues = table.remove(KEYS, 1)
 redis.call('SADD', queues, ARGV[1])
+local now = tonumber(ARGV[9])
 local q = open_queue(1, ARGV[1])
-redis.call('HSET', q.k.meta, 'weight', fmt(tonumber(ARGV[2])))
-if ARGV[3] == '' then
-  redis.call('HDEL', q.k.meta, 'cap')
-else
-  redis.call('HSET', q.k.meta, 'cap', ARGV[3])
-end
 q.weight = tonumber(ARGV[2])
 q.cap = opt(ARGV[3])
-local tids = redis.call('SMEMBERS', q.k.backlog)
-for _, tidp in ipairs(tids) do refresh(q, tenant(q, tonumber(tidp))) end
+q.rate = rate_from(ARGV[4], ARGV[5], ARGV[6])
+q.half_life = opt(ARGV[7])
+q.max_debt = tonumber(ARGV[8])
+local count, period, burst = rate_fields(q.rate)
+redis.call('HSET', q.k.meta, 'weight', fmt(q.weight), 'cap', optint(q.cap), 'rcount', count,
+  'rperiod', period, 'rburst', burst, 'half_life', optfmt(q.half_life),
+  'max_debt', fmt(q.max_debt))
+
+redis.call('ZREMRANGEBYSCORE', q.k.tats, '-inf', fmt(now))
+local seen = {}
+local function settle(tid)
+  if seen[tid] then return end
+  seen[tid] = true
+  resettle(q, tenant(q, tid), now)
+end
+for _, tidp in ipairs(redis.call('SMEMBERS', q.k.backlog)) do settle(tonumber(tidp)) end
+for _, tidp in ipairs(redis.call('ZRANGE', q.k.tats, 0, -1)) do settle(tonumber(tidp)) end
+for _, name in ipairs(redis.call('ZRANGE', q.k.limited, 0, -1)) do
+  settle(tonumber(redis.call('HGET', q.k.tids, name)))
+end
 flush(q)
-return #tids
+local n = 0
+for _ in pairs(seen) do n = n + 1 end
+return n

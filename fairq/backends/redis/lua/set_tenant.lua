@@ -1,19 +1,29 @@
--- set_tenant.lua: change one tenant's weight and/or cap in one queue, then refresh it.
+-- set_tenant.lua: change one tenant's weight, cap and/or rate in one queue, then resettle it.
 --
 -- KEYS: [1] queues set, then one block of QUEUE_KEYS keys: the queue (see _lib.lua),
 --       shifted by one key.
--- ARGV: [1] queue name, [2] tenant, [3] weight, [4] cap: each 'keep', '' (back to the
---       queue default) or a value.
+-- ARGV: [1] queue name, [2] tenant, [3] weight (0 pauses), [4] cap, [5] rate as
+--       'count,period,burst': each 'keep', '' (back to the queue default) or a value;
+--       [6] now.
 -- Touches: the queues set; meta, tenants, tids, tnames, eligible, ready (read), readyat
---       (read), wake.
--- Returns: {tenant record, oldest readyat member or false, queue weight, queue cap or ''}.
+--       (read), limited, wake.
+-- Returns: {tenant record, oldest readyat member or false, queue weight, queue cap or '',
+--       queue rate 'count,period,burst' or '', queue half_life or '', queue max_debt}.
 
 local queues = table.remove(KEYS, 1)
 redis.call('SADD', queues, ARGV[1])
+local now = tonumber(ARGV[6])
 local q = open_queue(1, ARGV[1])
 local t = tenant_named(q, ARGV[2])
 if ARGV[3] ~= 'keep' then t.weight = opt(ARGV[3]) end
 if ARGV[4] ~= 'keep' then t.cap = opt(ARGV[4]) end
-refresh(q, t)
+if ARGV[5] ~= 'keep' then
+  local f = split(ARGV[5])
+  t.rate = rate_from(f[1], f[2], f[3])
+end
+resettle(q, t, now)
 flush(q)
-return {tenant_record(t), oldest_member(q, t), fmt(q.weight), optint(q.cap)}
+local queue_rate = ''
+if q.rate ~= nil then queue_rate = table.concat({rate_fields(q.rate)}, ',') end
+return {tenant_record(t), oldest_member(q, t), fmt(q.weight), optint(q.cap), queue_rate,
+  optfmt(q.half_life), fmt(q.max_debt)}

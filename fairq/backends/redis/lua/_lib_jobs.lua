@@ -1,0 +1,233 @@
+-- _lib_jobs.lua: shared helpers for jobs, maintenance and dispatch; loaded right after
+-- _lib.lua (whose helpers it uses) and before each operation script. Not a script of its
+-- own: it only defines local functions. The stored records are documented in _lib.lua.
+
+-- -- jobs -----------------------------------------------------------------------------------
+
+local function job_from(id, raw)
+  local f = split(raw)
+  local j = {
+    id = id, seq = tonumber(f[1]), tid = tonumber(f[2]), state = f[3],
+    priority = tonumber(f[4]), enqueued_at = tonumber(f[5]), run_at = tonumber(f[6]),
+    ready_at = opt(f[7]), max_attempts = tonumber(f[8]), lease_timeout = tonumber(f[9]),
+    cost = tonumber(f[10]), attempts = tonumber(f[11]), started_at = opt(f[12]),
+    deadline = opt(f[13]), finished_at = opt(f[14]),
+  }
+  -- Records written before leases/charged existed: their tokens named the attempt, and a
+  -- run was charged its estimate, so those are the values that keep them valid.
+  j.leases = opt(f[15]) or j.attempts
+  j.charged = opt(f[16]) or j.cost
+  return j
+end
+
+local function job_record(j)
+  return table.concat({
+    int(j.seq), int(j.tid), j.state, int(j.priority), fmt(j.enqueued_at), fmt(j.run_at),
+    optfmt(j.ready_at), int(j.max_attempts), fmt(j.lease_timeout), fmt(j.cost),
+    int(j.attempts), optfmt(j.started_at), optfmt(j.deadline), optfmt(j.finished_at),
+    int(j.leases or 0), fmt(j.charged or 0.0),
+  }, ',')
+end
+
+local function load_job(q, id)
+  local raw = redis.call('HGET', q.k.jobs, id)
+  if not raw then return nil end
+  return job_from(id, raw)
+end
+
+local function save_job(q, j)
+  local record = job_record(j)
+  redis.call('HSET', q.k.jobs, j.id, record)
+  return record
+end
+
+local function seq_member(j) return pad(j.seq, SEQW) .. j.id end
+
+local function ready_member(j)
+  return pad(j.tid, TIDW) .. pad(PRIO_TOP - j.priority, PRIOW) .. pad(j.seq, SEQW) .. j.id
+end
+
+local function readyat_member(j)
+  return pad(j.tid, TIDW) .. sortable(j.ready_at) .. pad(j.seq, SEQW)
+end
+
+-- Into its tenant's ready FIFO ("make ready") as of ready_at, then refresh.
+local function make_ready(q, t, j, now, ready_at)
+  local returning = t.ready == 0
+  j.state = 'r'
+  j.ready_at = ready_at
+  t.ready = t.ready + 1
+  if t.ready == 1 then redis.call('SADD', q.k.backlog, t.tidp) end
+  redis.call('ZADD', q.k.ready, 0, ready_member(j))
+  redis.call('ZADD', q.k.readyat, 0, readyat_member(j))
+  q.wake = q.wake + 1
+  refresh(q, t, now, returning)
+end
+
+-- The running job a lease names: job, or nil and 'nf' / 'exp' (nothing is changed).
+local function held(q, id, lease_text, now)
+  local j = load_job(q, id)
+  if j == nil or j.state ~= 'R' or int(j.leases) ~= lease_text then return nil, 'nf' end
+  if now >= j.deadline then return j, 'exp' end
+  return j, nil
+end
+
+-- Charge the run's real cost in place of what it was charged so far; free its slot.
+-- fairness.finish_after_run: a paused tenant (weight 0) is not re-charged.
+local function end_run(q, t, j, ended_at, now)
+  local charge = max2(ended_at - j.started_at, MIN_CHARGE)
+  local w = weight_of(q, t)
+  local finish = t.F
+  if not (w <= 0) then finish = t.F + (charge - j.charged) / w end
+  set_finish(q, t, finish, now)
+  t.running = t.running - 1
+  redis.call('ZREM', q.k.running, seq_member(j))
+  j.deadline = nil
+end
+
+-- A failed attempt (or an expired lease): dead, ready again, or scheduled for retry_at.
+local function fail_job(q, t, j, now, ended_at, err, retry_at)
+  end_run(q, t, j, ended_at, now)
+  t.failed = t.failed + 1
+  redis.call('HSET', q.k.errors, j.id, err)
+  if retry_at == nil or j.attempts >= j.max_attempts then
+    j.state = 'd'
+    j.finished_at = now
+    t.dead = t.dead + 1
+    redis.call('ZADD', q.k.dead, fmt(now), seq_member(j))
+  elseif retry_at <= now then
+    make_ready(q, t, j, now, now)
+  else
+    j.state = 's'
+    j.run_at = retry_at
+    t.scheduled = t.scheduled + 1
+    redis.call('ZADD', q.k.scheduled, fmt(retry_at), seq_member(j))
+  end
+  retag(q, t)
+  return save_job(q, j)
+end
+
+-- -- maintenance ----------------------------------------------------------------------------
+
+-- Scheduled jobs whose run_at <= now become ready, in (run_at, seq) order.
+local function promote(q, now)
+  local due = redis.call('ZRANGEBYSCORE', q.k.scheduled, '-inf', fmt(now))
+  for _, m in ipairs(due) do
+    local j = load_job(q, string.sub(m, SEQW + 1))
+    local t = tenant(q, j.tid)
+    redis.call('ZREM', q.k.scheduled, m)
+    t.scheduled = t.scheduled - 1
+    make_ready(q, t, j, now, j.run_at)
+    save_job(q, j)
+  end
+  return #due
+end
+
+-- Leases with deadline <= now fail with "lease expired", in (deadline, seq) order.
+local function expire(q, now)
+  local due = redis.call('ZRANGEBYSCORE', q.k.running, '-inf', fmt(now))
+  for _, m in ipairs(due) do
+    local j = load_job(q, string.sub(m, SEQW + 1))
+    local t = tenant(q, j.tid)
+    fail_job(q, t, j, now, j.deadline, 'lease expired', now)
+  end
+  return #due
+end
+
+-- Rate limits over (limited_until <= now) end, in (limited_until, tenant) order; refresh.
+local function unlimit(q, now)
+  local due = redis.call('ZRANGEBYSCORE', q.k.limited, '-inf', fmt(now))
+  for _, name in ipairs(due) do
+    local t = tenant(q, tonumber(redis.call('HGET', q.k.tids, name)))
+    t.name = name
+    set_limited(q, t, nil)
+    refresh(q, t, now, false)
+  end
+end
+
+-- Maintenance of one queue, in the order the rules fix: promote, expire, un-limit.
+local function maintain_queue(q, now)
+  local promoted = promote(q, now)
+  local expired = expire(q, now)
+  unlimit(q, now)
+  return promoted, expired
+end
+
+-- The earliest pending run_at, deadline or limited_until of the queue, or nil.
+local function next_due_of(q, due)
+  for _, key in ipairs({q.k.scheduled, q.k.running, q.k.limited}) do
+    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
+    if first and (due == nil or tonumber(first) < due) then due = tonumber(first) end
+  end
+  return due
+end
+
+-- -- dispatch -------------------------------------------------------------------------------
+
+-- The queue's next job by (S, head_seq): it runs under a lease. Returns the reply entry.
+local function dispatch(q, now)
+  local first = redis.call('ZRANGE', q.k.eligible, 0, 0)[1]
+  if first == nil then return nil end
+  local t = tenant(q, tonumber(string.sub(first, SEQW + 1)))
+  local m = head(q, t)
+  local j = load_job(q, string.sub(m, TIDW + PRIOW + SEQW + 1))
+  redis.call('ZREM', q.k.ready, m)
+  redis.call('ZREM', q.k.readyat, readyat_member(j))
+  j.state = 'R'
+  j.attempts = j.attempts + 1
+  j.leases = j.leases + 1
+  j.started_at = now
+  j.deadline = now + j.lease_timeout
+  redis.call('ZADD', q.k.running, fmt(j.deadline), seq_member(j))
+  q.V = t.S
+  q.vdirty = true
+  set_finish(q, t, t.S + j.cost / weight_of(q, t), now)
+  j.charged = j.cost
+  t.ready = t.ready - 1
+  if t.ready == 0 then redis.call('SREM', q.k.backlog, t.tidp) end
+  t.running = t.running + 1
+  local r = rate_of(q, t)
+  if r ~= nil then
+    -- rate.after_start, then rate.limited_until
+    if t.tat == nil then
+      t.tat = now + interval_of(r)
+    else
+      t.tat = max2(t.tat, now) + interval_of(r)
+    end
+    redis.call('ZADD', q.k.tats, fmt(t.tat), t.tidp)
+    limit_until(q, t, now)
+  end
+  if is_eligible(q, t) then t.S = t.F else t.S = nil end
+  index(q, t)
+  local record = save_job(q, j)
+  return {j.id, record, redis.call('HGET', q.k.bodies, j.id)}
+end
+
+-- -- the end of every script ----------------------------------------------------------------
+
+-- Write back the tenants and the clock this call changed; wake idle workers if work appeared.
+local function flush(q)
+  for tid, t in pairs(q.dirty) do
+    redis.call('HSET', q.k.tenants, int(tid), tenant_record(t))
+  end
+  q.dirty = {}
+  if q.vdirty then
+    redis.call('HSET', q.k.meta, 'V', fmt(q.V))
+    q.vdirty = false
+  end
+  if q.wake > 0 then
+    local tokens = {}
+    for i = 1, math.min(q.wake, WAKE_PER_CALL) do tokens[i] = '1' end
+    redis.call('LPUSH', q.k.wake, unpack(tokens))
+    redis.call('LTRIM', q.k.wake, 0, WAKE_MAX - 1)
+    q.wake = 0
+  end
+end
+
+-- The oldest ready_at of a tenant's ready jobs, as the raw readyat member (or false).
+local function oldest_member(q, t)
+  local hi = '(' .. pad(t.tid + 1, TIDW)
+  return redis.call('ZRANGEBYLEX', q.k.readyat, '[' .. t.tidp, hi, 'LIMIT', 0, 1)[1] or false
+end
+
+-- -- end of _lib_jobs.lua ---------------------------------------------------------------------

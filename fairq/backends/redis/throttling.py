@@ -1,0 +1,87 @@
+"""Throttle rules at enqueue: record each enqueue in its window, then pick the job's queue.
+
+Record + decide is one atomic script (``route.lua``) per home queue, run *before* the jobs
+are stored: a window lives in its home queue's Cluster slot (``Layout.window_key``), while a
+re-routed job goes to a queue whose keys may live in another slot, so the two cannot share
+one script on a Cluster. ``enqueue.lua`` then stores every job in the queue chosen for it.
+
+What this split gives up: the window and the job are two steps. Ids already stored are
+refused before anything is recorded (the same check as ``enqueue.lua``'s), so the usual
+DuplicateJob leaves the windows untouched; only a failure between the two calls (a lost
+connection, an id taken by a concurrent enqueue in between) leaves an enqueue counted whose
+job was not stored — it errs towards throttling, never towards losing a job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fairq.contract import ThrottleWindowsParams
+from fairq.job import NewJob
+from fairq.policy import throttle
+
+from .keys import Layout
+from .records import num, text
+from .scripts import Arg
+
+Run = Callable[[str, list[str], Sequence[Arg]], Any]
+
+
+def route(run: Run, layout: Layout, jobs: Sequence[NewJob], now: float) -> list[str]:
+    """The queue of each job: its own, or what its throttle rules chose (recorded)."""
+    chosen = [job.queue for job in jobs]
+    by_home: dict[str, list[int]] = {}
+    for at, job in enumerate(jobs):
+        if job.throttle:
+            by_home.setdefault(job.queue, []).append(at)
+    for home, positions in by_home.items():
+        keys: dict[str, int] = {}
+        args: list[Arg] = [num(now)]
+        for at in positions:
+            job = jobs[at]
+            key = layout.window_key(home, job.name, job.tenant)
+            args += [
+                keys.setdefault(key, len(keys) + 1),
+                throttle.window_size(job.throttle),
+                num(throttle.window_span(job.throttle)),
+                home,
+                len(job.throttle),
+            ]
+            for rule in job.throttle:
+                args += [rule.threshold, num(rule.per), rule.queue]
+        for at, queue in zip(positions, run("route", list(keys), args), strict=True):
+            chosen[at] = text(queue)
+    return chosen
+
+
+def windows(
+    client: Any, layout: Layout, queues: Sequence[str], params: ThrottleWindowsParams
+) -> dict[tuple[str, str], list[float]]:
+    """Each window's times ``>= now - span`` (span: that of its last routing).
+
+    A window lives under its home queue, which the key does not name, so each known queue
+    is looked at (one pipelined LRANGE per queue and key); a missing window is empty.
+    """
+    keys = list(params.keys)
+    pipe = client.pipeline(transaction=True)
+    for name, tenant in keys:
+        for queue in queues:
+            pipe.lrange(layout.window_key(queue, name, tenant), 0, -1)
+    replies = iter(pipe.execute() if keys and queues else [])
+    found: dict[tuple[str, str], list[float]] = {}
+    for key in keys:
+        entries: list[bytes] = []
+        for _ in queues:
+            reply = next(replies)
+            entries = entries or reply
+        found[key] = _recent(entries, params.now)
+    return found
+
+
+def _recent(entries: Sequence[bytes], now: float) -> list[float]:
+    if not entries:
+        return []
+    span = float(text(entries[-1]).partition(":")[2])
+    times = [float(text(entry).partition(":")[0]) for entry in entries]
+    return [t for t in times if t >= now - span]

@@ -1,0 +1,108 @@
+"""Click callbacks that read the admin commands' values: each refuses bad input with exit 2.
+
+They run before the store is opened, so a refused value has changed nothing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from fairq.contract import KEEP, Keep
+from fairq.errors import ConfigError
+from fairq.policy.rate import Rate
+
+NONE = "none"
+
+
+def given(name: str) -> bool:
+    """Whether the option was given on the command line (``none`` is a value, not absence)."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source is not click.core.ParameterSource.DEFAULT
+
+
+def _number(value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a number; give e.g. 1, 2.5 or 10") from None
+
+
+def parse_weight(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """A positive finite number (a queue's default weight)."""
+    if value is None:
+        return None
+    weight = _number(value)
+    if not math.isfinite(weight) or weight <= 0:
+        raise click.BadParameter(f"{value!r} must be a positive finite number (e.g. 1, 2.5, 10)")
+    return weight
+
+
+def parse_pause_weight(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> float | None:
+    """A tenant's weight: 0 (paused) or a positive finite number."""
+    if value is None:
+        return None
+    weight = _number(value)
+    if not math.isfinite(weight) or weight < 0:
+        raise click.BadParameter(
+            f"{value!r} must be 0 (pause) or a positive finite number (e.g. 1, 2.5, 10)"
+        )
+    return weight
+
+
+def parse_cap(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A whole number of at least 1, or ``none``. (Whether it was given is asked separately.)"""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.lower() == NONE:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise click.BadParameter(f"{value!r} is not a whole number of at least 1 (or 'none')")
+    return int(text)
+
+
+def parse_rate_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A rate such as ``100/minute``, or ``none``; checked now, built with its burst later."""
+    if value is None:
+        return None
+    if value.strip().lower() == NONE:
+        return NONE
+    try:
+        Rate.parse(value)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def with_burst(rate: str | None, burst: int | None) -> Rate | Keep | None:
+    """The rate to store: KEEP when not given, None for ``none``, else the parsed rate."""
+    if burst is not None and (rate is None or rate == NONE):
+        raise click.UsageError("--burst needs a --rate to apply to, e.g. --rate 100/minute")
+    if rate is None:
+        return KEEP
+    if rate == NONE:
+        return None
+    return Rate.parse(rate, burst if burst is not None else 1)
+
+
+def parse_seconds(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """A positive finite number of seconds."""
+    if value is None:
+        return None
+    seconds = _number(value)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise click.BadParameter(f"{value!r} must be a positive number of seconds")
+    return seconds
+
+
+def parse_half_life(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> float | str | None:
+    """Seconds (positive), or ``none`` to turn history off."""
+    if value is not None and value.strip().lower() == NONE:
+        return NONE
+    return parse_seconds(ctx, param, value)

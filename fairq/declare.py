@@ -1,0 +1,277 @@
+"""What an App declares: jobs, queues, weight callbacks, and the checks on each declaration.
+
+Kept apart from ``fairq.app`` (which enqueues and inspects) so each module has one job. Every
+check raises ``ConfigError`` (or ``InvalidTenant``) at the call that declared the bad value, with
+a message that names the fix: a mistake found at import time is cheaper than one found by a
+worker at 3 a.m.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+
+from fairq.contract import JobType
+from fairq.errors import ConfigError, InvalidTenant, JobArgumentsError, MissingTenant
+from fairq.policy.queues import check_queue_name
+from fairq.policy.throttle import Throttle
+
+if TYPE_CHECKING:
+    from fairq.app import App
+
+P = ParamSpec("P")
+R = TypeVar("R")
+TenantRule = str | Callable[..., object] | None
+#: ``(tenants with pending work) -> {tenant: weight}``; 0 pauses a tenant.
+WeightsFn = Callable[[list[str]], Mapping[str, float]]
+
+MAX_TENANT_CHARS = 65_536
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """Per-enqueue overrides of a job's declaration."""
+
+    tenant: str | int | None = None
+    queue: str | None = None
+    delay: float | timedelta | None = None
+    run_at: float | datetime | None = None
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class Call:
+    """One job call waiting to be enqueued (see ``App.enqueue_many``)."""
+
+    name: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    options: Options
+
+
+@dataclass(frozen=True)
+class QueueDeclaration:
+    """A queue the app's workers serve: strict ones first, the others drawn by ``weight``.
+
+    ``implicit``: declared only because a job names it as its home queue (weight 1); an explicit
+    ``app.queue(...)`` may still set it.
+    """
+
+    name: str
+    weight: float = 1.0
+    strict: bool = False
+    implicit: bool = False
+
+
+@dataclass
+class TenantWeights:
+    """A registered ``@app.tenant_weights`` callback and its per-process cache.
+
+    ``last_called`` (by the app's clock) keeps the callback to one call per ``every`` seconds
+    however many workers of this process serve the queue; ``last_good`` is the last result that
+    passed the checks, which stays in force when a later call fails.
+    """
+
+    queue: str
+    fn: WeightsFn
+    every: float
+    last_called: float | None = None
+    last_good: dict[str, float] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class JobDefinition(Generic[P, R]):
+    """A declared job. Call it to run it here; ``.enqueue(...)`` to run it on a worker."""
+
+    def __init__(
+        self,
+        app: App,
+        fn: Callable[P, R],
+        *,
+        name: str,
+        queue: str,
+        tenant: TenantRule,
+        max_attempts: int,
+        lease: float,
+        cost: float,
+        retry_base: float,
+        throttle: Sequence[Throttle] = (),
+    ) -> None:
+        self.app = app
+        self.fn = fn
+        self.name = name
+        self.queue = check_queue_name(queue)
+        self.signature = inspect.signature(fn)
+        self.tenant_rule = check_tenant_rule(tenant, self.signature, name)
+        self.max_attempts = check_positive_int("max_attempts", max_attempts)
+        self.lease_timeout = check_positive_float("lease", lease)
+        self.cost = check_positive_float("cost", cost)
+        self.retry_base = check_positive_float("retry_base", retry_base)
+        self.throttle = tuple(throttle)
+        self.is_async = inspect.iscoroutinefunction(fn)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call:
+        """A call to pass to ``App.enqueue_many``."""
+        return Call(self.name, args, kwargs, Options())
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        return self.app.enqueue_many([self.call(*args, **kwargs)])[0]
+
+    def options(self, **options: Any) -> BoundOptions[P]:
+        """Override tenant, queue, delay, run_at or priority: ``job.options(delay=60)``."""
+        return BoundOptions(self, Options(**options))
+
+    def check_arguments(
+        self, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> inspect.BoundArguments:
+        """Refuse at enqueue a call that could never run on a worker."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise JobArgumentsError(f"arguments do not fit job {self.name!r}: {exc}") from None
+        bound.apply_defaults()
+        return bound
+
+    def tenant_of(self, args: Sequence[Any], kwargs: dict[str, Any]) -> object:
+        rule = self.tenant_rule
+        if rule is None:
+            return None
+        if callable(rule):
+            return rule(*args, **kwargs)
+        return self.check_arguments(args, kwargs).arguments.get(rule)
+
+    def job_type(self) -> JobType:
+        return JobType(
+            name=self.name,
+            queue=self.queue,
+            tenant_arg=self.tenant_rule if isinstance(self.tenant_rule, str) else None,
+            params=tuple(
+                p.name
+                for p in self.signature.parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ),
+            max_attempts=self.max_attempts,
+            lease_timeout=self.lease_timeout,
+            cost=self.cost,
+            throttle=self.throttle,
+        )
+
+
+class BoundOptions(Generic[P]):
+    def __init__(self, definition: JobDefinition[P, Any], options: Options) -> None:
+        self.definition = definition
+        self._options = options
+
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call:
+        return Call(self.definition.name, args, kwargs, self._options)
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        return self.definition.app.enqueue_many([self.call(*args, **kwargs)])[0]
+
+
+# -- checks ---------------------------------------------------------------------------------
+
+
+def argument(spec: JobType, args: Sequence[Any], kwargs: dict[str, Any]) -> object:
+    """The tenant argument of a published job (no function to bind against)."""
+    name = spec.tenant_arg
+    if name is None:
+        return None
+    if name in kwargs:
+        return kwargs[name]
+    if name in spec.params:
+        index = list(spec.params).index(name)
+        if index < len(args):
+            return args[index]
+    return None
+
+
+def check_tenant(tenant: object) -> str:
+    if isinstance(tenant, bool) or not isinstance(tenant, (str, int)):
+        raise InvalidTenant(
+            f"tenant must be a str (or an int, stored as its decimal text), got {tenant!r}"
+        )
+    text = str(tenant)
+    if text == "":
+        raise MissingTenant("tenant must not be empty")
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise InvalidTenant(f"tenant id {text!r} is not valid Unicode (a lone surrogate)") from None
+    if len(text) > MAX_TENANT_CHARS:
+        raise InvalidTenant(f"tenant id is {len(text)} characters, over {MAX_TENANT_CHARS}")
+    return text
+
+
+def check_tenant_rule(rule: TenantRule, signature: inspect.Signature, name: str) -> TenantRule:
+    if rule is None or callable(rule):
+        return rule
+    if not isinstance(rule, str):
+        raise ConfigError(f"tenant= must be an argument name or a callable, got {rule!r}")
+    if rule not in signature.parameters:
+        raise ConfigError(
+            f"job {name!r} takes no argument {rule!r} to find its tenant in; "
+            f"its arguments are: {', '.join(signature.parameters) or '(none)'}"
+        )
+    return rule
+
+
+def check_queue_weight(weight: object, name: str) -> float:
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise ConfigError(f"queue {name!r}: weight must be a positive number, got {weight!r}")
+    if not (math.isfinite(weight) and weight > 0):
+        raise ConfigError(f"queue {name!r}: weight must be positive and finite, got {weight!r}")
+    return float(weight)
+
+
+def check_priority(priority: object) -> int:
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise ConfigError(f"priority must be an int, got {priority!r}")
+    if not -(2**31) <= priority < 2**31:
+        raise ConfigError(f"priority must fit in 32 bits, got {priority}")
+    return priority
+
+
+def check_positive_int(label: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{label} must be a whole number of at least 1, got {value!r}")
+    return value
+
+
+def check_positive_float(label: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{label} must be a number of seconds, got {value!r}")
+    if not (0 < value < float("inf")):
+        raise ConfigError(f"{label} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def run_at(opts: Options, now: float) -> float:
+    if opts.delay is not None and opts.run_at is not None:
+        raise ConfigError("give delay or run_at, not both")
+    if opts.delay is not None:
+        delay = opts.delay.total_seconds() if isinstance(opts.delay, timedelta) else opts.delay
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not delay >= 0:
+            raise ConfigError(f"delay must be a non-negative number of seconds, got {delay!r}")
+        return now + float(delay)
+    if opts.run_at is not None:
+        if isinstance(opts.run_at, datetime):
+            if opts.run_at.tzinfo is None:
+                raise ConfigError("run_at must be timezone-aware (e.g. datetime.now(timezone.utc))")
+            return opts.run_at.timestamp()
+        if isinstance(opts.run_at, bool) or not isinstance(opts.run_at, (int, float)):
+            raise ConfigError(f"run_at must be a datetime or epoch seconds, got {opts.run_at!r}")
+        if opts.run_at != opts.run_at:
+            raise ConfigError("run_at must not be NaN")
+        return float(opts.run_at)
+    return now

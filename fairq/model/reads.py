@@ -1,0 +1,91 @@
+"""The model's state and the reads over it: stats, dead jobs, settings, throttle windows."""
+
+from __future__ import annotations
+
+from fairq.contract import (
+    JobType,
+    ListDeadParams,
+    QueueSettings,
+    StatsParams,
+    TenantStats,
+    ThrottleWindowsParams,
+)
+from fairq.job import JobInfo, JobState
+from fairq.model.state import Job, Queue, Tenant
+from fairq.policy import history
+
+
+class Reads:
+    def __init__(self) -> None:
+        self._queues: dict[str, Queue] = {}
+        self._jobs: dict[str, Job] = {}
+        self._by_seq: dict[int, Job] = {}
+        self._types: dict[str, JobType] = {}
+        # (job name, tenant) -> (recent enqueue times, the span they are kept for)
+        self._windows: dict[tuple[str, str], tuple[list[float], float]] = {}
+
+    def _stats(self, params: StatsParams) -> list[TenantStats]:
+        rows = [
+            self._stats_of(queue, tenant, params.now)
+            for queue in self._queues.values()
+            if params.queue is None or queue.name == params.queue
+            for tenant in queue.tenants.values()
+            if params.tenant is None or tenant.name == params.tenant
+        ]
+        return sorted(rows, key=lambda r: (r.queue, r.tenant))
+
+    def _stats_of(self, queue: Queue, tenant: Tenant, now: float | None) -> TenantStats:
+        ready_at = [self._by_seq[seq].ready_at for _, seq in tenant.ready_heap]
+        usage = tenant.usage
+        if now is not None:
+            usage = history.decayed(usage, tenant.usage_at, now, queue.usage_half_life())
+        return TenantStats(
+            queue=queue.name,
+            tenant=tenant.name,
+            weight=queue.weight_of(tenant),
+            max_running=queue.cap_of(tenant),
+            ready=tenant.ready,
+            scheduled=tenant.scheduled,
+            running=tenant.running,
+            succeeded=tenant.succeeded,
+            failed=tenant.failed,
+            dead=tenant.dead,
+            oldest_ready_at=min((t for t in ready_at if t is not None), default=None),
+            rate=queue.rate_of(tenant),
+            limited_until=tenant.limited_until,
+            usage=usage,
+        )
+
+    def _dead(self, params: ListDeadParams) -> list[JobInfo]:
+        dead = [
+            j
+            for j in self._jobs.values()
+            if j.state is JobState.DEAD
+            and (params.queue is None or j.queue == params.queue)
+            and (params.tenant is None or j.tenant == params.tenant)
+        ]
+        dead.sort(key=lambda j: (j.finished_at or 0.0, j.seq))
+        return [j.info() for j in dead[: params.limit]]
+
+    def _window_times(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
+        found: dict[tuple[str, str], list[float]] = {}
+        for key in params.keys:
+            times, span = self._windows.get(key, ([], 0.0))
+            found[key] = [t for t in times if t >= params.now - span]
+        return found
+
+    def get_queue(self, queue: str) -> QueueSettings:
+        found = self._queues.get(queue)
+        if found is None:
+            return QueueSettings(queue=queue)
+        return QueueSettings(
+            queue=queue,
+            weight=found.weight,
+            max_running=found.max_running,
+            rate=found.rate,
+            half_life=found.half_life,
+            max_debt=found.max_debt,
+        )
+
+    def job_types(self) -> dict[str, JobType]:
+        return dict(self._types)
