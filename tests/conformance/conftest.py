@@ -47,10 +47,21 @@ def _redis(tmp: Path) -> Backend:
     return backend
 
 
+def _postgres(tmp: Path) -> Backend:
+    """A fresh schema per store, dropped when it is closed (tests/postgres/_store.py).
+
+    The server is ``$FAIRQ_TEST_POSTGRES_URL``; unreachable fails, never skips.
+    """
+    from postgres._store import open_disposable
+
+    return open_disposable()
+
+
 BACKENDS: dict[str, BackendFactory] = {
     "model": _model,
     "sqlite": _sqlite,
     "redis": _redis,
+    "postgres": _postgres,
 }
 
 

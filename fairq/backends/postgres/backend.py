@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import Connection, Cursor
@@ -28,7 +28,7 @@ from fairq.backends.postgres.keys import (
 from fairq.backends.postgres.migrate import ensure_schema
 from fairq.backends.postgres.records import JobRow, Row
 from fairq.backends.postgres.sql import queries_for
-from fairq.backends.postgres.transactional import InboxWriter, bound_connection
+from fairq.backends.postgres.transactional import InboxWriter, binding, bound_connection
 from fairq.backends.postgres.url import PostgresUrl, parse_url
 from fairq.backends.postgres.waiting import Waiter
 from fairq.contract import (
@@ -99,25 +99,23 @@ class PostgresBackend:
             self._inbox.write(conn, jobs, params.now)
             return
         try:
-            self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
+            self.db.run(lambda cur: self._enqueue(cur, jobs, params.now), pipelined=True)
         except psycopg.errors.UniqueViolation as exc:
             raise _duplicate(exc) from None
 
-    def enqueue_in(
-        self, conn: Connection[tuple[object, ...]] | Connection[Row], params: EnqueueParams
-    ) -> None:
-        """Enqueue inside the caller's open transaction on ``conn`` (see transactional.py)."""
+    def enqueue_in(self, conn: Connection[Any], params: EnqueueParams) -> None:
+        """Enqueue inside the caller's transaction on ``conn``: the jobs exist if and only if
+        it commits. A refused enqueue (DuplicateJob) leaves that transaction usable. See
+        ``fairq.backends.postgres.transactional`` for how, and why no fairq lock is taken."""
         jobs = list(params.jobs)
         _check_distinct(jobs)
         if jobs:
             self._inbox.write(conn, jobs, params.now)
 
     @contextmanager
-    def bound_to(self, conn: Connection[tuple[object, ...]] | Connection[Row]) -> Iterator[None]:
-        """Inside this block, this backend's enqueues (``App.enqueue`` too) go into ``conn``'s
-        transaction: they commit or roll back with it."""
-        from fairq.backends.postgres.transactional import binding
-
+    def bound_to(self, conn: Connection[Any]) -> Iterator[None]:
+        """Inside this block (in this thread or task), every enqueue through this backend,
+        ``App.enqueue`` and ``job.enqueue`` included, goes into ``conn``'s transaction."""
         with binding(self, conn):
             yield
 
@@ -276,14 +274,10 @@ class PostgresBackend:
         self, cur: Cursor[Row], events: Events, names: list[str], now: float
     ) -> tuple[int, int]:
         """Take in the inbox, promote due scheduled jobs, then expire overdue leases."""
+        for name in names:  # first: it may create the queue (a new queue's first jobs)
+            self._inbox.take_in(cur, events, name, now)
         state = cur.execute(self.q["queues_dispatch_state"], {"names": names, "now": now})
         due = {row["name"]: row for row in state.fetchall()}
-        for name in names:
-            if name in due and due[name]["inbox_due"]:
-                self._inbox.take_in(cur, events, name, now)
-        if any(due[name]["inbox_due"] for name in due):
-            state = cur.execute(self.q["queues_dispatch_state"], {"names": names, "now": now})
-            due = {row["name"]: row for row in state.fetchall()}
         promoted = expired = 0
         for name in names:
             row = due.get(name)

@@ -40,9 +40,7 @@ SELECT q.name, q.vclock,
         ORDER BY j.run_at, j.seq LIMIT 1) <= %(now)s AS promote_due,
        (SELECT j.deadline FROM {schema}.jobs j
         WHERE j.queue = q.name AND j.state = 'running'
-        ORDER BY j.deadline, j.seq LIMIT 1) <= %(now)s AS expire_due,
-       (SELECT i.seq FROM {schema}.inbox i
-        WHERE i.queue = q.name ORDER BY i.seq LIMIT 1) IS NOT NULL AS inbox_due
+        ORDER BY j.deadline, j.seq LIMIT 1) <= %(now)s AS expire_due
 FROM {schema}.queues q
 WHERE q.name = ANY(%(names)s::text[])
 
@@ -106,6 +104,7 @@ WHERE id = %(id)s
   AND (%(running)s::bigint <= %(was_running)s::bigint
        OR %(max_running)s::integer IS NULL
        OR %(running)s::bigint <= %(max_running)s::integer)
+RETURNING id
 
 -- name: tenants_inheriting
 -- Tenants of a queue that follow a queue default (admin path: set_queue, may scan a queue).

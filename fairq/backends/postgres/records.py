@@ -88,7 +88,7 @@ class TenantRow:
                 "dead": self.dead,
             },
         )
-        if cur.rowcount != 1:
+        if cur.fetchone() is None:
             raise RuntimeError(
                 f"tenant {self.tenant!r} in queue {self.queue!r}: slot update refused "
                 f"(running {self.was_running} -> {self.running}, cap {self.max_running}); "
