@@ -48,8 +48,11 @@ def _redis(tmp: Path) -> Backend:
 
 
 def _postgres(tmp: Path) -> Backend:
-    """A fresh schema per store on ``$FAIRQ_TEST_POSTGRES_URL``, dropped when it is closed."""
-    from postgres._store import open_disposable  # tests/postgres (tests/ is on sys.path)
+    """A fresh schema per store, dropped when it is closed (tests/postgres/_store.py).
+
+    The server is ``$FAIRQ_TEST_POSTGRES_URL``; unreachable fails, never skips.
+    """
+    from postgres._store import open_disposable
 
     return open_disposable()
 

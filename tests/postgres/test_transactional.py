@@ -57,6 +57,26 @@ def test_a_committed_enqueue_runs_and_keeps_its_place_in_enqueue_order(
     assert (stats.ready, stats.running) == (0, 3)
 
 
+def test_the_first_jobs_of_a_new_queue_can_come_through_the_inbox(
+    pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    with conn.transaction():
+        pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(0, queue="fresh")], now=0.0))
+    leases = pg.dequeue(DequeueParams(queues=["fresh"], worker_id="w", now=1.0, limit=5))
+    assert [lease.job_id for lease in leases] == ["j0"]
+    assert [row.queue for row in pg.stats(StatsParams())] == ["fresh"]
+
+
+def test_maintain_takes_in_the_inbox_of_every_queue(
+    pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    with conn.transaction():
+        pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(0, queue="q1")], now=0.0))
+    pg.maintain(MaintainParams(now=1.0))
+    (row,) = pg.stats(StatsParams())
+    assert (row.queue, row.ready) == ("q1", 1)
+
+
 def test_a_refused_enqueue_raises_and_leaves_the_callers_transaction_usable(
     pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
 ) -> None:

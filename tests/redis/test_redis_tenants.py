@@ -51,3 +51,12 @@ def test_a_token_is_routed_to_the_queue_that_holds_its_job_now(
     first.ack(AckParams(token=new.token, now=101.0))
     (info,) = second.get_jobs(["j0"])
     assert (info.queue, info.state.value) == ("b", "succeeded")
+
+
+def test_a_queue_named_twice_in_a_dequeue_is_served_as_once(backend: RedisBackend) -> None:
+    backend.enqueue(EnqueueParams(jobs=[new_job(n, f"t{n % 2}") for n in range(4)], now=0.0))
+    params = DequeueParams(queues=["default", "default"], worker_id="w", now=0.0, limit=4)
+    leases = backend.dequeue(params)
+    assert [lease.job_id for lease in leases] == ["j0", "j1", "j2", "j3"]
+    (row0,) = backend.stats(StatsParams(tenant="t0"))
+    assert (row0.ready, row0.running) == (0, 2)

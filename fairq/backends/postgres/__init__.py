@@ -1,10 +1,22 @@
-"""The PostgreSQL store: ``postgresql://user:password@host:5432/db?schema=fairq``.
+"""The PostgreSQL store: ``App("postgresql://user:password@host:5432/db")``.
 
-fairq keeps its tables in their own schema (``?schema=``, default ``fairq``) beside the
-application's, creates or upgrades it on first use unless ``?migrate=false`` (then run
-``fairq migrate``), hands out jobs with per-queue locking that keeps the fair order exact
-under concurrency, wakes idle workers with LISTEN/NOTIFY, and can enqueue inside the
-application's own transaction (``PostgresBackend.enqueue_in`` / ``bound_to``).
+* **Schema.** fairq keeps its tables in a schema of their own (``?schema=NAME``, default
+  ``fairq``) beside the application's, and every statement names it, so the connection's
+  ``search_path`` never matters. On first use fairq creates or upgrades it; with
+  ``?migrate=false`` it refuses instead and asks for ``fairq migrate --url URL [--schema S]``
+  (run it at deploy time as the schema's owner; workers can then use a role with only
+  SELECT/INSERT/UPDATE/DELETE and sequence USAGE). A schema made by a newer fairq is refused.
+* **Dispatch.** The eligible tenant with the smallest (start tag, head seq) is one entry of an
+  index; dispatches of one queue take turns on a per-queue advisory lock, which keeps the fair
+  order and the queue's virtual clock exact however many workers run (queries.sql explains the
+  locks). Dequeue and ack are one round trip each (migrations/0003_hot_paths.sql).
+* **Enqueue in your transaction.** ``backend.enqueue_in(conn, params)``, or
+  ``with backend.bound_to(conn): job.enqueue(...)`` for the App API: the job exists if and
+  only if your transaction commits (transactional.py).
+* **Waiting.** Idle workers block on LISTEN and wake on the NOTIFY an enqueue sends at commit
+  (waiting.py).
+* **Failures.** Lost connections are re-opened and the call retried (db.py); an unreachable
+  server, a missing or foreign schema, or missing privileges raise errors that say what to do.
 """
 
 from __future__ import annotations

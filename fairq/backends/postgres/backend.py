@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import Connection, Cursor
@@ -28,7 +28,7 @@ from fairq.backends.postgres.keys import (
 from fairq.backends.postgres.migrate import ensure_schema
 from fairq.backends.postgres.records import JobRow, Row, TenantRow, rate_columns
 from fairq.backends.postgres.sql import queries_for
-from fairq.backends.postgres.transactional import InboxWriter, bound_connection
+from fairq.backends.postgres.transactional import InboxWriter, binding, bound_connection
 from fairq.backends.postgres.url import PostgresUrl, parse_url
 from fairq.backends.postgres.waiting import Waiter
 from fairq.contract import (
@@ -100,26 +100,23 @@ class PostgresBackend:
         if conn is not None:
             return self._inbox.write(conn, jobs, params.now)
         try:
-            return self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
+            return self.db.run(lambda cur: self._enqueue(cur, jobs, params.now), pipelined=True)
         except psycopg.errors.UniqueViolation as exc:
             raise _duplicate(exc) from None
 
-    def enqueue_in(
-        self, conn: Connection[tuple[object, ...]] | Connection[Row], params: EnqueueParams
-    ) -> list[str]:
-        """Enqueue inside the caller's open transaction on ``conn`` (see transactional.py).
-
+    def enqueue_in(self, conn: Connection[Any], params: EnqueueParams) -> list[str]:
+        """Enqueue inside the caller's transaction on ``conn``: the jobs exist if and only if
+        it commits. A refused enqueue (DuplicateJob) leaves that transaction usable. See
+        ``fairq.backends.postgres.transactional`` for how, and why no fairq lock is taken.
         Returns the queue each job went to."""
         jobs = list(params.jobs)
         _check_distinct(jobs)
         return self._inbox.write(conn, jobs, params.now) if jobs else []
 
     @contextmanager
-    def bound_to(self, conn: Connection[tuple[object, ...]] | Connection[Row]) -> Iterator[None]:
-        """Inside this block, this backend's enqueues (``App.enqueue`` too) go into ``conn``'s
-        transaction: they commit or roll back with it."""
-        from fairq.backends.postgres.transactional import binding
-
+    def bound_to(self, conn: Connection[Any]) -> Iterator[None]:
+        """Inside this block (in this thread or task), every enqueue through this backend,
+        ``App.enqueue`` and ``job.enqueue`` included, goes into ``conn``'s transaction."""
         with binding(self, conn):
             yield
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import TypeVar
 
 import psycopg
@@ -95,13 +96,20 @@ class Database:
         self._owns_pool = pool is None
         self.pool = make_pool(url) if pool is None else pool
 
-    def run(self, work: Callable[[Cursor[Row]], T], *, explicit: bool = True) -> T:
-        """Run ``work`` in a transaction; reconnect and run again if the connection was lost."""
+    def run(
+        self, work: Callable[[Cursor[Row]], T], *, explicit: bool = True, pipelined: bool = False
+    ) -> T:
+        """Run ``work`` in a transaction; reconnect and run again if the connection was lost.
+
+        ``pipelined``: in libpq's pipeline mode, so BEGIN and every statement whose result is
+        not read at once travel together until the next read (``work`` must read a result,
+        e.g. ``RETURNING``, wherever it checks a statement's effect).
+        """
         give_up = time.monotonic() + self.reconnect_wait
         pause = 0.05
         while True:
             try:
-                return self._attempt(work, explicit)
+                return self._attempt(work, explicit, pipelined)
             except _Retry as retry:
                 if time.monotonic() >= give_up:
                     raise unavailable(self.url, retry.cause) from retry.cause
@@ -117,7 +125,7 @@ class Database:
         runs, which its lease then returns; a repeated ack reports LeaseNotFound)."""
         return self.run(lambda cur: cur.execute(statement, params).fetchall(), explicit=False)
 
-    def _attempt(self, work: Callable[[Cursor[Row]], T], explicit: bool) -> T:
+    def _attempt(self, work: Callable[[Cursor[Row]], T], explicit: bool, pipelined: bool) -> T:
         committing = False
         try:
             with self.pool.connection(timeout=self.reconnect_wait) as conn:
@@ -125,7 +133,7 @@ class Database:
                     if not explicit:
                         with conn.cursor() as cur:
                             return work(cur)
-                    with conn.transaction():
+                    with conn.pipeline() if pipelined else nullcontext(), conn.transaction():
                         with conn.cursor() as cur:
                             result = work(cur)
                         committing = True

@@ -7,6 +7,7 @@ processes starting at once never apply one twice and a failed upgrade leaves not
 
 from __future__ import annotations
 
+import time
 import zlib
 
 import psycopg
@@ -74,13 +75,9 @@ def check_not_newer(version: int, schema: str) -> None:
         )
 
 
-def ensure_schema(url: PostgresUrl) -> None:
+def ensure_schema(url: PostgresUrl, *, reconnect_wait: float = 30.0) -> None:
     """Check the schema on open; create or upgrade it first if the URL allows."""
-    with connect(url) as conn:
-        try:
-            version = schema_version(conn, url.schema)
-        except psycopg.errors.InsufficientPrivilege as exc:
-            raise permission_denied(url, exc) from None
+    version = _read_version(url, reconnect_wait)
     if version is not None:
         check_not_newer(version, url.schema)
     if version == latest_version():
@@ -93,3 +90,19 @@ def ensure_schema(url: PostgresUrl) -> None:
             "(or drop ?migrate=false to let fairq migrate on first use)."
         )
     migrate(url)
+
+
+def _read_version(url: PostgresUrl, reconnect_wait: float) -> int | None:
+    """The schema's version; a connection dropped mid-way (a server restart, an admin killing
+    connections) is retried for up to ``reconnect_wait`` s, a refused one fails at once."""
+    give_up = time.monotonic() + reconnect_wait
+    while True:
+        with connect(url) as conn:
+            try:
+                return schema_version(conn, url.schema)
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise permission_denied(url, exc) from None
+            except psycopg.OperationalError as exc:
+                if time.monotonic() >= give_up:
+                    raise unavailable(url, exc) from None
+        time.sleep(0.1)

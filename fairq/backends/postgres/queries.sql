@@ -131,6 +131,7 @@ WHERE id = %(id)s
   AND (%(running)s::bigint <= %(was_running)s::bigint
        OR %(max_running)s::integer IS NULL
        OR %(running)s::bigint <= %(max_running)s::integer)
+RETURNING id
 
 -- name: tenants_of_queue
 -- Every tenant of a queue, to resettle after its defaults change (admin path: set_queue).

@@ -106,7 +106,7 @@ class TenantRow:
                 "usage_at": self.usage_at,
             },
         )
-        if cur.rowcount != 1:
+        if cur.fetchone() is None:
             raise RuntimeError(
                 f"tenant {self.tenant!r} in queue {self.queue!r}: slot update refused "
                 f"(running {self.was_running} -> {self.running}, cap {self.max_running}); "

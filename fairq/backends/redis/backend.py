@@ -60,6 +60,7 @@ from .records import (
     JobRecord,
     QueueDefaults,
     TenantRecord,
+    encode_body,
     job_info,
     lease,
     num,
@@ -73,7 +74,6 @@ from .waiting import Waiter
 
 PRIORITY_RANGE = range(-(2**31), 2**31)
 ROUTE_CACHE = 100_000
-NAME_CACHE = 100_000
 
 
 class RedisBackend:
@@ -89,11 +89,14 @@ class RedisBackend:
         self._scripts = scripts()
         self._checked: set[str] = set()
         self._routes: OrderedDict[str, str] = OrderedDict()
-        self._names: dict[tuple[str, int], str] = {}
         self._lock = threading.Lock()
-        with self._translated():
-            check_version(text(self.client.info("server")["redis_version"]))
-            self._check_types(self.layout.global_types())
+        try:
+            with self._translated():
+                check_version(text(self.client.info("server")["redis_version"]))
+                self._check_types(self.layout.global_types())
+        except BaseException:
+            self.client.close()
+            raise
         self._waiter = Waiter(options, self.layout)
 
     @classmethod
@@ -155,17 +158,15 @@ class RedisBackend:
         if params.limit < 1 or not params.queues:
             return []
         blocks = _blocks(params.queues)
-        order = [blocks[name] for name in params.queues]
+        order = list(blocks.values())  # a queue named twice is tried once: same result
         args: list[Arg] = [num(params.now), params.limit, params.worker_id, *order]
         reply = self._run("dequeue", self._keys(blocks), args)
         names = {block: name for name, block in blocks.items()}
         leases: list[Lease] = []
-        for at in range(2, len(reply), 4):
-            block, job_id, raw, body = reply[at : at + 4]
-            record = JobRecord.parse(raw)
+        for at in range(2, len(reply), 5):
+            block, job_id, raw, body, tenant = reply[at : at + 5]
             queue = names[int(block)]
-            tenant = self._tenant_name(queue, record.tid)
-            leases.append(lease(text(job_id), queue, record, body, tenant))
+            leases.append(lease(text(job_id), queue, JobRecord.parse(raw), body, text(tenant)))
         for item in leases:
             self._remember(item.job_id, item.queue)
         return leases
@@ -391,19 +392,6 @@ class RedisBackend:
             queue = text(found) if found is not None else None
         return queue, job_id, attempt
 
-    def _tenant_name(self, queue: str, tid: int) -> str:
-        """A tenant's name from its id in a queue (ids are never reused, so they are cached)."""
-        key = (queue, tid)
-        name = self._names.get(key)
-        if name is None:
-            with self._translated():
-                found = self.client.hget(self.layout.queue_key(queue, "tnames"), str(tid))
-            name = text(found)
-            if len(self._names) >= NAME_CACHE:
-                self._names.clear()
-            self._names[key] = name
-        return name
-
     def _remember(self, job_id: str, queue: str) -> None:
         """Cache job -> queue for the leases handed out here (a job never changes queue)."""
         with self._lock:
@@ -421,8 +409,6 @@ def _blocks(queues: Sequence[str]) -> dict[str, int]:
 
 
 def _job_args(block: int, job: NewJob) -> list[Arg]:
-    from .records import encode_body
-
     return [
         block,
         job.id,

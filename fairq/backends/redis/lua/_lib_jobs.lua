@@ -200,7 +200,8 @@ local function dispatch(q, now)
   if is_eligible(q, t) then t.S = t.F else t.S = nil end
   index(q, t)
   local record = save_job(q, j)
-  return {j.id, record, redis.call('HGET', q.k.bodies, j.id)}
+  local name = redis.call('HGET', q.k.tnames, int(t.tid))
+  return {j.id, record, redis.call('HGET', q.k.bodies, j.id), name}
 end
 
 -- -- the end of every script ----------------------------------------------------------------

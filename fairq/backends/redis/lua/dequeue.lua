@@ -5,10 +5,9 @@
 -- KEYS: one block of QUEUE_KEYS keys per distinct queue (see _lib.lua).
 -- ARGV: [1] now, [2] limit, [3] worker id (not stored), [4 ..] the order in which to try
 --       the queues, as block numbers (a queue may be named once).
--- Touches: every key of the blocks except bodies, tids and tnames (read only) and done.
--- Returns: {promoted, expired, block, id, record, body, block, id, record, body, ...}: each
---       job is what one single dequeue at `now` would give, in order (the record holds the
---       tenant's id in its queue: the caller maps it to the name). Counts are integers.
+-- Touches: every key of the blocks except bodies/tnames (read), tids and done.
+-- Returns: {promoted, expired, block, id, record, body, tenant, block, id, ...}: each job
+--       is what one single dequeue at `now` would give, in order. Counts are integers.
 
 local now = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])

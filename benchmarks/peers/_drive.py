@@ -1,0 +1,79 @@
+"""One way to time every queue: enqueue N no-op jobs, then drain them with two workers.
+
+Runs inside each system's own virtual environment, so it needs only redis-py. Every job does
+one ``INCR`` of ``DONE_KEY``: completion is counted the same way for every system. Drain
+throughput is measured from the first finished job to the last (worker start-up excluded).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import redis
+
+DONE_KEY = "bench:done"
+URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+DEADLINE = 600.0
+
+
+def counter() -> redis.Redis:
+    return redis.Redis.from_url(URL)
+
+
+def mark_done(client: redis.Redis) -> None:
+    client.incr(DONE_KEY)
+
+
+def measure(
+    n: int, enqueue: Callable[[int], None], workers: Sequence[Sequence[str]], cwd: Path = HERE
+) -> dict[str, float]:
+    """Enqueue ``n`` jobs (timed), start ``workers`` (commands), time the drain."""
+    client = counter()
+    client.flushdb()
+    started = time.perf_counter()
+    enqueue(n)
+    enqueued = time.perf_counter()
+    path = os.pathsep.join(dict.fromkeys([str(cwd), str(HERE)]))
+    env = {**os.environ, "BENCH_REDIS_URL": URL, "PYTHONPATH": path}
+    procs = [
+        subprocess.Popen(list(cmd), cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+        for cmd in workers
+    ]  # fmt: skip
+    try:
+        first, c0 = _wait(client, 1)
+        last, _ = _wait(client, n)
+    finally:
+        for proc in procs:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return {
+        "enqueue_per_s": n / (enqueued - started),
+        "drain_per_s": (n - c0) / (last - first) if last > first else float("nan"),
+    }
+
+
+def _wait(client: redis.Redis, target: int) -> tuple[float, int]:
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        done = int(client.get(DONE_KEY) or 0)
+        if done >= target:
+            return time.perf_counter(), done
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {done} of {target} jobs finished")
+        time.sleep(0.002)
+
+
+def report(result: dict[str, float]) -> None:
+    """The one line a peer script prints: read by benchmarks/redis_throughput.py."""
+    json.dump(result, sys.stdout)
+    print()

@@ -1,0 +1,264 @@
+"""Throughput on PostgreSQL: fairq vs pgqueuer vs procrastinate, measured in one run.
+
+Each system gets N no-op jobs enqueued (its own batch API), then W worker processes of its
+standard worker drain them; the clock runs from starting the workers until the last job is
+done. fairq runs with fairness on: jobs are spread over --tenants tenants and every dequeue
+picks the fairest tenant. Every run starts from a freshly created database. Prints the median
+jobs/s over --runs runs and the ratio to fairq.
+
+Setup (once): bash benchmarks/peers_pg/setup.sh
+Run:          benchmarks/peers_pg/.venv/bin/python benchmarks/postgres_throughput.py
+The server is $FAIRQ_BENCH_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/...);
+the benchmark creates and drops the database named in it (default fairq_bench).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+HERE = Path(__file__).resolve().parent
+APPS = HERE / "peers_pg"
+BIN = Path(sys.executable).parent
+DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/fairq_bench"
+
+
+@dataclass
+class Result:
+    system: str
+    enqueue_s: float
+    drain_s: float
+    jobs: int
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / self.drain_s
+
+
+def admin_url(url: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path="/postgres"))
+
+
+def fresh_database(url: str) -> None:
+    name = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(admin_url(url), autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+        )
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def count(url: str, sql: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(sql).fetchone()
+    return int(row[0]) if row else 0
+
+
+def env(url: str) -> dict[str, str]:
+    parts = urlsplit(url)
+    return {
+        **os.environ,
+        "PYTHONPATH": str(APPS),
+        "BENCH_DSN": url,
+        "FAIRQ_URL": f"{url}?schema=fairq",
+        "PGHOST": parts.hostname or "127.0.0.1",
+        "PGPORT": str(parts.port or 5432),
+        "PGUSER": parts.username or "postgres",
+        "PGDATABASE": parts.path.lstrip("/"),
+        **({"PGPASSWORD": parts.password} if parts.password else {}),
+    }
+
+
+# -- fairq -------------------------------------------------------------------------------------
+
+
+def fairq_enqueue(url: str, jobs: int, tenants: int) -> None:
+    os.environ.update(env(url))
+    sys.path.insert(0, str(APPS))
+    from apps.fairq_app import app, noop
+
+    calls = [noop.call(f"tenant-{n % tenants}", n) for n in range(jobs)]
+    for start in range(0, jobs, 1000):
+        app.enqueue_many(calls[start : start + 1000])
+    app.close()
+
+
+def fairq_workers(args: argparse.Namespace) -> list[str]:
+    return [str(BIN / "fairq"), "--log-level", "warning", "worker", "apps.fairq_app:app",
+            "--concurrency", str(args.concurrency)]  # fmt: skip
+
+
+FAIRQ_DONE = "SELECT count(*) FROM fairq.jobs WHERE state = 'succeeded'"
+
+
+# -- pgqueuer ----------------------------------------------------------------------------------
+
+
+def pgqueuer_enqueue(url: str, jobs: int, tenants: int) -> None:
+    import asyncpg
+    from pgqueuer import AsyncpgDriver, Queries
+
+    async def run() -> None:
+        conn = await asyncpg.connect(url)
+        queries = Queries(AsyncpgDriver(conn))
+        for start in range(0, jobs, 1000):
+            size = min(1000, jobs - start)
+            await queries.enqueue(["noop"] * size, [None] * size, [0] * size)
+        await conn.close()
+
+    asyncio.run(run())
+
+
+def pgqueuer_install(url: str) -> None:
+    subprocess.run([str(BIN / "pgq"), "install"], env=env(url), check=True,
+                   stdout=subprocess.DEVNULL)  # fmt: skip
+
+
+def pgqueuer_workers(args: argparse.Namespace) -> list[str]:
+    return [sys.executable, "-m", "apps.pgqueuer_app", str(args.concurrency)]
+
+
+PGQUEUER_DONE = "SELECT %d - count(*) FROM pgqueuer"
+
+
+# -- procrastinate -----------------------------------------------------------------------------
+
+
+def procrastinate_install(url: str) -> None:
+    subprocess.run([str(BIN / "procrastinate"), "--app=apps.procrastinate_app.app", "schema",
+                    "--apply"], env=env(url), check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+
+
+def procrastinate_enqueue(url: str, jobs: int, tenants: int) -> None:
+    os.environ.update(env(url))
+    sys.path.insert(0, str(APPS))
+    from apps.procrastinate_app import app, noop
+
+    with app.open():
+        for start in range(0, jobs, 1000):
+            noop.batch_defer(*({"n": n} for n in range(start, min(jobs, start + 1000))))
+
+
+def procrastinate_workers(args: argparse.Namespace) -> list[str]:
+    return [str(BIN / "procrastinate"), "--app=apps.procrastinate_app.app", "worker",
+            "--concurrency", str(args.concurrency)]  # fmt: skip
+
+
+PROCRASTINATE_DONE = "SELECT count(*) FROM procrastinate_jobs WHERE status = 'succeeded'"
+
+
+@dataclass
+class System:
+    install: Callable[[str], None] | None
+    enqueue: Callable[[str, int, int], None]
+    workers: Callable[[argparse.Namespace], list[str]]
+    done_sql: str
+
+
+SYSTEMS = {
+    "fairq": System(None, fairq_enqueue, fairq_workers, FAIRQ_DONE),
+    "pgqueuer": System(pgqueuer_install, pgqueuer_enqueue, pgqueuer_workers, PGQUEUER_DONE),
+    "procrastinate": System(
+        procrastinate_install, procrastinate_enqueue, procrastinate_workers, PROCRASTINATE_DONE
+    ),
+}
+
+
+def available() -> list[str]:
+    """The systems this Python can run: fairq always; the peers only in their venv."""
+    import importlib.util
+
+    found = ["fairq"]
+    found += [name for name in ("pgqueuer", "procrastinate") if importlib.util.find_spec(name)]
+    return found
+
+
+def measure(name: str, args: argparse.Namespace) -> Result:
+    system = SYSTEMS[name]
+    fresh_database(args.url)
+    if system.install is not None:
+        system.install(args.url)
+    started = time.perf_counter()
+    # enqueue in a child process: each library keeps its own connections and event loops
+    code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); import postgres_throughput as b; "
+            f"b.SYSTEMS[{name!r}].enqueue({args.url!r}, {args.jobs}, {args.tenants})")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code], env=env(args.url), check=True)
+    enqueue_s = time.perf_counter() - started
+    done_sql = system.done_sql % args.jobs if "%d" in system.done_sql else system.done_sql
+    started = time.perf_counter()
+    procs = [
+        subprocess.Popen(
+            system.workers(args),
+            env=env(args.url),
+            cwd=APPS,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(args.workers)
+    ]
+    try:
+        while count(args.url, done_sql) < args.jobs:
+            if any(proc.poll() is not None for proc in procs):
+                raise RuntimeError(f"a {name} worker exited early")
+            time.sleep(0.02)
+        drain_s = time.perf_counter() - started
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return Result(name, enqueue_s, drain_s, args.jobs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default=os.environ.get("FAIRQ_BENCH_POSTGRES_URL", DEFAULT_URL))
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2, help="worker processes per system")
+    parser.add_argument("--concurrency", type=int, default=10, help="jobs in flight per worker")
+    parser.add_argument("--tenants", type=int, default=10, help="fairq tenants (fairness on)")
+    parser.add_argument("--systems", default=",".join(available()))
+    args = parser.parse_args()
+    names = args.systems.split(",")
+    if len(names) < len(SYSTEMS):
+        print("(peers missing from this Python: run bash benchmarks/peers_pg/setup.sh and use "
+              "benchmarks/peers_pg/.venv/bin/python for the comparison)", flush=True)  # fmt: skip
+    results: dict[str, list[Result]] = {name: [] for name in names}
+    for run in range(args.runs):
+        for name in names:
+            result = measure(name, args)
+            results[name].append(result)
+            print(f"run {run + 1}: {name:14} {result.rate:8.0f} jobs/s "
+                  f"(drain {result.drain_s:.2f} s, enqueue {result.enqueue_s:.2f} s)",
+                  flush=True)  # fmt: skip
+    base = statistics.median(r.rate for r in results[names[0]])
+    print(f"\n{args.jobs} no-op jobs, {args.workers} worker processes x {args.concurrency}, "
+          f"median of {args.runs} runs")  # fmt: skip
+    print("| system | jobs/s (median) | runs | vs " + names[0] + " |")
+    print("| --- | ---: | --- | ---: |")
+    for name in names:
+        rates = [r.rate for r in results[name]]
+        median = statistics.median(rates)
+        listed = ", ".join(f"{rate:.0f}" for rate in rates)
+        print(f"| {name} | {median:.0f} | {listed} | {median / base:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
