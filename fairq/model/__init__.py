@@ -100,7 +100,7 @@ class ReferenceModel(Reads):
         key = (new.name, new.tenant)
         span = throttle.window_span(new.throttle)
         old, old_span = self._windows.get(key, ([], 0.0))
-        if old and old[-1] < now - old_span:
+        if old and max(old) < now - old_span:
             old = []  # a window idle for longer than its span is forgotten (expired)
         kept = [t for t in old if t >= now - span]
         times = [*kept, now][-throttle.window_size(new.throttle) :]

@@ -16,7 +16,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from fairq.contract import Backend, DequeueParams, MaintainParams
+from fairq.contract import Backend, DequeueParams, MaintainParams, StatsParams
 from fairq.policy.queues import QueueOrder
 from fairq.worker.joblog import describe
 from fairq.worker.runner import JobRunner
@@ -106,11 +106,20 @@ class Fetcher:
                 self.runner.start(lease)
         return bool(leases) or self._idle()
 
+    def _any_ready(self) -> bool:
+        """Asked only once a burst looks done: a slot freed elsewhere since our dequeue may have
+        made a capped tenant's ready job available (an admin read, not a hot path)."""
+        return any(
+            row.ready > 0 and row.weight > 0  # a paused tenant's jobs wait for it
+            for queue in self.order.queues
+            for row in self.backend.stats(StatsParams(queue=queue))
+        )
+
     def _idle(self) -> bool:
         """Nothing is ready: wait until something may be. False when a burst is done."""
         now = self.clock()
         due = self.backend.maintain(MaintainParams(now=now, queues=self.order.queues)).next_due
-        if self.burst and due is None and len(self.running) == 0:
+        if self.burst and due is None and len(self.running) == 0 and not self._any_ready():
             log.info("no job is ready or scheduled: burst done", extra={"action": "burst_done"})
             return False
         timeout = self.idle_wait if due is None else min(self.idle_wait, due - now)

@@ -101,3 +101,20 @@ def test_a_tenant_still_backlogged_is_not_put_behind_again(backend: Backend) -> 
     enqueue(backend, new_jobs("a", range(200, 210), lease=1000.0), now=0.0)
     then = [lease.tenant for lease in take(backend, 0.0, limit=10)]
     assert first == then == ["a", "b"] * 5
+
+
+def test_the_debt_survives_the_end_of_a_job_still_in_flight(backend: Backend) -> None:
+    """The debt is carried in the finish tag, so the retag at an in-flight job's ack keeps it."""
+    set_queue(backend, half_life=3600.0, max_debt=10.0)
+    enqueue(backend, new_jobs("a", range(BATCH), lease=1000.0))
+    now = 0.0
+    for _ in range(BATCH - 1):
+        ack(backend, take_one(backend, now), now + 1.0)
+        now += 1.0
+    in_flight = take_one(backend, now)  # a's last job is still running when a returns
+    enqueue(backend, new_jobs("b", range(1000, 1100), lease=1000.0), now=now)
+    enqueue(backend, new_jobs("c", range(2000, 2100), lease=1000.0), now=now)
+    enqueue(backend, new_jobs("a", range(3000, 3005), lease=1000.0), now=now)
+    ack(backend, in_flight, now + 0.5)
+    tenants = [lease.tenant for lease in take(backend, now + 0.5, limit=150)]
+    assert tenants.index("a") >= 2 * 10  # still about max_debt behind, not level with V

@@ -46,6 +46,7 @@ def refresh(queue: QueueState, tenant: TenantRow, now: float, *, returning: bool
         if returning and queue.half_life is not None:
             debt = history.decayed(tenant.usage, tenant.usage_at, now, queue.half_life)
             tenant.start = history.history_start(tenant.finish, queue.vclock, debt, queue.max_debt)
+            tenant.finish = tenant.start  # carried in F, so a later retag keeps the debt
         else:
             tenant.start = fairness.start_tag(tenant.finish, queue.vclock)
 

@@ -227,6 +227,7 @@ local function refresh(q, t, now, returning)
     if returning and q.half_life ~= nil then
       local debt = decayed(t.usage, t.usage_at, now, q.half_life)
       t.S = max2(t.F, q.V + min2(debt, q.max_debt))
+      t.F = t.S  -- carried in F, so a later retag keeps the debt
     else
       t.S = max2(t.F, q.V)
     end
