@@ -53,6 +53,20 @@ class AckParams:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AckManyParams:
+    """Ack several leases in one atomic step, in the order given (a worker's finished jobs)."""
+
+    tokens: Sequence[str]
+    now: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class AckManyResult:
+    acked: Sequence[str] = ()  # tokens acked, in the order given
+    lost: Sequence[str] = ()  # tokens that are expired or unknown; nothing was changed for them
+
+
+@dataclass(frozen=True, kw_only=True)
 class FailParams:
     """End an attempt in failure. ``retry_at=None`` (or no attempts left) makes the job dead."""
 
@@ -204,6 +218,14 @@ class Backend(Protocol):
 
     def ack(self, params: AckParams) -> None:
         """Mark a job succeeded. Raises LeaseExpired / LeaseNotFound and changes nothing."""
+
+    def ack_many(self, params: AckManyParams) -> AckManyResult:
+        """Ack each token in order, atomically: exactly what single acks in that order would do.
+
+        A token that is expired or unknown (or repeated: its second ack finds it finished) is
+        reported in ``lost`` and changes nothing; nothing is raised for it. One transaction
+        (one script) for the whole batch, so a worker pays one round trip per batch of jobs.
+        """
 
     def fail(self, params: FailParams) -> JobInfo:
         """End a failed attempt: scheduled for retry, or dead. Raises like ``ack``."""

@@ -12,6 +12,8 @@ import threading
 from collections.abc import Sequence
 
 from fairq.contract import (
+    AckManyParams,
+    AckManyResult,
     AckParams,
     DequeueParams,
     EnqueueParams,
@@ -143,13 +145,31 @@ class ReferenceModel(Reads):
 
     def ack(self, params: AckParams) -> None:
         with self._changed:
-            job = self._held(params.token, params.now)
-            queue, tenant = self._end_run(job, params.now, params.now)
-            tenant.succeeded += 1
-            job.state = JobState.SUCCEEDED
-            job.finished_at = params.now
-            rules.retag(queue, tenant)
+            self._ack(self._held(params.token, params.now), params.now)
             self._changed.notify_all()
+
+    def ack_many(self, params: AckManyParams) -> AckManyResult:
+        with self._changed:
+            acked: list[str] = []
+            lost: list[str] = []
+            for token in params.tokens:
+                try:
+                    job = self._held(token, params.now)
+                except (LeaseExpired, LeaseNotFound):
+                    lost.append(token)
+                    continue
+                self._ack(job, params.now)
+                acked.append(token)
+            if acked:
+                self._changed.notify_all()
+            return AckManyResult(acked=acked, lost=lost)
+
+    def _ack(self, job: Job, now: float) -> None:
+        queue, tenant = self._end_run(job, now, now)
+        tenant.succeeded += 1
+        job.state = JobState.SUCCEEDED
+        job.finished_at = now
+        rules.retag(queue, tenant)
 
     def fail(self, params: FailParams) -> JobInfo:
         with self._changed:

@@ -1,6 +1,7 @@
 """The fetch loop: take as many jobs as there are free slots, in one call, without spinning.
 
-With free slots, one ``dequeue`` asks for all of them, trying the queues in the order the
+With free slots, the acks of the jobs that succeeded are stored (one ``ack_many``), then one
+``dequeue`` asks for all the slots that frees, trying the queues in the order the
 ``QueueOrder`` gives for this round. With no free slot, it sleeps until a job ends. With nothing
 ready, it asks the store when something next falls due (a delayed job, a retry, a lease to
 expire) and waits for new work at most that long, and never longer than ``idle_wait``.
@@ -97,6 +98,12 @@ class Fetcher:
         free = self.running.wait_for_free()
         with self._gate:
             if free == 0 or self.stopping.is_set():
+                return True
+            # Store the pending acks first: their slots (here and a capped tenant's in the
+            # store) are free for this dequeue.
+            self.runner.flush_acks()
+            free = self.running.free()
+            if free == 0:
                 return True
             params = DequeueParams(
                 queues=self.order.next(), worker_id=self.worker_id, now=self.clock(), limit=free

@@ -1,5 +1,8 @@
 """Runs one dequeued job and stores how it ended: ack, fail with a back-off, or fail for good.
 
+Successes are acked in batches (``Completions``: one ``ack_many`` per batch, the job's slot held
+until then); failures are stored one by one with ``fail``.
+
 A job that cannot run at all (its name is not declared in this worker's app, its payload cannot
 be decoded, its arguments do not fit the function) fails at once without a retry: running it
 again would fail the same way. ``LeaseExpired``/``LeaseNotFound`` when storing an outcome only
@@ -15,10 +18,11 @@ from collections.abc import Callable
 from typing import Any
 
 from fairq.app import App, JobDefinition
-from fairq.contract import AckParams, Backend, FailParams
+from fairq.contract import Backend, FailParams
 from fairq.errors import LeaseError
 from fairq.job import JobState, Lease, decode_payload
 from fairq.policy.retry import backoff
+from fairq.worker.completions import Completions
 from fairq.worker.joblog import ERROR_CHARS, Outcome, describe, job_fields, log_job_end
 from fairq.worker.pools import DaemonPool, LoopThread
 from fairq.worker.running import Running, RunningJobs
@@ -47,6 +51,9 @@ class JobRunner:
         self._threads = DaemonPool(running.capacity, "fairq-job")
         self._reporter = DaemonPool(1, "fairq-report")  # stores async jobs' outcomes off the loop
         self._loop: LoopThread | None = None  # started with the first async job
+        self.completions = Completions(
+            self.backend, running, clock=clock, max_size=running.capacity
+        )
 
     def start(self, lease: Lease) -> None:
         """Run one dequeued job; its slot stays taken until its outcome is stored.
@@ -66,8 +73,13 @@ class JobRunner:
         else:
             self._threads.submit(lambda: self._run_sync(entry, *prepared))
 
+    def flush_acks(self) -> None:
+        """Store the pending acks now (one ``ack_many``), freeing their slots."""
+        self.completions.flush()
+
     def shutdown(self) -> None:
         """Let the pools' threads go. Jobs still running are abandoned (already handed back)."""
+        self.completions.close()
         self._threads.shutdown()
         self._reporter.shutdown()
         if self._loop is not None:
@@ -153,25 +165,14 @@ class JobRunner:
                 extra=job_fields(entry.lease, "discard"),
             )
             return
+        if error is None:
+            self.completions.add(entry)  # acked with the next flush, which frees the slot
+            return
         try:
-            if error is None:
-                self._store_success(entry)
-            else:
-                retry_at = self.clock() + backoff(entry.lease.attempt, base=definition.retry_base)
-                self._store_failure(entry, describe(error), retry_at=retry_at, exc=error)
+            retry_at = self.clock() + backoff(entry.lease.attempt, base=definition.retry_base)
+            self._store_failure(entry, describe(error), retry_at=retry_at, exc=error)
         finally:
             self.running.done(entry.lease.token)
-
-    def _store_success(self, entry: Running) -> None:
-        lease = entry.lease
-        try:
-            self.backend.ack(AckParams(token=lease.token, now=self.clock()))
-        except LeaseError as exc:
-            log_job_end(lease, Outcome.LEASE_LOST, entry.duration, error=_lost(exc))
-        except Exception as exc:
-            log_job_end(lease, Outcome.ERROR, entry.duration, error=describe(exc), exc_info=exc)
-        else:
-            log_job_end(lease, Outcome.SUCCEEDED, entry.duration)
 
     def _store_failure(
         self, entry: Running, error: str, *, retry_at: float | None, exc: BaseException | None

@@ -1,6 +1,7 @@
 """The leases a worker holds right now: its concurrency slots, shared by every worker thread.
 
-A lease is in the table from the moment it is dequeued until its outcome is stored. Exactly one
+A lease is in the table from the moment it is dequeued until its outcome is stored (a success
+waits in the completion buffer for its batched ack, keeping its slot). Exactly one
 party *claims* it: the job's runner (to ack or fail it) or shutdown (to release it). Whoever
 claims it owns the outcome, so a job that ends while it is being handed back is never acked as
 well (a released job gets the same lease token again on its next run). The slot stays taken
@@ -94,6 +95,11 @@ class RunningJobs:
         with self._cond:
             self._cond.wait_for(lambda: self._closed or len(self._jobs) < self.capacity)
             return 0 if self._closed else self.capacity - len(self._jobs)
+
+    def free(self) -> int:
+        """Free slots right now (0 once closed)."""
+        with self._cond:
+            return 0 if self._closed else max(self.capacity - len(self._jobs), 0)
 
     def wait_until_empty(self, timeout: float) -> bool:
         """Block until no lease is held, ``timeout`` passes, or abandoned; True when empty."""

@@ -5,7 +5,8 @@ Threads, and who talks to the store::
     caller of run()   waits; turns SIGTERM/SIGINT into stop() (main thread only)
     fairq-worker      publish and start the others; at stop, shutdown and hand-back
     fairq-fetch       the fetch loop (dequeue/maintain/wait)
-    fairq-job-N       ``def`` jobs, then their ack/fail          (N = concurrency)
+    fairq-job-N       ``def`` jobs; a failure is stored here, a success buffered (N = concurrency)
+    fairq-ack         flushes the ack buffer (one ack_many) after ~2 ms or when full
     fairq-async       ``async def`` jobs on one event loop; fairq-report stores their outcomes
     fairq-heartbeat   extends the held leases
     fairq-maintain    expires lapsed leases and prunes old jobs on every queue
@@ -246,6 +247,8 @@ class Worker:
                 "stopping: waiting up to %.1f s for %d running job(s)", grace, len(self.running)
             )
         self.running.wait_until_empty(grace)
+        if runner is not None:
+            runner.flush_acks()  # succeeded jobs are acked, not handed back
         self._hand_back()
         self.running.wait_until_empty(STORE_WAIT)
         for beat in beats:

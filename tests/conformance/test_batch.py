@@ -1,12 +1,21 @@
-"""A batch dequeue of ``limit`` jobs gives exactly what ``limit`` single dequeues would."""
+"""Batches equal singles: a dequeue of ``limit`` jobs gives what ``limit`` single dequeues
+would, and ``ack_many`` does what single acks in the same order would."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from fairq.contract import Backend, QueueSettings, SetQueueParams
+from fairq.contract import (
+    AckManyParams,
+    AckParams,
+    Backend,
+    QueueSettings,
+    SetQueueParams,
+    StatsParams,
+)
+from fairq.errors import LeaseExpired, LeaseNotFound
 
-from .helpers import Q, enqueue, new_job, new_jobs, set_tenant, take
+from .helpers import Q, enqueue, new_job, new_jobs, set_tenant, snapshot, stat, take
 
 
 def busy_store(backend: Backend) -> Backend:
@@ -38,3 +47,73 @@ def test_queues_are_tried_in_the_order_given(backend: Backend) -> None:
         "other",
         "default",
     ]
+
+
+def _ack_many(backend: Backend, tokens: list[str], now: float) -> tuple[list[str], list[str]]:
+    """(acked, lost) of one ack_many."""
+    result = backend.ack_many(AckManyParams(tokens=tokens, now=now))
+    return list(result.acked), list(result.lost)
+
+
+def _ack_singly(backend: Backend, tokens: list[str], now: float) -> tuple[list[str], list[str]]:
+    """(acked, lost) of single acks in order."""
+    acked: list[str] = []
+    lost: list[str] = []
+    for token in tokens:
+        try:
+            backend.ack(AckParams(token=token, now=now))
+        except (LeaseExpired, LeaseNotFound):
+            lost.append(token)
+        else:
+            acked.append(token)
+    return acked, lost
+
+
+def test_ack_many_equals_single_acks_in_order(make_backend: Callable[[], Backend]) -> None:
+    """Same answers, stats, jobs and next dequeues, bit for bit, as acking one by one."""
+    batched, single = busy_store(make_backend()), busy_store(make_backend())
+    ids = [f"j{n}" for n in range(41)]
+    for now, limit, queues in [(0.0, 9, (Q,)), (0.7, 6, (Q, "other")), (1.3, 12, (Q, "other"))]:
+        leases = take(batched, now, limit, queues)
+        assert take(single, now, limit, queues) == leases
+        # Acked out of dispatch order, with different run times (so tags move by odd amounts).
+        tokens = [lease.token for lease in reversed(leases)]
+        at = now + 0.123456789
+        assert _ack_many(batched, tokens, at) == _ack_singly(single, tokens, at)
+        assert snapshot(batched, ids) == snapshot(single, ids)
+    stats_at = StatsParams(now=5.0)
+    assert batched.stats(stats_at) == single.stats(stats_at)
+    assert take(batched, 2.0, 50, (Q, "other")) == take(single, 2.0, 50, (Q, "other"))
+
+
+def test_ack_many_reports_expired_unknown_and_repeated_tokens_lost(
+    make_backend: Callable[[], Backend],
+) -> None:
+    batched, single = make_backend(), make_backend()
+    for backend in (batched, single):
+        enqueue(backend, new_jobs("a", range(3)) + new_jobs("b", range(3, 5), lease=1.0))
+        set_tenant(backend, "a", max_running=2)
+    leases = take(batched, 0.0, 4)
+    assert take(single, 0.0, 4) == leases
+    short = [lease.token for lease in leases if lease.tenant == "b"]
+    held = [lease.token for lease in leases if lease.tenant == "a"]
+    assert len(short) == 2 and len(held) == 2
+    tokens = [held[0], short[0], "j99:1", held[0], "nonsense", held[1], short[1]]
+    result = _ack_many(batched, tokens, 2.0)
+    assert result == ([held[0], held[1]], [short[0], "j99:1", held[0], "nonsense", short[1]])
+    assert _ack_singly(single, tokens, 2.0) == result
+    ids = [f"j{n}" for n in range(5)]
+    assert snapshot(batched, ids) == snapshot(single, ids)
+    assert stat(batched, "a").succeeded == 2 and stat(batched, "b").succeeded == 0
+    # The expired leases are found by the next dequeue's maintenance, as ever.
+    assert take(batched, 2.0, 10) == take(single, 2.0, 10)
+    assert snapshot(batched, ids) == snapshot(single, ids)
+
+
+def test_ack_many_of_nothing_changes_nothing(backend: Backend) -> None:
+    enqueue(backend, new_jobs("a", range(2)))
+    take(backend, 0.0, 1)
+    before = snapshot(backend, ["j0", "j1"])
+    assert _ack_many(backend, [], 1.0) == ([], [])
+    assert _ack_many(backend, ["j1:1", "j7:3"], 1.0) == ([], ["j1:1", "j7:3"])
+    assert snapshot(backend, ["j0", "j1"]) == before

@@ -27,6 +27,7 @@ from hypothesis.stateful import (
 
 from fairq.contract import (
     KEEP,
+    AckManyParams,
     AckParams,
     Backend,
     DequeueParams,
@@ -199,6 +200,16 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
         self.both(lambda b: _heartbeat(b, params))
 
     @precondition(lambda self: bool(self.tokens))
+    @rule(data=st.data())
+    def ack_many(self, data: st.DataObject) -> None:
+        """Mostly live leases, in any order; sometimes stale, unknown or repeated tokens."""
+        live = sorted(self.live_tokens())
+        token = st.one_of(st.sampled_from(live), st.sampled_from([*self.tokens, UNKNOWN_TOKEN]))
+        tokens = data.draw(st.lists(token if live else st.sampled_from(self.tokens), max_size=6))
+        params = AckManyParams(tokens=tokens, now=self.now)
+        self.both(lambda b: _ack_many(b, params))
+
+    @precondition(lambda self: bool(self.tokens))
     @rule(seconds=st.sampled_from([0.5, 2.0, 4.0, 9.0]))
     def run_on_with_heartbeats(self, seconds: float) -> None:
         """Time passes while the live leases run; their heartbeats charge the elapsed time."""
@@ -331,6 +342,11 @@ def _outcome(call: Callable[[Backend], Any], backend: Backend) -> tuple[str, Any
 def _heartbeat(backend: Backend, params: HeartbeatParams) -> tuple[dict[str, float], list[str]]:
     result = backend.heartbeat(params)
     return dict(result.deadlines), sorted(result.lost)
+
+
+def _ack_many(backend: Backend, params: AckManyParams) -> tuple[list[str], list[str]]:
+    result = backend.ack_many(params)
+    return list(result.acked), list(result.lost)
 
 
 def test_every_store_agrees_with_the_reference(make_backend: Callable[[], Backend]) -> None:

@@ -165,7 +165,7 @@ def explain(backend: DisposableBackend, name: str, params: dict[str, Any]) -> li
 
 
 def test_every_hot_path_query_is_checked(filled: DisposableBackend) -> None:
-    functions = {"dequeue", "dispatch", "ack"}  # checked by the auto_explain test below
+    functions = {"dequeue", "dispatch", "ack", "ack_many"}  # checked by the auto_explain test below
     inspection = functions | {
         "tenants_stats", "tenants_of_queue", "jobs_dead", "queue_names",
         "queue_set_defaults", "inbox_queues", "job_types_upsert", "job_types_all",
@@ -212,10 +212,11 @@ def nested_plans(backend: DisposableBackend, calls: list[tuple[str, dict[str, An
 def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBackend) -> None:
     schema = filled.schema
     with psycopg.connect(server_url()) as conn:
-        row = conn.execute(
-            f"SELECT id, leases FROM \"{schema}\".jobs WHERE state = 'running' LIMIT 1"
-        ).fetchone()
-    assert row is not None
+        rows = conn.execute(
+            f"SELECT id, leases FROM \"{schema}\".jobs WHERE state = 'running' LIMIT 3"
+        ).fetchall()
+    assert len(rows) == 3
+    row = rows[0]
     seed = schema_seed(schema)
     dequeue = {"queues": ["default"], "seed": seed, "worker": "w", "limit": 3}
     calls = [
@@ -223,11 +224,14 @@ def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBac
         ("dequeue", {**dequeue, "now": 600.0}),  # due: only the check
         ("ack", {"id": row[0], "lease": row[1], "now": 3.0, "seed": seed,
                  "salt": channel_salt(schema)}),
+        ("ack_many", {"ids": [r[0] for r in rows[1:]], "leases": [r[1] for r in rows[1:]],
+                      "now": 3.0, "seed": seed, "salt": channel_salt(schema)}),
     ]  # fmt: skip
     plans = nested_plans(filled, calls)
     statements = [plan["Query Text"] for plan in plans]
     assert any("ORDER BY x.start_tag, x.head_seq" in text for text in statements)
     assert any("state = 'succeeded'" in text for text in statements)
+    assert any("ORDER BY x.seq FOR UPDATE" in text for text in statements)  # ack_many's locks
     assert any("t.limited_until IS NOT NULL" in text for text in statements)
     bad = [
         (plan["Query Text"], list(scans(plan["Plan"])))

@@ -32,6 +32,8 @@ from fairq.backends.postgres.transactional import InboxWriter, binding, bound_co
 from fairq.backends.postgres.url import PostgresUrl, parse_url
 from fairq.backends.postgres.waiting import Waiter
 from fairq.contract import (
+    AckManyParams,
+    AckManyResult,
     AckParams,
     DequeueParams,
     EnqueueParams,
@@ -182,6 +184,33 @@ class PostgresBackend:
             raise _not_found(params.token)
         if row["status"] == "expired":
             raise _expired(params.token, row["lease_deadline"], params.now)
+
+    def ack_many(self, params: AckManyParams) -> AckManyResult:
+        """One statement: the server-side ``ack_many`` function (migrations/0005_ack_many.sql).
+
+        Retried like ``ack`` when the connection was lost before the reply: a batch that had
+        committed then reports its tokens lost (their jobs are already succeeded).
+        """
+        parsed = [parse_token(token) for token in params.tokens]
+        sent = [found for found in parsed if found is not None]
+        statuses: list[str] = []
+        if sent:
+            args = {
+                "ids": [found[0] for found in sent],
+                "leases": [found[1] for found in sent],
+                "now": params.now,
+                "seed": self.seed,
+                "salt": channel_salt(self.schema),
+            }
+            (row,) = self.db.run_one(self.q["ack_many"], args)
+            statuses = list(row["statuses"])
+        answers = iter(statuses)
+        acked: list[str] = []
+        lost: list[str] = []
+        for token, found in zip(params.tokens, parsed, strict=True):
+            status = next(answers) if found is not None else "not_found"
+            (acked if status == "ok" else lost).append(token)
+        return AckManyResult(acked=acked, lost=lost)
 
     def fail(self, params: FailParams) -> JobInfo:
         def end(events: Events, job: JobRow) -> None:

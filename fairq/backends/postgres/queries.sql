@@ -377,6 +377,11 @@ SELECT * FROM {schema}.dispatch(%(queues)s::text[], %(worker)s, %(now)s, %(limit
 -- name: ack
 SELECT * FROM {schema}.ack(%(id)s, %(lease)s, %(now)s, %(seed)s, %(salt)s)
 
+-- name: ack_many
+SELECT {schema}.ack_many(
+    %(ids)s::text[], %(leases)s::integer[], %(now)s, %(seed)s, %(salt)s
+) AS statuses
+
 -- name: notify
 -- Delivered when the transaction commits; identical notifications in one transaction merge.
 SELECT pg_notify(%(channel)s, '')

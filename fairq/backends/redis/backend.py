@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from fairq.contract import (
+    AckManyParams,
+    AckManyResult,
     AckParams,
     DequeueParams,
     EnqueueParams,
@@ -174,6 +176,22 @@ class RedisBackend:
     def ack(self, params: AckParams) -> None:
         queue, job_id, attempt = self._route(params.token)
         self._end("ack", queue, [job_id, attempt, num(params.now)], params.token, params.now)
+
+    def ack_many(self, params: AckManyParams) -> AckManyResult:
+        """One script (ack_many.lua) for every token, with a key block per queue involved."""
+        routed = [(token, *self._route(token)) for token in params.tokens]
+        blocks = _blocks([q for _, q, _, _ in routed if q is not None])
+        args: list[Arg] = [num(params.now)]
+        for _, queue, job_id, attempt in routed:
+            if queue is not None:
+                args += [blocks[queue], job_id, attempt]
+        reply = iter(self._run("ack_many", self._keys(blocks), args) if blocks else [])
+        acked: list[str] = []
+        lost: list[str] = []
+        for token, queue, _, _ in routed:
+            answer = text(next(reply)) if queue is not None else ""
+            (acked if answer == "ok" else lost).append(token)
+        return AckManyResult(acked=acked, lost=lost)
 
     def fail(self, params: FailParams) -> JobInfo:
         queue, job_id, attempt = self._route(params.token)

@@ -25,6 +25,7 @@ NAMES = (
     "enqueue",
     "dequeue",
     "ack",
+    "ack_many",
     "fail",
     "release",
     "heartbeat",

@@ -16,6 +16,8 @@ from fairq.backends.sqlite.schema import connect, prepare
 from fairq.backends.sqlite.store import Store
 from fairq.backends.sqlite.url import path_from_url
 from fairq.contract import (
+    AckManyParams,
+    AckManyResult,
     AckParams,
     DequeueParams,
     EnqueueParams,
@@ -77,6 +79,11 @@ class SQLiteBackend:
 
     def ack(self, params: AckParams) -> None:
         self._store.write(lambda db: leases.ack(db, params.token, params.now))
+
+    def ack_many(self, params: AckManyParams) -> AckManyResult:
+        if not params.tokens:
+            return AckManyResult()
+        return self._store.write(lambda db: leases.ack_many(db, params.tokens, params.now))
 
     def fail(self, params: FailParams) -> JobInfo:
         return self._store.write(

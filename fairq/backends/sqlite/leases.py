@@ -1,4 +1,4 @@
-"""Handing jobs out and taking them back: dispatch, ack, fail, release, heartbeat.
+"""Handing jobs out and taking them back: dispatch, ack (one or many), fail, release, heartbeat.
 
 Each function runs inside the caller's write transaction and touches a constant number of
 rows, each found through a primary key or the first entry of an index.
@@ -14,7 +14,7 @@ from fairq.backends.sqlite.events import end_run, fail_run, make_ready, retag, u
 from fairq.backends.sqlite.maintenance import maintain_queues
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
-from fairq.contract import DequeueParams, HeartbeatResult
+from fairq.contract import AckManyResult, DequeueParams, HeartbeatResult
 from fairq.errors import LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease
 
@@ -70,7 +70,25 @@ def held(db: sqlite3.Connection, token: str, now: float) -> JobRow:
 
 
 def ack(db: sqlite3.Connection, token: str, now: float) -> None:
-    job = held(db, token, now)
+    _ack(db, held(db, token, now), now)
+
+
+def ack_many(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> AckManyResult:
+    """Single acks in order, in the caller's one transaction; lost tokens change nothing."""
+    acked: list[str] = []
+    lost: list[str] = []
+    for token in tokens:
+        try:
+            job = held(db, token, now)
+        except (LeaseExpired, LeaseNotFound):
+            lost.append(token)
+            continue
+        _ack(db, job, now)
+        acked.append(token)
+    return AckManyResult(acked=acked, lost=lost)
+
+
+def _ack(db: sqlite3.Connection, job: JobRow, now: float) -> None:
     tenant = TenantRow.load(db, job.tenant_id)
     queue = QueueRow.get(db, job.queue)
     end_run(job, tenant, queue, now, now)

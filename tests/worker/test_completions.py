@@ -1,0 +1,98 @@
+"""The ack buffer: successes are acked together, and keep their slots until they are."""
+
+from __future__ import annotations
+
+import threading
+
+from fairq.contract import AckManyParams, AckManyResult, DequeueParams, EnqueueParams, StatsParams
+from fairq.job import NewJob
+from fairq.model import ReferenceModel
+from fairq.worker.completions import Completions
+from fairq.worker.running import RunningJobs
+
+
+class CountingModel(ReferenceModel):
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+
+    def ack_many(self, params: AckManyParams) -> AckManyResult:
+        self.batches.append(list(params.tokens))
+        return super().ack_many(params)
+
+
+def _store(jobs: int) -> CountingModel:
+    store = CountingModel()
+    new = [
+        NewJob(
+            id=f"j{n}",
+            name="task",
+            queue="default",
+            tenant="a",
+            payload="{}",
+            run_at=0.0,
+            max_attempts=3,
+            lease_timeout=30.0,
+            cost=1.0,
+        )
+        for n in range(jobs)
+    ]
+    store.enqueue(EnqueueParams(jobs=new, now=0.0))
+    return store
+
+
+def test_successes_hold_their_slots_until_one_ack_many_stores_them() -> None:
+    store = _store(3)
+    running = RunningJobs(3)
+    leases = store.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=3))
+    buffer = Completions(store, running, clock=lambda: 1.0, max_size=3, max_wait=60.0)
+    try:
+        for lease in leases[:2]:
+            entry = running.add(lease)
+            assert running.claim(lease.token) is entry
+            buffer.add(entry)
+        assert running.free() == 1  # buffered successes are still busy
+        assert store.stats(StatsParams())[0].running == 3
+        buffer.flush()
+        assert running.free() == 3
+        assert store.batches == [[leases[0].token, leases[1].token]]
+        assert store.stats(StatsParams())[0].succeeded == 2
+    finally:
+        buffer.close()
+
+
+def test_a_full_buffer_is_flushed_at_once_and_lost_tokens_free_their_slots() -> None:
+    store = _store(2)
+    running = RunningJobs(2)
+    leases = store.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=2))
+    store.ack_many(AckManyParams(tokens=[leases[1].token], now=0.5))  # acked elsewhere: lost
+    store.batches.clear()
+    buffer = Completions(store, running, clock=lambda: 1.0, max_size=2, max_wait=60.0)
+    try:
+        for lease in leases:
+            entry = running.add(lease)
+            running.claim(lease.token)
+            buffer.add(entry)
+        emptied = threading.Event()
+        threading.Thread(
+            target=lambda: emptied.set() if running.wait_until_empty(5.0) else None
+        ).start()
+        assert emptied.wait(5.0)
+        assert store.batches == [[leases[0].token, leases[1].token]]
+    finally:
+        buffer.close()
+
+
+def test_the_flusher_stores_a_lone_success_after_max_wait() -> None:
+    store = _store(1)
+    running = RunningJobs(4)
+    (lease,) = store.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0))
+    buffer = Completions(store, running, clock=lambda: 1.0, max_size=4, max_wait=0.002)
+    try:
+        entry = running.add(lease)
+        running.claim(lease.token)
+        buffer.add(entry)
+        assert running.wait_until_empty(5.0)
+        assert store.batches == [[lease.token]]
+    finally:
+        buffer.close()
