@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from fairq.errors import JobArgumentsError, PayloadTooLarge
 from fairq.policy.throttle import Throttle
@@ -46,6 +46,30 @@ class NewJob:
     throttle: Sequence[Throttle] = ()
 
 
+class StoredJob(Protocol):
+    """A job as a store keeps it (the model's record, a SQL row): what a ``Lease`` and a
+    ``JobInfo`` are made from."""
+
+    id: str
+    name: str
+    queue: str
+    tenant: str
+    state: JobState
+    payload: str
+    priority: int
+    attempts: int
+    leases: int  # dispatches so far: names the current lease
+    max_attempts: int
+    lease_timeout: float
+    cost: float
+    enqueued_at: float
+    run_at: float
+    started_at: float | None
+    deadline: float | None
+    finished_at: float | None
+    last_error: str | None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Lease:
     """A job handed to a worker. ``token`` is the proof of ownership for ack/fail/heartbeat."""
@@ -62,6 +86,25 @@ class Lease:
     deadline: float
     lease_timeout: float
     cost: float
+
+    @classmethod
+    def of(cls, job: StoredJob) -> Lease:
+        """The lease a running job is held under."""
+        assert job.started_at is not None and job.deadline is not None
+        return cls(
+            token=lease_token(job.id, job.leases),
+            job_id=job.id,
+            name=job.name,
+            queue=job.queue,
+            tenant=job.tenant,
+            payload=job.payload,
+            attempt=job.attempts,
+            max_attempts=job.max_attempts,
+            started_at=job.started_at,
+            deadline=job.deadline,
+            lease_timeout=job.lease_timeout,
+            cost=job.cost,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +126,27 @@ class JobInfo:
     finished_at: float | None
     deadline: float | None
     last_error: str | None
+
+    @classmethod
+    def of(cls, job: StoredJob) -> JobInfo:
+        """A stored job as inspection shows it: a deadline only while it runs."""
+        return cls(
+            id=job.id,
+            name=job.name,
+            queue=job.queue,
+            tenant=job.tenant,
+            state=job.state,
+            payload=job.payload,
+            priority=job.priority,
+            attempts=job.attempts,
+            max_attempts=job.max_attempts,
+            enqueued_at=job.enqueued_at,
+            run_at=job.run_at,
+            started_at=job.started_at,
+            finished_at=job.finished_at,
+            deadline=job.deadline if job.state is JobState.RUNNING else None,
+            last_error=job.last_error,
+        )
 
 
 def lease_token(job_id: str, lease_number: int) -> str:

@@ -1,7 +1,8 @@
-"""Per-tenant transitions of the scheduler, shared by every event of the model.
+"""The model's side of the per-tenant transitions: its heap indexes.
 
-Each function applies one row of docs/internals/scheduler.md's event table to a tenant; the
-arithmetic itself comes from ``fairq.policy`` so stores can reproduce it bit for bit.
+The transitions themselves are ``fairq.policy.tenant``, shared with every store; each wrapper
+here applies one and then records the result in the queue's eligible heap (``queue.index``) or
+its heap of rate holds.
 """
 
 from __future__ import annotations
@@ -9,103 +10,48 @@ from __future__ import annotations
 import heapq
 
 from fairq.model.state import Job, Queue, Tenant
-from fairq.policy import fairness, history, rate
+from fairq.policy import tenant as transitions
+from fairq.policy.tenant import end_run
 
-
-def eligible(queue: Queue, tenant: Tenant) -> bool:
-    return fairness.is_eligible(
-        tenant.ready,
-        tenant.running,
-        queue.cap_of(tenant),
-        queue.weight_of(tenant),
-        tenant.limited_until is not None,
-    )
+__all__ = [
+    "charge_progress",
+    "dispatch",
+    "end_run",
+    "first_limited",
+    "limit_until",
+    "next_limited",
+    "refresh",
+    "retag",
+]
 
 
 def refresh(queue: Queue, tenant: Tenant, now: float, *, returning: bool = False) -> None:
-    """Enter or leave the eligible index. A tenant entering starts at max(F, V); one that
-    returns from idle on a queue with a half-life starts behind by its recent service."""
-    if not eligible(queue, tenant):
-        tenant.start = None
-    elif tenant.start is None:
-        if returning and queue.half_life is not None:
-            debt = history.decayed(tenant.usage, tenant.usage_at, now, queue.half_life)
-            tenant.start = history.history_start(tenant.finish, queue.vclock, debt, queue.max_debt)
-            tenant.finish = tenant.start  # carried in F, so a later retag keeps the debt
-        else:
-            tenant.start = fairness.start_tag(tenant.finish, queue.vclock)
+    transitions.refresh(queue, tenant, now, returning=returning)
     queue.index(tenant)
 
 
 def retag(queue: Queue, tenant: Tenant) -> None:
-    """After its finish tag moved, an eligible tenant's start tag is max(F, V)."""
-    tenant.start = None
-    if eligible(queue, tenant):
-        tenant.start = fairness.start_tag(tenant.finish, queue.vclock)
+    transitions.retag(queue, tenant)
     queue.index(tenant)
 
 
-def set_finish(queue: Queue, tenant: Tenant, finish: float, now: float) -> None:
-    """Move the finish tag; the same amount is recorded as recent service."""
-    tenant.usage = history.add_usage(
-        tenant.usage, tenant.usage_at, now, queue.usage_half_life(), finish - tenant.finish
-    )
-    tenant.usage_at = max(tenant.usage_at, now)
-    tenant.finish = finish
-
-
 def dispatch(queue: Queue, tenant: Tenant, job: Job, now: float) -> None:
-    """Charge a handed-out job's estimate, advance V, and apply the tenant's rate limit."""
-    assert tenant.start is not None
-    queue.vclock = tenant.start
-    finish = fairness.finish_after_dispatch(tenant.start, job.cost, queue.weight_of(tenant))
-    set_finish(queue, tenant, finish, now)
-    job.charged = job.cost
-    tenant.ready -= 1
-    tenant.running += 1
-    limit = queue.rate_of(tenant)
-    if limit is not None:
-        tenant.tat = rate.after_start(tenant.tat, now, limit.interval)
-        limit_until(queue, tenant, now)
-    tenant.start = tenant.finish if eligible(queue, tenant) else None
+    _hold(queue, tenant, transitions.dispatch(queue, tenant, job, now))
     queue.index(tenant)
 
 
 def limit_until(queue: Queue, tenant: Tenant, now: float) -> None:
-    """Hold the tenant out of the eligible index until its rate allows its next start."""
-    limit = queue.rate_of(tenant)
-    until = None
-    if limit is not None:
-        until = rate.limited_until(tenant.tat, now, limit.interval, limit.tolerance)
-    tenant.limited_until = until
-    if until is not None:
-        heapq.heappush(queue.limited, (until, tenant.name))
-
-
-def end_run(queue: Queue, tenant: Tenant, job: Job, ended_at: float, now: float) -> None:
-    """Charge the run's real cost in place of what it was charged so far; free its slot."""
-    assert job.started_at is not None
-    finish = fairness.finish_after_run(
-        tenant.finish,
-        job.charged,
-        fairness.run_charge(job.started_at, ended_at),
-        queue.weight_of(tenant),
-    )
-    set_finish(queue, tenant, finish, now)
-    tenant.running -= 1
-    job.deadline = None
+    _hold(queue, tenant, transitions.limit_until(queue, tenant, now))
 
 
 def charge_progress(queue: Queue, tenant: Tenant, job: Job, now: float) -> None:
-    """A heartbeat charges the time a job has run beyond what was charged for it."""
-    assert job.started_at is not None
-    finish, job.charged = fairness.charge_progress(
-        tenant.finish, job.charged, now - job.started_at, queue.weight_of(tenant)
-    )
-    if finish != tenant.finish:
-        set_finish(queue, tenant, finish, now)
-        if tenant.start is not None:
-            retag(queue, tenant)
+    if transitions.charge_progress(queue, tenant, job, now):
+        queue.index(tenant)
+
+
+def _hold(queue: Queue, tenant: Tenant, until: float | None) -> None:
+    if until is not None:
+        heapq.heappush(queue.limited, (until, tenant.name))
 
 
 def first_limited(queue: Queue, now: float) -> Tenant | None:

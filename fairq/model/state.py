@@ -9,8 +9,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from fairq.job import JobInfo, JobState, Lease, lease_token
-from fairq.policy.history import DEFAULT_HALF_LIFE
+from fairq.job import JobInfo, JobState, Lease
+from fairq.policy import history
 from fairq.policy.rate import Rate
 
 
@@ -40,40 +40,10 @@ class Job:
     worker: str | None = None
 
     def info(self) -> JobInfo:
-        return JobInfo(
-            id=self.id,
-            name=self.name,
-            queue=self.queue,
-            tenant=self.tenant,
-            state=self.state,
-            payload=self.payload,
-            priority=self.priority,
-            attempts=self.attempts,
-            max_attempts=self.max_attempts,
-            enqueued_at=self.enqueued_at,
-            run_at=self.run_at,
-            started_at=self.started_at,
-            finished_at=self.finished_at,
-            deadline=self.deadline if self.state is JobState.RUNNING else None,
-            last_error=self.last_error,
-        )
+        return JobInfo.of(self)
 
     def lease(self) -> Lease:
-        assert self.started_at is not None and self.deadline is not None
-        return Lease(
-            token=lease_token(self.id, self.leases),
-            job_id=self.id,
-            name=self.name,
-            queue=self.queue,
-            tenant=self.tenant,
-            payload=self.payload,
-            attempt=self.attempts,
-            max_attempts=self.max_attempts,
-            started_at=self.started_at,
-            deadline=self.deadline,
-            lease_timeout=self.lease_timeout,
-            cost=self.cost,
-        )
+        return Lease.of(self)
 
 
 @dataclass
@@ -132,7 +102,7 @@ class Queue:
         return tenant.rate if tenant.rate is not None else self.rate
 
     def usage_half_life(self) -> float:
-        return self.half_life if self.half_life is not None else DEFAULT_HALF_LIFE
+        return history.usage_half_life(self.half_life)
 
     def index(self, tenant: Tenant) -> None:
         """Record the tenant's current start tag in the eligible heap."""

@@ -15,6 +15,12 @@ import math
 DEFAULT_HALF_LIFE = 60.0
 
 
+def usage_half_life(half_life: float | None) -> float:
+    """Usage decays with the queue's half-life, or with the default one (for display) when
+    the queue has none."""
+    return half_life if half_life is not None else DEFAULT_HALF_LIFE
+
+
 def decayed(usage: float, since: float, now: float, half_life: float) -> float:
     """``usage`` recorded at ``since``, as it stands at ``now``."""
     if now <= since:

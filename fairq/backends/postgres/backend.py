@@ -17,7 +17,7 @@ from psycopg import Connection, Cursor
 
 from fairq.backends.postgres import inspect, throttling
 from fairq.backends.postgres.db import Database, Pool
-from fairq.backends.postgres.events import Events, queue_state
+from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.keys import (
     WAKE,
     channel_salt,
@@ -26,7 +26,7 @@ from fairq.backends.postgres.keys import (
     schema_seed,
 )
 from fairq.backends.postgres.migrate import ensure_schema
-from fairq.backends.postgres.records import JobRow, Row, TenantRow, rate_columns
+from fairq.backends.postgres.records import JobRow, QueueRow, Row, TenantRow, rate_columns
 from fairq.backends.postgres.sql import queries_for
 from fairq.backends.postgres.transactional import InboxWriter, binding, bound_connection
 from fairq.backends.postgres.url import PostgresUrl, parse_url
@@ -340,7 +340,7 @@ class PostgresBackend:
             row = due.get(name)
             if row is None:
                 continue
-            events.queues[name] = queue_state(row)
+            events.queues[name] = QueueRow.from_row(row)
             if row["promote_due"]:
                 for job in cur.execute(
                     self.q["jobs_due_scheduled"], {"queue": name, "now": now}

@@ -1,10 +1,10 @@
 """The scheduling rules applied to rows inside one transaction (docs/internals/scheduler.md).
 
 ``Events`` is made per transaction, after the queue locks are held. It mirrors the reference
-model step for step through rules.py, so every tag it writes is the double the model would
-compute. It caches the rows it has loaded or locked; every change is
-written back before the next statement that reads it (``save``), so the database and the
-cache never disagree inside the transaction.
+model step for step: the transitions are ``fairq.policy.tenant``, the functions the model
+applies, so every tag it writes is the double the model would compute. It caches the rows it
+has loaded or locked; every change is written back before the next statement that reads it
+(``save``), so the database and the cache never disagree inside the transaction.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from __future__ import annotations
 from psycopg import Cursor
 
 from fairq.backends._sql import Queries
-from fairq.backends.postgres import rules
-from fairq.backends.postgres.records import JobRow, Row, TenantRow, tenant_key
-from fairq.backends.postgres.rules import QueueState
+from fairq.backends.postgres.records import JobRow, QueueRow, Row, TenantRow, tenant_key
 from fairq.job import JobState, NewJob
+from fairq.policy import tenant as transitions
 
 LEASE_EXPIRED_ERROR = "lease expired"
 
@@ -27,20 +26,20 @@ class Events:
         self.cur = cur
         self.q = q
         self.tenants: dict[int, TenantRow] = {}
-        self.queues: dict[str, QueueState] = {}
+        self.queues: dict[str, QueueRow] = {}
         self.woken: set[str] = set()  # queues that got work a waiting worker could take
 
     # -- loading -------------------------------------------------------------------------------
 
-    def queue(self, name: str) -> QueueState:
+    def queue(self, name: str) -> QueueRow:
         """V and the history settings of a queue (read once per transaction: the caller's
         queue lock keeps them from changing under it)."""
         if name not in self.queues:
             row = self.cur.execute(self.q["queue_get"], {"name": name}).fetchone()
             self.queues[name] = (
-                QueueState(vclock=0.0, half_life=None, max_debt=60.0)
+                QueueRow(vclock=0.0, half_life=None, max_debt=60.0)
                 if row is None
-                else queue_state(row)
+                else QueueRow.from_row(row)
             )
         return self.queues[name]
 
@@ -95,7 +94,7 @@ class Events:
         if ready:
             returning = tenant.ready == 0
             tenant.ready += 1
-            rules.refresh(self.queue(tenant.queue), tenant, now, returning=returning)
+            transitions.refresh(self.queue(tenant.queue), tenant, now, returning=returning)
             self.woken.add(tenant.queue)
         else:
             tenant.scheduled += 1
@@ -119,7 +118,7 @@ class Events:
         """Undo ``count_new`` for a job that was not stored after all (a duplicate id)."""
         if new.run_at <= now:
             tenant.ready -= 1
-            rules.refresh(self.queue(tenant.queue), tenant, now)
+            transitions.refresh(self.queue(tenant.queue), tenant, now)
         else:
             tenant.scheduled -= 1
 
@@ -129,7 +128,7 @@ class Events:
         tenant = self.end_run(job, now, now)
         job.attempts -= 1
         self.make_ready(tenant, job, now, now)
-        rules.retag(self.queue(tenant.queue), tenant)
+        transitions.retag(self.queue(tenant.queue), tenant)
         self.save(job, tenant)
 
     def fail(
@@ -148,14 +147,15 @@ class Events:
             job.state = JobState.SCHEDULED
             job.run_at = retry_at
             tenant.scheduled += 1
-        rules.retag(self.queue(tenant.queue), tenant)
+        transitions.retag(self.queue(tenant.queue), tenant)
         self.save(job, tenant)
 
     def end_run(self, job: JobRow, ended_at: float, now: float) -> TenantRow:
         """Charge the run's real cost in place of what it was charged and free its slot."""
         tenant = self.lock_tenant(job.tenant_id)
-        was_eligible = rules.eligible(tenant)
-        rules.end_run(self.queue(tenant.queue), tenant, job, ended_at, now)
+        queue = self.queue(tenant.queue)
+        was_eligible = transitions.eligible(queue, tenant)
+        transitions.end_run(queue, tenant, job, ended_at, now)
         if not was_eligible:
             self.woken.add(tenant.queue)  # a freed slot may let this tenant run again
         return tenant
@@ -165,7 +165,7 @@ class Events:
     def heartbeat(self, job: JobRow, now: float) -> float:
         """Charge the time the held job ran beyond what it was charged; extend its lease."""
         tenant = self.lock_tenant(job.tenant_id)
-        rules.charge_progress(self.queue(tenant.queue), tenant, job, now)
+        transitions.charge_progress(self.queue(tenant.queue), tenant, job, now)
         job.deadline = now + job.lease_timeout
         self.save(job, tenant)
         return job.deadline
@@ -200,15 +200,16 @@ class Events:
     def resettle(self, tenant: TenantRow, now: float) -> None:
         """Settings changed (the caller set the effective ones): recompute the rate hold, then
         eligibility."""
-        rules.limit_until(tenant, now)
+        transitions.limit_until(self.queue(tenant.queue), tenant, now)
         self.settle(tenant, now)
 
     # -- shared steps ----------------------------------------------------------------------------
 
     def settle(self, tenant: TenantRow, now: float) -> None:
-        was_eligible = rules.eligible(tenant)
-        rules.refresh(self.queue(tenant.queue), tenant, now)
-        if rules.eligible(tenant) and not was_eligible:
+        queue = self.queue(tenant.queue)
+        was_eligible = transitions.eligible(queue, tenant)
+        transitions.refresh(queue, tenant, now)
+        if transitions.eligible(queue, tenant) and not was_eligible:
             self.woken.add(tenant.queue)
         self.save(None, tenant)
 
@@ -217,9 +218,5 @@ class Events:
         job.state = JobState.READY
         job.ready_at = ready_at
         tenant.ready += 1
-        rules.refresh(self.queue(tenant.queue), tenant, now, returning=returning)
+        transitions.refresh(self.queue(tenant.queue), tenant, now, returning=returning)
         self.woken.add(tenant.queue)
-
-
-def queue_state(row: Row) -> QueueState:
-    return QueueState(vclock=row["vclock"], half_life=row["half_life"], max_debt=row["max_debt"])

@@ -60,9 +60,7 @@ def stats(cur: Cursor[Row], q: Queries, params: StatsParams) -> list[TenantStats
 def _stats(row: Row, now: float | None) -> TenantStats:
     usage = row["usage"]
     if now is not None:
-        half_life = row["half_life"]
-        if half_life is None:
-            half_life = history.DEFAULT_HALF_LIFE
+        half_life = history.usage_half_life(row["half_life"])
         usage = history.decayed(usage, row["usage_at"], now, half_life)
     return TenantStats(
         queue=row["queue"],

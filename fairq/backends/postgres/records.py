@@ -14,8 +14,9 @@ from typing import Any
 from psycopg import Cursor
 
 from fairq.backends._sql import Queries
-from fairq.job import JobInfo, JobState, Lease, lease_token
+from fairq.job import JobInfo, JobState, Lease
 from fairq.policy.rate import Rate
+from fairq.policy.tenant import SettledQueue
 
 Row = dict[str, Any]
 
@@ -23,6 +24,20 @@ Row = dict[str, Any]
 def tenant_key(tenant: str) -> bytes:
     """The digest the tenants' unique index holds (tenant ids may be longer than an index entry)."""
     return hashlib.sha256(tenant.encode("utf-8")).digest()
+
+
+@dataclass
+class QueueRow(SettledQueue):
+    """What the transitions (``fairq.policy.tenant``) read of a queue: its clock V and its
+    history settings. Tenants' effective settings live on their rows."""
+
+    vclock: float
+    half_life: float | None
+    max_debt: float
+
+    @classmethod
+    def from_row(cls, row: Row) -> QueueRow:
+        return cls(vclock=row["vclock"], half_life=row["half_life"], max_debt=row["max_debt"])
 
 
 @dataclass
@@ -188,40 +203,10 @@ class JobRow:
         )
 
     def info(self) -> JobInfo:
-        return JobInfo(
-            id=self.id,
-            name=self.name,
-            queue=self.queue,
-            tenant=self.tenant,
-            state=self.state,
-            payload=self.payload,
-            priority=self.priority,
-            attempts=self.attempts,
-            max_attempts=self.max_attempts,
-            enqueued_at=self.enqueued_at,
-            run_at=self.run_at,
-            started_at=self.started_at,
-            finished_at=self.finished_at,
-            deadline=self.deadline if self.state is JobState.RUNNING else None,
-            last_error=self.last_error,
-        )
+        return JobInfo.of(self)
 
     def lease(self) -> Lease:
-        assert self.started_at is not None and self.deadline is not None
-        return Lease(
-            token=lease_token(self.id, self.leases),
-            job_id=self.id,
-            name=self.name,
-            queue=self.queue,
-            tenant=self.tenant,
-            payload=self.payload,
-            attempt=self.attempts,
-            max_attempts=self.max_attempts,
-            started_at=self.started_at,
-            deadline=self.deadline,
-            lease_timeout=self.lease_timeout,
-            cost=self.cost,
-        )
+        return Lease.of(self)
 
 
 def rate_of(count: int | None, period: float | None, burst: int | None) -> Rate | None:

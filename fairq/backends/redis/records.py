@@ -249,7 +249,7 @@ class QueueDefaults:
         )
 
     def usage_half_life(self) -> float:
-        return self.half_life if self.half_life is not None else history.DEFAULT_HALF_LIFE
+        return history.usage_half_life(self.half_life)
 
 
 def tid_prefix(tid: int) -> bytes:

@@ -1,11 +1,10 @@
-"""The steps every event is made of (docs/internals/scheduler.md, "Events").
+"""The steps events share that touch SQLite rows (docs/internals/scheduler.md, "Events").
 
-The arithmetic is ``fairq.policy`` (fairness, rate, history), called from Python inside the
-event's transaction; SQLite is embedded, so this read-modify-write is as atomic as a stored
-procedure and gives bit-identical floats to the reference model (``fairq/model/rules.py``,
-which these steps follow line by line). Invariants kept by every step: ``tenants.start_tag``
-is NULL exactly when the tenant is not eligible, and ``limited_until`` is set exactly while it
-waits on its rate limit.
+The per-tenant transitions are ``fairq.policy.tenant``, the very functions the reference model
+applies, called from Python inside the event's transaction; SQLite is embedded, so this
+read-modify-write is as atomic as a stored procedure and gives bit-identical floats. What is
+left here is SQLite's own: effective settings stored on the row, the head re-read from the
+jobs index, and saving.
 """
 
 from __future__ import annotations
@@ -15,55 +14,7 @@ import sqlite3
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.job import JobState
-from fairq.policy import fairness, history, rate
-
-
-def eligible(tenant: TenantRow) -> bool:
-    return fairness.is_eligible(
-        tenant.ready,
-        tenant.running,
-        tenant.max_running,
-        tenant.weight,
-        tenant.limited_until is not None,
-    )
-
-
-def refresh(tenant: TenantRow, queue: QueueRow, now: float, *, returning: bool = False) -> None:
-    """Enter or leave the eligible index. A tenant entering starts at max(F, V); one that
-    returns from idle on a queue with a half-life starts behind by its recent service."""
-    if not eligible(tenant):
-        tenant.start = None
-    elif tenant.start is None:
-        if returning and queue.half_life is not None:
-            debt = history.decayed(tenant.usage, tenant.usage_at, now, queue.half_life)
-            tenant.start = history.history_start(tenant.finish, queue.vclock, debt, queue.max_debt)
-            tenant.finish = tenant.start  # carried in F, so a later retag keeps the debt
-        else:
-            tenant.start = fairness.start_tag(tenant.finish, queue.vclock)
-
-
-def retag(tenant: TenantRow, queue: QueueRow) -> None:
-    """After its finish tag moved, an eligible tenant's start tag is max(F, V)."""
-    tenant.start = fairness.start_tag(tenant.finish, queue.vclock) if eligible(tenant) else None
-
-
-def set_finish(tenant: TenantRow, queue: QueueRow, finish: float, now: float) -> None:
-    """Move the finish tag; the same amount is recorded as recent service."""
-    tenant.usage = history.add_usage(
-        tenant.usage, tenant.usage_at, now, queue.usage_half_life(), finish - tenant.finish
-    )
-    tenant.usage_at = max(tenant.usage_at, now)
-    tenant.finish = finish
-
-
-def limit_until(tenant: TenantRow, now: float) -> None:
-    """Hold the tenant out of the eligible index until its rate allows its next start."""
-    limit = tenant.rate
-    tenant.limited_until = (
-        None
-        if limit is None
-        else rate.limited_until(tenant.tat, now, limit.interval, limit.tolerance)
-    )
+from fairq.policy.tenant import end_run, limit_until, refresh, retag
 
 
 def resettle(tenant: TenantRow, queue: QueueRow, now: float) -> None:
@@ -74,8 +25,8 @@ def resettle(tenant: TenantRow, queue: QueueRow, now: float) -> None:
         tenant.own_max_running if tenant.own_max_running is not None else queue.max_running
     )
     tenant.rate = tenant.own_rate if tenant.own_rate is not None else queue.rate
-    limit_until(tenant, now)
-    refresh(tenant, queue, now)
+    limit_until(queue, tenant, now)
+    refresh(queue, tenant, now)
 
 
 def update_head(db: sqlite3.Connection, tenant: TenantRow) -> None:
@@ -102,48 +53,7 @@ def make_ready(
     job.save(db)
     tenant.ready += 1
     update_head(db, tenant)
-    refresh(tenant, queue, now, returning=returning)
-
-
-def dispatch(tenant: TenantRow, queue: QueueRow, job: JobRow, now: float) -> None:
-    """Charge a handed-out job's estimate, advance V, and apply the tenant's rate limit.
-
-    The caller has updated the job's row and re-reads the tenant's head before saving."""
-    assert tenant.start is not None
-    queue.vclock = tenant.start
-    finish = fairness.finish_after_dispatch(tenant.start, job.cost, tenant.weight)
-    set_finish(tenant, queue, finish, now)
-    job.charged = job.cost
-    tenant.ready -= 1
-    tenant.running += 1
-    limit = tenant.rate
-    if limit is not None:
-        tenant.tat = rate.after_start(tenant.tat, now, limit.interval)
-        limit_until(tenant, now)
-    tenant.start = tenant.finish if eligible(tenant) else None
-
-
-def end_run(job: JobRow, tenant: TenantRow, queue: QueueRow, ended_at: float, now: float) -> None:
-    """Charge the run's real cost in place of what it was charged so far; free its slot."""
-    assert job.started_at is not None
-    finish = fairness.finish_after_run(
-        tenant.finish, job.charged, fairness.run_charge(job.started_at, ended_at), tenant.weight
-    )
-    set_finish(tenant, queue, finish, now)
-    tenant.running -= 1
-    job.deadline = None
-
-
-def charge_progress(tenant: TenantRow, queue: QueueRow, job: JobRow, now: float) -> None:
-    """A heartbeat charges the time a job has run beyond what was charged for it."""
-    assert job.started_at is not None
-    finish, job.charged = fairness.charge_progress(
-        tenant.finish, job.charged, now - job.started_at, tenant.weight
-    )
-    if finish != tenant.finish:
-        set_finish(tenant, queue, finish, now)
-        if tenant.start is not None:
-            retag(tenant, queue)
+    refresh(queue, tenant, now, returning=returning)
 
 
 def fail_run(
@@ -161,7 +71,7 @@ def fail_run(
     Saves the job and the tenant. Failing never moves V.
     """
     queue = QueueRow.get(db, tenant.queue)
-    end_run(job, tenant, queue, ended_at, now)
+    end_run(queue, tenant, job, ended_at, now)
     tenant.failed += 1
     job.last_error = error
     if retry_at is None or job.attempts >= job.max_attempts:
@@ -176,5 +86,5 @@ def fail_run(
         job.run_at = retry_at
         tenant.scheduled += 1
         job.save(db)
-    retag(tenant, queue)
+    retag(queue, tenant)
     tenant.save(db)

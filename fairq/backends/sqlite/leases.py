@@ -9,14 +9,14 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from fairq.backends.sqlite import events
-from fairq.backends.sqlite.events import end_run, fail_run, make_ready, retag, update_head
+from fairq.backends.sqlite.events import fail_run, make_ready, update_head
 from fairq.backends.sqlite.maintenance import maintain_queues
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import AckManyResult, DequeueParams, HeartbeatResult
 from fairq.errors import LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease
+from fairq.policy.tenant import charge_progress, dispatch, end_run, retag
 
 
 def dispatch_first(
@@ -43,7 +43,7 @@ def _dispatch(
     job.started_at = now
     job.deadline = now + job.lease_timeout
     job.worker_id = worker
-    events.dispatch(tenant, queue, job, now)
+    dispatch(queue, tenant, job, now)
     job.save(db)
     update_head(db, tenant)
     tenant.save(db)
@@ -91,12 +91,12 @@ def ack_many(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> AckMa
 def _ack(db: sqlite3.Connection, job: JobRow, now: float) -> None:
     tenant = TenantRow.load(db, job.tenant_id)
     queue = QueueRow.get(db, job.queue)
-    end_run(job, tenant, queue, now, now)
+    end_run(queue, tenant, job, now, now)
     tenant.succeeded += 1
     job.state = JobState.SUCCEEDED
     job.finished_at = now
     job.save(db)
-    retag(tenant, queue)
+    retag(queue, tenant)
     tenant.save(db)
 
 
@@ -113,10 +113,10 @@ def release(db: sqlite3.Connection, token: str, now: float) -> None:
     job = held(db, token, now)
     tenant = TenantRow.load(db, job.tenant_id)
     queue = QueueRow.get(db, job.queue)
-    end_run(job, tenant, queue, now, now)
+    end_run(queue, tenant, job, now, now)
     job.attempts -= 1
     make_ready(db, job, tenant, queue, now, now)
-    retag(tenant, queue)
+    retag(queue, tenant)
     tenant.save(db)
 
 
@@ -131,7 +131,7 @@ def heartbeat(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> Hear
             lost.append(token)
             continue
         tenant = TenantRow.load(db, job.tenant_id)
-        events.charge_progress(tenant, QueueRow.get(db, job.queue), job, now)
+        charge_progress(QueueRow.get(db, job.queue), tenant, job, now)
         tenant.save(db)
         job.deadline = now + job.lease_timeout
         job.save(db)

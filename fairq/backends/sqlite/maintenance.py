@@ -11,10 +11,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from fairq.backends.sqlite.events import fail_run, make_ready, refresh
+from fairq.backends.sqlite.events import fail_run, make_ready
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import MaintainParams, MaintainResult
+from fairq.policy.tenant import refresh
 
 LEASE_EXPIRED_ERROR = "lease expired"
 
@@ -81,7 +82,7 @@ def _unlimit(db: sqlite3.Connection, queue: QueueRow, now: float) -> None:
     for tenant_id in [row["id"] for row in over]:
         tenant = TenantRow.load(db, tenant_id)
         tenant.limited_until = None
-        refresh(tenant, queue, now)
+        refresh(queue, tenant, now)
         tenant.save(db)
 
 

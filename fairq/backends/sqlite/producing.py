@@ -7,12 +7,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from fairq.backends.sqlite.events import refresh, update_head
+from fairq.backends.sqlite.events import update_head
 from fairq.backends.sqlite.records import QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.backends.sqlite.throttling import route
 from fairq.errors import ConfigError, DuplicateJob, FairqError
 from fairq.job import JobState, NewJob
+from fairq.policy.tenant import refresh
 
 
 def enqueue(db: sqlite3.Connection, given: Sequence[NewJob], now: float) -> list[str]:
@@ -99,7 +100,7 @@ def _add_work(
         returning = tenant.ready == 0
         tenant.ready += ready
         update_head(db, tenant)
-        refresh(tenant, queues[tenant.queue], now, returning=returning)
+        refresh(queues[tenant.queue], tenant, now, returning=returning)
     tenant.save(db)
 
 

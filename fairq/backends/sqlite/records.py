@@ -13,9 +13,10 @@ from typing import Any
 
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import TenantStats
-from fairq.job import JobInfo, JobState, Lease, lease_token
-from fairq.policy.history import DEFAULT_HALF_LIFE
+from fairq.job import JobInfo, JobState, Lease
+from fairq.policy import history
 from fairq.policy.rate import Rate
+from fairq.policy.tenant import SettledQueue
 
 
 def rate_from(row: sqlite3.Row, prefix: str) -> Rate | None:
@@ -35,7 +36,7 @@ def rate_columns(rate: Rate | None, prefix: str) -> dict[str, object]:
 
 
 @dataclass
-class QueueRow:
+class QueueRow(SettledQueue):
     """A queue's defaults and its virtual clock V."""
 
     name: str
@@ -70,7 +71,7 @@ class QueueRow:
 
     def usage_half_life(self) -> float:
         """Recent usage decays with the queue's half-life, or the default one for display."""
-        return self.half_life if self.half_life is not None else DEFAULT_HALF_LIFE
+        return history.usage_half_life(self.half_life)
 
     def save_vclock(self, db: sqlite3.Connection) -> None:
         db.execute(Q["queue_set_vclock"], {"name": self.name, "vclock": self.vclock})
@@ -240,37 +241,7 @@ class JobRow:
         )
 
     def info(self) -> JobInfo:
-        return JobInfo(
-            id=self.id,
-            name=self.name,
-            queue=self.queue,
-            tenant=self.tenant,
-            state=self.state,
-            payload=self.payload,
-            priority=self.priority,
-            attempts=self.attempts,
-            max_attempts=self.max_attempts,
-            enqueued_at=self.enqueued_at,
-            run_at=self.run_at,
-            started_at=self.started_at,
-            finished_at=self.finished_at,
-            deadline=self.deadline if self.state is JobState.RUNNING else None,
-            last_error=self.last_error,
-        )
+        return JobInfo.of(self)
 
     def lease(self) -> Lease:
-        assert self.started_at is not None and self.deadline is not None
-        return Lease(
-            token=lease_token(self.id, self.leases),
-            job_id=self.id,
-            name=self.name,
-            queue=self.queue,
-            tenant=self.tenant,
-            payload=self.payload,
-            attempt=self.attempts,
-            max_attempts=self.max_attempts,
-            started_at=self.started_at,
-            deadline=self.deadline,
-            lease_timeout=self.lease_timeout,
-            cost=self.cost,
-        )
+        return Lease.of(self)
