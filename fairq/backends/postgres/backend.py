@@ -102,7 +102,7 @@ class PostgresBackend:
         if conn is not None:
             return self._inbox.write(conn, jobs, params.now)
         try:
-            return self.db.run(lambda cur: self._enqueue(cur, jobs, params.now), pipelined=True)
+            return self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
         except psycopg.errors.UniqueViolation as exc:
             raise _duplicate(exc) from None
 
