@@ -275,7 +275,7 @@ class App:
 
     def publish(self) -> None:
         """Record the declared jobs in the store, so producers can enqueue them by name."""
-        self.backend.publish_job_types([d.job_type() for d in self.jobs.values()])
+        self.backend.publish_job_types([d.job_type for d in self.jobs.values()])
 
     # -- enqueueing ------------------------------------------------------------------------
 
@@ -297,7 +297,9 @@ class App:
     def enqueue_many(self, calls: Iterable[Call]) -> list[str]:
         """Enqueue several jobs in one store transaction: all are stored, or none."""
         now = self.clock()
-        jobs = [self._new_job(call, now) for call in calls]
+        calls = list(calls)
+        specs = self._job_types([call.name for call in calls])
+        jobs = [self._new_job(call, spec, now) for call, spec in zip(calls, specs, strict=True)]
         if jobs:
             chosen = self.backend.enqueue(EnqueueParams(jobs=jobs, now=now))
             for job, went in zip(jobs, chosen, strict=True):
@@ -313,8 +315,7 @@ class App:
                     )
         return [job.id for job in jobs]
 
-    def _new_job(self, call: Call, now: float) -> NewJob:
-        spec = self._job_type(call.name)
+    def _new_job(self, call: Call, spec: JobType, now: float) -> NewJob:
         definition = self.jobs.get(spec.name)
         if definition is not None:
             definition.check_arguments(call.args, call.kwargs)
@@ -345,17 +346,25 @@ class App:
             throttle=rules,
         )
 
-    def _job_type(self, name: str) -> JobType:
-        if name in self.jobs:
-            return self.jobs[name].job_type()
-        published = self.backend.job_types()
-        if name in published:
-            return published[name]
-        known = sorted(set(self.jobs) | set(published)) or ["(none)"]
-        raise UnknownJob(
-            f"no job named {name!r} is declared; known jobs: {', '.join(known)}. "
-            "A worker publishes its app's jobs when it starts (or call App.publish())."
-        )
+    def _job_types(self, names: Sequence[str]) -> list[JobType]:
+        """Each name's declaration: this app's own, else the store's published ones (read once
+        per batch, and only when some name is not declared here)."""
+        published: dict[str, JobType] | None = None
+        found: list[JobType] = []
+        for name in names:
+            if name in self.jobs:
+                found.append(self.jobs[name].job_type)
+                continue
+            if published is None:
+                published = self.backend.job_types()
+            if name not in published:
+                known = sorted(set(self.jobs) | set(published)) or ["(none)"]
+                raise UnknownJob(
+                    f"no job named {name!r} is declared; known jobs: {', '.join(known)}. "
+                    "A worker publishes its app's jobs when it starts (or call App.publish())."
+                )
+            found.append(published[name])
+        return found
 
     def _tenant_for(self, call: Call, spec: JobType) -> tuple[str, bool]:
         """The job's tenant, and whether it is the fallback tenant."""
@@ -452,7 +461,7 @@ class App:
 
         Throttling is judged from the jobs this app declares and those published to the store.
         """
-        declared = [d.job_type() for d in self.jobs.values()]
+        declared = [d.job_type for d in self.jobs.values()]
         return tenant_report(self.backend, declared, queue, tenant, self.clock())
 
     def dead(

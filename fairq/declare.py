@@ -150,7 +150,9 @@ class JobDefinition(Generic[P, R]):
             return rule(*args, **kwargs)
         return self.check_arguments(args, kwargs).arguments.get(rule)
 
+    @functools.cached_property
     def job_type(self) -> JobType:
+        """As published; built once (a declaration does not change), not once per enqueue."""
         return JobType(
             name=self.name,
             queue=self.queue,

@@ -198,5 +198,6 @@ def test_an_enqueue_with_a_duplicate_id_stores_nothing_of_its_batch(backend: Bac
     assert snapshot(backend, ["j0", "j1", "j2"]) == before
 
 
+@pytest.mark.timeout(10)  # a wait that ignored its timeout would fail here
 def test_wait_returns_by_its_timeout(backend: Backend) -> None:
     backend.wait(["default"], 0.0)

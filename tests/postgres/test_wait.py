@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 import psycopg
+import pytest
 
 from fairq.contract import (
     AckParams,
@@ -64,6 +65,7 @@ def test_close_ends_a_wait_in_progress(pg: DisposableBackend) -> None:
     assert not thread.is_alive()
 
 
+@pytest.mark.timeout(10)  # a wait that ignored its timeout would fail here
 def test_work_in_another_queue_does_not_matter_to_a_fresh_listener(
     pg: DisposableBackend,
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import redis
 from redis_helpers import new_job
 
@@ -32,11 +33,13 @@ def test_a_waiting_worker_wakes_when_a_job_is_enqueued(backend: RedisBackend) ->
     assert backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0))
 
 
+@pytest.mark.timeout(10)  # a lost wake-up would block for the hour below and fail here
 def test_a_wake_up_left_before_waiting_is_not_lost(backend: RedisBackend) -> None:
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
-    backend.wait(["default"], timeout=BOUND)  # returns at once: the token is already there
+    backend.wait(["default"], timeout=3600.0)  # returns at once: the token is already there
 
 
+@pytest.mark.timeout(10)  # a wait that ignored its timeout would fail here
 def test_waiting_on_other_queues_times_out(backend: RedisBackend) -> None:
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
     backend.wait(["elsewhere"], timeout=0.05)

@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from fairq.backends.sqlite import SQLiteBackend
 from fairq.contract import DequeueParams, EnqueueParams
 from tests.sqlite.helpers import new_job
@@ -54,6 +56,7 @@ def test_wait_returns_at_its_timeout(backend: SQLiteBackend) -> None:
     assert time.monotonic() - started >= 0.05
 
 
+@pytest.mark.timeout(10)  # a wait that close() cannot end would fail here
 def test_close_ends_a_wait(backend: SQLiteBackend) -> None:
     returned = _wait_in_thread(backend)
     while not returned.wait(0.02):

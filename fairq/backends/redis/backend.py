@@ -179,19 +179,11 @@ class RedisBackend:
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
         """One script (ack_many.lua) for every token, with a key block per queue involved."""
-        routed = [(token, *self._route(token)) for token in params.tokens]
-        blocks = _blocks([q for _, q, _, _ in routed if q is not None])
-        args: list[Arg] = [num(params.now)]
-        for _, queue, job_id, attempt in routed:
-            if queue is not None:
-                args += [blocks[queue], job_id, attempt]
-        reply = iter(self._run("ack_many", self._keys(blocks), args) if blocks else [])
-        acked: list[str] = []
-        lost: list[str] = []
-        for token, queue, _, _ in routed:
-            answer = text(next(reply)) if queue is not None else ""
-            (acked if answer == "ok" else lost).append(token)
-        return AckManyResult(acked=acked, lost=lost)
+        answers = self._per_lease("ack_many", params.tokens, params.now)
+        return AckManyResult(
+            acked=[token for token, answer in answers if answer],
+            lost=[token for token, answer in answers if not answer],
+        )
 
     def fail(self, params: FailParams) -> JobInfo:
         queue, job_id, attempt = self._route(params.token)
@@ -236,22 +228,26 @@ class RedisBackend:
         return found is not None and text(found) != queue
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
-        routed = [(token, *self._route(token)) for token in params.tokens]
+        answers = self._per_lease("heartbeat", params.tokens, params.now)
+        return HeartbeatResult(
+            deadlines={token: float(answer) for token, answer in answers if answer},
+            lost=[token for token, answer in answers if not answer],
+        )
+
+    def _per_lease(self, script: str, tokens: Sequence[str], now: float) -> list[tuple[str, str]]:
+        """Run a per-lease script (``each_held`` in _lib_jobs.lua) over ``tokens`` in one call:
+        each token's answer, '' for a lost lease (one whose job is not routed counts too)."""
+        routed = [(token, *self._route(token)) for token in tokens]
         blocks = _blocks([q for _, q, _, _ in routed if q is not None])
-        args: list[Arg] = [num(params.now)]
+        args: list[Arg] = [num(now)]
         for _, queue, job_id, attempt in routed:
             if queue is not None:
                 args += [blocks[queue], job_id, attempt]
-        reply = iter(self._run("heartbeat", self._keys(blocks), args) if blocks else [])
-        deadlines: dict[str, float] = {}
-        lost: list[str] = []
-        for token, queue, _, _ in routed:
-            answer = text(next(reply)) if queue is not None else ""
-            if answer:
-                deadlines[token] = float(answer)
-            else:
-                lost.append(token)
-        return HeartbeatResult(deadlines=deadlines, lost=lost)
+        reply = iter(self._run(script, self._keys(blocks), args) if blocks else [])
+        return [
+            (token, text(next(reply)) if queue is not None else "")
+            for token, queue, _, _ in routed
+        ]
 
     # -- maintenance -----------------------------------------------------------------------
 

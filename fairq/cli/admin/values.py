@@ -5,12 +5,15 @@ They run before the store is opened, so a refused value has changed nothing.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
+from functools import partial
 
 import click
 
 from fairq.contract import KEEP, Keep
+from fairq.declare import check_positive_float
 from fairq.errors import ConfigError
+from fairq.policy.fairness import check_weight
 from fairq.policy.rate import Rate
 
 NONE = "none"
@@ -29,28 +32,24 @@ def _number(value: str) -> float:
         raise click.BadParameter(f"{value!r} is not a number; give e.g. 1, 2.5 or 10") from None
 
 
+def _checked(check: Callable[[float], float], value: str) -> float:
+    """Read a number, then let fairq's own check refuse it with fairq's own message."""
+    try:
+        return check(_number(value))
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def parse_weight(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
     """A positive finite number (a queue's default weight)."""
-    if value is None:
-        return None
-    weight = _number(value)
-    if not math.isfinite(weight) or weight <= 0:
-        raise click.BadParameter(f"{value!r} must be a positive finite number (e.g. 1, 2.5, 10)")
-    return weight
+    return None if value is None else _checked(check_weight, value)
 
 
 def parse_pause_weight(
     ctx: click.Context, param: click.Parameter, value: str | None
 ) -> float | None:
     """A tenant's weight: 0 (paused) or a positive finite number."""
-    if value is None:
-        return None
-    weight = _number(value)
-    if not math.isfinite(weight) or weight < 0:
-        raise click.BadParameter(
-            f"{value!r} must be 0 (pause) or a positive finite number (e.g. 1, 2.5, 10)"
-        )
-    return weight
+    return None if value is None else _checked(partial(check_weight, paused_ok=True), value)
 
 
 def parse_cap(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -93,10 +92,7 @@ def parse_seconds(ctx: click.Context, param: click.Parameter, value: str | None)
     """A positive finite number of seconds."""
     if value is None:
         return None
-    seconds = _number(value)
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise click.BadParameter(f"{value!r} must be a positive number of seconds")
-    return seconds
+    return _checked(partial(check_positive_float, param.name or "seconds"), value)
 
 
 def parse_half_life(

@@ -231,4 +231,35 @@ local function oldest_member(q, t)
   return redis.call('ZRANGEBYLEX', q.k.readyat, '[' .. t.tidp, hi, 'LIMIT', 0, 1)[1] or false
 end
 
+-- -- per-lease scripts (ack, ack_many, heartbeat) -----------------------------------------
+
+-- A held job succeeded: the run's real cost replaces what it was charged.
+local function succeed(q, j, now)
+  local t = tenant(q, j.tid)
+  end_run(q, t, j, now, now)
+  t.succeeded = t.succeeded + 1
+  j.state = 'S'
+  j.finished_at = now
+  redis.call('ZADD', q.k.done, fmt(now), seq_member(j))
+  retag(q, t)
+  save_job(q, j)
+end
+
+-- ARGV from [2] on holds 3 values per token (block, job_id, lease number text): apply
+-- fn(q, j) to each held job in order and collect its answer; '' for a lost lease (expired or
+-- unknown: nothing is changed for it). Tenants are written back once per queue at the end.
+local function each_held(now, fn)
+  local queues = {}
+  local out = {}
+  for a = 2, #ARGV, 3 do
+    local b = tonumber(ARGV[a])
+    local q = queues[b]
+    if q == nil then q = open_queue(b, ''); queues[b] = q end
+    local j, problem = held(q, ARGV[a + 1], ARGV[a + 2], now)
+    if problem then out[#out + 1] = '' else out[#out + 1] = fn(q, j) end
+  end
+  for _, q in pairs(queues) do flush(q) end
+  return out
+end
+
 -- -- end of _lib_jobs.lua ---------------------------------------------------------------------

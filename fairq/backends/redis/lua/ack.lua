@@ -12,14 +12,6 @@ local q = open_queue(1, '')
 local j, problem = held(q, ARGV[1], ARGV[2], now)
 if problem == 'nf' then return {'nf'} end
 if problem == 'exp' then return {'exp', fmt(j.deadline)} end
-
-local t = tenant(q, j.tid)
-end_run(q, t, j, now, now)
-t.succeeded = t.succeeded + 1
-j.state = 'S'
-j.finished_at = now
-redis.call('ZADD', q.k.done, fmt(now), seq_member(j))
-retag(q, t)
-save_job(q, j)
+succeed(q, j, now)
 flush(q)
 return {'ok'}

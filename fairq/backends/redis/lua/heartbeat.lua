@@ -11,32 +11,20 @@
 -- retagged; a paused tenant (w = 0) is not charged.
 
 local now = tonumber(ARGV[1])
-local queues = {}
-local out = {}
-for a = 2, #ARGV, 3 do
-  local b = tonumber(ARGV[a])
-  local q = queues[b]
-  if q == nil then q = open_queue(b, ''); queues[b] = q end
-  local j, problem = held(q, ARGV[a + 1], ARGV[a + 2], now)
-  if problem then
-    out[#out + 1] = ''
-  else
-    local t = tenant(q, j.tid)
-    local w = weight_of(q, t)
-    local elapsed = now - j.started_at
-    if not (elapsed <= j.charged or w <= 0) then
-      local finish = t.F + (elapsed - j.charged) / w
-      j.charged = elapsed
-      if finish ~= t.F then
-        set_finish(q, t, finish, now)
-        if t.S ~= nil then retag(q, t) end
-      end
+return each_held(now, function(q, j)
+  local t = tenant(q, j.tid)
+  local w = weight_of(q, t)
+  local elapsed = now - j.started_at
+  if not (elapsed <= j.charged or w <= 0) then
+    local finish = t.F + (elapsed - j.charged) / w
+    j.charged = elapsed
+    if finish ~= t.F then
+      set_finish(q, t, finish, now)
+      if t.S ~= nil then retag(q, t) end
     end
-    j.deadline = now + j.lease_timeout
-    redis.call('ZADD', q.k.running, fmt(j.deadline), seq_member(j))
-    save_job(q, j)
-    out[#out + 1] = fmt(j.deadline)
   end
-end
-for _, q in pairs(queues) do flush(q) end
-return out
+  j.deadline = now + j.lease_timeout
+  redis.call('ZADD', q.k.running, fmt(j.deadline), seq_member(j))
+  save_job(q, j)
+  return fmt(j.deadline)
+end)
