@@ -1,6 +1,7 @@
 """Celery's no-op task; the broker is the benchmark Redis, results are not stored."""
 
 from _drive import URL, counter, mark_done
+from _flood import run_job
 from celery import Celery
 
 app = Celery("celery_jobs", broker=URL)
@@ -11,3 +12,8 @@ _client = counter()
 @app.task
 def noop(tenant: str) -> None:
     mark_done(_client)
+
+
+@app.task
+def stamp(tenant: str, enqueued_at: float) -> None:
+    run_job(_client, tenant, enqueued_at)

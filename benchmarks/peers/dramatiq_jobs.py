@@ -2,6 +2,7 @@
 
 import dramatiq
 from _drive import URL, counter, mark_done
+from _flood import run_job
 from dramatiq.brokers.redis import RedisBroker
 
 dramatiq.set_broker(RedisBroker(url=URL))
@@ -11,3 +12,8 @@ _client = counter()
 @dramatiq.actor
 def noop(tenant: str) -> None:
     mark_done(_client)
+
+
+@dramatiq.actor
+def stamp(tenant: str, enqueued_at: float) -> None:
+    run_job(_client, tenant, enqueued_at)
