@@ -274,10 +274,19 @@ BEGIN
             limited_until = v_until,
             ready = x.ready - 1,
             running = x.running + 1,
-            head_seq = (SELECT r.seq FROM {schema}.jobs r
-                        WHERE r.tenant_id = t.id AND r.state = 'ready'
-                        ORDER BY r.priority DESC, r.seq
-                        LIMIT 1)
+            -- the next head: the first ready job after j in (priority DESC, seq) order, found
+            -- from j onwards, so the index entries of jobs already handed out (dead until
+            -- vacuum reaches them, and all before j) are not walked over again
+            head_seq = coalesce(
+                (SELECT r.seq FROM {schema}.jobs r
+                 WHERE r.tenant_id = t.id AND r.state = 'ready'
+                   AND r.priority = j.priority AND r.seq > j.seq
+                 ORDER BY r.priority DESC, r.seq
+                 LIMIT 1),
+                (SELECT r.seq FROM {schema}.jobs r
+                 WHERE r.tenant_id = t.id AND r.state = 'ready' AND r.priority < j.priority
+                 ORDER BY r.priority DESC, r.seq
+                 LIMIT 1))
         WHERE x.id = t.id AND (x.max_running IS NULL OR x.running < x.max_running);
         IF NOT FOUND THEN
             RAISE EXCEPTION 'fairq: tenant row % refused a slot over its cap', t.id;
