@@ -127,8 +127,9 @@ def fairq_workers(args: argparse.Namespace) -> list[str]:
             "--concurrency", str(args.concurrency)]  # fmt: skip
 
 
-# the tenants' counters (what `fairq stats` reads): polling count(*) over the succeeded jobs
-# every 20 ms would itself cost the server a few ms per poll by the end of the drain
+# the tenants' counters (what `fairq stats` reads): count(*) over the succeeded jobs, polled
+# every 20 ms, read every succeeded job's index entry each time (8,300 a poll on average over a
+# 20,000-job drain), work for the server that is not fairq's
 FAIRQ_DONE = "SELECT coalesce(sum(succeeded), 0) FROM fairq.tenants"
 
 
