@@ -152,8 +152,8 @@ CREATE TABLE {schema}.throttle_windows (
 
 CREATE INDEX throttle_windows_expiry ON {schema}.throttle_windows (expires_at);
 
--- The hottest events server-side, one round trip each (see migrations/0003_hot_paths.sql and
--- migrations/0004_limits.sql).
+-- The hottest events server-side, one round trip each (see migrations/0003_hot_paths.sql,
+-- 0004_limits.sql and 0006_lean_hot_paths.sql).
 
 -- history.decayed(usage, since, now, half_life) with Python's results: PostgreSQL raises
 -- "underflow" where IEEE arithmetic (and Python) give 0, so a result that rounds to 0 is
@@ -190,7 +190,7 @@ $$;
 -- locks: no other transaction writes these tenants or their ready jobs meanwhile, so the
 -- rows need no row locks (and SKIP LOCKED would skip the order we must keep). The arithmetic
 -- is fairness.finish_after_dispatch, history.add_usage and rate.after_start / limited_until,
--- in their order.
+-- in their order; V = S is stored when the call moves on to another queue or ends.
 CREATE FUNCTION {schema}.dispatch(
     p_queues text[], p_worker text, p_now double precision, p_limit integer
 ) RETURNS TABLE (
@@ -201,6 +201,8 @@ CREATE FUNCTION {schema}.dispatch(
 DECLARE
     t {schema}.tenants%ROWTYPE;
     j {schema}.jobs%ROWTYPE;
+    v_queue text;
+    v_vclock double precision;
     v_half_life double precision;
     v_finish double precision;
     v_usage double precision;
@@ -230,9 +232,16 @@ BEGIN
         WHERE x.seq = t.head_seq
         RETURNING x.* INTO j;
 
-        -- V = S; F = S + estimate / w
-        UPDATE {schema}.queues SET vclock = t.start_tag WHERE name = t.queue
-        RETURNING coalesce(half_life, 60.0::double precision) INTO v_half_life;
+        -- V = S (stored below, once per queue); F = S + estimate / w
+        IF v_queue IS DISTINCT FROM t.queue THEN
+            IF v_queue IS NOT NULL THEN
+                UPDATE {schema}.queues SET vclock = v_vclock WHERE name = v_queue;
+            END IF;
+            v_queue := t.queue;
+            SELECT coalesce(q.half_life, 60.0::double precision) INTO v_half_life
+            FROM {schema}.queues q WHERE q.name = t.queue;
+        END IF;
+        v_vclock := t.start_tag;
         v_finish := t.start_tag + j.cost / t.weight;
         -- usage = max(decayed(usage, usage_at, now) + (F_new - F_old), 0)
         v_usage := GREATEST(
@@ -265,10 +274,19 @@ BEGIN
             limited_until = v_until,
             ready = x.ready - 1,
             running = x.running + 1,
-            head_seq = (SELECT r.seq FROM {schema}.jobs r
-                        WHERE r.tenant_id = t.id AND r.state = 'ready'
-                        ORDER BY r.priority DESC, r.seq
-                        LIMIT 1)
+            -- the next head: the first ready job after j in (priority DESC, seq) order, found
+            -- from j onwards, so the index entries of jobs already handed out (dead until
+            -- vacuum reaches them, and all before j) are not walked over again
+            head_seq = coalesce(
+                (SELECT r.seq FROM {schema}.jobs r
+                 WHERE r.tenant_id = t.id AND r.state = 'ready'
+                   AND r.priority = j.priority AND r.seq > j.seq
+                 ORDER BY r.priority DESC, r.seq
+                 LIMIT 1),
+                (SELECT r.seq FROM {schema}.jobs r
+                 WHERE r.tenant_id = t.id AND r.state = 'ready' AND r.priority < j.priority
+                 ORDER BY r.priority DESC, r.seq
+                 LIMIT 1))
         WHERE x.id = t.id AND (x.max_running IS NULL OR x.running < x.max_running);
         IF NOT FOUND THEN
             RAISE EXCEPTION 'fairq: tenant row % refused a slot over its cap', t.id;
@@ -281,6 +299,9 @@ BEGIN
         RETURN NEXT;
         v_taken := v_taken + 1;
     END LOOP;
+    IF v_queue IS NOT NULL THEN
+        UPDATE {schema}.queues SET vclock = v_vclock WHERE name = v_queue;
+    END IF;
 END
 $$;
 
@@ -323,106 +344,122 @@ BEGIN
 END
 $$;
 
--- Ack of a held lease: 'ok', 'not_found' (unknown, finished, or another lease) or 'expired'
--- (with the deadline); nothing changes unless 'ok'. Locks: the queue's shared lock, the job,
--- then its tenant (the order of queries.sql). NOTIFYs the queue when the freed slot makes a
--- capped tenant with ready jobs eligible again.
+-- Ack of one held lease: ack_many of it, with the deadline when it is 'expired'.
 CREATE FUNCTION {schema}.ack(
     p_id text, p_lease integer, p_now double precision, p_seed bigint, p_channel_salt text
 ) RETURNS TABLE (status text, lease_deadline double precision)
 LANGUAGE plpgsql AS $$
-DECLARE
-    v_queue text;
-    j {schema}.jobs%ROWTYPE;
-    t {schema}.tenants%ROWTYPE;
-    v_vclock double precision;
-    v_half_life double precision;
-    v_finish double precision;
-    v_usage double precision;
-    v_was_eligible boolean;
-    v_eligible boolean;
 BEGIN
-    PERFORM set_config('synchronous_commit', 'off', true);  -- see 0003_hot_paths.sql
-    SELECT x.queue INTO v_queue FROM {schema}.jobs x WHERE x.id = p_id;
-    IF NOT FOUND THEN
-        status := 'not_found'; RETURN NEXT; RETURN;
+    status := ({schema}.ack_many(ARRAY[p_id], ARRAY[p_lease], p_now, p_seed, p_channel_salt))[1];
+    IF status = 'expired' THEN
+        SELECT x.deadline INTO lease_deadline FROM {schema}.jobs x WHERE x.id = p_id;
     END IF;
-    PERFORM pg_advisory_xact_lock_shared(hashtextextended(v_queue, p_seed));
-    SELECT * INTO j FROM {schema}.jobs x WHERE x.id = p_id FOR UPDATE;
-    IF NOT FOUND OR j.state <> 'running' OR j.leases <> p_lease THEN
-        status := 'not_found'; RETURN NEXT; RETURN;
-    END IF;
-    IF p_now >= j.deadline THEN
-        status := 'expired'; lease_deadline := j.deadline; RETURN NEXT; RETURN;
-    END IF;
-    SELECT * INTO t FROM {schema}.tenants x WHERE x.id = j.tenant_id FOR UPDATE;
-    SELECT q.vclock, coalesce(q.half_life, 60.0::double precision) INTO v_vclock, v_half_life
-    FROM {schema}.queues q WHERE q.name = j.queue;
-
-    -- F = F + (max(ended - started, MIN_CHARGE) - charged) / w, unchanged while w = 0
-    v_finish := t.finish_tag;
-    IF t.weight > 0 THEN
-        v_finish := t.finish_tag
-            + (GREATEST(p_now - j.started_at, 0.001::double precision) - j.charged) / t.weight;
-    END IF;
-    -- usage = max(decayed(usage, usage_at, now) + (F_new - F_old), 0)
-    v_usage := GREATEST(
-        {schema}.decayed(t.usage, t.usage_at, p_now, v_half_life) + (v_finish - t.finish_tag),
-        0.0::double precision);
-    -- S = max(F, V) if eligible
-    v_was_eligible := t.ready > 0 AND (t.max_running IS NULL OR t.running < t.max_running)
-        AND t.weight > 0 AND t.limited_until IS NULL;
-    v_eligible := t.ready > 0 AND (t.max_running IS NULL OR t.running - 1 < t.max_running)
-        AND t.weight > 0 AND t.limited_until IS NULL;
-
-    UPDATE {schema}.jobs x SET state = 'succeeded', finished_at = p_now, deadline = NULL
-    WHERE x.seq = j.seq;
-    UPDATE {schema}.tenants x
-    SET finish_tag = v_finish,
-        start_tag = CASE WHEN v_eligible THEN GREATEST(v_finish, v_vclock) END,
-        usage = v_usage,
-        usage_at = GREATEST(t.usage_at, p_now),
-        running = x.running - 1,
-        succeeded = x.succeeded + 1
-    WHERE x.id = t.id AND x.running > 0;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'fairq: tenant row % would go below 0 running', t.id;
-    END IF;
-    IF v_eligible AND NOT v_was_eligible THEN
-        PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || j.queue), 1, 24), '');
-    END IF;
-    status := 'ok'; RETURN NEXT;
+    RETURN NEXT;
 END
 $$;
 
--- Acks of several leases in one statement: exactly ack() on each (id, lease) in order, in one
--- transaction; one status per pair ('ok', 'not_found' or 'expired'), and nothing changes for a
--- lease that is not 'ok'. Locks are taken first, in the order of queries.sql (the queues'
--- shared locks by key, the jobs by seq, their tenants by id), so two batches never wait on each
--- other in a cycle; ack() then takes them again, which holds them already.
+-- F after a run: F + (max(ended - started, MIN_CHARGE) - charged) / w, unchanged while w = 0
+-- (fairness.py). An SQL function, so the planner inlines it into the UPDATE that uses it.
+CREATE FUNCTION {schema}.finish_after_ack(
+    p_finish double precision, p_weight double precision, p_started double precision,
+    p_charged double precision, p_now double precision
+) RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN p_weight > 0
+        THEN p_finish + (GREATEST(p_now - p_started, 0.001::double precision) - p_charged)
+             / p_weight
+        ELSE p_finish END
+$$;
+
+-- Acks of several leases in one statement, exactly as acking each (id, lease) in the order
+-- given, in one transaction: one status per pair, 'ok', 'not_found' (unknown, finished, or
+-- another lease) or 'expired'; nothing changes for a lease that is not 'ok'. Locks in the
+-- order of queries.sql: the queues' shared locks by key, the jobs by seq, their tenants by id.
+-- NOTIFYs a queue when a freed slot makes a capped tenant with ready jobs eligible again.
 CREATE FUNCTION {schema}.ack_many(
     p_ids text[], p_leases integer[], p_now double precision, p_seed bigint,
     p_channel_salt text
 ) RETURNS text[]
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_statuses text[] := ARRAY[]::text[];
-    v_status text;
+    v_statuses text[] := array_fill('not_found'::text, ARRAY[coalesce(cardinality(p_ids), 0)]);
+    v_ords integer[] := ARRAY[]::integer[];
+    v_tenants bigint[] := ARRAY[]::bigint[];
+    v_started double precision[] := ARRAY[]::double precision[];
+    v_charged double precision[] := ARRAY[]::double precision[];
+    a record;
+    j record;
+    t record;
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- see 0003_hot_paths.sql
     PERFORM pg_advisory_xact_lock_shared(s.k)
     FROM (SELECT DISTINCT hashtextextended(x.queue, p_seed) AS k
           FROM {schema}.jobs x WHERE x.id = ANY(p_ids)) s
     ORDER BY s.k;
-    PERFORM 1 FROM {schema}.jobs x WHERE x.id = ANY(p_ids) ORDER BY x.seq FOR UPDATE;
-    PERFORM 1 FROM {schema}.tenants t
-    WHERE t.id IN (SELECT x.tenant_id FROM {schema}.jobs x
-                   WHERE x.id = ANY(p_ids) AND x.state = 'running')
-    ORDER BY t.id FOR UPDATE;
-    FOR i IN 1 .. coalesce(array_length(p_ids, 1), 0) LOOP
-        SELECT a.status INTO v_status
-        FROM {schema}.ack(p_ids[i], p_leases[i], p_now, p_seed, p_channel_salt) a;
-        v_statuses := v_statuses || v_status;
+    -- the jobs, in seq order: running -> succeeded if the lease is held and not over
+    FOR a IN
+        SELECT x.seq, p.lease, p.ord
+        FROM unnest(p_ids, p_leases) WITH ORDINALITY AS p(id, lease, ord)
+        CROSS JOIN LATERAL (  -- one probe of the id index each, whatever the table's size
+            SELECT y.seq FROM {schema}.jobs y WHERE y.id = p.id LIMIT 1) x
+        ORDER BY x.seq, p.ord
+    LOOP
+        UPDATE {schema}.jobs x SET state = 'succeeded', finished_at = p_now, deadline = NULL
+        WHERE x.seq = a.seq AND x.state = 'running' AND x.leases = a.lease
+          AND p_now < x.deadline
+        RETURNING x.tenant_id, x.started_at, x.charged INTO j;
+        IF FOUND THEN
+            v_statuses[a.ord::integer] := 'ok';
+            v_ords := v_ords || a.ord::integer;
+            v_tenants := v_tenants || j.tenant_id;
+            v_started := v_started || j.started_at;
+            v_charged := v_charged || j.charged;
+        ELSIF EXISTS (SELECT 1 FROM {schema}.jobs x WHERE x.seq = a.seq
+                      AND x.state = 'running' AND x.leases = a.lease) THEN
+            v_statuses[a.ord::integer] := 'expired';
+        END IF;
+    END LOOP;
+    -- their tenants, in id order, each tenant's leases in the order given:
+    -- F = finish_after_ack(…); usage = max(decayed(usage, usage_at, now) + (F_new - F_old), 0);
+    -- S = max(F, V) if eligible
+    FOR a IN
+        SELECT * FROM unnest(v_ords, v_tenants, v_started, v_charged)
+            AS d(ord, tenant_id, started_at, charged)
+        ORDER BY d.tenant_id, d.ord
+    LOOP
+        -- every value is computed from x itself (not from an earlier read of the row), so
+        -- when another ack of this tenant commits first, the UPDATE redoes it on the new row
+        UPDATE {schema}.tenants x
+        SET finish_tag = {schema}.finish_after_ack(
+                x.finish_tag, x.weight, a.started_at, a.charged, p_now),
+            start_tag = CASE
+                WHEN x.ready > 0 AND (x.max_running IS NULL OR x.running - 1 < x.max_running)
+                     AND x.weight > 0 AND x.limited_until IS NULL
+                THEN GREATEST(
+                    {schema}.finish_after_ack(
+                        x.finish_tag, x.weight, a.started_at, a.charged, p_now),
+                    (SELECT q.vclock FROM {schema}.queues q WHERE q.name = x.queue)) END,
+            usage = GREATEST(
+                {schema}.decayed(x.usage, x.usage_at, p_now,
+                    (SELECT coalesce(q.half_life, 60.0::double precision)
+                     FROM {schema}.queues q WHERE q.name = x.queue))
+                + ({schema}.finish_after_ack(
+                       x.finish_tag, x.weight, a.started_at, a.charged, p_now)
+                   - x.finish_tag),
+                0.0::double precision),
+            usage_at = GREATEST(x.usage_at, p_now),
+            running = x.running - 1,
+            succeeded = x.succeeded + 1
+        WHERE x.id = a.tenant_id AND x.running > 0
+        RETURNING x.queue, x.ready, x.running, x.max_running, x.weight, x.limited_until INTO t;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'fairq: tenant row % would go below 0 running', a.tenant_id;
+        END IF;
+        -- eligible now (running already lowered) but not before: wake the queue's workers
+        IF t.ready > 0 AND t.weight > 0 AND t.limited_until IS NULL
+           AND t.max_running IS NOT NULL AND t.running < t.max_running
+           AND NOT t.running + 1 < t.max_running THEN
+            PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || t.queue), 1, 24), '');
+        END IF;
     END LOOP;
     RETURN v_statuses;
 END
