@@ -71,7 +71,7 @@ from .records import (
     rate_from,
     text,
 )
-from .scripts import Arg, scripts
+from .scripts import Arg, library
 from .waiting import Waiter
 
 PRIORITY_RANGE = range(-(2**31), 2**31)
@@ -88,7 +88,7 @@ class RedisBackend:
         self.options = options
         self.layout = Layout(options.prefix)
         self.client: Any = open_client(options)  # replies are parsed where they are used
-        self._scripts = scripts()
+        self._library = library()
         self._checked: set[str] = set()
         self._routes: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
@@ -368,7 +368,7 @@ class RedisBackend:
 
     def _run(self, name: str, keys: list[str], args: Sequence[Arg]) -> Any:
         with self._translated():
-            return self._scripts[name](self.client, keys, args)
+            return self._library(self.client, name, keys, args)
 
     def _keys(self, blocks: dict[str, int]) -> list[str]:
         """The key blocks of ``blocks`` (queue -> block number), in block order."""

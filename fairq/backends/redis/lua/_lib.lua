@@ -1,7 +1,9 @@
--- _lib.lua: shared helpers, prepended to every operation script when it is loaded.
+-- _lib.lua: shared helpers, the start of the one Redis Functions library fairq loads.
 --
--- Not a script of its own: it only defines local functions. Each operation script that
--- follows states its own contract (KEYS, ARGV, keys touched, return value).
+-- scripts.py builds the library: a header naming it (it defines LIBRARY, the library name),
+-- this file, _lib_jobs.lua, then one file per operation. Each operation file registers one
+-- function with `register` below and states its own contract (KEYS, ARGV, keys touched,
+-- return value). The helpers are created once, when the library is loaded, not per call.
 --
 -- Layout (docs in fairq/backends/redis/keys.py). Every per-queue key carries the hash tag
 -- {queue}; a queue's keys arrive in KEYS as one block of QUEUE_KEYS consecutive names:
@@ -41,6 +43,18 @@ local MIN_CHARGE = 0.001
 local DEFAULT_HALF_LIFE = 60.0
 local WAKE_MAX, WAKE_PER_CALL = 64, 8
 local PRIO_TOP = 2147483647
+
+-- The KEYS and ARGV of the running call: a function receives them as arguments, and the
+-- helpers read them as a script would (Redis runs one call at a time).
+local KEYS, ARGV = {}, {}
+
+-- Register operation `name` as the function LIBRARY .. '_' .. name.
+local function register(name, body)
+  redis.register_function(LIBRARY .. '_' .. name, function(keys, args)
+    KEYS, ARGV = keys, args
+    return body()
+  end)
+end
 
 local function fmt(x) return string.format('%.17g', x) end
 local function int(x) return string.format('%d', x) end
