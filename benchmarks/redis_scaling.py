@@ -139,8 +139,8 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true", help="skip the memory figures")
     args = parser.parse_args()
     print(f"dequeue (limit {args.batch}) + ack of those jobs, {args.ops} rounds per row: "
-          "client-side µs per round; Redis µs per job "
-          "(script time from commandstats) and Redis CPU µs per job (whole server process)\n")  # fmt: skip
+          "client-side µs per round; Redis µs per job (script time from commandstats) "
+          "and Redis CPU µs per job (whole server process)\n")  # fmt: skip
     print("| backlogged tenants | p50 µs | p99 µs | mean µs | Redis µs per job | Redis CPU µs |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     for tenants in (int(t) for t in args.tenants.split(",")):

@@ -11,6 +11,8 @@ from redis_helpers import keys_of, new_job
 from fairq.backends import open_backend
 from fairq.backends.redis import RedisBackend
 from fairq.backends.redis.connection import MIN_VERSION, check_version, parse_url, redact
+from fairq.backends.redis.keys import LAYOUT
+from fairq.backends.redis.records import TenantRecord
 from fairq.contract import EnqueueParams, StatsParams
 from fairq.errors import ConfigError, PayloadTooLarge, SchemaError, StoreUnavailable
 
@@ -62,6 +64,27 @@ def test_a_queue_key_of_another_type_is_refused_and_left_alone(
     assert raw.get(clash) == b"not fairq's"
     assert keys_of(raw, prefix) == [clash.encode()]
     backend.enqueue(EnqueueParams(jobs=[new_job(2, queue="other")], now=0.0))  # others work
+
+
+def test_records_of_the_old_text_layout_are_refused_not_misread(
+    backend: RedisBackend, raw: redis.Redis, prefix: str
+) -> None:
+    meta, tenants = f"{prefix}:{{default}}:meta", f"{prefix}:{{default}}:tenants"
+    raw.hset(meta, mapping={"ntid": "1", "V": "0"})  # as an older fairq left it: no layout
+    raw.hset(tenants, "1", "0,,1,0,0,0,0,0,,,,,,0,0,,,")
+    with pytest.raises(SchemaError) as caught:
+        backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
+    assert "layout" in str(caught.value) and "prefix" in str(caught.value)
+    assert raw.hgetall(tenants) == {b"1": b"0,,1,0,0,0,0,0,,,,,,0,0,,,"}
+    with pytest.raises(SchemaError):  # reads refuse the record rather than misread it
+        TenantRecord.parse(raw.hget(tenants, "1") or b"")
+
+
+def test_a_new_queue_records_its_layout(
+    backend: RedisBackend, raw: redis.Redis, prefix: str
+) -> None:
+    backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
+    assert raw.hget(f"{prefix}:{{default}}:meta", "layout") == LAYOUT.encode()
 
 
 def test_a_global_key_of_another_type_is_refused_when_opening(

@@ -7,10 +7,12 @@
 --
 -- Layout (docs in fairq/backends/redis/keys.py). Every per-queue key carries the hash tag
 -- {queue}; a queue's keys arrive in KEYS as one block of QUEUE_KEYS consecutive names:
---   meta      hash   V (virtual clock), ntid (tenant id counter), and the queue defaults:
---                    weight, cap, rcount/rperiod/rburst (rate), half_life, max_debt
---   tenants   hash   tid -> "F,S,ready,scheduled,running,succeeded,failed,dead,weight,cap,
---                            eseq,tat,limited_until,usage,usage_at,rcount,rperiod,rburst"
+--   meta      hash   V (virtual clock), ntid (tenant id counter), layout (LAYOUT, written
+--                    with the first tenant), and the queue defaults: weight, cap,
+--                    rcount/rperiod/rburst (rate), half_life, max_debt
+--   tenants   hash   tid -> binary record (TENANT below): F, ready, scheduled, running,
+--                    succeeded, failed, dead, usage, usage_at; optional S, weight, cap, eseq,
+--                    tat, limited_until, rcount, rperiod, rburst
 --   tids      hash   tenant name (exact bytes) -> tid
 --   tnames    hash   tid -> tenant name
 --   eligible  zset   score S, member head_seq(16) .. tid(10): order is exactly (S, head_seq)
@@ -20,9 +22,10 @@
 --   running   zset   score deadline, member seq(16) .. job_id: order (deadline, seq)
 --   dead      zset   score finished_at, member seq(16) .. job_id
 --   done      zset   score finished_at, member seq(16) .. job_id (succeeded, for pruning)
---   jobs      hash   job_id -> "seq,tid,state,priority,enqueued_at,run_at,ready_at,
---                               max_attempts,lease_timeout,cost,attempts,started_at,
---                               deadline,finished_at,leases,charged"
+--   jobs      hash   job_id -> binary record (JOB in _lib_jobs.lua): state, seq, tid,
+--                    priority, max_attempts, attempts, leases, enqueued_at, run_at,
+--                    lease_timeout, cost, charged; optional ready_at, started_at, deadline,
+--                    finished_at
 --   bodies    hash   job_id -> len(name) .. ":" .. name .. payload (never parsed here)
 --   errors    hash   job_id -> last error text
 --   backlog   set    tids with ready > 0 (what set_queue must refresh)
@@ -33,7 +36,9 @@
 --   tats      zset   score tat, member tid(10): tenants whose GCRA tat may still hold them
 --                    (set_queue resettles these; entries with tat <= now are trimmed there)
 --
--- Floats are stored as string.format('%.17g', x), which reads back to the same double.
+-- Records are struct.pack layouts (see `codec`): a double packed and unpacked is the same
+-- double, and the C side does the work that parsing text did. Floats in other places (zset
+-- scores, meta) are string.format('%.17g', x), which reads back to the same double.
 -- The tag arithmetic copies fairq/policy/fairness.py, rate.py and history.py expression for
 -- expression (math.pow is C pow, as Python's math.pow), so every double is bit-identical.
 
@@ -43,6 +48,8 @@ local MIN_CHARGE = 0.001
 local DEFAULT_HALF_LIFE = 60.0
 local WAKE_MAX, WAKE_PER_CALL = 64, 8
 local PRIO_TOP = 2147483647
+-- The record layout version (LAYOUT in keys.py), kept in each queue's meta.
+local LAYOUT = '2'
 
 -- The KEYS and ARGV of the running call: a function receives them as arguments, and the
 -- helpers read them as a script would (Redis runs one call at a time).
@@ -67,6 +74,55 @@ local function optint(x) if x == nil then return '' end return int(x) end
 local function max2(a, b) if b > a then return b end return a end
 -- Python's min(a, b): the first argument unless the second is strictly less.
 local function min2(a, b) if b < a then return b end return a end
+
+-- -- records ------------------------------------------------------------------------------
+
+-- A record is struct.pack(format, mask, fixed fields..., present optional fields...): mask
+-- (2 bytes) has bit i - 1 set when optional field i is present. fixed and optional are lists
+-- of {name, struct code}; a table's fields of those names are read and written. An absent
+-- optional field is nil (or '' for a string). Formats are built once per mask. (codec runs
+-- when the library loads, where Redis offers no library functions such as ipairs.)
+local BIT = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048}
+
+local function codec(fixed, optional)
+  local head = '>H'
+  for i = 1, #fixed do head = head .. fixed[i][2] end
+  local formats = {}
+  local function format(mask)
+    local found = formats[mask]
+    if found == nil then
+      found = head
+      for i, f in ipairs(optional) do
+        if bit.band(mask, BIT[i]) ~= 0 then found = found .. f[2] end
+      end
+      formats[mask] = found
+    end
+    return found
+  end
+  local nfixed = #fixed
+  local function decode(raw, into)
+    local mask = string.byte(raw, 1) * 256 + string.byte(raw, 2)
+    local v = {struct.unpack(format(mask), raw)}
+    for i = 1, nfixed do into[fixed[i][1]] = v[i + 1] end
+    local n = nfixed + 2
+    for i, f in ipairs(optional) do
+      if bit.band(mask, BIT[i]) ~= 0 then into[f[1]] = v[n]; n = n + 1 end
+    end
+    return into
+  end
+  local function encode(t)
+    local mask, v = 0, {}
+    for i = 1, nfixed do v[i + 1] = t[fixed[i][1]] end
+    local n = nfixed + 2
+    for i, f in ipairs(optional) do
+      local x = t[f[1]]
+      if x ~= nil and x ~= '' then mask = mask + BIT[i]; v[n] = x; n = n + 1 end
+    end
+    v[1] = mask
+    return struct.pack(format(mask), unpack(v, 1, n - 1))
+  end
+  return decode, encode
+end
 
 local function split(s)
   local out, n = {}, 0
@@ -138,16 +194,17 @@ end
 
 -- -- tenants --------------------------------------------------------------------------------
 
+-- The tenant record (TENANT_FIXED/TENANT_OPTIONAL in records.py).
+local tenant_decode, tenant_encode = codec(
+  {{'F', 'd'}, {'ready', 'I4'}, {'scheduled', 'I4'}, {'running', 'I4'}, {'succeeded', 'd'},
+   {'failed', 'd'}, {'dead', 'd'}, {'usage', 'd'}, {'usage_at', 'd'}},
+  {{'S', 'd'}, {'weight', 'd'}, {'cap', 'd'}, {'eseq', 'c16'}, {'tat', 'd'}, {'lim', 'd'},
+   {'rcount', 'd'}, {'rperiod', 'd'}, {'rburst', 'd'}})
+
 local function tenant_from(q, tid, raw)
-  local f = split(raw)
-  return {
-    tid = tid, tidp = pad(tid, TIDW), F = tonumber(f[1]), S = opt(f[2]),
-    ready = tonumber(f[3]), scheduled = tonumber(f[4]), running = tonumber(f[5]),
-    succeeded = tonumber(f[6]), failed = tonumber(f[7]), dead = tonumber(f[8]),
-    weight = opt(f[9]), cap = opt(f[10]), eseq = f[11] or '', tat = opt(f[12]),
-    lim = opt(f[13]), usage = opt(f[14]) or 0.0, usage_at = opt(f[15]) or 0.0,
-    rate = rate_from(f[16], f[17], f[18]),
-  }
+  local t = tenant_decode(raw, {tid = tid, tidp = pad(tid, TIDW), eseq = ''})
+  t.rate = rate_from(t.rcount, t.rperiod, t.rburst)
+  return t
 end
 
 local function rate_fields(r)
@@ -156,11 +213,9 @@ local function rate_fields(r)
 end
 
 local function tenant_record(t)
-  return table.concat({
-    fmt(t.F), optfmt(t.S), int(t.ready), int(t.scheduled), int(t.running),
-    int(t.succeeded), int(t.failed), int(t.dead), optfmt(t.weight), optint(t.cap), t.eseq,
-    optfmt(t.tat), optfmt(t.lim), fmt(t.usage), fmt(t.usage_at), rate_fields(t.rate),
-  }, ',')
+  local r = t.rate or {}
+  t.rcount, t.rperiod, t.rburst = r.count, r.period, r.burst
+  return tenant_encode(t)
 end
 
 local function touch(q, t)
@@ -183,10 +238,13 @@ local function tenant_named(q, name)
   local tid = redis.call('HGET', q.k.tids, name)
   if tid then return tenant(q, tonumber(tid)) end
   local n = redis.call('HINCRBY', q.k.meta, 'ntid', 1)
+  if n == 1 then redis.call('HSET', q.k.meta, 'layout', LAYOUT) end
   redis.call('HSET', q.k.tids, name, int(n))
   redis.call('HSET', q.k.tnames, int(n), name)
-  local t = tenant_from(q, n, '0,,0,0,0,0,0,0,,,')
-  t.name = name
+  local t = {
+    tid = n, tidp = pad(n, TIDW), F = 0.0, ready = 0, scheduled = 0, running = 0,
+    succeeded = 0, failed = 0, dead = 0, usage = 0.0, usage_at = 0.0, eseq = '', name = name,
+  }
   q.tenants[n] = t
   return touch(q, t)
 end

@@ -4,30 +4,15 @@
 
 -- -- jobs -----------------------------------------------------------------------------------
 
-local function job_from(id, raw)
-  local f = split(raw)
-  local j = {
-    id = id, seq = tonumber(f[1]), tid = tonumber(f[2]), state = f[3],
-    priority = tonumber(f[4]), enqueued_at = tonumber(f[5]), run_at = tonumber(f[6]),
-    ready_at = opt(f[7]), max_attempts = tonumber(f[8]), lease_timeout = tonumber(f[9]),
-    cost = tonumber(f[10]), attempts = tonumber(f[11]), started_at = opt(f[12]),
-    deadline = opt(f[13]), finished_at = opt(f[14]),
-  }
-  -- Records written before leases/charged existed: their tokens named the attempt, and a
-  -- run was charged its estimate, so those are the values that keep them valid.
-  j.leases = opt(f[15]) or j.attempts
-  j.charged = opt(f[16]) or j.cost
-  return j
-end
+-- The job record (JOB_FIXED/JOB_OPTIONAL in records.py).
+local job_decode, job_encode = codec(
+  {{'state', 'c1'}, {'seq', 'd'}, {'tid', 'I4'}, {'priority', 'i4'}, {'max_attempts', 'd'},
+   {'attempts', 'd'}, {'leases', 'd'}, {'enqueued_at', 'd'}, {'run_at', 'd'},
+   {'lease_timeout', 'd'}, {'cost', 'd'}, {'charged', 'd'}},
+  {{'ready_at', 'd'}, {'started_at', 'd'}, {'deadline', 'd'}, {'finished_at', 'd'}})
 
-local function job_record(j)
-  return table.concat({
-    int(j.seq), int(j.tid), j.state, int(j.priority), fmt(j.enqueued_at), fmt(j.run_at),
-    optfmt(j.ready_at), int(j.max_attempts), fmt(j.lease_timeout), fmt(j.cost),
-    int(j.attempts), optfmt(j.started_at), optfmt(j.deadline), optfmt(j.finished_at),
-    int(j.leases or 0), fmt(j.charged or 0.0),
-  }, ',')
-end
+local function job_from(id, raw) return job_decode(raw, {id = id}) end
+local function job_record(j) return job_encode(j) end
 
 local function load_job(q, id)
   local raw = redis.call('HGET', q.k.jobs, id)
