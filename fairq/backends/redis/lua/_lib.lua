@@ -63,9 +63,16 @@ local function register(name, body)
   end)
 end
 
-local function fmt(x) return string.format('%.17g', x) end
+-- string.format costs as much as a redis.call, so fmt remembers its last answer (one call
+-- formats `now` many times); 0 is always formatted, as 0 == -0 but '0' ~= '-0'.
+local last_x, last_text = nil, nil
+local function fmt(x)
+  if x ~= last_x or x == 0 then last_x, last_text = x, string.format('%.17g', x) end
+  return last_text
+end
 local function int(x) return string.format('%d', x) end
-local function pad(n, width) return string.format('%0' .. width .. 'd', n) end
+local PAD = {[10] = '%010d', [16] = '%016d'}
+local function pad(n, width) return string.format(PAD[width], n) end
 local function opt(s) if s == '' or s == nil then return nil end return tonumber(s) end
 local function optfmt(x) if x == nil then return '' end return fmt(x) end
 local function optint(x) if x == nil then return '' end return int(x) end
@@ -201,9 +208,14 @@ local tenant_decode, tenant_encode = codec(
   {{'S', 'd'}, {'weight', 'd'}, {'cap', 'd'}, {'eseq', 'c16'}, {'tat', 'd'}, {'lim', 'd'},
    {'rcount', 'd'}, {'rperiod', 'd'}, {'rburst', 'd'}})
 
-local function tenant_from(q, tid, raw)
-  local t = tenant_decode(raw, {tid = tid, tidp = pad(tid, TIDW), eseq = ''})
+-- A stored tenant. Between calls the eligible index holds (S, eseq) for it exactly when eseq
+-- is not '', and eseq is then its head's seq (every change of a tenant's ready jobs is
+-- followed by `index`), so hseq (its head's seq, nil: unknown) and iS (the score in the
+-- index) start from them; `index` uses them to skip what it already knows.
+local function tenant_from(q, tid, tids, raw)
+  local t = tenant_decode(raw, {tid = tid, tidp = pad(tid, TIDW), tids = tids, eseq = ''})
   t.rate = rate_from(t.rcount, t.rperiod, t.rburst)
+  if t.eseq ~= '' then t.hseq, t.iS = t.eseq, t.S end
   return t
 end
 
@@ -227,7 +239,8 @@ end
 local function tenant(q, tid)
   local t = q.tenants[tid]
   if t == nil then
-    t = tenant_from(q, tid, redis.call('HGET', q.k.tenants, int(tid)))
+    local tids = int(tid)
+    t = tenant_from(q, tid, tids, redis.call('HGET', q.k.tenants, tids))
     q.tenants[tid] = t
   end
   return touch(q, t)
@@ -242,7 +255,7 @@ local function tenant_named(q, name)
   redis.call('HSET', q.k.tids, name, int(n))
   redis.call('HSET', q.k.tnames, int(n), name)
   local t = {
-    tid = n, tidp = pad(n, TIDW), F = 0.0, ready = 0, scheduled = 0, running = 0,
+    tid = n, tidp = pad(n, TIDW), tids = int(n), F = 0.0, ready = 0, scheduled = 0, running = 0,
     succeeded = 0, failed = 0, dead = 0, usage = 0.0, usage_at = 0.0, eseq = '', name = name,
   }
   q.tenants[n] = t
@@ -251,7 +264,7 @@ end
 
 -- The tenant's name (its member in the limited zset), read once per call.
 local function name_of(q, t)
-  if t.name == nil then t.name = redis.call('HGET', q.k.tnames, int(t.tid)) end
+  if t.name == nil then t.name = redis.call('HGET', q.k.tnames, t.tids) end
   return t.name
 end
 
@@ -267,27 +280,35 @@ local function is_eligible(q, t)
     and t.lim == nil
 end
 
--- The first member of the tenant's ready FIFO (priority DESC, seq ASC), or nil.
-local function head(q, t)
+-- The first `n` members of the tenant's ready FIFO (priority DESC, seq ASC).
+local function heads(q, t, n)
   local hi = '(' .. pad(t.tid + 1, TIDW)
-  return redis.call('ZRANGEBYLEX', q.k.ready, '[' .. t.tidp, hi, 'LIMIT', 0, 1)[1]
+  return redis.call('ZRANGEBYLEX', q.k.ready, '[' .. t.tidp, hi, 'LIMIT', 0, n)
+end
+
+-- The seq of a ready member (nil: none).
+local function ready_seq(m)
+  if m == nil then return '' end
+  return string.sub(m, TIDW + PRIOW + 1, TIDW + PRIOW + SEQW)
 end
 
 -- Record the tenant's current (S, head_seq) in the eligible index (or take it out).
 local function index(q, t)
   local seq = ''
   if t.S ~= nil then
-    local m = head(q, t)
-    if m then seq = string.sub(m, TIDW + PRIOW + 1, TIDW + PRIOW + SEQW) end
+    if t.hseq == nil then t.hseq = ready_seq(heads(q, t, 1)[1]) end
+    seq = t.hseq
   end
   if t.eseq ~= '' and t.eseq ~= seq then
     redis.call('ZREM', q.k.eligible, t.eseq .. t.tidp)
   end
   if seq ~= '' then
-    redis.call('ZADD', q.k.eligible, fmt(t.S), seq .. t.tidp)
+    if seq ~= t.eseq or t.S ~= t.iS then
+      redis.call('ZADD', q.k.eligible, fmt(t.S), seq .. t.tidp)
+    end
     if t.eseq == '' then q.wake = q.wake + 1 end
   end
-  t.eseq = seq
+  t.eseq, t.iS = seq, t.S
 end
 
 -- "Refresh": newly eligible -> S = max(F, V) (a returning tenant on a queue with a half-life:

@@ -26,14 +26,20 @@ local function save_job(q, j)
   return record
 end
 
-local function seq_member(j) return pad(j.seq, SEQW) .. j.id end
+-- The job's seq as member text (formatted once per job and call).
+local function seqp(j)
+  if j.seqp == nil then j.seqp = pad(j.seq, SEQW) end
+  return j.seqp
+end
+
+local function seq_member(j) return seqp(j) .. j.id end
 
 local function ready_member(j)
-  return pad(j.tid, TIDW) .. pad(PRIO_TOP - j.priority, PRIOW) .. pad(j.seq, SEQW) .. j.id
+  return pad(j.tid, TIDW) .. pad(PRIO_TOP - j.priority, PRIOW) .. seqp(j) .. j.id
 end
 
 local function readyat_member(j)
-  return pad(j.tid, TIDW) .. sortable(j.ready_at) .. pad(j.seq, SEQW)
+  return pad(j.tid, TIDW) .. sortable(j.ready_at) .. seqp(j)
 end
 
 -- Into its tenant's ready FIFO ("make ready") as of ready_at, then refresh.
@@ -44,6 +50,7 @@ local function make_ready(q, t, j, now, ready_at)
   t.ready = t.ready + 1
   if t.ready == 1 then redis.call('SADD', q.k.backlog, t.tidp) end
   redis.call('ZADD', q.k.ready, 0, ready_member(j))
+  t.hseq = nil  -- the head may have changed
   redis.call('ZADD', q.k.readyat, 0, readyat_member(j))
   q.wake = q.wake + 1
   refresh(q, t, now, returning)
@@ -154,9 +161,11 @@ local function dispatch(q, now)
   local first = redis.call('ZRANGE', q.k.eligible, 0, 0)[1]
   if first == nil then return nil end
   local t = tenant(q, tonumber(string.sub(first, SEQW + 1)))
-  local m = head(q, t)
+  local first2 = heads(q, t, 2)
+  local m = first2[1]
   local j = load_job(q, string.sub(m, TIDW + PRIOW + SEQW + 1))
   redis.call('ZREM', q.k.ready, m)
+  t.hseq = ready_seq(first2[2])
   redis.call('ZREM', q.k.readyat, readyat_member(j))
   j.state = 'R'
   j.attempts = j.attempts + 1
@@ -185,7 +194,7 @@ local function dispatch(q, now)
   if is_eligible(q, t) then t.S = t.F else t.S = nil end
   index(q, t)
   local record = save_job(q, j)
-  local name = redis.call('HGET', q.k.tnames, int(t.tid))
+  local name = redis.call('HGET', q.k.tnames, t.tids)
   return {j.id, record, redis.call('HGET', q.k.bodies, j.id), name}
 end
 
@@ -194,7 +203,7 @@ end
 -- Write back the tenants and the clock this call changed; wake idle workers if work appeared.
 local function flush(q)
   for tid, t in pairs(q.dirty) do
-    redis.call('HSET', q.k.tenants, int(tid), tenant_record(t))
+    redis.call('HSET', q.k.tenants, t.tids, tenant_record(t))
   end
   q.dirty = {}
   if q.vdirty then

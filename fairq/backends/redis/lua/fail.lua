@@ -18,6 +18,6 @@ register('fail', function()
   local t = tenant(q, j.tid)
   local record = fail_job(q, t, j, now, now, ARGV[4], opt(ARGV[5]))
   flush(q)
-  local name = redis.call('HGET', q.k.tnames, int(t.tid))
+  local name = redis.call('HGET', q.k.tnames, t.tids)
   return {'ok', record, redis.call('HGET', q.k.bodies, j.id), name, ARGV[4]}
 end)
