@@ -87,46 +87,47 @@ local function min2(a, b) if b < a then return b end return a end
 -- A record is struct.pack(format, mask, fixed fields..., present optional fields...): mask
 -- (2 bytes) has bit i - 1 set when optional field i is present. fixed and optional are lists
 -- of {name, struct code}; a table's fields of those names are read and written. An absent
--- optional field is nil (or '' for a string). Formats are built once per mask. (codec runs
--- when the library loads, where Redis offers no library functions such as ipairs.)
+-- optional field is nil (or '' for a string). Each mask's format and present names are
+-- built once; the loops are numeric and call no C function, as every such call costs. (codec
+-- runs when the library loads, where Redis offers no library functions such as ipairs.)
 local BIT = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048}
 
 local function codec(fixed, optional)
   local head = '>H'
-  for i = 1, #fixed do head = head .. fixed[i][2] end
-  local formats = {}
-  local function format(mask)
-    local found = formats[mask]
+  local nfixed, nopt = #fixed, #optional
+  for i = 1, nfixed do head = head .. fixed[i][2] end
+  local layouts = {}
+  local function layout(mask)
+    local found = layouts[mask]
     if found == nil then
-      found = head
-      for i, f in ipairs(optional) do
-        if bit.band(mask, BIT[i]) ~= 0 then found = found .. f[2] end
+      found = {format = head, names = {}}
+      for i = 1, nopt do
+        if bit.band(mask, BIT[i]) ~= 0 then
+          found.format = found.format .. optional[i][2]
+          found.names[#found.names + 1] = optional[i][1]
+        end
       end
-      formats[mask] = found
+      layouts[mask] = found
     end
     return found
   end
-  local nfixed = #fixed
   local function decode(raw, into)
-    local mask = string.byte(raw, 1) * 256 + string.byte(raw, 2)
-    local v = {struct.unpack(format(mask), raw)}
+    local l = layout(string.byte(raw, 1) * 256 + string.byte(raw, 2))
+    local v = {struct.unpack(l.format, raw)}
     for i = 1, nfixed do into[fixed[i][1]] = v[i + 1] end
-    local n = nfixed + 2
-    for i, f in ipairs(optional) do
-      if bit.band(mask, BIT[i]) ~= 0 then into[f[1]] = v[n]; n = n + 1 end
-    end
+    local names = l.names
+    for i = 1, #names do into[names[i]] = v[nfixed + 1 + i] end
     return into
   end
   local function encode(t)
-    local mask, v = 0, {}
+    local mask, v, n = 0, {0}, nfixed + 1
     for i = 1, nfixed do v[i + 1] = t[fixed[i][1]] end
-    local n = nfixed + 2
-    for i, f in ipairs(optional) do
-      local x = t[f[1]]
-      if x ~= nil and x ~= '' then mask = mask + BIT[i]; v[n] = x; n = n + 1 end
+    for i = 1, nopt do
+      local x = t[optional[i][1]]
+      if x ~= nil and x ~= '' then mask = mask + BIT[i]; n = n + 1; v[n] = x end
     end
     v[1] = mask
-    return struct.pack(format(mask), unpack(v, 1, n - 1))
+    return struct.pack(layout(mask).format, unpack(v, 1, n))
   end
   return decode, encode
 end
