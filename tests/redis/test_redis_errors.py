@@ -76,8 +76,10 @@ def test_records_of_the_old_text_layout_are_refused_not_misread(
         backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
     assert "layout" in str(caught.value) and "prefix" in str(caught.value)
     assert raw.hgetall(tenants) == {b"1": b"0,,1,0,0,0,0,0,,,,,,0,0,,,"}
+    stored = raw.hget(tenants, "1")
+    assert isinstance(stored, bytes)
     with pytest.raises(SchemaError):  # reads refuse the record rather than misread it
-        TenantRecord.parse(raw.hget(tenants, "1") or b"")
+        TenantRecord.parse(stored)
 
 
 def test_a_new_queue_records_its_layout(

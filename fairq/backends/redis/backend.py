@@ -1,4 +1,4 @@
-"""``RedisBackend``: every state change is one Lua script; reads are plain commands.
+"""``RedisBackend``: every state change is one Lua function (FCALL); reads are plain commands.
 
 Python validates input, finds the queue of a lease token (job ids map to their queue in the
 directory hash; a job never changes queue once stored), packs KEYS and ARGV, and turns script
