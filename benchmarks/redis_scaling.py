@@ -2,9 +2,11 @@
 
 For each tenant count T, T tenants each get enough ready jobs to stay backlogged while
 ``--ops`` single dequeues run, each followed by its ack; the client-side latency of the pair
-is reported (p50/p99). Memory is ``MEMORY USAGE`` (exact, SAMPLES 0) summed over fairq's
-keys: once with one tenant holding ``--jobs`` ready jobs (bytes per queued job), once with
-``--idle`` tenants that each ran one job and hold nothing (bytes per idle tenant).
+is reported (p50/p99), with Redis's own time per job. ``--batch 8`` dequeues 8 jobs at a
+time and acks them with one ack_many, as the worker does. Memory is ``MEMORY USAGE`` (exact,
+SAMPLES 0) summed over fairq's keys: once with one tenant holding ``--jobs`` ready jobs
+(bytes per queued job), once with ``--idle`` tenants that each ran one job and hold nothing
+(bytes per idle tenant).
 
     .venv/bin/python benchmarks/redis_scaling.py --tenants 10,1000,100000,1000000
 """
@@ -19,7 +21,7 @@ import time
 import redis
 
 from fairq.backends.redis import RedisBackend
-from fairq.contract import AckParams, DequeueParams, EnqueueParams, MaintainParams
+from fairq.contract import AckManyParams, AckParams, DequeueParams, EnqueueParams, MaintainParams
 from fairq.job import NewJob
 from fairq.policy.metrics import percentile
 
@@ -48,26 +50,54 @@ def fill(backend: RedisBackend, tenants: int, per_tenant: int) -> None:
         backend.enqueue(EnqueueParams(jobs=made[at : at + BATCH], now=time.time()))
 
 
-def latency(tenants: int, ops: int) -> tuple[float, float, float, float]:
-    """Client p50/p99/mean µs per dequeue+ack pair, and Redis's own µs per pair.
+def server_cpu(client: redis.Redis) -> float:
+    """CPU seconds the Redis server process has used, when it runs on this machine (else 0).
 
-    The server figure is EVALSHA time from ``INFO commandstats`` (reset first), so it is only
-    meaningful on a Redis that nothing else uses while this runs.
+    Unlike commandstats' wall-clock µs, CPU time does not grow when other processes take the
+    cores, so it is the figure to compare on a busy machine (on a Redis of one's own).
+    """
+    pid = client.info("server")["process_id"]
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def latency(tenants: int, ops: int, batch: int) -> tuple[float, float, float, float, float]:
+    """Client p50/p99/mean µs per round (``batch`` jobs dequeued, then acked together), and
+    Redis's own µs per job (dequeue + ack).
+
+    The server figure is the script time (EVALSHA and FCALL) from ``INFO commandstats``
+    (reset first), so it is only meaningful on a Redis that nothing else uses meanwhile.
+    A batch of 1 is one dequeue and one ack; more is one dequeue and one ack_many, as the
+    worker does.
     """
     backend = fresh()
-    fill(backend, tenants, max(1, math.ceil(ops / tenants) + 1))
+    fill(backend, tenants, max(1, math.ceil(ops * batch / tenants) + 1))
     backend.client.config_resetstat()
+    cpu = server_cpu(backend.client)
     times: list[float] = []
     for _ in range(ops):
         began = time.perf_counter()
-        params = DequeueParams(queues=["default"], worker_id="w", now=time.time())
-        (lease,) = backend.dequeue(params)
-        backend.ack(AckParams(token=lease.token, now=time.time()))
+        params = DequeueParams(queues=["default"], worker_id="w", now=time.time(), limit=batch)
+        leases = backend.dequeue(params)
+        if batch == 1:
+            backend.ack(AckParams(token=leases[0].token, now=time.time()))
+        else:
+            backend.ack_many(AckManyParams(tokens=[x.token for x in leases], now=time.time()))
         times.append((time.perf_counter() - began) * 1e6)
-    server = backend.client.info("commandstats")["cmdstat_evalsha"]
+    stats = backend.client.info("commandstats")
+    cpu = server_cpu(backend.client) - cpu
     backend.close()
+    runs = [stats.get(f"cmdstat_{c}", {}) for c in ("evalsha", "fcall")]
+    usec, calls = sum(r.get("usec", 0) for r in runs), sum(r.get("calls", 0) for r in runs)
+    if calls != 2 * ops:
+        print(f"(warning: {calls} script calls for {2 * ops}: another client used this Redis)")
     mean = sum(times) / len(times)
-    return percentile(times, 50), percentile(times, 99), mean, 2 * server["usec_per_call"]
+    jobs = ops * batch
+    return percentile(times, 50), percentile(times, 99), mean, usec / jobs, cpu * 1e6 / jobs
 
 
 def memory(client: redis.Redis) -> int:
@@ -105,13 +135,20 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=5000)
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--idle", type=int, default=50_000)
+    parser.add_argument("--batch", type=int, default=1, help="jobs per dequeue (ack_many if > 1)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory figures")
     args = parser.parse_args()
-    print(f"dequeue + ack, one pair at a time, {args.ops} pairs per row (client-side µs)\n")
-    print("| backlogged tenants | p50 µs | p99 µs | mean µs | in Redis µs |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
+    print(f"dequeue (limit {args.batch}) + ack of those jobs, {args.ops} rounds per row: "
+          "client-side µs per round; Redis µs per job (script time from commandstats) "
+          "and Redis CPU µs per job (whole server process)\n")  # fmt: skip
+    print("| backlogged tenants | p50 µs | p99 µs | mean µs | Redis µs per job | Redis CPU µs |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     for tenants in (int(t) for t in args.tenants.split(",")):
-        p50, p99, mean, server = latency(tenants, args.ops)
-        print(f"| {tenants:,} | {p50:.0f} | {p99:.0f} | {mean:.0f} | {server:.0f} |", flush=True)
+        p50, p99, mean, server, cpu = latency(tenants, args.ops, args.batch)
+        row = f"| {tenants:,} | {p50:.0f} | {p99:.0f} | {mean:.0f} | {server:.0f} | {cpu:.0f} |"
+        print(row, flush=True)
+    if args.no_memory:
+        return
     print(f"\nbytes per queued job ({args.jobs:,} ready jobs, one tenant): "
           f"{bytes_per_job(args.jobs):.0f}")  # fmt: skip
     print(f"bytes per idle tenant ({args.idle:,} tenants, each ran one job, pruned): "

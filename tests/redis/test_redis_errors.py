@@ -11,6 +11,8 @@ from redis_helpers import keys_of, new_job
 from fairq.backends import open_backend
 from fairq.backends.redis import RedisBackend
 from fairq.backends.redis.connection import MIN_VERSION, check_version, parse_url, redact
+from fairq.backends.redis.keys import LAYOUT
+from fairq.backends.redis.records import TenantRecord
 from fairq.contract import EnqueueParams, StatsParams
 from fairq.errors import ConfigError, PayloadTooLarge, SchemaError, StoreUnavailable
 
@@ -30,7 +32,7 @@ def test_redact_hides_user_passwords_only() -> None:
     assert redact("rediss://:p%40ss@h/0") == "rediss://:***@h/0"
 
 
-@pytest.mark.parametrize("version", ["5.0.14", "6.0.20", "6.1.9", "2.8"])
+@pytest.mark.parametrize("version", ["5.0.14", "6.0.20", "6.2.14", "2.8"])
 def test_a_too_old_server_is_refused_naming_both_versions(version: str) -> None:
     with pytest.raises(StoreUnavailable) as caught:
         check_version(version)
@@ -38,7 +40,7 @@ def test_a_too_old_server_is_refused_naming_both_versions(version: str) -> None:
     assert ".".join(map(str, MIN_VERSION)) in str(caught.value)
 
 
-@pytest.mark.parametrize("version", ["6.2.0", "7.0.15", "7.4.1", "8.0.0-rc1"])
+@pytest.mark.parametrize("version", ["7.0.0", "7.0.15", "7.4.1", "8.0.0-rc1"])
 def test_new_enough_servers_are_accepted(version: str) -> None:
     check_version(version.split("-")[0])
 
@@ -62,6 +64,29 @@ def test_a_queue_key_of_another_type_is_refused_and_left_alone(
     assert raw.get(clash) == b"not fairq's"
     assert keys_of(raw, prefix) == [clash.encode()]
     backend.enqueue(EnqueueParams(jobs=[new_job(2, queue="other")], now=0.0))  # others work
+
+
+def test_records_of_the_old_text_layout_are_refused_not_misread(
+    backend: RedisBackend, raw: redis.Redis, prefix: str
+) -> None:
+    meta, tenants = f"{prefix}:{{default}}:meta", f"{prefix}:{{default}}:tenants"
+    raw.hset(meta, mapping={"ntid": "1", "V": "0"})  # as an older fairq left it: no layout
+    raw.hset(tenants, "1", "0,,1,0,0,0,0,0,,,,,,0,0,,,")
+    with pytest.raises(SchemaError) as caught:
+        backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
+    assert "layout" in str(caught.value) and "prefix" in str(caught.value)
+    assert raw.hgetall(tenants) == {b"1": b"0,,1,0,0,0,0,0,,,,,,0,0,,,"}
+    stored = raw.hget(tenants, "1")
+    assert isinstance(stored, bytes)
+    with pytest.raises(SchemaError):  # reads refuse the record rather than misread it
+        TenantRecord.parse(stored)
+
+
+def test_a_new_queue_records_its_layout(
+    backend: RedisBackend, raw: redis.Redis, prefix: str
+) -> None:
+    backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
+    assert raw.hget(f"{prefix}:{{default}}:meta", "layout") == LAYOUT.encode()
 
 
 def test_a_global_key_of_another_type_is_refused_when_opening(

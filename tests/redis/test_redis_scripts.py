@@ -1,4 +1,4 @@
-"""The Lua scripts: each states its contract, runs by SHA, and survives a SCRIPT FLUSH."""
+"""The Lua operations: each states its contract, runs by FCALL, and survives a FUNCTION FLUSH."""
 
 from __future__ import annotations
 
@@ -9,40 +9,62 @@ import redis
 from redis_helpers import new_job
 
 from fairq.backends.redis import RedisBackend
-from fairq.backends.redis.scripts import NAMES, scripts
+from fairq.backends.redis.scripts import NAMES, library
 from fairq.contract import AckParams, DequeueParams, EnqueueParams
 
 CONTRACT = ("KEYS:", "ARGV:", "Touches:", "Returns:")
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_every_script_opens_with_its_contract(name: str) -> None:
+def test_every_operation_opens_with_its_contract(name: str) -> None:
     source = (resources.files("fairq.backends.redis") / "lua" / f"{name}.lua").read_text()
     header = source.split("\n\n", 1)[0]
     assert header.startswith(f"-- {name}.lua:")
     for word in CONTRACT:
         assert f"-- {word}" in source, f"{name}.lua does not state its {word}"
+    assert f"register('{name}', function()" in source
 
 
-def test_scripts_are_reloaded_after_script_flush(backend: RedisBackend, raw: redis.Redis) -> None:
+def test_the_library_is_reloaded_after_function_flush(
+    backend: RedisBackend, raw: redis.Redis
+) -> None:
     backend.enqueue(EnqueueParams(jobs=[new_job(0), new_job(1)], now=0.0))
-    raw.script_flush()
-    assert raw.script_exists(scripts()["dequeue"].sha) == [False]
+    raw.function_flush()
+    assert _loaded(raw) == []
     (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0))
-    assert raw.script_exists(scripts()["dequeue"].sha) == [True]
-    raw.script_flush()
+    assert _loaded(raw) == sorted(library().function(name) for name in NAMES)
+    raw.function_flush()
     backend.ack(AckParams(token=lease.token, now=2.0))
     assert [job.state.value for job in backend.get_jobs(["j0", "j1"])] == ["succeeded", "ready"]
 
 
-def test_each_operation_runs_by_sha_once_loaded(backend: RedisBackend, raw: redis.Redis) -> None:
+def test_each_operation_is_one_fcall_once_loaded(backend: RedisBackend, raw: redis.Redis) -> None:
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
-    before = _evalsha_calls(raw)
+    before = _calls(raw)
     backend.enqueue(EnqueueParams(jobs=[new_job(1)], now=0.0))
-    assert _evalsha_calls(raw) == before + 1
-    assert raw.script_exists(*(s.sha for s in scripts().values()))[0]
+    assert _calls(raw) == {"fcall": before["fcall"] + 1, "function": before["function"]}
 
 
-def _evalsha_calls(raw: redis.Redis) -> int:
+def test_the_library_name_carries_a_hash_of_its_source() -> None:
+    name = library().name
+    assert name.startswith("fairq_") and len(name) == len("fairq_") + 16
+    assert library().source.startswith(f"#!lua name={name}\n")
+
+
+def _loaded(raw: redis.Redis) -> list[str]:
+    """The functions of the operations library on the server (none when it is not loaded)."""
+    found = raw.function_list(library=library().name)
+    return sorted(f[b"name"].decode() for lib in found for f in _functions(lib))
+
+
+def _functions(lib: object) -> list[dict[bytes, bytes]]:
+    items = list(lib) if isinstance(lib, list) else []
+    fields = dict(zip(items[::2], items[1::2], strict=True))
+    return [dict(zip(f[::2], f[1::2], strict=True)) for f in fields.get(b"functions", [])]
+
+
+def _calls(raw: redis.Redis) -> dict[str, int]:
     stats = raw.info("commandstats")
-    return int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
+    fcalls = int(stats.get("cmdstat_fcall", {}).get("calls", 0))
+    loads = [int(v.get("calls", 0)) for k, v in stats.items() if k.startswith("cmdstat_function")]
+    return {"fcall": fcalls, "function": sum(loads)}

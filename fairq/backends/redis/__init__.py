@@ -1,4 +1,4 @@
-"""The Redis store: one Lua script per state change, every queue in one Cluster slot.
+"""The Redis store: one Lua function per state change, every queue in one Cluster slot.
 
 ``RedisBackend.from_url("redis://localhost:6379/0?prefix=fairq")``. Layout: keys.py.
 """

@@ -1,4 +1,4 @@
-"""``RedisBackend``: every state change is one Lua script; reads are plain commands.
+"""``RedisBackend``: every state change is one Lua function (FCALL); reads are plain commands.
 
 Python validates input, finds the queue of a lease token (job ids map to their queue in the
 directory hash; a job never changes queue once stored), packs KEYS and ARGV, and turns script
@@ -57,8 +57,9 @@ from .connection import (
     parse_url,
     translated,
 )
-from .keys import Layout
+from .keys import LAYOUT, Layout
 from .records import (
+    OLD_LAYOUT,
     JobRecord,
     QueueDefaults,
     TenantRecord,
@@ -71,7 +72,7 @@ from .records import (
     rate_from,
     text,
 )
-from .scripts import Arg, scripts
+from .scripts import Arg, library
 from .waiting import Waiter
 
 PRIORITY_RANGE = range(-(2**31), 2**31)
@@ -88,7 +89,7 @@ class RedisBackend:
         self.options = options
         self.layout = Layout(options.prefix)
         self.client: Any = open_client(options)  # replies are parsed where they are used
-        self._scripts = scripts()
+        self._library = library()
         self._checked: set[str] = set()
         self._routes: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
@@ -245,8 +246,7 @@ class RedisBackend:
                 args += [blocks[queue], job_id, attempt]
         reply = iter(self._run(script, self._keys(blocks), args) if blocks else [])
         return [
-            (token, text(next(reply)) if queue is not None else "")
-            for token, queue, _, _ in routed
+            (token, text(next(reply)) if queue is not None else "") for token, queue, _, _ in routed
         ]
 
     # -- maintenance -----------------------------------------------------------------------
@@ -368,7 +368,7 @@ class RedisBackend:
 
     def _run(self, name: str, keys: list[str], args: Sequence[Arg]) -> Any:
         with self._translated():
-            return self._scripts[name](self.client, keys, args)
+            return self._library(self.client, name, keys, args)
 
     def _keys(self, blocks: dict[str, int]) -> list[str]:
         """The key blocks of ``blocks`` (queue -> block number), in block order."""
@@ -376,6 +376,7 @@ class RedisBackend:
         for queue in sorted(blocks, key=blocks.__getitem__):
             if queue not in self._checked:
                 self._check_types(self.layout.queue_types(queue))
+                self._check_layout(queue)
                 self._checked.add(queue)
             keys += self.layout.queue_keys(queue)
         return keys
@@ -394,6 +395,17 @@ class RedisBackend:
                     f"keeps a {want}; nothing was changed. Use another key prefix "
                     "(?prefix=… in the URL) or another database"
                 )
+
+    def _check_layout(self, queue: str) -> None:
+        """Refuse a queue whose records another layout wrote (it has tenants, not our LAYOUT)."""
+        with self._translated():
+            ntid, found = self.client.hmget(self.layout.queue_key(queue, "meta"), "ntid", "layout")
+        if ntid is not None and (found is None or text(found) != LAYOUT):
+            raise SchemaError(
+                f"Redis at {self.options.safe_url}, queue {queue!r}: "
+                + OLD_LAYOUT.format(layout=LAYOUT)
+                + "; nothing was changed"
+            )
 
     def _route(self, token: str) -> tuple[str | None, str, str]:
         """(queue or None, job id, lease number text) of a lease token."""

@@ -24,8 +24,8 @@ from .keys import DEFAULT_PREFIX, check_prefix
 
 T = TypeVar("T")
 
-#: ZRANGE ... BYLEX LIMIT, float BLPOP timeouts and the Lua libraries used are all in 6.2.
-MIN_VERSION = (6, 2, 0)
+#: Redis Functions (FUNCTION LOAD, FCALL) are in 7.0, as is everything else fairq uses.
+MIN_VERSION = (7, 0, 0)
 #: fairq's own URL options; the rest of the query string goes to redis-py.
 OWN_OPTIONS = ("prefix", "max_payload_bytes")
 DEFAULT_BACKEND_MAX_PAYLOAD = 16 * 1024 * 1024
@@ -96,7 +96,7 @@ def check_version(version: str) -> tuple[int, ...]:
         need = ".".join(map(str, MIN_VERSION))
         raise StoreUnavailable(
             f"Redis {version} is too old for fairq: it needs Redis {need} or newer "
-            "(ZRANGEBYLEX with LIMIT, float BLPOP timeouts); upgrade the server"
+            "(Redis Functions: FUNCTION LOAD and FCALL); upgrade the server"
         )
     return found
 

@@ -70,6 +70,10 @@ PART_TYPES: dict[str, str] = {
 #: ``{prefix}:{<home queue>}:win:<hex name>:<hex tenant>`` (see ``Layout.window_key``).
 WINDOW_PART = "win"
 
+#: The version of the stored record layout (LAYOUT in _lib.lua), kept in each queue's meta:
+#: 2 is the binary records. Records of another layout are refused, never misread.
+LAYOUT = "2"
+
 #: Per-queue widths of the fixed-width numbers in members (TIDW, SEQW in _lib.lua).
 TID_WIDTH = 10
 SEQ_WIDTH = 16

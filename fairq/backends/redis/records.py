@@ -1,21 +1,26 @@
-"""Turning what the scripts store and return into fairq's records, and values into ARGV.
+"""Turning what the Lua functions store and return into fairq's records, and values into ARGV.
 
-A job is stored as one comma-separated record of numbers (see _lib.lua); floats are written
-with ``%.17g``, so ``float()`` reads back the very double Lua computed. Values sent to Lua use
-``repr``, which Lua's ``tonumber`` also reads back exactly.
+Jobs and tenants are stored as binary records (``codec`` in _lib.lua): a 2-byte mask of the
+optional fields present, the fixed fields, then the present optional fields, packed with
+Lua's ``struct`` and read here with Python's: doubles travel bit for bit. Values sent to Lua
+use ``repr``, which Lua's ``tonumber`` reads back exactly.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 from fairq.contract import TenantStats
+from fairq.errors import SchemaError
 from fairq.job import JobInfo, JobState, Lease, lease_token
 from fairq.policy import history
 from fairq.policy.rate import Rate
 
-from .keys import SEQ_WIDTH, TID_WIDTH
+from .keys import LAYOUT, SEQ_WIDTH, TID_WIDTH
 
 _STATES = {
     "s": JobState.SCHEDULED,
@@ -37,6 +42,45 @@ def text(raw: bytes | str) -> str:
 
 def _opt(field: str) -> float | None:
     return float(field) if field else None
+
+
+#: Python struct codes of the stored records, in the order of the Lua codecs.
+JOB_FIXED = "cdIidddddddd"
+JOB_OPTIONAL = "dddd"
+TENANT_FIXED = "dIIIddddd"
+TENANT_OPTIONAL = ("d", "d", "d", "16s", "d", "d", "d", "d", "d")
+
+OLD_LAYOUT = (
+    "this Redis holds fairq records in another layout (an older fairq stored them as text); "
+    "this fairq reads layout {layout} only. Delete the old keys (fairq is unreleased, so no "
+    "migration is offered) or use another key prefix (?prefix=… in the URL) or database"
+)
+
+
+@cache
+def _format(fixed: str, optional: tuple[str, ...], mask: int) -> str:
+    present = "".join(code for i, code in enumerate(optional) if mask >> i & 1)
+    return ">H" + fixed + present
+
+
+def unpack_record(
+    raw: bytes, fixed: str, optional: Sequence[str]
+) -> tuple[tuple[Any, ...], list[Any]]:
+    """The fixed fields and the optional ones (None when absent) of a binary record."""
+    mask = int.from_bytes(raw[:2], "big")
+    if mask >> len(optional):
+        raise SchemaError(OLD_LAYOUT.format(layout=LAYOUT))
+    try:
+        values = struct.unpack(_format(fixed, tuple(optional), mask), raw)
+    except struct.error:
+        raise SchemaError(OLD_LAYOUT.format(layout=LAYOUT)) from None
+    rest = iter(values[1 + len(fixed) :])
+    present = [next(rest) if mask >> i & 1 else None for i in range(len(optional))]
+    return values[1 : 1 + len(fixed)], present
+
+
+def _int(value: float | None) -> int | None:
+    return None if value is None else int(value)
 
 
 def rate_from(count: str, period: str, burst: str) -> Rate | None:
@@ -87,26 +131,29 @@ class JobRecord:
     charged: float  # seconds of the current run already charged to its tenant
 
     @classmethod
-    def parse(cls, raw: bytes | str) -> JobRecord:
-        f = text(raw).split(",")
+    def parse(cls, raw: bytes) -> JobRecord:
+        fixed, (ready_at, started_at, deadline, finished_at) = unpack_record(
+            raw, JOB_FIXED, JOB_OPTIONAL
+        )
+        state, seq, tid, priority, max_attempts, attempts, leases, *times = fixed
+        enqueued_at, run_at, lease_timeout, cost, charged = times
         return cls(
-            seq=int(f[0]),
-            tid=int(f[1]),
-            state=_STATES[f[2]],
-            priority=int(f[3]),
-            enqueued_at=float(f[4]),
-            run_at=float(f[5]),
-            ready_at=_opt(f[6]),
-            max_attempts=int(f[7]),
-            lease_timeout=float(f[8]),
-            cost=float(f[9]),
-            attempts=int(f[10]),
-            started_at=_opt(f[11]),
-            deadline=_opt(f[12]),
-            finished_at=_opt(f[13]),
-            # records from before leases/charged: the token named the attempt (see _lib_jobs.lua)
-            leases=int(f[14]) if len(f) > 14 else int(f[10]),
-            charged=float(f[15]) if len(f) > 15 else float(f[9]),
+            seq=int(seq),
+            tid=tid,
+            state=_STATES[state.decode()],
+            priority=priority,
+            enqueued_at=enqueued_at,
+            run_at=run_at,
+            ready_at=ready_at,
+            max_attempts=int(max_attempts),
+            lease_timeout=lease_timeout,
+            cost=cost,
+            attempts=int(attempts),
+            started_at=started_at,
+            deadline=deadline,
+            finished_at=finished_at,
+            leases=int(leases),
+            charged=charged,
         )
 
 
@@ -173,25 +220,26 @@ class TenantRecord:
     rate: Rate | None  # own setting; None: the queue's default
 
     @classmethod
-    def parse(cls, raw: bytes | str) -> TenantRecord:
-        f = text(raw).split(",")
-        f += [""] * (18 - len(f))
+    def parse(cls, raw: bytes) -> TenantRecord:
+        fixed, optional = unpack_record(raw, TENANT_FIXED, TENANT_OPTIONAL)
+        finish, ready, scheduled, running, succeeded, failed, dead, usage, usage_at = fixed
+        start, weight, cap, _eseq, tat, limited, count, period, burst = optional
         return cls(
-            finish=float(f[0]),
-            start=_opt(f[1]),
-            ready=int(f[2]),
-            scheduled=int(f[3]),
-            running=int(f[4]),
-            succeeded=int(f[5]),
-            failed=int(f[6]),
-            dead=int(f[7]),
-            weight=_opt(f[8]),
-            max_running=int(f[9]) if f[9] else None,
-            tat=_opt(f[11]),
-            limited_until=_opt(f[12]),
-            usage=float(f[13] or 0.0),
-            usage_at=float(f[14] or 0.0),
-            rate=rate_from(f[15], f[16], f[17]),
+            finish=finish,
+            start=start,
+            ready=ready,
+            scheduled=scheduled,
+            running=running,
+            succeeded=int(succeeded),
+            failed=int(failed),
+            dead=int(dead),
+            weight=weight,
+            max_running=_int(cap),
+            tat=tat,
+            limited_until=limited,
+            usage=usage,
+            usage_at=usage_at,
+            rate=None if count is None else Rate(int(count), period, int(burst)),
         )
 
     def stats(

@@ -1,10 +1,13 @@
-"""The Lua scripts: read from ``lua/*.lua`` once, run by SHA, reloaded after NOSCRIPT.
+"""The Lua operations: one Redis Functions library, loaded once, called with FCALL.
 
-Each operation is one script file; ``_lib.lua`` and ``_lib_jobs.lua`` (shared local functions,
-in that order) are prepended to it, so a script is self-contained on the server. Scripts run
-with EVALSHA; when the server has forgotten them (restart, ``SCRIPT FLUSH``, failover) the
-NOSCRIPT reply makes us load the source and try once more, which is safe because a script
-that is not loaded did not run.
+The library is ``_lib.lua`` and ``_lib_jobs.lua`` (shared helpers, created once when the
+library is loaded rather than on every call, which is what EVALSHA of a self-contained script
+paid for) followed by one file per operation, each registering its function. The library's
+name carries a hash of its source (``fairq_<hash>``, functions ``fairq_<hash>_<op>``), so two
+fairq versions sharing a Redis each call their own code; ``FUNCTION LOAD REPLACE`` makes
+loading idempotent. When the server does not know the function (restart without
+persistence, ``FUNCTION FLUSH``, failover) we load the library and try once more, which is
+safe because a function that is not loaded did not run.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from importlib import resources
 from typing import Any
 
 import redis
-from redis.exceptions import NoScriptError
 
 Arg = str | bytes | int | float
 
@@ -41,24 +43,33 @@ def _read(filename: str) -> str:
     return (resources.files("fairq.backends.redis") / "lua" / filename).read_text("utf-8")
 
 
-class Script:
-    """One operation script: its full source, its SHA1, and a call that survives NOSCRIPT."""
+class Library:
+    """The library's source and name, and a call that loads it when the server lacks it."""
 
-    def __init__(self, name: str, source: str) -> None:
-        self.name = name
-        self.source = source
-        self.sha = hashlib.sha1(source.encode()).hexdigest()
+    def __init__(self, body: str) -> None:
+        self.name = "fairq_" + hashlib.sha1(body.encode()).hexdigest()[:16]
+        self.source = f"#!lua name={self.name}\nlocal LIBRARY = '{self.name}'\n{body}"
 
-    def __call__(self, client: redis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+    def function(self, op: str) -> str:
+        return f"{self.name}_{op}"
+
+    def load(self, client: redis.Redis) -> None:
+        client.function_load(self.source, replace=True)
+
+    def __call__(
+        self, client: redis.Redis, op: str, keys: Sequence[str], args: Sequence[Arg]
+    ) -> Any:
+        name = self.function(op)
         try:
-            return client.evalsha(self.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            client.script_load(self.source)
-            return client.evalsha(self.sha, len(keys), *keys, *args)
+            return client.fcall(name, len(keys), *keys, *args)
+        except redis.ResponseError as exc:
+            if "function not found" not in str(exc).lower():
+                raise
+            self.load(client)
+            return client.fcall(name, len(keys), *keys, *args)
 
 
 @cache
-def scripts() -> dict[str, Script]:
-    """Every operation script, by name (read from the package once per process)."""
-    lib = "\n".join(_read(name) for name in _LIBS)
-    return {name: Script(name, lib + "\n" + _read(f"{name}.lua")) for name in NAMES}
+def library() -> Library:
+    """The operations library (read from the package once per process)."""
+    return Library("\n".join(_read(name) for name in (*_LIBS, *(f"{n}.lua" for n in NAMES))))

@@ -1,14 +1,18 @@
--- _lib.lua: shared helpers, prepended to every operation script when it is loaded.
+-- _lib.lua: shared helpers, the start of the one Redis Functions library fairq loads.
 --
--- Not a script of its own: it only defines local functions. Each operation script that
--- follows states its own contract (KEYS, ARGV, keys touched, return value).
+-- scripts.py builds the library: a header naming it (it defines LIBRARY, the library name),
+-- this file, _lib_jobs.lua, then one file per operation. Each operation file registers one
+-- function with `register` below and states its own contract (KEYS, ARGV, keys touched,
+-- return value). The helpers are created once, when the library is loaded, not per call.
 --
 -- Layout (docs in fairq/backends/redis/keys.py). Every per-queue key carries the hash tag
 -- {queue}; a queue's keys arrive in KEYS as one block of QUEUE_KEYS consecutive names:
---   meta      hash   V (virtual clock), ntid (tenant id counter), and the queue defaults:
---                    weight, cap, rcount/rperiod/rburst (rate), half_life, max_debt
---   tenants   hash   tid -> "F,S,ready,scheduled,running,succeeded,failed,dead,weight,cap,
---                            eseq,tat,limited_until,usage,usage_at,rcount,rperiod,rburst"
+--   meta      hash   V (virtual clock), ntid (tenant id counter), layout (LAYOUT, written
+--                    with the first tenant), and the queue defaults: weight, cap,
+--                    rcount/rperiod/rburst (rate), half_life, max_debt
+--   tenants   hash   tid -> binary record (TENANT below): F, ready, scheduled, running,
+--                    succeeded, failed, dead, usage, usage_at; optional S, weight, cap, eseq,
+--                    tat, limited_until, rcount, rperiod, rburst
 --   tids      hash   tenant name (exact bytes) -> tid
 --   tnames    hash   tid -> tenant name
 --   eligible  zset   score S, member head_seq(16) .. tid(10): order is exactly (S, head_seq)
@@ -18,9 +22,10 @@
 --   running   zset   score deadline, member seq(16) .. job_id: order (deadline, seq)
 --   dead      zset   score finished_at, member seq(16) .. job_id
 --   done      zset   score finished_at, member seq(16) .. job_id (succeeded, for pruning)
---   jobs      hash   job_id -> "seq,tid,state,priority,enqueued_at,run_at,ready_at,
---                               max_attempts,lease_timeout,cost,attempts,started_at,
---                               deadline,finished_at,leases,charged"
+--   jobs      hash   job_id -> binary record (JOB in _lib_jobs.lua): state, seq, tid,
+--                    priority, max_attempts, attempts, leases, enqueued_at, run_at,
+--                    lease_timeout, cost, charged; optional ready_at, started_at, deadline,
+--                    finished_at
 --   bodies    hash   job_id -> len(name) .. ":" .. name .. payload (never parsed here)
 --   errors    hash   job_id -> last error text
 --   backlog   set    tids with ready > 0 (what set_queue must refresh)
@@ -31,7 +36,9 @@
 --   tats      zset   score tat, member tid(10): tenants whose GCRA tat may still hold them
 --                    (set_queue resettles these; entries with tat <= now are trimmed there)
 --
--- Floats are stored as string.format('%.17g', x), which reads back to the same double.
+-- Records are struct.pack layouts (see `codec`): a double packed and unpacked is the same
+-- double, and the C side does the work that parsing text did. Floats in other places (zset
+-- scores, meta) are string.format('%.17g', x), which reads back to the same double.
 -- The tag arithmetic copies fairq/policy/fairness.py, rate.py and history.py expression for
 -- expression (math.pow is C pow, as Python's math.pow), so every double is bit-identical.
 
@@ -41,10 +48,31 @@ local MIN_CHARGE = 0.001
 local DEFAULT_HALF_LIFE = 60.0
 local WAKE_MAX, WAKE_PER_CALL = 64, 8
 local PRIO_TOP = 2147483647
+-- The record layout version (LAYOUT in keys.py), kept in each queue's meta.
+local LAYOUT = '2'
 
-local function fmt(x) return string.format('%.17g', x) end
+-- The KEYS and ARGV of the running call: a function receives them as arguments, and the
+-- helpers read them as a script would (Redis runs one call at a time).
+local KEYS, ARGV = {}, {}
+
+-- Register operation `name` as the function LIBRARY .. '_' .. name.
+local function register(name, body)
+  redis.register_function(LIBRARY .. '_' .. name, function(keys, args)
+    KEYS, ARGV = keys, args
+    return body()
+  end)
+end
+
+-- string.format costs as much as a redis.call, so fmt remembers its last answer (one call
+-- formats `now` many times); 0 is always formatted, as 0 == -0 but '0' ~= '-0'.
+local last_x, last_text = nil, nil
+local function fmt(x)
+  if x ~= last_x or x == 0 then last_x, last_text = x, string.format('%.17g', x) end
+  return last_text
+end
 local function int(x) return string.format('%d', x) end
-local function pad(n, width) return string.format('%0' .. width .. 'd', n) end
+local PAD = {[10] = '%010d', [16] = '%016d'}
+local function pad(n, width) return string.format(PAD[width], n) end
 local function opt(s) if s == '' or s == nil then return nil end return tonumber(s) end
 local function optfmt(x) if x == nil then return '' end return fmt(x) end
 local function optint(x) if x == nil then return '' end return int(x) end
@@ -53,6 +81,56 @@ local function optint(x) if x == nil then return '' end return int(x) end
 local function max2(a, b) if b > a then return b end return a end
 -- Python's min(a, b): the first argument unless the second is strictly less.
 local function min2(a, b) if b < a then return b end return a end
+
+-- -- records ------------------------------------------------------------------------------
+
+-- A record is struct.pack(format, mask, fixed fields..., present optional fields...): mask
+-- (2 bytes) has bit i - 1 set when optional field i is present. fixed and optional are lists
+-- of {name, struct code}; a table's fields of those names are read and written. An absent
+-- optional field is nil (or '' for a string). Each mask's format and present names are
+-- built once; the loops are numeric and call no C function, as every such call costs. (codec
+-- runs when the library loads, where Redis offers no library functions such as ipairs.)
+local BIT = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048}
+
+local function codec(fixed, optional)
+  local head = '>H'
+  local nfixed, nopt = #fixed, #optional
+  for i = 1, nfixed do head = head .. fixed[i][2] end
+  local layouts = {}
+  local function layout(mask)
+    local found = layouts[mask]
+    if found == nil then
+      found = {format = head, names = {}}
+      for i = 1, nopt do
+        if bit.band(mask, BIT[i]) ~= 0 then
+          found.format = found.format .. optional[i][2]
+          found.names[#found.names + 1] = optional[i][1]
+        end
+      end
+      layouts[mask] = found
+    end
+    return found
+  end
+  local function decode(raw, into)
+    local l = layout(string.byte(raw, 1) * 256 + string.byte(raw, 2))
+    local v = {struct.unpack(l.format, raw)}
+    for i = 1, nfixed do into[fixed[i][1]] = v[i + 1] end
+    local names = l.names
+    for i = 1, #names do into[names[i]] = v[nfixed + 1 + i] end
+    return into
+  end
+  local function encode(t)
+    local mask, v, n = 0, {0}, nfixed + 1
+    for i = 1, nfixed do v[i + 1] = t[fixed[i][1]] end
+    for i = 1, nopt do
+      local x = t[optional[i][1]]
+      if x ~= nil and x ~= '' then mask = mask + BIT[i]; n = n + 1; v[n] = x end
+    end
+    v[1] = mask
+    return struct.pack(layout(mask).format, unpack(v, 1, n))
+  end
+  return decode, encode
+end
 
 local function split(s)
   local out, n = {}, 0
@@ -124,16 +202,22 @@ end
 
 -- -- tenants --------------------------------------------------------------------------------
 
-local function tenant_from(q, tid, raw)
-  local f = split(raw)
-  return {
-    tid = tid, tidp = pad(tid, TIDW), F = tonumber(f[1]), S = opt(f[2]),
-    ready = tonumber(f[3]), scheduled = tonumber(f[4]), running = tonumber(f[5]),
-    succeeded = tonumber(f[6]), failed = tonumber(f[7]), dead = tonumber(f[8]),
-    weight = opt(f[9]), cap = opt(f[10]), eseq = f[11] or '', tat = opt(f[12]),
-    lim = opt(f[13]), usage = opt(f[14]) or 0.0, usage_at = opt(f[15]) or 0.0,
-    rate = rate_from(f[16], f[17], f[18]),
-  }
+-- The tenant record (TENANT_FIXED/TENANT_OPTIONAL in records.py).
+local tenant_decode, tenant_encode = codec(
+  {{'F', 'd'}, {'ready', 'I4'}, {'scheduled', 'I4'}, {'running', 'I4'}, {'succeeded', 'd'},
+   {'failed', 'd'}, {'dead', 'd'}, {'usage', 'd'}, {'usage_at', 'd'}},
+  {{'S', 'd'}, {'weight', 'd'}, {'cap', 'd'}, {'eseq', 'c16'}, {'tat', 'd'}, {'lim', 'd'},
+   {'rcount', 'd'}, {'rperiod', 'd'}, {'rburst', 'd'}})
+
+-- A stored tenant. Between calls the eligible index holds (S, eseq) for it exactly when eseq
+-- is not '', and eseq is then its head's seq (every change of a tenant's ready jobs is
+-- followed by `index`), so hseq (its head's seq, nil: unknown) and iS (the score in the
+-- index) start from them; `index` uses them to skip what it already knows.
+local function tenant_from(q, tid, tids, raw)
+  local t = tenant_decode(raw, {tid = tid, tidp = pad(tid, TIDW), tids = tids, eseq = ''})
+  t.rate = rate_from(t.rcount, t.rperiod, t.rburst)
+  if t.eseq ~= '' then t.hseq, t.iS = t.eseq, t.S end
+  return t
 end
 
 local function rate_fields(r)
@@ -142,11 +226,9 @@ local function rate_fields(r)
 end
 
 local function tenant_record(t)
-  return table.concat({
-    fmt(t.F), optfmt(t.S), int(t.ready), int(t.scheduled), int(t.running),
-    int(t.succeeded), int(t.failed), int(t.dead), optfmt(t.weight), optint(t.cap), t.eseq,
-    optfmt(t.tat), optfmt(t.lim), fmt(t.usage), fmt(t.usage_at), rate_fields(t.rate),
-  }, ',')
+  local r = t.rate or {}
+  t.rcount, t.rperiod, t.rburst = r.count, r.period, r.burst
+  return tenant_encode(t)
 end
 
 local function touch(q, t)
@@ -158,7 +240,8 @@ end
 local function tenant(q, tid)
   local t = q.tenants[tid]
   if t == nil then
-    t = tenant_from(q, tid, redis.call('HGET', q.k.tenants, int(tid)))
+    local tids = int(tid)
+    t = tenant_from(q, tid, tids, redis.call('HGET', q.k.tenants, tids))
     q.tenants[tid] = t
   end
   return touch(q, t)
@@ -169,17 +252,20 @@ local function tenant_named(q, name)
   local tid = redis.call('HGET', q.k.tids, name)
   if tid then return tenant(q, tonumber(tid)) end
   local n = redis.call('HINCRBY', q.k.meta, 'ntid', 1)
+  if n == 1 then redis.call('HSET', q.k.meta, 'layout', LAYOUT) end
   redis.call('HSET', q.k.tids, name, int(n))
   redis.call('HSET', q.k.tnames, int(n), name)
-  local t = tenant_from(q, n, '0,,0,0,0,0,0,0,,,')
-  t.name = name
+  local t = {
+    tid = n, tidp = pad(n, TIDW), tids = int(n), F = 0.0, ready = 0, scheduled = 0, running = 0,
+    succeeded = 0, failed = 0, dead = 0, usage = 0.0, usage_at = 0.0, eseq = '', name = name,
+  }
   q.tenants[n] = t
   return touch(q, t)
 end
 
 -- The tenant's name (its member in the limited zset), read once per call.
 local function name_of(q, t)
-  if t.name == nil then t.name = redis.call('HGET', q.k.tnames, int(t.tid)) end
+  if t.name == nil then t.name = redis.call('HGET', q.k.tnames, t.tids) end
   return t.name
 end
 
@@ -195,27 +281,35 @@ local function is_eligible(q, t)
     and t.lim == nil
 end
 
--- The first member of the tenant's ready FIFO (priority DESC, seq ASC), or nil.
-local function head(q, t)
+-- The first `n` members of the tenant's ready FIFO (priority DESC, seq ASC).
+local function heads(q, t, n)
   local hi = '(' .. pad(t.tid + 1, TIDW)
-  return redis.call('ZRANGEBYLEX', q.k.ready, '[' .. t.tidp, hi, 'LIMIT', 0, 1)[1]
+  return redis.call('ZRANGEBYLEX', q.k.ready, '[' .. t.tidp, hi, 'LIMIT', 0, n)
+end
+
+-- The seq of a ready member (nil: none).
+local function ready_seq(m)
+  if m == nil then return '' end
+  return string.sub(m, TIDW + PRIOW + 1, TIDW + PRIOW + SEQW)
 end
 
 -- Record the tenant's current (S, head_seq) in the eligible index (or take it out).
 local function index(q, t)
   local seq = ''
   if t.S ~= nil then
-    local m = head(q, t)
-    if m then seq = string.sub(m, TIDW + PRIOW + 1, TIDW + PRIOW + SEQW) end
+    if t.hseq == nil then t.hseq = ready_seq(heads(q, t, 1)[1]) end
+    seq = t.hseq
   end
   if t.eseq ~= '' and t.eseq ~= seq then
     redis.call('ZREM', q.k.eligible, t.eseq .. t.tidp)
   end
   if seq ~= '' then
-    redis.call('ZADD', q.k.eligible, fmt(t.S), seq .. t.tidp)
+    if seq ~= t.eseq or t.S ~= t.iS then
+      redis.call('ZADD', q.k.eligible, fmt(t.S), seq .. t.tidp)
+    end
     if t.eseq == '' then q.wake = q.wake + 1 end
   end
-  t.eseq = seq
+  t.eseq, t.iS = seq, t.S
 end
 
 -- "Refresh": newly eligible -> S = max(F, V) (a returning tenant on a queue with a half-life:

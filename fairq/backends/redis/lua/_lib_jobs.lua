@@ -4,30 +4,15 @@
 
 -- -- jobs -----------------------------------------------------------------------------------
 
-local function job_from(id, raw)
-  local f = split(raw)
-  local j = {
-    id = id, seq = tonumber(f[1]), tid = tonumber(f[2]), state = f[3],
-    priority = tonumber(f[4]), enqueued_at = tonumber(f[5]), run_at = tonumber(f[6]),
-    ready_at = opt(f[7]), max_attempts = tonumber(f[8]), lease_timeout = tonumber(f[9]),
-    cost = tonumber(f[10]), attempts = tonumber(f[11]), started_at = opt(f[12]),
-    deadline = opt(f[13]), finished_at = opt(f[14]),
-  }
-  -- Records written before leases/charged existed: their tokens named the attempt, and a
-  -- run was charged its estimate, so those are the values that keep them valid.
-  j.leases = opt(f[15]) or j.attempts
-  j.charged = opt(f[16]) or j.cost
-  return j
-end
+-- The job record (JOB_FIXED/JOB_OPTIONAL in records.py).
+local job_decode, job_encode = codec(
+  {{'state', 'c1'}, {'seq', 'd'}, {'tid', 'I4'}, {'priority', 'i4'}, {'max_attempts', 'd'},
+   {'attempts', 'd'}, {'leases', 'd'}, {'enqueued_at', 'd'}, {'run_at', 'd'},
+   {'lease_timeout', 'd'}, {'cost', 'd'}, {'charged', 'd'}},
+  {{'ready_at', 'd'}, {'started_at', 'd'}, {'deadline', 'd'}, {'finished_at', 'd'}})
 
-local function job_record(j)
-  return table.concat({
-    int(j.seq), int(j.tid), j.state, int(j.priority), fmt(j.enqueued_at), fmt(j.run_at),
-    optfmt(j.ready_at), int(j.max_attempts), fmt(j.lease_timeout), fmt(j.cost),
-    int(j.attempts), optfmt(j.started_at), optfmt(j.deadline), optfmt(j.finished_at),
-    int(j.leases or 0), fmt(j.charged or 0.0),
-  }, ',')
-end
+local function job_from(id, raw) return job_decode(raw, {id = id}) end
+local function job_record(j) return job_encode(j) end
 
 local function load_job(q, id)
   local raw = redis.call('HGET', q.k.jobs, id)
@@ -41,14 +26,20 @@ local function save_job(q, j)
   return record
 end
 
-local function seq_member(j) return pad(j.seq, SEQW) .. j.id end
+-- The job's seq as member text (formatted once per job and call).
+local function seqp(j)
+  if j.seqp == nil then j.seqp = pad(j.seq, SEQW) end
+  return j.seqp
+end
+
+local function seq_member(j) return seqp(j) .. j.id end
 
 local function ready_member(j)
-  return pad(j.tid, TIDW) .. pad(PRIO_TOP - j.priority, PRIOW) .. pad(j.seq, SEQW) .. j.id
+  return pad(j.tid, TIDW) .. pad(PRIO_TOP - j.priority, PRIOW) .. seqp(j) .. j.id
 end
 
 local function readyat_member(j)
-  return pad(j.tid, TIDW) .. sortable(j.ready_at) .. pad(j.seq, SEQW)
+  return pad(j.tid, TIDW) .. sortable(j.ready_at) .. seqp(j)
 end
 
 -- Into its tenant's ready FIFO ("make ready") as of ready_at, then refresh.
@@ -59,6 +50,7 @@ local function make_ready(q, t, j, now, ready_at)
   t.ready = t.ready + 1
   if t.ready == 1 then redis.call('SADD', q.k.backlog, t.tidp) end
   redis.call('ZADD', q.k.ready, 0, ready_member(j))
+  t.hseq = nil  -- the head may have changed
   redis.call('ZADD', q.k.readyat, 0, readyat_member(j))
   q.wake = q.wake + 1
   refresh(q, t, now, returning)
@@ -169,9 +161,11 @@ local function dispatch(q, now)
   local first = redis.call('ZRANGE', q.k.eligible, 0, 0)[1]
   if first == nil then return nil end
   local t = tenant(q, tonumber(string.sub(first, SEQW + 1)))
-  local m = head(q, t)
+  local first2 = heads(q, t, 2)
+  local m = first2[1]
   local j = load_job(q, string.sub(m, TIDW + PRIOW + SEQW + 1))
   redis.call('ZREM', q.k.ready, m)
+  t.hseq = ready_seq(first2[2])
   redis.call('ZREM', q.k.readyat, readyat_member(j))
   j.state = 'R'
   j.attempts = j.attempts + 1
@@ -200,7 +194,7 @@ local function dispatch(q, now)
   if is_eligible(q, t) then t.S = t.F else t.S = nil end
   index(q, t)
   local record = save_job(q, j)
-  local name = redis.call('HGET', q.k.tnames, int(t.tid))
+  local name = redis.call('HGET', q.k.tnames, t.tids)
   return {j.id, record, redis.call('HGET', q.k.bodies, j.id), name}
 end
 
@@ -209,7 +203,7 @@ end
 -- Write back the tenants and the clock this call changed; wake idle workers if work appeared.
 local function flush(q)
   for tid, t in pairs(q.dirty) do
-    redis.call('HSET', q.k.tenants, int(tid), tenant_record(t))
+    redis.call('HSET', q.k.tenants, t.tids, tenant_record(t))
   end
   q.dirty = {}
   if q.vdirty then

@@ -7,11 +7,13 @@
 -- Returns: {'ok'}; {'nf'} when no job is held under the lease; {'exp', deadline} when the
 --       lease expired. Nothing is changed unless 'ok'.
 
-local now = tonumber(ARGV[3])
-local q = open_queue(1, '')
-local j, problem = held(q, ARGV[1], ARGV[2], now)
-if problem == 'nf' then return {'nf'} end
-if problem == 'exp' then return {'exp', fmt(j.deadline)} end
-succeed(q, j, now)
-flush(q)
-return {'ok'}
+register('ack', function()
+  local now = tonumber(ARGV[3])
+  local q = open_queue(1, '')
+  local j, problem = held(q, ARGV[1], ARGV[2], now)
+  if problem == 'nf' then return {'nf'} end
+  if problem == 'exp' then return {'exp', fmt(j.deadline)} end
+  succeed(q, j, now)
+  flush(q)
+  return {'ok'}
+end)

@@ -6,8 +6,10 @@
 -- Returns: one string per token, in order: 'ok', or '' when the lease is lost (expired or
 --       unknown, or acked earlier in this batch; nothing is changed for it).
 
-local now = tonumber(ARGV[1])
-return each_held(now, function(q, j)
-  succeed(q, j, now)
-  return 'ok'
+register('ack_many', function()
+  local now = tonumber(ARGV[1])
+  return each_held(now, function(q, j)
+    succeed(q, j, now)
+    return 'ok'
+  end)
 end)

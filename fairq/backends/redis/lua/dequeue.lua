@@ -9,33 +9,35 @@
 -- Returns: {promoted, expired, block, id, record, body, tenant, block, id, ...}: each job
 --       is what one single dequeue at `now` would give, in order. Counts are integers.
 
-local now = tonumber(ARGV[1])
-local limit = tonumber(ARGV[2])
-local order = {}
-for i = 4, #ARGV do order[#order + 1] = tonumber(ARGV[i]) end
+register('dequeue', function()
+  local now = tonumber(ARGV[1])
+  local limit = tonumber(ARGV[2])
+  local order = {}
+  for i = 4, #ARGV do order[#order + 1] = tonumber(ARGV[i]) end
 
-local queues = {}
-local promoted, expired = 0, 0
-for _, b in ipairs(order) do
-  local q = open_queue(b, '')
-  queues[b] = q
-  local p, e = maintain_queue(q, now)
-  promoted, expired = promoted + p, expired + e
-end
-
-local out = {promoted, expired}
-local taken = 0
-while taken < limit do
-  local got, from = nil, nil
+  local queues = {}
+  local promoted, expired = 0, 0
   for _, b in ipairs(order) do
-    got = dispatch(queues[b], now)
-    if got then from = b; break end
+    local q = open_queue(b, '')
+    queues[b] = q
+    local p, e = maintain_queue(q, now)
+    promoted, expired = promoted + p, expired + e
   end
-  if got == nil then break end
-  out[#out + 1] = from
-  for _, v in ipairs(got) do out[#out + 1] = v end
-  taken = taken + 1
-end
 
-for _, b in ipairs(order) do flush(queues[b]) end
-return out
+  local out = {promoted, expired}
+  local taken = 0
+  while taken < limit do
+    local got, from = nil, nil
+    for _, b in ipairs(order) do
+      got = dispatch(queues[b], now)
+      if got then from = b; break end
+    end
+    if got == nil then break end
+    out[#out + 1] = from
+    for _, v in ipairs(got) do out[#out + 1] = v end
+    taken = taken + 1
+  end
+
+  for _, b in ipairs(order) do flush(queues[b]) end
+  return out
+end)

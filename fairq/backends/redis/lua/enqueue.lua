@@ -10,50 +10,52 @@
 --       tnames, eligible, ready, readyat, scheduled, jobs, bodies, backlog, wake.
 -- Returns: {} when stored; {'dup', id, ...} (nothing stored) when ids are already stored.
 
-local now = tonumber(ARGV[1])
-local nblocks = tonumber(ARGV[2])
-local njobs = tonumber(ARGV[3 + nblocks])
-local FIELDS = 9
-local first = 4 + nblocks
-local directory = table.remove(KEYS, 1)
-local counter = table.remove(KEYS, 1)
-local queue_set = table.remove(KEYS, 1)
+register('enqueue', function()
+  local now = tonumber(ARGV[1])
+  local nblocks = tonumber(ARGV[2])
+  local njobs = tonumber(ARGV[3 + nblocks])
+  local FIELDS = 9
+  local first = 4 + nblocks
+  local directory = table.remove(KEYS, 1)
+  local counter = table.remove(KEYS, 1)
+  local queue_set = table.remove(KEYS, 1)
 
-local dups = {}
-for i = 0, njobs - 1 do
-  local id = ARGV[first + i * FIELDS + 1]
-  if redis.call('HEXISTS', directory, id) == 1 then dups[#dups + 1] = id end
-end
-if #dups > 0 then return {'dup', unpack(dups)} end
-
-local queues = {}
-for b = 1, nblocks do
-  queues[b] = open_queue(b, ARGV[2 + b])
-  redis.call('SADD', queue_set, ARGV[2 + b])
-end
-
-local seq = redis.call('INCRBY', counter, njobs) - njobs
-for i = 0, njobs - 1 do
-  local a = first + i * FIELDS
-  local q = queues[tonumber(ARGV[a])]
-  local t = tenant_named(q, ARGV[a + 3])
-  seq = seq + 1
-  local j = {
-    id = ARGV[a + 1], seq = seq, tid = t.tid, state = 's', priority = tonumber(ARGV[a + 4]),
-    enqueued_at = now, run_at = tonumber(ARGV[a + 5]), ready_at = nil,
-    max_attempts = tonumber(ARGV[a + 6]), lease_timeout = tonumber(ARGV[a + 7]),
-    cost = tonumber(ARGV[a + 8]), attempts = 0, leases = 0, charged = 0.0,
-  }
-  redis.call('HSET', directory, j.id, q.name)
-  redis.call('HSET', q.k.bodies, j.id, ARGV[a + 2])
-  if j.run_at <= now then
-    make_ready(q, t, j, now, now)
-  else
-    t.scheduled = t.scheduled + 1
-    redis.call('ZADD', q.k.scheduled, fmt(j.run_at), seq_member(j))
+  local dups = {}
+  for i = 0, njobs - 1 do
+    local id = ARGV[first + i * FIELDS + 1]
+    if redis.call('HEXISTS', directory, id) == 1 then dups[#dups + 1] = id end
   end
-  save_job(q, j)
-end
+  if #dups > 0 then return {'dup', unpack(dups)} end
 
-for b = 1, nblocks do flush(queues[b]) end
-return {}
+  local queues = {}
+  for b = 1, nblocks do
+    queues[b] = open_queue(b, ARGV[2 + b])
+    redis.call('SADD', queue_set, ARGV[2 + b])
+  end
+
+  local seq = redis.call('INCRBY', counter, njobs) - njobs
+  for i = 0, njobs - 1 do
+    local a = first + i * FIELDS
+    local q = queues[tonumber(ARGV[a])]
+    local t = tenant_named(q, ARGV[a + 3])
+    seq = seq + 1
+    local j = {
+      id = ARGV[a + 1], seq = seq, tid = t.tid, state = 's', priority = tonumber(ARGV[a + 4]),
+      enqueued_at = now, run_at = tonumber(ARGV[a + 5]), ready_at = nil,
+      max_attempts = tonumber(ARGV[a + 6]), lease_timeout = tonumber(ARGV[a + 7]),
+      cost = tonumber(ARGV[a + 8]), attempts = 0, leases = 0, charged = 0.0,
+    }
+    redis.call('HSET', directory, j.id, q.name)
+    redis.call('HSET', q.k.bodies, j.id, ARGV[a + 2])
+    if j.run_at <= now then
+      make_ready(q, t, j, now, now)
+    else
+      t.scheduled = t.scheduled + 1
+      redis.call('ZADD', q.k.scheduled, fmt(j.run_at), seq_member(j))
+    end
+    save_job(q, j)
+  end
+
+  for b = 1, nblocks do flush(queues[b]) end
+  return {}
+end)

@@ -8,14 +8,16 @@
 -- Returns: {'ok', record, body, tenant, error} (the job after the call); {'nf'};
 --       {'exp', deadline}. Nothing is changed unless 'ok'.
 
-local now = tonumber(ARGV[3])
-local q = open_queue(1, '')
-local j, problem = held(q, ARGV[1], ARGV[2], now)
-if problem == 'nf' then return {'nf'} end
-if problem == 'exp' then return {'exp', fmt(j.deadline)} end
+register('fail', function()
+  local now = tonumber(ARGV[3])
+  local q = open_queue(1, '')
+  local j, problem = held(q, ARGV[1], ARGV[2], now)
+  if problem == 'nf' then return {'nf'} end
+  if problem == 'exp' then return {'exp', fmt(j.deadline)} end
 
-local t = tenant(q, j.tid)
-local record = fail_job(q, t, j, now, now, ARGV[4], opt(ARGV[5]))
-flush(q)
-local name = redis.call('HGET', q.k.tnames, int(t.tid))
-return {'ok', record, redis.call('HGET', q.k.bodies, j.id), name, ARGV[4]}
+  local t = tenant(q, j.tid)
+  local record = fail_job(q, t, j, now, now, ARGV[4], opt(ARGV[5]))
+  flush(q)
+  local name = redis.call('HGET', q.k.tnames, t.tids)
+  return {'ok', record, redis.call('HGET', q.k.bodies, j.id), name, ARGV[4]}
+end)

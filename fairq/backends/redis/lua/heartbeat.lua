@@ -10,21 +10,23 @@
 -- charged, the difference / w moves its tenant's F (and usage), and an eligible tenant is
 -- retagged; a paused tenant (w = 0) is not charged.
 
-local now = tonumber(ARGV[1])
-return each_held(now, function(q, j)
-  local t = tenant(q, j.tid)
-  local w = weight_of(q, t)
-  local elapsed = now - j.started_at
-  if not (elapsed <= j.charged or w <= 0) then
-    local finish = t.F + (elapsed - j.charged) / w
-    j.charged = elapsed
-    if finish ~= t.F then
-      set_finish(q, t, finish, now)
-      if t.S ~= nil then retag(q, t) end
+register('heartbeat', function()
+  local now = tonumber(ARGV[1])
+  return each_held(now, function(q, j)
+    local t = tenant(q, j.tid)
+    local w = weight_of(q, t)
+    local elapsed = now - j.started_at
+    if not (elapsed <= j.charged or w <= 0) then
+      local finish = t.F + (elapsed - j.charged) / w
+      j.charged = elapsed
+      if finish ~= t.F then
+        set_finish(q, t, finish, now)
+        if t.S ~= nil then retag(q, t) end
+      end
     end
-  end
-  j.deadline = now + j.lease_timeout
-  redis.call('ZADD', q.k.running, fmt(j.deadline), seq_member(j))
-  save_job(q, j)
-  return fmt(j.deadline)
+    j.deadline = now + j.lease_timeout
+    redis.call('ZADD', q.k.running, fmt(j.deadline), seq_member(j))
+    save_job(q, j)
+    return fmt(j.deadline)
+  end)
 end)

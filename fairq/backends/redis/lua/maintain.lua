@@ -9,36 +9,38 @@
 -- Returns: {promoted, expired, pruned, next_due ('' when nothing is pending)}: next_due is
 --       the earliest pending run_at, lease deadline or limited_until.
 
-local now = tonumber(ARGV[1])
-local before = opt(ARGV[2])
-local maintained = tonumber(ARGV[3])
-local directory = table.remove(KEYS, 1)
-local nblocks = #KEYS / QUEUE_KEYS
+register('maintain', function()
+  local now = tonumber(ARGV[1])
+  local before = opt(ARGV[2])
+  local maintained = tonumber(ARGV[3])
+  local directory = table.remove(KEYS, 1)
+  local nblocks = #KEYS / QUEUE_KEYS
 
-local promoted, expired, pruned = 0, 0, 0
-local next_due = nil
-for b = 1, maintained do
-  local q = open_queue(b, '')
-  local p, e = maintain_queue(q, now)
-  promoted, expired = promoted + p, expired + e
-  flush(q)
-  next_due = next_due_of(q, next_due)
-end
-
-if before ~= nil then
-  for b = 1, nblocks do
+  local promoted, expired, pruned = 0, 0, 0
+  local next_due = nil
+  for b = 1, maintained do
     local q = open_queue(b, '')
-    local old = redis.call('ZRANGEBYSCORE', q.k.done, '-inf', '(' .. fmt(before))
-    for _, m in ipairs(old) do
-      local id = string.sub(m, SEQW + 1)
-      redis.call('HDEL', q.k.jobs, id)
-      redis.call('HDEL', q.k.bodies, id)
-      redis.call('HDEL', q.k.errors, id)
-      redis.call('HDEL', directory, id)
-      redis.call('ZREM', q.k.done, m)
-    end
-    pruned = pruned + #old
+    local p, e = maintain_queue(q, now)
+    promoted, expired = promoted + p, expired + e
+    flush(q)
+    next_due = next_due_of(q, next_due)
   end
-end
 
-return {promoted, expired, pruned, optfmt(next_due)}
+  if before ~= nil then
+    for b = 1, nblocks do
+      local q = open_queue(b, '')
+      local old = redis.call('ZRANGEBYSCORE', q.k.done, '-inf', '(' .. fmt(before))
+      for _, m in ipairs(old) do
+        local id = string.sub(m, SEQW + 1)
+        redis.call('HDEL', q.k.jobs, id)
+        redis.call('HDEL', q.k.bodies, id)
+        redis.call('HDEL', q.k.errors, id)
+        redis.call('HDEL', directory, id)
+        redis.call('ZREM', q.k.done, m)
+      end
+      pruned = pruned + #old
+    end
+  end
+
+  return {promoted, expired, pruned, optfmt(next_due)}
+end)

@@ -5,17 +5,19 @@
 -- Touches: meta (read), tenants, eligible, ready, readyat, running, jobs, backlog, wake.
 -- Returns: {'ok'}; {'nf'}; {'exp', deadline}. Nothing is changed unless 'ok'.
 
-local now = tonumber(ARGV[3])
-local q = open_queue(1, '')
-local j, problem = held(q, ARGV[1], ARGV[2], now)
-if problem == 'nf' then return {'nf'} end
-if problem == 'exp' then return {'exp', fmt(j.deadline)} end
+register('release', function()
+  local now = tonumber(ARGV[3])
+  local q = open_queue(1, '')
+  local j, problem = held(q, ARGV[1], ARGV[2], now)
+  if problem == 'nf' then return {'nf'} end
+  if problem == 'exp' then return {'exp', fmt(j.deadline)} end
 
-local t = tenant(q, j.tid)
-end_run(q, t, j, now, now)
-j.attempts = j.attempts - 1
-make_ready(q, t, j, now, now)
-retag(q, t)
-save_job(q, j)
-flush(q)
-return {'ok'}
+  local t = tenant(q, j.tid)
+  end_run(q, t, j, now, now)
+  j.attempts = j.attempts - 1
+  make_ready(q, t, j, now, now)
+  retag(q, t)
+  save_job(q, j)
+  flush(q)
+  return {'ok'}
+end)

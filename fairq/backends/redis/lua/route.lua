@@ -16,52 +16,54 @@
 -- another slot. Each list entry is "time:span", so a reader knows the span of the last
 -- routing (what the model filters by) without another key.
 
-local now = tonumber(ARGV[1])
-local out = {}
-local a = 2
-while a <= #ARGV do
-  local key = KEYS[tonumber(ARGV[a])]
-  local size = tonumber(ARGV[a + 1])
-  local span = tonumber(ARGV[a + 2])
-  local home = ARGV[a + 3]
-  local nrules = tonumber(ARGV[a + 4])
-  a = a + 5
+register('route', function()
+  local now = tonumber(ARGV[1])
+  local out = {}
+  local a = 2
+  while a <= #ARGV do
+    local key = KEYS[tonumber(ARGV[a])]
+    local size = tonumber(ARGV[a + 1])
+    local span = tonumber(ARGV[a + 2])
+    local home = ARGV[a + 3]
+    local nrules = tonumber(ARGV[a + 4])
+    a = a + 5
 
-  local stored = redis.call('LRANGE', key, 0, -1)
-  local kept, gap = {}, false
-  for _, entry in ipairs(stored) do
-    local t = tonumber(string.sub(entry, 1, string.find(entry, ':', 1, true) - 1))
-    if t >= now - span then
-      kept[#kept + 1] = t
-    elseif #kept > 0 then
-      gap = true  -- an old time after a kept one (the clock went back): rewrite the list
+    local stored = redis.call('LRANGE', key, 0, -1)
+    local kept, gap = {}, false
+    for _, entry in ipairs(stored) do
+      local t = tonumber(string.sub(entry, 1, string.find(entry, ':', 1, true) - 1))
+      if t >= now - span then
+        kept[#kept + 1] = t
+      elseif #kept > 0 then
+        gap = true  -- an old time after a kept one (the clock went back): rewrite the list
+      end
     end
-  end
-  kept[#kept + 1] = now
-  local first = math.max(1, #kept - size + 1)
-  local times = {}
-  for i = first, #kept do times[#times + 1] = kept[i] end
+    kept[#kept + 1] = now
+    local first = math.max(1, #kept - size + 1)
+    local times = {}
+    for i = first, #kept do times[#times + 1] = kept[i] end
 
-  local suffix = ':' .. fmt(span)
-  if gap then
-    redis.call('DEL', key)
-    for _, t in ipairs(times) do redis.call('RPUSH', key, fmt(t) .. suffix) end
-  else
-    redis.call('RPUSH', key, fmt(now) .. suffix)
-    redis.call('LTRIM', key, -#times, -1)
-  end
-  redis.call('PEXPIRE', key, math.ceil(span * 1000))
-
-  local chosen = home
-  for _ = 1, nrules do
-    local threshold, per, queue = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2]
-    a = a + 3
-    local count = 0
-    for _, t in ipairs(times) do
-      if now - per <= t and t <= now then count = count + 1 end
+    local suffix = ':' .. fmt(span)
+    if gap then
+      redis.call('DEL', key)
+      for _, t in ipairs(times) do redis.call('RPUSH', key, fmt(t) .. suffix) end
+    else
+      redis.call('RPUSH', key, fmt(now) .. suffix)
+      redis.call('LTRIM', key, -#times, -1)
     end
-    if count > threshold then chosen = queue end
+    redis.call('PEXPIRE', key, math.ceil(span * 1000))
+
+    local chosen = home
+    for _ = 1, nrules do
+      local threshold, per, queue = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2]
+      a = a + 3
+      local count = 0
+      for _, t in ipairs(times) do
+        if now - per <= t and t <= now then count = count + 1 end
+      end
+      if count > threshold then chosen = queue end
+    end
+    out[#out + 1] = chosen
   end
-  out[#out + 1] = chosen
-end
-return out
+  return out
+end)

@@ -13,33 +13,35 @@
 -- new rate can hold). Every other tenant's resettle is a no-op, so the cost is O(those
 -- tenants), never a scan of the queue's tenants.
 
-local queues = table.remove(KEYS, 1)
-redis.call('SADD', queues, ARGV[1])
-local now = tonumber(ARGV[9])
-local q = open_queue(1, ARGV[1])
-q.weight = tonumber(ARGV[2])
-q.cap = opt(ARGV[3])
-q.rate = rate_from(ARGV[4], ARGV[5], ARGV[6])
-q.half_life = opt(ARGV[7])
-q.max_debt = tonumber(ARGV[8])
-local count, period, burst = rate_fields(q.rate)
-redis.call('HSET', q.k.meta, 'weight', fmt(q.weight), 'cap', optint(q.cap), 'rcount', count,
-  'rperiod', period, 'rburst', burst, 'half_life', optfmt(q.half_life),
-  'max_debt', fmt(q.max_debt))
+register('set_queue', function()
+  local queues = table.remove(KEYS, 1)
+  redis.call('SADD', queues, ARGV[1])
+  local now = tonumber(ARGV[9])
+  local q = open_queue(1, ARGV[1])
+  q.weight = tonumber(ARGV[2])
+  q.cap = opt(ARGV[3])
+  q.rate = rate_from(ARGV[4], ARGV[5], ARGV[6])
+  q.half_life = opt(ARGV[7])
+  q.max_debt = tonumber(ARGV[8])
+  local count, period, burst = rate_fields(q.rate)
+  redis.call('HSET', q.k.meta, 'weight', fmt(q.weight), 'cap', optint(q.cap), 'rcount', count,
+    'rperiod', period, 'rburst', burst, 'half_life', optfmt(q.half_life),
+    'max_debt', fmt(q.max_debt))
 
-redis.call('ZREMRANGEBYSCORE', q.k.tats, '-inf', fmt(now))
-local seen = {}
-local function settle(tid)
-  if seen[tid] then return end
-  seen[tid] = true
-  resettle(q, tenant(q, tid), now)
-end
-for _, tidp in ipairs(redis.call('SMEMBERS', q.k.backlog)) do settle(tonumber(tidp)) end
-for _, tidp in ipairs(redis.call('ZRANGE', q.k.tats, 0, -1)) do settle(tonumber(tidp)) end
-for _, name in ipairs(redis.call('ZRANGE', q.k.limited, 0, -1)) do
-  settle(tonumber(redis.call('HGET', q.k.tids, name)))
-end
-flush(q)
-local n = 0
-for _ in pairs(seen) do n = n + 1 end
-return n
+  redis.call('ZREMRANGEBYSCORE', q.k.tats, '-inf', fmt(now))
+  local seen = {}
+  local function settle(tid)
+    if seen[tid] then return end
+    seen[tid] = true
+    resettle(q, tenant(q, tid), now)
+  end
+  for _, tidp in ipairs(redis.call('SMEMBERS', q.k.backlog)) do settle(tonumber(tidp)) end
+  for _, tidp in ipairs(redis.call('ZRANGE', q.k.tats, 0, -1)) do settle(tonumber(tidp)) end
+  for _, name in ipairs(redis.call('ZRANGE', q.k.limited, 0, -1)) do
+    settle(tonumber(redis.call('HGET', q.k.tids, name)))
+  end
+  flush(q)
+  local n = 0
+  for _ in pairs(seen) do n = n + 1 end
+  return n
+end)

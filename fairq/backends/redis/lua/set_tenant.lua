@@ -10,20 +10,22 @@
 -- Returns: {tenant record, oldest readyat member or false, queue weight, queue cap or '',
 --       queue rate 'count,period,burst' or '', queue half_life or '', queue max_debt}.
 
-local queues = table.remove(KEYS, 1)
-redis.call('SADD', queues, ARGV[1])
-local now = tonumber(ARGV[6])
-local q = open_queue(1, ARGV[1])
-local t = tenant_named(q, ARGV[2])
-if ARGV[3] ~= 'keep' then t.weight = opt(ARGV[3]) end
-if ARGV[4] ~= 'keep' then t.cap = opt(ARGV[4]) end
-if ARGV[5] ~= 'keep' then
-  local f = split(ARGV[5])
-  t.rate = rate_from(f[1], f[2], f[3])
-end
-resettle(q, t, now)
-flush(q)
-local queue_rate = ''
-if q.rate ~= nil then queue_rate = table.concat({rate_fields(q.rate)}, ',') end
-return {tenant_record(t), oldest_member(q, t), fmt(q.weight), optint(q.cap), queue_rate,
-  optfmt(q.half_life), fmt(q.max_debt)}
+register('set_tenant', function()
+  local queues = table.remove(KEYS, 1)
+  redis.call('SADD', queues, ARGV[1])
+  local now = tonumber(ARGV[6])
+  local q = open_queue(1, ARGV[1])
+  local t = tenant_named(q, ARGV[2])
+  if ARGV[3] ~= 'keep' then t.weight = opt(ARGV[3]) end
+  if ARGV[4] ~= 'keep' then t.cap = opt(ARGV[4]) end
+  if ARGV[5] ~= 'keep' then
+    local f = split(ARGV[5])
+    t.rate = rate_from(f[1], f[2], f[3])
+  end
+  resettle(q, t, now)
+  flush(q)
+  local queue_rate = ''
+  if q.rate ~= nil then queue_rate = table.concat({rate_fields(q.rate)}, ',') end
+  return {tenant_record(t), oldest_member(q, t), fmt(q.weight), optint(q.cap), queue_rate,
+    optfmt(q.half_life), fmt(q.max_debt)}
+end)
