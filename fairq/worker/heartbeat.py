@@ -52,7 +52,7 @@ class Heartbeat:
         last_beat = float("-inf")
         while not self._stopped.is_set():
             self.running.changed.clear()
-            leases = self.running.leases()
+            leases = self.running.watch()
             if not leases:
                 self.running.changed.wait()
                 continue

@@ -109,7 +109,7 @@ def test_job_end_is_logged_with_structured_fields(
 ) -> None:
     tenant = "ü" * 300
     job_id = app.jobs["record"].enqueue(tenant, str(tmp_path), "x")
-    with caplog.at_level(logging.INFO, logger="fairq.worker"), Worker(app).in_thread():
+    with caplog.at_level(logging.DEBUG, logger="fairq.worker"), Worker(app).in_thread():
         wait_state(app, job_id, JobState.SUCCEEDED)
         ends = wait_for(
             lambda: [r for r in caplog.records if getattr(r, "action", None) == "job_end"],
@@ -141,7 +141,7 @@ def test_a_lost_lease_is_logged_and_the_worker_goes_on(
     app: App, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     job_id = app.jobs["block_short_lease"].enqueue("t1", str(tmp_path), "slow")
-    with caplog.at_level(logging.INFO, logger="fairq.worker"):
+    with caplog.at_level(logging.DEBUG, logger="fairq.worker"):
         with Worker(app, heartbeat_interval=3600.0).in_thread():
             wait_for(lambda: "slow" in marks(tmp_path, "started"), "the job to start")
             lapsed = app.clock() + 10.0  # as if the worker had stalled past the lease
