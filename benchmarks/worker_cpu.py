@@ -23,6 +23,7 @@ from pathlib import Path
 
 from fairq.app import Call, Options
 from fairq.demo.jobs import NOOP, make_app
+from fairq.worker.worker import DEFAULT_CONCURRENCY
 
 QUEUE = "bench"
 TENANTS = 10
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--store", choices=["sqlite", "redis", "postgres"], default="sqlite")
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3, help="runs; the median is reported")
-    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
     parser.add_argument("--log-level", default="info", help="the worker's --log-level")
     parser.add_argument("extra", nargs="*", help="more `fairq worker` options (after --)")
     args = parser.parse_args(argv)

@@ -64,7 +64,8 @@ class JobRunner:
         """
         entry = self.running.add(lease)
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("job %s %s started", lease.job_id, lease.name, extra=job_fields(lease, "start"))
+            fields = job_fields(lease, "start")
+            log.debug("job %s %s started", lease.job_id, lease.name, extra=fields)
         prepared = self._prepare(lease)
         if isinstance(prepared, str):
             self._reject(entry, prepared)

@@ -12,7 +12,7 @@ import pytest
 
 from fairq import App, ConfigError, JobState
 from fairq.contract import EnqueueParams, MaintainParams
-from fairq.job import NewJob
+from fairq.job import NewJob, encode_payload
 from fairq.worker import Worker
 
 from .apps import make_app
@@ -178,6 +178,42 @@ def test_undecodable_payload_and_arguments_that_do_not_fit_are_dead_at_once(app:
     assert "cannot be decoded" in (bad_json.last_error or "")
     assert bad_args.attempts == 1
     assert "do not fit job record(tenant" in (bad_args.last_error or "")
+
+
+def test_arguments_are_checked_by_their_names_not_only_their_count(
+    app: App, tmp_path: Path
+) -> None:
+    """The fit of arguments is remembered per shape: a keyword with a wrong name is not taken
+    for the right one seen before."""
+    now = app.clock()
+    wd = str(tmp_path)
+    payloads = [
+        encode_payload(["t1", wd], {"tag": "a"}),
+        encode_payload(["t1", wd], {"tag": "b"}),
+        encode_payload(["t1", wd], {"tog": "c"}),
+    ]
+    jobs = [_record_job(payload, now) for payload in payloads]
+    app.backend.enqueue(EnqueueParams(jobs=jobs, now=now))
+    with Worker(app, concurrency=1).in_thread():
+        wait_state(app, jobs[0].id, JobState.SUCCEEDED)
+        wait_state(app, jobs[1].id, JobState.SUCCEEDED)
+        wrong = wait_state(app, jobs[2].id, JobState.DEAD)
+    assert set(marks(tmp_path, "done")) == {"a", "b"}
+    assert "do not fit job record(tenant" in (wrong.last_error or "")
+
+
+def _record_job(payload: str, now: float) -> NewJob:
+    return NewJob(
+        id=uuid.uuid4().hex,
+        name="record",
+        queue="default",
+        tenant="t1",
+        payload=payload,
+        run_at=now,
+        max_attempts=3,
+        lease_timeout=60.0,
+        cost=1.0,
+    )
 
 
 def test_start_is_logged_without_the_store_password(
