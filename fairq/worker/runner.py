@@ -31,6 +31,7 @@ log = logging.getLogger("fairq.worker")
 
 Prepared = tuple[JobDefinition[Any, Any], list[Any], dict[str, Any]]
 Shape = tuple[str, int, frozenset[str]]
+MAX_SHAPES = 1024  # a job taking **kwargs fits endless shapes: remember only so many
 
 
 class JobRunner:
@@ -120,7 +121,8 @@ class JobRunner:
         shape = (definition.name, len(args), frozenset(kwargs))
         if shape not in self._fits:
             definition.signature.bind(*args, **kwargs)
-            self._fits.add(shape)
+            if len(self._fits) < MAX_SHAPES:
+                self._fits.add(shape)
 
     def _reject(self, entry: Running, reason: str) -> None:
         if self.running.claim(entry.lease.token) is None:
