@@ -26,6 +26,7 @@ from fairq.app import App, Call, Options
 from fairq.demo.jobs import NOOP, make_app
 from fairq.demo.workers import start_workers
 from fairq.job import JobState
+from fairq.worker.worker import DEFAULT_CONCURRENCY
 
 QUEUE = "bench"
 TENANTS = 10
@@ -80,7 +81,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=10_000, help="jobs per run (default 10000)")
     parser.add_argument("--runs", type=int, default=3, help="runs; the median is reported")
     parser.add_argument("--processes", type=int, default=2, help="worker processes")
-    parser.add_argument("--concurrency", type=int, default=4, help="jobs at once per process")
+    parser.add_argument(
+        "--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="jobs at once per process"
+    )
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.runs < 1:
         parser.error("--jobs and --runs must be at least 1")

@@ -90,7 +90,8 @@ def idle_latency(url: str, samples: int) -> list[float]:
     backend = PostgresBackend(url, schema=schema)
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "latencyapp.py").write_text(textwrap.dedent(APP))
-        env = {**os.environ, "FAIRQ_URL": f"{url}?schema={schema}", "PYTHONPATH": tmp}
+        path = os.pathsep.join([tmp, os.environ.get("PYTHONPATH", "")])
+        env = {**os.environ, "FAIRQ_URL": f"{url}?schema={schema}", "PYTHONPATH": path}
         command = [sys.executable, "-c", "from fairq.cli import main; main()",
                    "--log-level", "warning", "worker", "latencyapp:app", "-c", "4"]  # fmt: skip
         worker = subprocess.Popen(command, cwd=tmp, env=env)
@@ -131,8 +132,9 @@ def main() -> None:
     latencies = idle_latency(args.url, args.samples)
     p50 = statistics.median(latencies)
     p95 = latencies[int(len(latencies) * 0.95) - 1]
+    p99 = latencies[int(len(latencies) * 0.99) - 1]
     print(f"\nidle enqueue→start over {len(latencies)} jobs: p50 {p50:.2f} ms, "
-          f"p95 {p95:.2f} ms, max {latencies[-1]:.2f} ms")  # fmt: skip
+          f"p95 {p95:.2f} ms, p99 {p99:.2f} ms, max {latencies[-1]:.2f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -35,7 +35,10 @@ def main() -> None:
     client = redis.Redis.from_url(URL)
     client.flushdb()
     app.publish()
-    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
     worker = subprocess.Popen(
         [sys.executable, "-m", "fairq", "worker", "redis_latency_jobs:app"],
         cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -14,7 +14,7 @@ from fairq.errors import FairqError
 from fairq.worker import Worker
 from fairq.worker.joblog import describe
 from fairq.worker.supervisor import Supervisor, watch_parent
-from fairq.worker.worker import DEFAULT_RETENTION
+from fairq.worker.worker import DEFAULT_CONCURRENCY, DEFAULT_RETENTION
 
 
 @cli.command("worker")
@@ -33,7 +33,7 @@ from fairq.worker.worker import DEFAULT_RETENTION
     "-c",
     "--concurrency",
     type=click.IntRange(min=1),
-    default=4,
+    default=DEFAULT_CONCURRENCY,
     show_default=True,
     help="Jobs each process runs at once (def and async def jobs together).",
 )

@@ -50,9 +50,13 @@ class Heartbeat:
 
     def _serve(self) -> None:
         last_beat = float("-inf")
-        while not self._stopped.is_set():
+        while True:
             self.running.changed.clear()
-            leases = self.running.leases()
+            # Checked after the clear: a stop() between the two would otherwise be lost, and
+            # the wait below would never end (stop() sets the flag, then ``changed``).
+            if self._stopped.is_set():
+                return
+            leases = self.running.watch()
             if not leases:
                 self.running.changed.wait()
                 continue

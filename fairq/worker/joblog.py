@@ -1,5 +1,9 @@
 """What the worker logs: one line per job end, with the same fields in ``extra`` for handlers.
 
+A success is logged at DEBUG (one line per job is most of a no-op job's cost at INFO); every
+other outcome at WARNING or ERROR. ``--log-level debug`` (or the ``fairq.worker`` logger at
+DEBUG) shows the successes too, with the same structured fields.
+
 Every record of ``fairq.worker`` about a job carries ``action`` (what happened) and the job's id,
 name, tenant, queue and attempt as attributes, so a JSON or OpenTelemetry handler needs no
 parsing. Tenants are shown as ``repr`` cut to 100 characters: they are arbitrary user strings.
@@ -34,7 +38,7 @@ class Outcome(str, Enum):
 
 
 LEVELS = {
-    Outcome.SUCCEEDED: logging.INFO,
+    Outcome.SUCCEEDED: logging.DEBUG,
     Outcome.RETRYING: logging.WARNING,
     Outcome.DEAD: logging.ERROR,
     Outcome.LEASE_LOST: logging.WARNING,
@@ -70,12 +74,15 @@ def log_job_end(
     exc_info: BaseException | None = None,
 ) -> None:
     """One line for the end of one attempt; ``exc_info`` adds the traceback."""
+    level = LEVELS[outcome]
+    if not log.isEnabledFor(level):
+        return  # nothing is built for a line nobody reads
     fields = job_fields(lease, "job_end")
     fields["outcome"] = str(outcome)
     fields["duration_ms"] = round(duration * 1000, 1)
     fields["error"] = error
     log.log(
-        LEVELS[outcome],
+        level,
         "job %s %s tenant=%s queue=%s attempt=%d/%d outcome=%s duration_ms=%.1f%s",
         lease.job_id,
         lease.name,

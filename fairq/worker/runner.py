@@ -30,6 +30,8 @@ from fairq.worker.running import Running, RunningJobs
 log = logging.getLogger("fairq.worker")
 
 Prepared = tuple[JobDefinition[Any, Any], list[Any], dict[str, Any]]
+Shape = tuple[str, int, frozenset[str]]
+MAX_SHAPES = 1024  # a job taking **kwargs fits endless shapes: remember only so many
 
 
 class JobRunner:
@@ -51,6 +53,7 @@ class JobRunner:
         self._threads = DaemonPool(running.capacity, "fairq-job")
         self._reporter = DaemonPool(1, "fairq-report")  # stores async jobs' outcomes off the loop
         self._loop: LoopThread | None = None  # started with the first async job
+        self._fits: set[Shape] = set()  # argument shapes known to bind (see _check_fit)
         self.completions = Completions(
             self.backend, running, clock=clock, max_size=running.capacity
         )
@@ -61,7 +64,9 @@ class JobRunner:
         Called from one thread only (the fetch loop's).
         """
         entry = self.running.add(lease)
-        log.debug("job %s %s started", lease.job_id, lease.name, extra=job_fields(lease, "start"))
+        if log.isEnabledFor(logging.DEBUG):
+            fields = job_fields(lease, "start")
+            log.debug("job %s %s started", lease.job_id, lease.name, extra=fields)
         prepared = self._prepare(lease)
         if isinstance(prepared, str):
             self._reject(entry, prepared)
@@ -101,11 +106,23 @@ class JobRunner:
         except Exception as exc:
             return f"the payload of job {lease.name!r} cannot be decoded ({describe(exc)})"
         try:
-            definition.signature.bind(*args, **kwargs)
+            self._check_fit(definition, args, kwargs)
         except TypeError as exc:
             signature = f"{lease.name}{definition.signature}"
             return f"the stored arguments do not fit job {signature}: {exc}"
         return definition, args, kwargs
+
+    def _check_fit(
+        self, definition: JobDefinition[Any, Any], args: list[Any], kwargs: dict[str, Any]
+    ) -> None:
+        """Raise TypeError if the arguments do not fit the function. Whether they fit depends
+        only on how many positional ones there are and the keywords' names, so each such shape
+        is bound once per job name."""
+        shape = (definition.name, len(args), frozenset(kwargs))
+        if shape not in self._fits:
+            definition.signature.bind(*args, **kwargs)
+            if len(self._fits) < MAX_SHAPES:
+                self._fits.add(shape)
 
     def _reject(self, entry: Running, reason: str) -> None:
         if self.running.claim(entry.lease.token) is None:

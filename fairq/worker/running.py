@@ -10,6 +10,7 @@ until the claimant calls ``done``, so shutdown can wait for outcomes still being
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -35,17 +36,21 @@ class RunningJobs:
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._jobs: dict[str, Running] = {}
-        self._cond = threading.Condition(threading.RLock())
+        self._cond = threading.Condition(threading.Lock())
         self._closed = False  # no more slots are handed out (the worker stops taking jobs)
         self._abandoned = False  # stop waiting for running jobs (hand them back now)
-        self.changed = threading.Event()  # set whenever a lease is added (for the heartbeat)
+        # Set when the heartbeat must look again: a lease added while none was held, or one
+        # shorter than every lease it last saw (see ``watch``); not on every add.
+        self.changed = threading.Event()
+        self._shortest = math.inf  # the shortest lease_timeout the heartbeat last saw
 
     def add(self, lease: Lease) -> Running:
+        entry = Running(lease)
         with self._cond:
-            entry = Running(lease)
+            if not self._jobs or lease.lease_timeout < self._shortest:
+                self.changed.set()
             self._jobs[lease.token] = entry
-            self.changed.set()
-            return entry
+        return entry
 
     def claim(self, token: str) -> Running | None:
         """Take charge of a lease's outcome; ``None`` when someone else already has."""
@@ -70,9 +75,13 @@ class RunningJobs:
             self._jobs.pop(token, None)
             self._cond.notify_all()
 
-    def leases(self) -> list[Lease]:
+    def watch(self) -> list[Lease]:
+        """The held leases, for the heartbeat: from now on ``changed`` is set only by a lease
+        shorter than all of these (its beats must come sooner), or by the first one after none."""
         with self._cond:
-            return [entry.lease for entry in self._jobs.values()]
+            leases = [entry.lease for entry in self._jobs.values()]
+            self._shortest = min((lease.lease_timeout for lease in leases), default=math.inf)
+            return leases
 
     def __len__(self) -> int:
         with self._cond:

@@ -96,3 +96,36 @@ def test_the_flusher_stores_a_lone_success_after_max_wait() -> None:
         assert store.batches == [[lease.token]]
     finally:
         buffer.close()
+
+
+def test_the_heartbeat_is_woken_only_by_a_first_or_a_shorter_lease() -> None:
+    """Waking it on every dequeued job would cost a thread switch per job for nothing: a lease
+    as long as those it watches needs no earlier beat."""
+    store = ReferenceModel()
+    jobs = [
+        NewJob(
+            id=f"j{n}",
+            name="task",
+            queue="default",
+            tenant="a",
+            payload="{}",
+            run_at=0.0,
+            max_attempts=3,
+            lease_timeout=timeout,
+            cost=1.0,
+        )
+        for n, timeout in enumerate([30.0, 30.0, 10.0])
+    ]
+    store.enqueue(EnqueueParams(jobs=jobs, now=0.0))
+    first, same, shorter = store.dequeue(
+        DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=3)
+    )
+    running = RunningJobs(3)
+    running.add(first)
+    assert running.changed.is_set()  # the first lease after none
+    running.changed.clear()
+    assert running.watch() == [first]
+    running.add(same)
+    assert not running.changed.is_set()
+    running.add(shorter)
+    assert running.changed.is_set()

@@ -12,7 +12,7 @@ import pytest
 
 from fairq import App, ConfigError, JobState
 from fairq.contract import EnqueueParams, MaintainParams
-from fairq.job import NewJob
+from fairq.job import NewJob, encode_payload
 from fairq.worker import Worker
 
 from .apps import make_app
@@ -109,7 +109,7 @@ def test_job_end_is_logged_with_structured_fields(
 ) -> None:
     tenant = "ü" * 300
     job_id = app.jobs["record"].enqueue(tenant, str(tmp_path), "x")
-    with caplog.at_level(logging.INFO, logger="fairq.worker"), Worker(app).in_thread():
+    with caplog.at_level(logging.DEBUG, logger="fairq.worker"), Worker(app).in_thread():
         wait_state(app, job_id, JobState.SUCCEEDED)
         ends = wait_for(
             lambda: [r for r in caplog.records if getattr(r, "action", None) == "job_end"],
@@ -141,7 +141,7 @@ def test_a_lost_lease_is_logged_and_the_worker_goes_on(
     app: App, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     job_id = app.jobs["block_short_lease"].enqueue("t1", str(tmp_path), "slow")
-    with caplog.at_level(logging.INFO, logger="fairq.worker"):
+    with caplog.at_level(logging.DEBUG, logger="fairq.worker"):
         with Worker(app, heartbeat_interval=3600.0).in_thread():
             wait_for(lambda: "slow" in marks(tmp_path, "started"), "the job to start")
             lapsed = app.clock() + 10.0  # as if the worker had stalled past the lease
@@ -178,6 +178,42 @@ def test_undecodable_payload_and_arguments_that_do_not_fit_are_dead_at_once(app:
     assert "cannot be decoded" in (bad_json.last_error or "")
     assert bad_args.attempts == 1
     assert "do not fit job record(tenant" in (bad_args.last_error or "")
+
+
+def test_arguments_are_checked_by_their_names_not_only_their_count(
+    app: App, tmp_path: Path
+) -> None:
+    """The fit of arguments is remembered per shape: a keyword with a wrong name is not taken
+    for the right one seen before."""
+    now = app.clock()
+    wd = str(tmp_path)
+    payloads = [
+        encode_payload(["t1", wd], {"tag": "a"}),
+        encode_payload(["t1", wd], {"tag": "b"}),
+        encode_payload(["t1", wd], {"tog": "c"}),
+    ]
+    jobs = [_record_job(payload, now) for payload in payloads]
+    app.backend.enqueue(EnqueueParams(jobs=jobs, now=now))
+    with Worker(app, concurrency=1).in_thread():
+        wait_state(app, jobs[0].id, JobState.SUCCEEDED)
+        wait_state(app, jobs[1].id, JobState.SUCCEEDED)
+        wrong = wait_state(app, jobs[2].id, JobState.DEAD)
+    assert set(marks(tmp_path, "done")) == {"a", "b"}
+    assert "do not fit job record(tenant" in (wrong.last_error or "")
+
+
+def _record_job(payload: str, now: float) -> NewJob:
+    return NewJob(
+        id=uuid.uuid4().hex,
+        name="record",
+        queue="default",
+        tenant="t1",
+        payload=payload,
+        run_at=now,
+        max_attempts=3,
+        lease_timeout=60.0,
+        cost=1.0,
+    )
 
 
 def test_start_is_logged_without_the_store_password(

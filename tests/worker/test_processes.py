@@ -23,12 +23,21 @@ def test_def_and_async_jobs_run_and_are_acked(store: Store) -> None:
         store.app.jobs["record"].enqueue("t1", wd, "sync"),
         store.app.jobs["record_async"].enqueue("t2", wd, "async"),
     ]
-    worker = store.worker("--burst")
+    worker = store.worker("--burst", log_level="debug")
     assert worker.exit_code() == 0
     for job_id in ids:
         assert job(store.app, job_id).state is JobState.SUCCEEDED
     assert set(marks(store.workdir, "done")) == {"sync", "async"}
-    assert "outcome=succeeded" in worker.log()
+    assert worker.log().count("outcome=succeeded") == 2
+
+
+def test_successes_are_not_logged_at_the_default_level(store: Store) -> None:
+    """One line per succeeded job is DEBUG: at INFO it would be most of a short job's cost."""
+    store.app.jobs["record"].enqueue("t1", str(store.workdir), "sync")
+    worker = store.worker("--burst")
+    assert worker.exit_code() == 0
+    assert "started" in worker.log()
+    assert "outcome=succeeded" not in worker.log()
 
 
 def test_failing_job_is_retried_then_dead(store: Store) -> None:
