@@ -67,7 +67,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--concurrency", type=int, default=4, help="fairq threads per process")
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="fairq threads per process (Dramatiq: 8)"
+    )
     parser.add_argument("--peers", default=",".join(PEERS))
     args = parser.parse_args()
     results: dict[str, list[dict[str, float]]] = {}

@@ -66,10 +66,7 @@ def is_eligible(
     """May the scheduler pick this tenant now: work waiting, a free slot under its cap,
     not paused (weight 0), and not waiting on its rate limit."""
     return (
-        ready > 0
-        and (max_running is None or running < max_running)
-        and weight > 0
-        and not limited
+        ready > 0 and (max_running is None or running < max_running) and weight > 0 and not limited
     )
 
 

@@ -97,4 +97,3 @@ def check_rate(rate: object) -> Rate | None:
     if isinstance(rate, str):
         return Rate.parse(rate)
     raise ConfigError(f"rate must be a string like '100/minute' or a fairq.Rate, got {rate!r}")
-

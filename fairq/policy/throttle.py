@@ -67,8 +67,7 @@ def check_rules(rules: Sequence[Throttle], home: str, declared: Sequence[str]) -
             raise ConfigError(f"throttle rules must be fairq.Throttle objects, got {rule!r}")
         if rule.queue == home:
             raise ConfigError(
-                f"throttle rule {rule} routes to the job's own queue {home!r}; "
-                "name a slower queue"
+                f"throttle rule {rule} routes to the job's own queue {home!r}; name a slower queue"
             )
         if rule.queue not in declared:
             raise ConfigError(
