@@ -75,9 +75,13 @@ def main() -> None:
     _print_table(rows, args)
 
 
+KEYS = ("small_p50_ms", "small_p99_ms", "small_max_ms")
+
+
 def _ms(figures: Figures, key: str) -> str:
     value = float(figures[key])  # type: ignore[arg-type]
-    mark = ">" if key != "small_p50_ms" and int(figures["censored"]) else ""  # type: ignore[call-overload]
+    censored = figures["censored_at"][KEYS.index(key)]  # type: ignore[index]
+    mark = ">" if censored else ""
     return f"{mark}{value:,.0f}" if value >= 10 else f"{mark}{value:.1f}"
 
 

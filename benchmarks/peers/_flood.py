@@ -139,18 +139,24 @@ def _figures(
     censored = expected - len(small)
     waits += [ended - small_at] * censored  # never started: waited at least this long
     waits.sort()
+    started = len(waits) - censored
     return {
         "small_p50_ms": _pct(waits, 50) * 1000,
         "small_p99_ms": _pct(waits, 99) * 1000,
         "small_max_ms": waits[-1] * 1000,
+        # Which of those are lower bounds: the rank falls among jobs that never started.
+        "censored_at": [_rank(len(waits), q) > started for q in (50, 99, 100)],
         "censored": censored,
         "jain": _jain_while_backlogged(starts, all_in, ended),
     }
 
 
+def _rank(n: int, q: float) -> int:
+    return max(math.ceil(q / 100 * n), 1)
+
+
 def _pct(values: list[float], q: float) -> float:
-    rank = max(math.ceil(q / 100 * len(values)), 1)
-    return values[rank - 1]
+    return values[_rank(len(values), q) - 1]
 
 
 def _jain_while_backlogged(
