@@ -39,6 +39,7 @@ from fairq.model import rules
 from fairq.model.reads import Reads
 from fairq.model.state import Job, Queue, Tenant
 from fairq.policy import throttle
+from fairq.policy.tenant import forgettable
 
 LEASE_EXPIRED_ERROR = "lease expired"
 
@@ -167,6 +168,7 @@ class ReferenceModel(Reads):
     def _ack(self, job: Job, now: float) -> None:
         queue, tenant = self._end_run(job, now, now)
         tenant.succeeded += 1
+        tenant.kept += 1
         job.state = JobState.SUCCEEDED
         job.finished_at = now
         rules.retag(queue, tenant)
@@ -256,7 +258,7 @@ class ReferenceModel(Reads):
             promoted, expired = self._maintain(params.now, names)
             pruned = 0
             if params.retention is not None:
-                pruned = self._prune(params.now - params.retention)
+                pruned = self._prune(params.now - params.retention, params.now)
             return MaintainResult(
                 promoted=promoted,
                 expired=expired,
@@ -333,7 +335,8 @@ class ReferenceModel(Reads):
                 due.append(limited)
         return min(due, default=None)
 
-    def _prune(self, before: float) -> int:
+    def _prune(self, before: float, now: float) -> int:
+        """Delete old succeeded jobs; a tenant whose last stored job goes is forgotten."""
         old = [
             j
             for j in self._jobs.values()
@@ -342,6 +345,11 @@ class ReferenceModel(Reads):
         for job in old:
             del self._jobs[job.id]
             del self._by_seq[job.seq]
+            queue = self._queues[job.queue]
+            tenant = queue.tenants[job.tenant]
+            tenant.kept -= 1
+            if forgettable(tenant, own_settings=tenant.own_settings(), now=now):
+                del queue.tenants[job.tenant]  # heap entries naming it are now stale
         return len(old)
 
     # -- settings --------------------------------------------------------------------------

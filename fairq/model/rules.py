@@ -58,8 +58,8 @@ def first_limited(queue: Queue, now: float) -> Tenant | None:
     """The tenant whose rate limit ends first, if it ends by ``now`` (stale entries dropped)."""
     while queue.limited:
         until, name = queue.limited[0]
-        tenant = queue.tenants[name]
-        if tenant.limited_until != until:
+        tenant = queue.tenants.get(name)
+        if tenant is None or tenant.limited_until != until:
             heapq.heappop(queue.limited)
             continue
         return tenant if until <= now else None
@@ -69,7 +69,8 @@ def first_limited(queue: Queue, now: float) -> Tenant | None:
 def next_limited(queue: Queue) -> float | None:
     while queue.limited:
         until, name = queue.limited[0]
-        if queue.tenants[name].limited_until == until:
+        tenant = queue.tenants.get(name)
+        if tenant is not None and tenant.limited_until == until:
             return until
         heapq.heappop(queue.limited)
     return None

@@ -66,6 +66,10 @@ class Tenant:
     succeeded: int = 0
     failed: int = 0
     dead: int = 0
+    kept: int = 0  # succeeded jobs still stored: pruning the last one may forget the tenant
+
+    def own_settings(self) -> bool:
+        return self.weight is not None or self.max_running is not None or self.rate is not None
 
     def head_seq(self) -> int | None:
         return self.ready_heap[0][1] if self.ready_heap else None
@@ -85,6 +89,7 @@ class Queue:
     eligible: list[tuple[float, int, str, int]] = field(default_factory=list)
     scheduled: list[tuple[float, int]] = field(default_factory=list)  # (run_at, seq)
     running: list[tuple[float, int, int]] = field(default_factory=list)  # (deadline, seq, attempt)
+    versions: int = 0  # eligible-heap versions, per queue: a forgotten tenant's stay stale
 
     def tenant(self, name: str) -> Tenant:
         found = self.tenants.get(name)
@@ -106,7 +111,8 @@ class Queue:
 
     def index(self, tenant: Tenant) -> None:
         """Record the tenant's current start tag in the eligible heap."""
-        tenant.version += 1
+        self.versions += 1
+        tenant.version = self.versions
         head = tenant.head_seq()
         if tenant.start is not None and head is not None:
             heapq.heappush(self.eligible, (tenant.start, head, tenant.name, tenant.version))
@@ -114,8 +120,8 @@ class Queue:
     def first_eligible(self) -> Tenant | None:
         while self.eligible:
             _, _, name, version = self.eligible[0]
-            tenant = self.tenants[name]
-            if tenant.version == version and tenant.start is not None:
+            tenant = self.tenants.get(name)
+            if tenant is not None and tenant.version == version and tenant.start is not None:
                 return tenant
             heapq.heappop(self.eligible)
         return None

@@ -90,6 +90,26 @@ class RunState(Protocol):
     def started_at(self) -> float | None: ...
 
 
+class StoredTenant(Protocol):
+    """A tenant's counts of the jobs stored for it, and its rate state."""
+
+    ready: int
+    scheduled: int
+    running: int
+    dead: int
+    kept: int  # succeeded jobs not yet pruned
+    tat: float | None
+
+
+def forgettable(tenant: StoredTenant, *, own_settings: bool, now: float) -> bool:
+    """Whether pruning may forget the tenant: no job is stored for it, it has no settings of its
+    own, and its rate state cannot matter (``tat`` None or past: GCRA then gives the same
+    results as for a new tenant). A returning tenant starts like a new one (S = V)."""
+    stored = tenant.ready + tenant.scheduled + tenant.running + tenant.dead + tenant.kept
+    past = tenant.tat is None or tenant.tat <= now
+    return stored == 0 and not own_settings and past
+
+
 def eligible(queue: QueueState[T], tenant: T) -> bool:
     return fairness.is_eligible(
         tenant.ready,

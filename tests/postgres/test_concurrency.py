@@ -12,6 +12,7 @@ from fairq.contract import (
     AckParams,
     DequeueParams,
     EnqueueParams,
+    MaintainParams,
     QueueSettings,
     SetQueueParams,
     StatsParams,
@@ -125,3 +126,48 @@ def test_interleaved_dequeues_leave_the_tags_a_single_worker_would() -> None:
     finally:
         concurrent.close()
         single.close()
+
+
+def test_a_prune_forgetting_tenants_races_enqueues_of_those_tenants(pg: DisposableBackend) -> None:
+    """Pruning covers every queue, also those whose lock maintenance does not hold: a tenant
+    row it deletes may be the one a concurrent enqueue is about to lock. The enqueue creates it
+    again; no job is lost and every job's tenant row exists."""
+    rounds = 120
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def produce() -> None:
+        try:
+            for n in range(rounds):
+                job = NewJob(id=f"p{n}", name="task", queue="other", tenant=f"t{n % 3}",
+                             payload="{}", run_at=0.0, max_attempts=3, lease_timeout=600.0,
+                             cost=1.0)  # fmt: skip
+                pg.enqueue(EnqueueParams(jobs=[job], now=float(n)))
+                (lease,) = pg.dequeue(DequeueParams(queues=["other"], worker_id="w", now=n))
+                pg.ack(AckParams(token=lease.token, now=float(n)))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            done.set()
+
+    def prune() -> None:
+        try:
+            while not done.is_set():
+                pg.maintain(MaintainParams(now=1e9, queues=["default"], retention=0.0))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=produce), threading.Thread(target=prune)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    pg.maintain(MaintainParams(now=1e9, retention=0.0))
+    assert pg.stats(StatsParams()) == []
+    with psycopg.connect(server_url()) as conn:
+        orphans = conn.execute(
+            f'SELECT count(*) FROM "{pg.schema}".jobs j WHERE NOT EXISTS '
+            f'(SELECT 1 FROM "{pg.schema}".tenants t WHERE t.id = j.tenant_id)'
+        ).fetchone()
+    assert orphans == (0,)

@@ -14,7 +14,7 @@ from fairq.backends.postgres.sql import fill_schema, latest_version, migrations,
 from fairq.backends.postgres.url import parse_url
 from fairq.cli import cli
 from fairq.cli import migrate as _registers_migrate  # noqa: F401
-from fairq.contract import AckParams, DequeueParams, QueueSettings, StatsParams
+from fairq.contract import AckParams, DequeueParams, MaintainParams, QueueSettings, StatsParams
 from fairq.errors import SchemaError
 
 from ._store import drop_schema, fresh_schema, server_url, with_user
@@ -208,5 +208,44 @@ VALUES
  (5, 'dead', 1, 'default', 'task', 'dead', '{}', 0, 3, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
   5.0, NULL, 6.0, 'boom', 'w');
 SELECT setval('{schema}.jobs_seq_seq', 5);
+SELECT setval('{schema}.tenants_id_seq', 1);
+"""
+
+
+def test_version_7_counts_the_succeeded_jobs_already_stored(schema: str) -> None:
+    """kept is backfilled: the tenant is forgotten when its last old succeeded job is pruned."""
+    with psycopg.connect(server_url(), autocommit=True) as conn, conn.transaction():
+        for migration in migrations()[:6]:
+            conn.execute(fill_schema(migration.script, schema).encode())
+            conn.execute(
+                f'INSERT INTO "{schema}".fairq_migrations VALUES (%s, %s)',
+                (migration.version, migration.name),
+            )
+        conn.execute(fill_schema(V6_SUCCEEDED, schema).encode())
+    backend = PostgresBackend(server_url(), schema=schema)
+    try:
+        assert backend.maintain(MaintainParams(now=30.0, retention=10.0)).pruned == 1
+        (stats,) = backend.stats(StatsParams(queue="default", tenant="acme"))
+        assert stats.succeeded == 2
+        assert backend.maintain(MaintainParams(now=100.0, retention=10.0)).pruned == 1
+        assert backend.stats(StatsParams(queue="default")) == []
+    finally:
+        backend.close()
+
+
+# One tenant with two succeeded jobs, finished at 5 and at 50, as version 6 stored them.
+V6_SUCCEEDED = """
+INSERT INTO {schema}.queues (name) VALUES ('default');
+INSERT INTO {schema}.tenants (id, queue, tenant, tenant_key, weight, succeeded)
+VALUES (1, 'default', 'acme', sha256('acme'::bytea), 1.0, 2);
+INSERT INTO {schema}.jobs (seq, id, tenant_id, queue, name, state, payload, priority, attempts,
+                           max_attempts, lease_timeout, cost, enqueued_at, run_at, ready_at,
+                           started_at, finished_at, worker_id)
+VALUES
+ (1, 's1', 1, 'default', 'task', 'succeeded', '{}', 0, 1, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  4.0, 5.0, 'w'),
+ (2, 's2', 1, 'default', 'task', 'succeeded', '{}', 0, 1, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  49.0, 50.0, 'w');
+SELECT setval('{schema}.jobs_seq_seq', 2);
 SELECT setval('{schema}.tenants_id_seq', 1);
 """

@@ -140,6 +140,8 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
         "throttle_windows_prune": {"now": 50.0, "limit": 1000},
         "next_due": {"queue": "default"},
         "jobs_prune": {"before": 2.5},
+        "tenants_unkeep": {"ids": [8, 9], "counts": [1, 2]},
+        "tenants_forget": {"ids": [8, 9]},
         "inbox_insert": inbox,
         "inbox_take": {"queue": "default"},
         "inbox_by_ids": {"ids": ["j70"]},

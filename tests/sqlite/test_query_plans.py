@@ -40,6 +40,7 @@ HOT = {
     "tenant_id",
     "tenant_get",
     "tenant_save",
+    "tenant_delete",
     "tenant_pick",
     "tenant_head",
     "tenant_oldest_ready",

@@ -160,6 +160,37 @@ def test_a_version_1_store_with_jobs_upgrades_and_keeps_them(db_path: Path) -> N
         backend.close()
 
 
+# A store as version 2 left it: tenant "a" has two succeeded jobs, finished at 5 and at 50.
+VERSION_2_ROWS = [
+    "INSERT INTO fairq_meta VALUES ('application', 'fairq'), ('schema_version', '2')",
+    "INSERT INTO queues (name) VALUES ('default')",
+    "INSERT INTO tenants (id, queue, tenant, weight, succeeded) VALUES (1, 'default', 'a', 1.0, 2)",
+    "INSERT INTO jobs (seq, id, tenant_id, queue, name, state, payload, priority, attempts,"
+    " max_attempts, lease_timeout, cost, enqueued_at, run_at, ready_at, started_at,"
+    " finished_at, worker_id) VALUES"
+    " (1, 's1', 1, 'default', 'task', 'succeeded', '{}', 0, 1, 3, 30.0, 1.0, 0, 0, 0, 4, 5, 'w'),"
+    " (2, 's2', 1, 'default', 'task', 'succeeded', '{}', 0, 1, 3, 30.0, 1.0, 0, 0, 0, 49, 50, 'w')",
+]
+
+
+def test_version_3_counts_the_succeeded_jobs_already_stored(db_path: Path) -> None:
+    """kept is backfilled: the tenant is forgotten when its last old succeeded job is pruned."""
+    with raw_connect(db_path) as db:
+        for _, statements in migrations()[:2]:
+            for statement in statements:
+                db.execute(statement)
+        for statement in VERSION_2_ROWS:
+            db.execute(statement)
+    backend = SQLiteBackend(db_path)
+    try:
+        assert backend.maintain(MaintainParams(now=30.0, retention=10.0)).pruned == 1
+        assert backend.stats(StatsParams())[0].succeeded == 2
+        assert backend.maintain(MaintainParams(now=100.0, retention=10.0)).pruned == 1
+        assert backend.stats(StatsParams()) == []
+    finally:
+        backend.close()
+
+
 def test_newer_schema_is_refused_naming_both_versions(db_path: Path) -> None:
     SQLiteBackend(db_path).close()
     newer = LATEST_VERSION + 1

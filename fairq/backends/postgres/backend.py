@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import Connection, Cursor
 
-from fairq.backends.postgres import inspect, throttling
+from fairq.backends.postgres import inspect, pruning, throttling
 from fairq.backends.postgres.db import Database, Pool
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.keys import (
@@ -310,7 +310,7 @@ class PostgresBackend:
             pruned = 0
             if params.retention is not None:
                 before = params.now - params.retention
-                pruned = cur.execute(self.q["jobs_prune"], {"before": before}).rowcount
+                pruned = pruning.prune(cur, self.q, before, params.now)
             throttling.prune(cur, self.q, params.now)
             self._notify(cur, events.woken)
             return MaintainResult(
@@ -354,10 +354,11 @@ class PostgresBackend:
                     events.expire(JobRow.from_row(job), now)
                     expired += 1
             if row["unlimit_due"]:
-                for tenant in cur.execute(
+                for row_id in cur.execute(
                     self.q["tenants_limited_due"], {"queue": name, "now": now}
                 ).fetchall():
-                    events.unlimit(events.lock_tenant(tenant["id"]), now)
+                    if (held := events.find_tenant(row_id["id"])) is not None:
+                        events.unlimit(held, now)
         return promoted, expired
 
     # -- settings --------------------------------------------------------------------------
@@ -383,9 +384,10 @@ class PostgresBackend:
             )
             tenants = cur.execute(self.q["tenants_of_queue"], {"queue": settings.queue})
             for row in tenants.fetchall():
-                tenant = events.lock_tenant(row["id"])
-                _inherit(tenant, settings)
-                events.resettle(tenant, params.now)
+                tenant = events.find_tenant(row["id"])
+                if tenant is not None:  # else forgotten by a concurrent prune
+                    _inherit(tenant, settings)
+                    events.resettle(tenant, params.now)
             self._notify(cur, events.woken)
 
         self.db.run(work)

@@ -44,24 +44,37 @@ class Events:
         return self.queues[name]
 
     def lock_tenants(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], TenantRow]:
-        """Create missing (queue, tenant) rows, then lock them all in id order."""
-        ordered = sorted(set(pairs))
-        args = {
-            "queues": [queue for queue, _ in ordered],
-            "tenants": [tenant for _, tenant in ordered],
-            "keys": [tenant_key(tenant) for _, tenant in ordered],
-        }
-        self.cur.execute(self.q["tenants_ensure"], args)
+        """Create missing (queue, tenant) rows, then lock them all in id order.
+
+        A row that a concurrent prune forgot (deleted) between the two statements is not
+        locked: it is created again, so the caller always gets every pair."""
         found: dict[tuple[str, str], TenantRow] = {}
-        for row in self.cur.execute(self.q["tenants_lock"], args).fetchall():
-            tenant = self.tenants.setdefault(row["id"], TenantRow.from_row(row))
-            found[(tenant.queue, tenant.tenant)] = tenant
+        missing = sorted(set(pairs))
+        while missing:
+            args = {
+                "queues": [queue for queue, _ in missing],
+                "tenants": [tenant for _, tenant in missing],
+                "keys": [tenant_key(tenant) for _, tenant in missing],
+            }
+            self.cur.execute(self.q["tenants_ensure"], args)
+            for row in self.cur.execute(self.q["tenants_lock"], args).fetchall():
+                tenant = self.tenants.setdefault(row["id"], TenantRow.from_row(row))
+                found[(tenant.queue, tenant.tenant)] = tenant
+            missing = [pair for pair in missing if pair not in found]
         return found
 
     def lock_tenant(self, tenant_id: int) -> TenantRow:
+        """The tenant of a stored job: never forgotten while the job is stored."""
+        tenant = self.find_tenant(tenant_id)
+        assert tenant is not None, f"job names tenant row {tenant_id}, which is missing"
+        return tenant
+
+    def find_tenant(self, tenant_id: int) -> TenantRow | None:
+        """Lock a tenant row read earlier; None if a concurrent prune forgot it meanwhile."""
         if tenant_id not in self.tenants:
             row = self.cur.execute(self.q["tenant_lock_by_id"], {"id": tenant_id}).fetchone()
-            assert row is not None, f"job names tenant row {tenant_id}, which is missing"
+            if row is None:
+                return None
             self.tenants[tenant_id] = TenantRow.from_row(row)
         return self.tenants[tenant_id]
 

@@ -248,8 +248,31 @@ SELECT (SELECT j.run_at FROM {schema}.jobs j
         ORDER BY t.limited_until LIMIT 1) AS limited_until
 
 -- name: jobs_prune
--- Succeeded jobs finished before the cut-off, through jobs_succeeded.
-DELETE FROM {schema}.jobs WHERE state = 'succeeded' AND finished_at < %(before)s
+-- Succeeded jobs finished before the cut-off, through jobs_succeeded; how many each tenant lost.
+WITH gone AS (
+    DELETE FROM {schema}.jobs WHERE state = 'succeeded' AND finished_at < %(before)s
+    RETURNING tenant_id
+)
+SELECT tenant_id, count(*) AS pruned FROM gone GROUP BY tenant_id ORDER BY tenant_id
+
+-- name: tenants_unkeep
+-- Count pruned jobs off their tenants' kept, the rows locked in id order; returns what
+-- fairq.policy.tenant.forgettable reads.
+WITH pruned AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(counts)s::bigint[]) AS p(id, pruned)
+), locked AS MATERIALIZED (
+    SELECT t.id FROM {schema}.tenants t JOIN pruned p ON p.id = t.id ORDER BY t.id FOR UPDATE OF t
+)
+UPDATE {schema}.tenants t SET kept = t.kept - p.pruned
+FROM pruned p JOIN locked l ON l.id = p.id
+WHERE t.id = p.id
+RETURNING t.id, t.ready, t.scheduled, t.running, t.dead, t.kept, t.tat,
+          t.own_weight IS NOT NULL OR t.own_max_running IS NOT NULL
+          OR t.own_rate_count IS NOT NULL AS own_settings
+
+-- name: tenants_forget
+-- Tenants with nothing stored, locked by tenants_unkeep in this transaction.
+DELETE FROM {schema}.tenants WHERE id = ANY(%(ids)s::bigint[])
 
 -- name: jobs_dead
 SELECT j.seq, j.id, j.tenant_id, j.queue,

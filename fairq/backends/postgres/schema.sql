@@ -60,6 +60,7 @@ CREATE TABLE {schema}.tenants (
     limited_until   double precision,               -- set while waiting on its rate
     usage           double precision NOT NULL DEFAULT 0.0,  -- recent service, decaying
     usage_at        double precision NOT NULL DEFAULT 0.0,
+    kept            bigint NOT NULL DEFAULT 0 CHECK (kept >= 0),  -- succeeded jobs stored
     UNIQUE (queue, tenant_key)
 );
 
@@ -448,7 +449,8 @@ BEGIN
                 0.0::double precision),
             usage_at = GREATEST(x.usage_at, p_now),
             running = x.running - 1,
-            succeeded = x.succeeded + 1
+            succeeded = x.succeeded + 1,
+            kept = x.kept + 1
         WHERE x.id = a.tenant_id AND x.running > 0
         RETURNING x.queue, x.ready, x.running, x.max_running, x.weight, x.limited_until INTO t;
         IF NOT FOUND THEN

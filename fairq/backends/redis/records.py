@@ -47,7 +47,7 @@ def _opt(field: str) -> float | None:
 #: Python struct codes of the stored records, in the order of the Lua codecs.
 JOB_FIXED = "cdIidddddddd"
 JOB_OPTIONAL = "dddd"
-TENANT_FIXED = "dIIIddddd"
+TENANT_FIXED = "dIIIdddddI"
 TENANT_OPTIONAL = ("d", "d", "d", "16s", "d", "d", "d", "d", "d")
 
 OLD_LAYOUT = (
@@ -211,6 +211,7 @@ class TenantRecord:
     succeeded: int
     failed: int
     dead: int
+    kept: int  # succeeded jobs still stored
     weight: float | None
     max_running: int | None
     tat: float | None
@@ -222,7 +223,7 @@ class TenantRecord:
     @classmethod
     def parse(cls, raw: bytes) -> TenantRecord:
         fixed, optional = unpack_record(raw, TENANT_FIXED, TENANT_OPTIONAL)
-        finish, ready, scheduled, running, succeeded, failed, dead, usage, usage_at = fixed
+        finish, ready, scheduled, running, succeeded, failed, dead, usage, usage_at, kept = fixed
         start, weight, cap, _eseq, tat, limited, count, period, burst = optional
         return cls(
             finish=finish,
@@ -233,6 +234,7 @@ class TenantRecord:
             succeeded=int(succeeded),
             failed=int(failed),
             dead=int(dead),
+            kept=kept,
             weight=weight,
             max_running=_int(cap),
             tat=tat,

@@ -93,6 +93,7 @@ def _ack(db: sqlite3.Connection, job: JobRow, now: float) -> None:
     queue = QueueRow.get(db, job.queue)
     end_run(queue, tenant, job, now, now)
     tenant.succeeded += 1
+    tenant.kept += 1
     job.state = JobState.SUCCEEDED
     job.finished_at = now
     job.save(db)

@@ -9,13 +9,14 @@ three index probes per queue.
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Sequence
 
 from fairq.backends.sqlite.events import fail_run, make_ready
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import MaintainParams, MaintainResult
-from fairq.policy.tenant import refresh
+from fairq.policy.tenant import forgettable, refresh
 
 LEASE_EXPIRED_ERROR = "lease expired"
 
@@ -27,10 +28,23 @@ def maintain(db: sqlite3.Connection, params: MaintainParams) -> MaintainResult:
     db.execute(Q["throttle_prune"], {"now": params.now})
     pruned = 0
     if params.retention is not None:
-        pruned = db.execute(Q["jobs_prune"], {"before": params.now - params.retention}).rowcount
+        pruned = prune(db, params.now - params.retention, params.now)
     return MaintainResult(
         promoted=promoted, expired=expired, pruned=pruned, next_due=next_due(db, names)
     )
+
+
+def prune(db: sqlite3.Connection, before: float, now: float) -> int:
+    """Delete old succeeded jobs; a tenant whose last stored job goes is forgotten."""
+    deleted = Counter(row["tenant_id"] for row in db.execute(Q["jobs_prune"], {"before": before}))
+    for tenant_id, count in sorted(deleted.items()):
+        tenant = TenantRow.load(db, tenant_id)
+        tenant.kept -= count
+        if forgettable(tenant, own_settings=tenant.own_settings(), now=now):
+            db.execute(Q["tenant_delete"], {"id": tenant_id})
+        else:
+            tenant.save(db)
+    return deleted.total()
 
 
 def queue_names(db: sqlite3.Connection) -> list[str]:

@@ -57,8 +57,12 @@ UPDATE tenants SET
     tat = :tat, limited_until = :limited_until, usage = :usage, usage_at = :usage_at,
     finish_tag = :finish_tag, start_tag = :start_tag, head_seq = :head_seq,
     ready = :ready, scheduled = :scheduled, running = :running,
-    succeeded = :succeeded, failed = :failed, dead = :dead
+    succeeded = :succeeded, failed = :failed, dead = :dead, kept = :kept
 WHERE id = :id
+
+-- name: tenant_delete
+-- Pruning forgets a tenant with nothing stored (fairq.policy.tenant.forgettable).
+DELETE FROM tenants WHERE id = :id
 
 -- name: tenant_pick
 -- The eligible tenant with the smallest (start tag, head seq): one entry of tenants_eligible.
@@ -144,8 +148,10 @@ SELECT MIN(run_at) AS due FROM jobs WHERE queue = :queue AND state = 'scheduled'
 SELECT MIN(deadline) AS due FROM jobs WHERE queue = :queue AND state = 'running'
 
 -- name: jobs_prune
--- Counters are lifetime totals kept in tenants, so deleting old rows changes no figure.
+-- Counters are totals kept in tenants, so deleting old rows changes no figure; the tenants of
+-- the deleted rows are returned to count down their kept succeeded jobs.
 DELETE FROM jobs WHERE state = 'succeeded' AND finished_at < :before
+RETURNING tenant_id
 
 -- name: jobs_dead
 -- Inspection, not a hot path: walks dead jobs in order of death, filtering as it goes.

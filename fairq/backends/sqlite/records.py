@@ -101,6 +101,7 @@ class TenantRow:
     succeeded: int
     failed: int
     dead: int
+    kept: int  # succeeded jobs still stored
 
     @classmethod
     def load(cls, db: sqlite3.Connection, tenant_id: int) -> TenantRow:
@@ -132,6 +133,7 @@ class TenantRow:
             succeeded=row["succeeded"],
             failed=row["failed"],
             dead=row["dead"],
+            kept=row["kept"],
         )
 
     def save(self, db: sqlite3.Connection) -> None:
@@ -158,8 +160,13 @@ class TenantRow:
                 "succeeded": self.succeeded,
                 "failed": self.failed,
                 "dead": self.dead,
+                "kept": self.kept,
             },
         )
+
+    def own_settings(self) -> bool:
+        own = (self.own_weight, self.own_max_running, self.own_rate)
+        return any(setting is not None for setting in own)
 
     def stats(self, oldest_ready_at: float | None, usage: float) -> TenantStats:
         return TenantStats(

@@ -11,8 +11,11 @@
 --                    with the first tenant), and the queue defaults: weight, cap,
 --                    rcount/rperiod/rburst (rate), half_life, max_debt
 --   tenants   hash   tid -> binary record (TENANT below): F, ready, scheduled, running,
---                    succeeded, failed, dead, usage, usage_at; optional S, weight, cap, eseq,
---                    tat, limited_until, rcount, rperiod, rburst
+--                    succeeded, failed, dead, usage, usage_at, kept (succeeded jobs still
+--                    stored); optional S, weight, cap, eseq, tat, limited_until, rcount,
+--                    rperiod, rburst. Pruning a tenant's last stored job may forget it
+--                    (`forget`): its fields in tenants, tids and tnames go; a returning
+--                    tenant gets a new tid
 --   tids      hash   tenant name (exact bytes) -> tid
 --   tnames    hash   tid -> tenant name
 --   eligible  zset   score S, member head_seq(16) .. tid(10): order is exactly (S, head_seq)
@@ -205,7 +208,7 @@ end
 -- The tenant record (TENANT_FIXED/TENANT_OPTIONAL in records.py).
 local tenant_decode, tenant_encode = codec(
   {{'F', 'd'}, {'ready', 'I4'}, {'scheduled', 'I4'}, {'running', 'I4'}, {'succeeded', 'd'},
-   {'failed', 'd'}, {'dead', 'd'}, {'usage', 'd'}, {'usage_at', 'd'}},
+   {'failed', 'd'}, {'dead', 'd'}, {'usage', 'd'}, {'usage_at', 'd'}, {'kept', 'I4'}},
   {{'S', 'd'}, {'weight', 'd'}, {'cap', 'd'}, {'eseq', 'c16'}, {'tat', 'd'}, {'lim', 'd'},
    {'rcount', 'd'}, {'rperiod', 'd'}, {'rburst', 'd'}})
 
@@ -257,7 +260,8 @@ local function tenant_named(q, name)
   redis.call('HSET', q.k.tnames, int(n), name)
   local t = {
     tid = n, tidp = pad(n, TIDW), tids = int(n), F = 0.0, ready = 0, scheduled = 0, running = 0,
-    succeeded = 0, failed = 0, dead = 0, usage = 0.0, usage_at = 0.0, eseq = '', name = name,
+    succeeded = 0, failed = 0, dead = 0, usage = 0.0, usage_at = 0.0, kept = 0, eseq = '',
+    name = name,
   }
   q.tenants[n] = t
   return touch(q, t)
@@ -364,6 +368,27 @@ end
 local function resettle(q, t, now)
   limit_until(q, t, now)
   refresh(q, t, now, false)
+end
+
+-- policy.tenant.forgettable: no job stored for it, no settings of its own, and a tat that
+-- cannot matter any more (GCRA gives a new tenant's results for a tat <= now).
+local function forgettable(t, now)
+  return t.ready + t.scheduled + t.running + t.dead + t.kept == 0
+    and t.weight == nil and t.cap == nil and t.rate == nil
+    and (t.tat == nil or t.tat <= now)
+end
+
+-- Delete every trace of a forgettable tenant. It has no ready job, so no member in eligible,
+-- ready, readyat or backlog; a rate hold over but not yet ended is dropped with it.
+local function forget(q, t)
+  local name = name_of(q, t)
+  redis.call('HDEL', q.k.tenants, t.tids)
+  redis.call('HDEL', q.k.tids, name)
+  redis.call('HDEL', q.k.tnames, t.tids)
+  redis.call('ZREM', q.k.tats, t.tidp)
+  if t.lim ~= nil then redis.call('ZREM', q.k.limited, name) end
+  q.dirty[t.tid] = nil
+  q.tenants[t.tid] = nil
 end
 
 -- -- end of _lib.lua (continued by _lib_jobs.lua) ------------------------------------------

@@ -219,6 +219,29 @@ local function flush(q)
   end
 end
 
+-- Delete the succeeded jobs finished before `before`; a tenant whose last stored job goes
+-- is forgotten. O(log n) per job pruned. Returns how many were pruned.
+local function prune(q, directory, before, now)
+  local old = redis.call('ZRANGEBYSCORE', q.k.done, '-inf', '(' .. fmt(before))
+  local touched = {}
+  for _, m in ipairs(old) do
+    local id = string.sub(m, SEQW + 1)
+    local t = tenant(q, load_job(q, id).tid)
+    t.kept = t.kept - 1
+    touched[t.tid] = t
+    redis.call('HDEL', q.k.jobs, id)
+    redis.call('HDEL', q.k.bodies, id)
+    redis.call('HDEL', q.k.errors, id)
+    redis.call('HDEL', directory, id)
+    redis.call('ZREM', q.k.done, m)
+  end
+  for _, t in pairs(touched) do
+    if forgettable(t, now) then forget(q, t) end
+  end
+  flush(q)
+  return #old
+end
+
 -- The oldest ready_at of a tenant's ready jobs, as the raw readyat member (or false).
 local function oldest_member(q, t)
   local hi = '(' .. pad(t.tid + 1, TIDW)
@@ -232,6 +255,7 @@ local function succeed(q, j, now)
   local t = tenant(q, j.tid)
   end_run(q, t, j, now, now)
   t.succeeded = t.succeeded + 1
+  t.kept = t.kept + 1
   j.state = 'S'
   j.finished_at = now
   redis.call('ZADD', q.k.done, fmt(now), seq_member(j))

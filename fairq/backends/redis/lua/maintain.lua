@@ -1,5 +1,6 @@
 -- maintain.lua: promote due scheduled jobs, expire overdue leases, end rate limits that are
--- over (in that order, queue by queue), and prune old succeeded jobs.
+-- over (in that order, queue by queue), and prune old succeeded jobs (forgetting a tenant
+-- whose last stored job is pruned: see `forget` in _lib.lua).
 --
 -- KEYS: [1] directory hash, then one block of QUEUE_KEYS keys per queue (see _lib.lua).
 --       Blocks are shifted by one key: block b starts at KEYS[2 + (b-1) * QUEUE_KEYS].
@@ -28,17 +29,7 @@ register('maintain', function()
 
   if before ~= nil then
     for b = 1, nblocks do
-      local q = open_queue(b, '')
-      local old = redis.call('ZRANGEBYSCORE', q.k.done, '-inf', '(' .. fmt(before))
-      for _, m in ipairs(old) do
-        local id = string.sub(m, SEQW + 1)
-        redis.call('HDEL', q.k.jobs, id)
-        redis.call('HDEL', q.k.bodies, id)
-        redis.call('HDEL', q.k.errors, id)
-        redis.call('HDEL', directory, id)
-        redis.call('ZREM', q.k.done, m)
-      end
-      pruned = pruned + #old
+      pruned = pruned + prune(open_queue(b, ''), directory, before, now)
     end
   end
 
