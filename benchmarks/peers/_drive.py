@@ -13,7 +13,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import redis
@@ -42,24 +43,35 @@ def measure(
     started = time.perf_counter()
     enqueue(n)
     enqueued = time.perf_counter()
-    path = os.pathsep.join(dict.fromkeys([str(cwd), str(HERE)]))
-    env = {**os.environ, "BENCH_REDIS_URL": URL, "PYTHONPATH": path}
+    with running(workers, cwd):
+        first, c0 = _wait(client, 1)
+        last, _ = _wait(client, n)
+    return {
+        "enqueue_per_s": n / (enqueued - started),
+        "drain_per_s": (n - c0) / (last - first) if last > first else float("nan"),
+    }
+
+
+@contextmanager
+def running(workers: Sequence[Sequence[str]], cwd: Path) -> Iterator[None]:
+    """Worker processes (commands) for the ``with`` block, killed with their children after.
+
+    They find the job modules in ``cwd`` and here, then wherever the caller's PYTHONPATH
+    points (so another checkout of fairq can be measured).
+    """
+    path = [str(cwd), str(HERE), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "BENCH_REDIS_URL": URL, "PYTHONPATH": os.pathsep.join(dict.fromkeys(path))}
     procs = [
         subprocess.Popen(list(cmd), cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
         for cmd in workers
     ]  # fmt: skip
     try:
-        first, c0 = _wait(client, 1)
-        last, _ = _wait(client, n)
+        yield
     finally:
         for proc in procs:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    return {
-        "enqueue_per_s": n / (enqueued - started),
-        "drain_per_s": (n - c0) / (last - first) if last > first else float("nan"),
-    }
 
 
 def _wait(client: redis.Redis, target: int) -> tuple[float, int]:

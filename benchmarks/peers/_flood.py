@@ -15,15 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from _drive import HERE, URL, counter
+from _drive import HERE, counter, running
 
 STARTS_KEY = "bench:starts"
 JOB_SECONDS = 0.005
@@ -66,14 +63,7 @@ def flood(
     big = [] if args.alone else [("big", time.time()) for _ in range(args.big)]
     if big:
         (send_many or (lambda jobs: [send(*job) for job in jobs]))(big)
-    path = os.pathsep.join(dict.fromkeys([str(cwd), str(HERE)]))
-    env = {**os.environ, "BENCH_REDIS_URL": URL, "PYTHONPATH": path}
-    procs = [
-        subprocess.Popen(list(cmd), cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-        for cmd in workers
-    ]  # fmt: skip
-    try:
+    with running(workers, cwd):
         if not big:
             send("warm-up", time.time())
         _wait_starts(client, 1, time.monotonic() + args.deadline)
@@ -84,10 +74,6 @@ def flood(
         expected = SMALL_TENANTS * args.each
         _wait_small(client, expected, time.monotonic() + args.deadline)
         ended = time.time()
-    finally:
-        for proc in procs:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     starts = [_parse(raw) for raw in client.lrange(STARTS_KEY, 0, -1)]
     return _figures(starts, small_at, all_in, ended, expected)
 
