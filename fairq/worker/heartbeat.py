@@ -2,8 +2,9 @@
 
 Every ``interval`` seconds (by default a third of the shortest lease among the running jobs, so
 two beats can be missed before a lease lapses) one ``heartbeat`` call extends every held lease.
-A lost lease (the store expired it: the worker stalled longer than the lease) is logged; its job
-already went back to its queue, and storing its outcome later will be refused.
+A lost lease (the store expired it: the worker stalled, or could not reach the store, for longer
+than the lease) is logged, naming which of the two it was; its job already went back to its
+queue, and storing its outcome later will be refused.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Heartbeat:
         self.interval = interval
         self._stopped = threading.Event()
         self._reported: set[str] = set()
+        self._failed = False  # the last beat could not reach the store
         self._thread = threading.Thread(target=self._serve, name="fairq-heartbeat", daemon=True)
 
     def start(self) -> None:
@@ -79,15 +81,19 @@ class Heartbeat:
             )
         except Exception as exc:
             log.error("heartbeat failed: %s; retrying", describe(exc), exc_info=exc)
+            self._failed = True
             return
+        why = "the store could not be reached" if self._failed else "the worker was too slow"
+        self._failed = False
         lost = set(result.lost) - self._reported
         for lease in leases:
             if lease.token in lost:
                 log.warning(
-                    "job %s %s lost its lease (the worker was too slow to extend it); "
+                    "job %s %s lost its lease (%s to extend it in time); "
                     "it went back to its queue and may run again elsewhere",
                     lease.job_id,
                     lease.name,
+                    why,
                     extra=job_fields(lease, "lease_lost"),
                 )
         self._reported |= lost

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import redis
 
 from fairq.job import NewJob
@@ -24,3 +27,12 @@ def new_job(n: int, tenant: str = "a", *, queue: str = "default", payload: str =
 
 def keys_of(raw: redis.Redis, prefix: str) -> list[bytes]:
     return sorted(raw.scan_iter(match=f"{prefix}:*"))
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = 90.0) -> None:
+    """Poll ``condition`` until it holds; the timeout only turns a hang into a failure."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)

@@ -6,13 +6,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
 from redis_apps import make_app
+from redis_helpers import wait_for
 
 from fairq import App, JobState
 
@@ -21,14 +21,6 @@ APP = "tests.redis.redis_apps:app"
 DEADLINE = 90.0  # only so a broken worker fails a test instead of hanging it
 
 pytestmark = pytest.mark.processes
-
-
-def wait_for(condition: Callable[[], object], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 class Workers:
