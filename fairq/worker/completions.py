@@ -11,6 +11,11 @@ before this worker's next dequeue counts its own free slots. The buffer is flush
 
 The ack is stored at flush time (``now`` of the flush), at most ``max_wait`` after the job
 ended. Failures do not come here: they are stored one by one with ``fail``.
+
+When the store cannot be reached, the batch stays buffered (its slots held) and is tried again
+after a back-off, for as long as the job's lease could still hold (``lease_timeout`` after it
+ended; the heartbeat keeps extending it meanwhile). So a short outage does not make finished
+jobs run twice; only a longer one does, once their leases have lapsed.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from fairq.worker.running import Running, RunningJobs
 log = logging.getLogger("fairq.worker")
 
 MAX_WAIT = 0.002  # seconds a succeeded job waits, at most, for its ack to be flushed
+RETRY_FIRST, RETRY_MAX = 0.5, 5.0  # back-off between tries while the store is unreachable
 
 
 class Completions:
@@ -48,6 +54,7 @@ class Completions:
         self.max_wait = max_wait
         self._pending: list[Running] = []
         self._oldest = 0.0  # monotonic time the oldest pending entry was added
+        self._retry_wait = 0.0  # the current back-off; 0 while the store answers
         self._cond = threading.Condition()
         self._closed = False
         self._thread = threading.Thread(target=self._serve, name="fairq-ack", daemon=True)
@@ -88,32 +95,26 @@ class Completions:
                 self._cond.wait_for(lambda: self._closed or bool(self._pending))
                 if self._closed:
                     return
-                due = self._oldest + self.max_wait
-                self._cond.wait_for(
-                    lambda: (
-                        self._closed or len(self._pending) >= self.max_size or not self._pending
-                    ),
-                    timeout=max(due - time.monotonic(), 0.0),
-                )
+                due = self._oldest + max(self.max_wait, self._retry_wait)
+                self._cond.wait_for(self._flush_now, timeout=max(due - time.monotonic(), 0.0))
                 if self._closed:
                     return
             self.flush()
 
+    def _flush_now(self) -> bool:
+        """Flush before the timer: closing, nothing left, or full (unless backing off)."""
+        full = len(self._pending) >= self.max_size and not self._retry_wait
+        return self._closed or full or not self._pending
+
     def _store(self, batch: list[Running]) -> None:
+        tokens = [entry.lease.token for entry in batch]
         try:
-            try:
-                tokens = [entry.lease.token for entry in batch]
-                result = self.backend.ack_many(AckManyParams(tokens=tokens, now=self.clock()))
-            except Exception as exc:
-                for entry in batch:
-                    log_job_end(
-                        entry.lease,
-                        Outcome.ERROR,
-                        entry.duration,
-                        error=describe(exc),
-                        exc_info=exc,
-                    )
-                return
+            result = self.backend.ack_many(AckManyParams(tokens=tokens, now=self.clock()))
+        except Exception as exc:
+            self._unstored(batch, exc)
+            return
+        self._retry_wait = 0.0
+        try:
             lost = set(result.lost)
             for entry in batch:
                 if entry.lease.token in lost:
@@ -129,3 +130,34 @@ class Completions:
         finally:
             for entry in batch:
                 self.running.done(entry.lease.token)
+
+    def _unstored(self, batch: list[Running], exc: Exception) -> None:
+        """The store did not answer: keep what may still be acked, give up on the rest."""
+        now = time.monotonic()
+        with self._cond:
+            keep = [] if self._closed else [e for e in batch if _may_hold(e, now)]
+            if keep:
+                self._retry_wait = min(max(self._retry_wait * 2, RETRY_FIRST), RETRY_MAX)
+                self._oldest = now  # the next try is one back-off from now
+                self._pending[:0] = keep
+        if keep:
+            log.warning(
+                "could not store %d ack(s): %s; trying again in %.1f s",
+                len(keep),
+                describe(exc),
+                self._retry_wait,
+                extra={"action": "ack_retry"},
+            )
+        kept = {id(entry) for entry in keep}
+        for entry in batch:
+            if id(entry) in kept:
+                continue
+            log_job_end(
+                entry.lease, Outcome.ERROR, entry.duration, error=describe(exc), exc_info=exc
+            )
+            self.running.done(entry.lease.token)
+
+
+def _may_hold(entry: Running, now: float) -> bool:
+    """Could the job's lease still be held (so an ack may yet be stored)?"""
+    return now < entry.started + entry.duration + entry.lease.lease_timeout

@@ -1,8 +1,6 @@
-"""A Redis that goes away under a running worker: what the heartbeat says about it.
+"""A Redis that goes away under a running worker, and comes back.
 
-Runs a private ``redis-server`` (no persistence) on a free port, so stopping it harms no other
-test: when it comes back empty, the held lease is gone, and the warning must name the outage,
-not a slow worker.
+Each test runs a private ``redis-server`` on a free port, so stopping it harms no other test.
 """
 
 from __future__ import annotations
@@ -13,14 +11,17 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
 from redis_helpers import wait_for
 
+from fairq import App, JobInfo, JobState
 from fairq.backends.redis import RedisBackend
 from fairq.contract import DequeueParams, EnqueueParams
 from fairq.job import NewJob
+from fairq.worker import Worker
 from fairq.worker.heartbeat import Heartbeat
 from fairq.worker.running import RunningJobs
 
@@ -32,12 +33,15 @@ def _free_port() -> int:
         return port
 
 
-def _start(port: int) -> subprocess.Popen[bytes]:
+NO_PERSISTENCE = ("--save", "", "--appendonly", "no")
+
+
+def _start(port: int, *options: str) -> subprocess.Popen[bytes]:
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server is not on PATH: this test starts a private one")
     server = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        [binary, "--port", str(port), "--bind", "127.0.0.1", *(options or NO_PERSISTENCE)],
         stdout=subprocess.DEVNULL,
     )
     client = redis.Redis(port=port)
@@ -64,6 +68,7 @@ def port() -> Iterator[int]:
 def test_a_lease_lost_to_an_outage_is_reported_as_one(
     port: int, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """The server comes back empty: the lease is gone, and the warning names the outage."""
     backend = RedisBackend.from_url(f"redis://127.0.0.1:{port}/0")
     now = time.time()
     job = NewJob(id="j1", name="task", queue="default", tenant="t", payload='{"args":[]}',
@@ -95,3 +100,53 @@ def test_a_lease_lost_to_an_outage_is_reported_as_one(
 
 def _said(caplog: pytest.LogCaptureFixture, text: str) -> bool:
     return any(text in record.getMessage() for record in caplog.records)
+
+
+def test_an_ack_that_meets_an_outage_is_stored_once_the_store_is_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The job ends while Redis is down; Redis comes back with its data (append-only file):
+    the ack is tried again and stored, so the job does not run a second time."""
+    port = _free_port()
+    persist = ("--appendonly", "yes", "--appendfsync", "always", "--save", "",
+               "--dir", str(tmp_path))  # fmt: skip
+    servers = [_start(port, *persist)]
+    app = App(f"redis://127.0.0.1:{port}/0")
+
+    @app.job(name="gated", tenant="tenant", lease=30.0)
+    def gated(tenant: str) -> None:
+        (tmp_path / "started").touch()
+        wait_for(lambda: (tmp_path / "go").exists(), "the test to open the gate")
+
+    try:
+        job_id = gated.enqueue("t")
+        logs = caplog.at_level(logging.WARNING, logger="fairq.worker")
+        with logs, Worker(app, concurrency=1).in_thread():
+            wait_for(lambda: (tmp_path / "started").exists(), "the job to start")
+            redis.Redis(port=port).shutdown()
+            (tmp_path / "go").touch()
+            wait_for(
+                lambda: _said(caplog, "could not store") or _said(caplog, "outcome=error"),
+                "the ack to fail",
+            )
+            servers.append(_start(port, *persist))
+            info = wait_state(app, job_id, JobState.SUCCEEDED)
+    finally:
+        app.close()
+        for server in servers:
+            server.terminate()
+            server.wait()
+    assert info.attempts == 1
+
+
+def wait_state(app: App, job_id: str, state: JobState) -> JobInfo:
+    found: list[JobInfo] = []
+
+    def reached() -> bool:
+        info = app.job_info(job_id)
+        if info is not None and info.state is state:
+            found.append(info)
+        return bool(found)
+
+    wait_for(reached, f"job {job_id} to be {state}")
+    return found[0]
