@@ -34,10 +34,8 @@ def fairq_flood(args: argparse.Namespace) -> Figures:
         for at in range(0, len(jobs), BATCH):
             app.enqueue_many(stamp.call(*job) for job in jobs[at : at + BATCH])
 
-    app.publish()
     worker = [sys.executable, "-m", "fairq", "worker", "fairness_jobs:app", "--concurrency", "4"]
-    send = lambda tenant, at: (app.publish(), stamp.enqueue(tenant, at))[1]  # noqa: E731
-    return flood(send, [worker, worker], args, cwd=HERE, send_many=send_many)
+    return flood(stamp.enqueue, [worker, worker], args, cwd=HERE, send_many=send_many)
 
 
 def peer_flood(peer: str, args: argparse.Namespace) -> Figures | None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from fairq.errors import JobArgumentsError, PayloadTooLarge
+from fairq.errors import JobArgumentsError, LeaseExpired, LeaseNotFound, PayloadTooLarge
 from fairq.policy.throttle import Throttle
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
@@ -147,6 +147,24 @@ class JobInfo:
             deadline=job.deadline if job.state is JobState.RUNNING else None,
             last_error=job.last_error,
         )
+
+
+J = TypeVar("J")
+
+
+def held_leases(
+    tokens: Iterable[str], held: Callable[[str], J], lost: list[str]
+) -> Iterator[tuple[str, J]]:
+    """The batch calls' loop (ack_many, heartbeat): each token with its held job, in order,
+    looked up only when reached (an earlier token of the batch may have ended it); tokens
+    whose lease is lost or unknown go to ``lost`` instead."""
+    for token in tokens:
+        try:
+            job = held(token)
+        except (LeaseExpired, LeaseNotFound):
+            lost.append(token)
+            continue
+        yield token, job
 
 
 def lease_token(job_id: str, lease_number: int) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fairq.contract import (
     AckManyParams,
@@ -34,7 +34,7 @@ from fairq.contract import (
     ThrottleWindowsParams,
 )
 from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
-from fairq.job import JobInfo, JobState, Lease, NewJob
+from fairq.job import JobInfo, JobState, Lease, NewJob, held_leases
 from fairq.model import rules
 from fairq.model.reads import Reads
 from fairq.model.state import Job, Queue, Tenant
@@ -153,12 +153,7 @@ class ReferenceModel(Reads):
         with self._changed:
             acked: list[str] = []
             lost: list[str] = []
-            for token in params.tokens:
-                try:
-                    job = self._held(token, params.now)
-                except (LeaseExpired, LeaseNotFound):
-                    lost.append(token)
-                    continue
+            for token, job in held_leases(params.tokens, self._held_now(params.now), lost):
                 self._ack(job, params.now)
                 acked.append(token)
             if acked:
@@ -193,12 +188,7 @@ class ReferenceModel(Reads):
         with self._changed:
             deadlines: dict[str, float] = {}
             lost: list[str] = []
-            for token in params.tokens:
-                try:
-                    job = self._held(token, params.now)
-                except (LeaseExpired, LeaseNotFound):
-                    lost.append(token)
-                    continue
+            for token, job in held_leases(params.tokens, self._held_now(params.now), lost):
                 queue = self._queues[job.queue]
                 rules.charge_progress(queue, queue.tenants[job.tenant], job, params.now)
                 job.deadline = params.now + job.lease_timeout
@@ -207,6 +197,9 @@ class ReferenceModel(Reads):
             return HeartbeatResult(deadlines=deadlines, lost=lost)
 
     # -- ending runs -----------------------------------------------------------------------
+
+    def _held_now(self, now: float) -> Callable[[str], Job]:
+        return lambda token: self._held(token, now)
 
     def _held(self, token: str, now: float) -> Job:
         """The running job a token names, or LeaseNotFound / LeaseExpired."""

@@ -149,10 +149,8 @@ def test_a_lost_lease_is_logged_and_the_worker_goes_on(
             go(tmp_path, "slow")  # the first run ends; its ack is refused; the job runs again
             info = wait_state(app, job_id, JobState.SUCCEEDED)
         outcomes = [getattr(r, "outcome", None) for r in caplog.records]
-        lost = [r.getMessage() for r in caplog.records if "lost its lease" in r.getMessage()]
     assert info.attempts == 2
     assert outcomes.count("lease_lost") == 1
-    assert all("the store could not be reached" not in message for message in lost)
     assert outcomes.count("succeeded") == 1
 
 

@@ -15,7 +15,7 @@ from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import AckManyResult, DequeueParams, HeartbeatResult
 from fairq.errors import LeaseExpired, LeaseNotFound
-from fairq.job import JobInfo, JobState, Lease
+from fairq.job import JobInfo, JobState, Lease, held_leases
 from fairq.policy.tenant import charge_progress, dispatch, end_run, retag
 
 
@@ -77,12 +77,7 @@ def ack_many(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> AckMa
     """Single acks in order, in the caller's one transaction; lost tokens change nothing."""
     acked: list[str] = []
     lost: list[str] = []
-    for token in tokens:
-        try:
-            job = held(db, token, now)
-        except (LeaseExpired, LeaseNotFound):
-            lost.append(token)
-            continue
+    for token, job in held_leases(tokens, lambda t: held(db, t, now), lost):
         _ack(db, job, now)
         acked.append(token)
     return AckManyResult(acked=acked, lost=lost)
@@ -125,12 +120,7 @@ def heartbeat(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> Hear
     """Charge each held job's time so far to its tenant, then extend its lease."""
     deadlines: dict[str, float] = {}
     lost: list[str] = []
-    for token in tokens:
-        try:
-            job = held(db, token, now)
-        except (LeaseExpired, LeaseNotFound):
-            lost.append(token)
-            continue
+    for token, job in held_leases(tokens, lambda t: held(db, t, now), lost):
         tenant = TenantRow.load(db, job.tenant_id)
         charge_progress(QueueRow.get(db, job.queue), tenant, job, now)
         tenant.save(db)

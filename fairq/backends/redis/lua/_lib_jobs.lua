@@ -250,6 +250,17 @@ end
 
 -- -- per-lease scripts (ack, ack_many, heartbeat) -----------------------------------------
 
+-- The job held under the one lease in ARGV[1] (job_id) and ARGV[2] (lease number), in the
+-- queue of the first key block: q, j; or nil, nil and the reply for a lost lease ({'nf'}, or
+-- {'exp', deadline}), for ack, fail and release.
+local function one_held(now)
+  local q = open_queue(1, '')
+  local j, problem = held(q, ARGV[1], ARGV[2], now)
+  if problem == 'nf' then return nil, nil, {'nf'} end
+  if problem == 'exp' then return nil, nil, {'exp', fmt(j.deadline)} end
+  return q, j, nil
+end
+
 -- A held job succeeded: the run's real cost replaces what it was charged.
 local function succeed(q, j, now)
   local t = tenant(q, j.tid)

@@ -7,10 +7,8 @@
 
 register('release', function()
   local now = tonumber(ARGV[3])
-  local q = open_queue(1, '')
-  local j, problem = held(q, ARGV[1], ARGV[2], now)
-  if problem == 'nf' then return {'nf'} end
-  if problem == 'exp' then return {'exp', fmt(j.deadline)} end
+  local q, j, lost = one_held(now)
+  if lost then return lost end
 
   local t = tenant(q, j.tid)
   end_run(q, t, j, now, now)
