@@ -54,6 +54,13 @@ DEFAULT_RETENTION = 24 * 3600.0
 DEFAULT_CONCURRENCY = 8
 STORE_WAIT = 5.0  # how long shutdown waits for outcomes already being stored
 _DONE = b"\0"  # written to the wake-up pipe when the worker has stopped
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _noted(signum: int, frame: FrameType | None) -> None:
+    """The Python-level handler has nothing to do: the wake-up fd carries the signal."""
+
+
 Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 
@@ -111,6 +118,7 @@ class Worker:
         self._stop_requested_at: float | None = None
         self._signals = 0
         self._wake_fds: tuple[int, int] | None = None
+        self._previous_wakeup_fd = -1
         self._error: BaseException | None = None
 
     # -- running and stopping -------------------------------------------------------------
@@ -282,24 +290,27 @@ class Worker:
     # -- signals --------------------------------------------------------------------------
 
     def _install_signals(self) -> dict[signal.Signals, Handler]:
-        self._wake_fds = os.pipe()
+        """Signals reach ``_relay_signals`` as bytes on a pipe that Python's C-level handler
+        writes (``set_wakeup_fd``): a signal delivered to another thread than the main one
+        would otherwise run its Python handler only once the main thread runs again, and it
+        sits blocked reading that pipe."""
+        read, write = os.pipe()
+        os.set_blocking(write, False)
+        self._wake_fds = (read, write)
+        self._previous_wakeup_fd = signal.set_wakeup_fd(write)
         previous: dict[signal.Signals, Handler] = {}
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous[signum] = signal.signal(signum, self._on_signal)
+        for signum in STOP_SIGNALS:
+            previous[signum] = signal.signal(signum, _noted)
         return previous
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        # Only a write here: the handler interrupts the main thread anywhere, even inside a lock.
-        if self._wake_fds is not None:
-            os.write(self._wake_fds[1], bytes([signum]))
 
     def _relay_signals(self) -> None:
         """Act on signals in the main thread until the worker thread says it has stopped."""
         assert self._wake_fds is not None
         while (data := os.read(self._wake_fds[0], 64)) and _DONE not in data:
             for signum in data:
-                self._signals += 1
-                self._handle_signal(signal.Signals(signum).name)
+                if signum in STOP_SIGNALS:  # another handler's signal may wake us too
+                    self._signals += 1
+                    self._handle_signal(signal.Signals(signum).name)
 
     def _handle_signal(self, name: str) -> None:
         if self._signals == 1:
@@ -319,6 +330,7 @@ class Worker:
         for signum, handler in previous.items():
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
         if self._wake_fds is not None:
+            signal.set_wakeup_fd(self._previous_wakeup_fd)
             for fd in self._wake_fds:
                 os.close(fd)
             self._wake_fds = None
