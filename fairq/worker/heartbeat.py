@@ -85,7 +85,10 @@ class Heartbeat:
             return
         why = "the store could not be reached" if self._failed else "the worker was too slow"
         self._failed = False
-        lost = set(result.lost) - self._reported
+        # A job that ended meanwhile is not reported here: its ack or failure may have been
+        # stored between our look at the leases and this beat, and if its lease was lost
+        # indeed, whoever stores its outcome says so.
+        lost = self.running.unclaimed(set(result.lost)) - self._reported
         for lease in leases:
             if lease.token in lost:
                 log.warning(

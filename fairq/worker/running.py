@@ -83,6 +83,11 @@ class RunningJobs:
             self._shortest = min((lease.lease_timeout for lease in leases), default=math.inf)
             return leases
 
+    def unclaimed(self, tokens: set[str]) -> set[str]:
+        """Those of ``tokens`` whose job is still running: nobody has taken its outcome."""
+        with self._cond:
+            return {t for t in tokens if t in self._jobs and not self._jobs[t].claimed}
+
     def __len__(self) -> int:
         with self._cond:
             return len(self._jobs)
