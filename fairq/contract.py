@@ -2,14 +2,16 @@
 
 One frozen, keyword-only parameter object per operation, so adding a field never breaks a caller
 and every backend reads alike. Time is always a parameter (``now``): stores never read a clock,
-which is what lets the conformance suite drive them all on one virtual clock. The rules behind
-each operation are in docs/internals/scheduler.md; ``fairq.model`` is their executable form.
+which is what lets the conformance suite drive them all on one virtual clock (the one exception:
+a dequeue that waits first takes its jobs when the wait ends). The rules behind each operation
+are in docs/internals/scheduler.md; ``fairq.model`` is their executable form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Protocol, runtime_checkable
 
@@ -38,12 +40,18 @@ class DequeueParams:
     """Take up to ``limit`` jobs; each is what one single dequeue would have given, in order.
 
     ``queues`` are tried in the given order for every job (the worker decides the order).
+
+    With ``wait`` > 0 the store first waits, up to that many seconds, until new work may have
+    arrived in ``queues`` (as ``Backend.wait``), then dequeues at ``now`` moved on by the time
+    waited (Redis: the server's clock, when later). An idle worker asks this way: a store that
+    can run the dequeue the moment its wait ends saves a round trip on the way to a new job.
     """
 
     queues: Sequence[str]
     worker_id: str
     now: float
     limit: int = 1
+    wait: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -268,3 +276,15 @@ class Backend(Protocol):
         """Block up to ``timeout`` seconds or until new work may have arrived in ``queues``."""
 
     def close(self) -> None: ...
+
+
+def waited_first(
+    params: DequeueParams, wait: Callable[[Sequence[str], float], None]
+) -> DequeueParams:
+    """Do a dequeue's wait with ``wait`` (a store's ``Backend.wait``); the params to dequeue
+    with then. For the stores that have no way to dequeue the moment a wait ends."""
+    if params.wait <= 0:
+        return params
+    started = time.monotonic()
+    wait(params.queues, params.wait)
+    return replace(params, now=params.now + (time.monotonic() - started), wait=0.0)

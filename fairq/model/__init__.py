@@ -32,6 +32,7 @@ from fairq.contract import (
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
+    waited_first,
 )
 from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease, NewJob, held_leases
@@ -113,6 +114,7 @@ class ReferenceModel(Reads):
     # -- consuming -------------------------------------------------------------------------
 
     def dequeue(self, params: DequeueParams) -> list[Lease]:
+        params = waited_first(params, self.wait)
         with self._changed:
             self._maintain(params.now, params.queues)
             leases: list[Lease] = []

@@ -4,11 +4,13 @@ With free slots, the acks of the jobs that succeeded are stored (one ``ack_many`
 ``dequeue`` asks for all the slots that frees, trying the queues in the order the
 ``QueueOrder`` gives for this round. With no free slot, it sleeps until a job ends. With nothing
 ready, it asks the store when something next falls due (a delayed job, a retry, a lease to
-expire) and waits for new work at most that long, and never longer than ``idle_wait``.
+expire), then dequeues with a wait for new work (``DequeueParams.wait``) at most that long,
+and never longer than ``idle_wait``.
 
-The loop runs on its own thread so that stopping never waits for a ``backend.wait`` to time out:
+The loop runs on its own thread so that stopping never waits for a wait to time out:
 ``close()`` only waits for a dequeue in progress (and the start of its jobs), after which no
-job is ever taken again; the thread notices the stop when its wait ends, and exits.
+job is ever started again; the thread notices the stop when its wait ends, hands back what
+that wait took, and exits.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from fairq.contract import Backend, DequeueParams, MaintainParams, StatsParams
+from fairq.contract import Backend, DequeueParams, MaintainParams, ReleaseParams, StatsParams
+from fairq.job import Lease
 from fairq.policy.queues import QueueOrder
 from fairq.worker.joblog import describe
 from fairq.worker.runner import JobRunner
@@ -105,13 +108,19 @@ class Fetcher:
             free = self.running.free()
             if free == 0:
                 return True
-            params = DequeueParams(
-                queues=self.order.next(), worker_id=self.worker_id, now=self.clock(), limit=free
-            )
-            leases = self.backend.dequeue(params)
+            leases = self.backend.dequeue(self._asking(free))
             for lease in leases:
                 self.runner.start(lease)
         return bool(leases) or self._idle()
+
+    def _asking(self, free: int, wait: float = 0.0) -> DequeueParams:
+        return DequeueParams(
+            queues=self.order.next(),
+            worker_id=self.worker_id,
+            now=self.clock(),
+            limit=free,
+            wait=wait,
+        )
 
     def _any_ready(self) -> bool:
         """Asked only once a burst looks done: a slot freed elsewhere since our dequeue may have
@@ -130,6 +139,28 @@ class Fetcher:
             log.info("no job is ready or scheduled: burst done", extra={"action": "burst_done"})
             return False
         timeout = self.idle_wait if due is None else min(self.idle_wait, due - now)
-        if not self.stopping.is_set():
-            self.backend.wait(self.order.queues, max(timeout, MIN_WAIT))
+        if self.stopping.is_set():
+            return True
+        # Outside the gate, so that close() never waits for the wait.
+        leases = self.backend.dequeue(self._asking(self.running.free(), max(timeout, MIN_WAIT)))
+        with self._gate:
+            if self.stopping.is_set():
+                self._hand_back(leases)
+                return True
+            for lease in leases:
+                self.runner.start(lease)
         return True
+
+    def _hand_back(self, leases: list[Lease]) -> None:
+        """Jobs taken by a wait that ended after the worker began to stop: ready again now."""
+        for lease in leases:
+            try:
+                self.backend.release(ReleaseParams(token=lease.token, now=self.clock()))
+            except Exception as exc:
+                log.warning(
+                    "job %s taken while stopping could not be handed back (%s); it runs again "
+                    "when its lease expires",
+                    lease.job_id,
+                    describe(exc),
+                    extra={"action": "hand_back_failed", "job_id": lease.job_id},
+                )

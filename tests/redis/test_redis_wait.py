@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import redis
@@ -56,3 +57,24 @@ def test_close_ends_a_wait(backend: RedisBackend) -> None:
     waiter = Waiter(backend.options, backend.layout)
     waiter.close()
     waiter.wait(["default"], timeout=BOUND)
+
+
+def test_a_waiting_dequeue_runs_at_the_servers_clock_when_the_senders_is_older(
+    backend: RedisBackend,
+) -> None:
+    """Pipelined behind its BLPOP, the dequeue runs when the wait ends: it must not date its
+    lease (and so shorten it) by the stale time it was sent at."""
+    backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
+    before = time.time()
+    leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0, wait=BOUND))
+    assert [lease.job_id for lease in leases] == [new_job(0).id]
+    assert leases[0].started_at >= before - 0.001  # the same machine's clock, in Redis's µs
+
+
+def test_a_waiting_dequeue_loads_the_library_when_the_server_lost_it(
+    backend: RedisBackend, raw: redis.Redis
+) -> None:
+    backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
+    raw.function_flush()
+    leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0, wait=BOUND))
+    assert [lease.job_id for lease in leases] == [new_job(0).id]

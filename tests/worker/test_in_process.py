@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import signal
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -253,3 +256,35 @@ def test_bad_settings_are_refused_clearly(app: App, options: dict[str, Any], mes
 def test_an_app_without_jobs_needs_queues() -> None:
     with pytest.raises(ConfigError, match="declares no jobs"):
         Worker(App("memory://"))
+
+
+def test_a_job_taken_by_a_wait_that_ends_after_stop_is_handed_back(app: App) -> None:
+    """The fetch loop waits outside its gate, so stop() does not wait for the wait; what that
+    wait takes once the worker is stopping goes back to the queue, not to a lease nobody
+    holds."""
+    with Worker(app, poll_interval=60.0).in_thread():
+        time.sleep(0.5)  # the worker is idle: its fetch loop is in a waiting dequeue
+    fetchers = [t for t in threading.enumerate() if t.name == "fairq-fetch"]
+    job_id = app.jobs["record"].enqueue("t1", "/nonexistent", "late")
+    for thread in fetchers:
+        thread.join(10)
+        assert not thread.is_alive()
+    [info] = app.backend.get_jobs([job_id])
+    assert (info.state, info.attempts) == (JobState.READY, 0)
+
+
+@pytest.mark.timeout(60)  # a lost signal leaves run() blocked: this fails the test instead
+def test_a_stop_signal_delivered_to_another_thread_stops_the_worker(app: App) -> None:
+    """The kernel may hand a process's SIGTERM to any of its threads; the main thread, blocked
+    waiting for signals, must hear of it all the same."""
+    ours = signal.getsignal(signal.SIGTERM)
+
+    def terminate_from_this_thread() -> None:
+        while signal.getsignal(signal.SIGTERM) is ours:  # until the worker has its handler
+            time.sleep(0.01)
+        time.sleep(0.2)  # the main thread is blocked in its read by now
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+    threading.Thread(target=terminate_from_this_thread, daemon=True).start()
+    Worker(app, poll_interval=60.0).run()  # returns only once the signal stopped it
+    assert signal.getsignal(signal.SIGTERM) is ours

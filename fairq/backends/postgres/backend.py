@@ -53,6 +53,7 @@ from fairq.contract import (
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
+    waited_first,
 )
 from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease, NewJob, lease_token
@@ -145,6 +146,7 @@ class PostgresBackend:
         The fast path is the server-side ``dequeue`` function in autocommit: locks, the
         "is maintenance due" check and dispatch in one implicit transaction and round trip.
         """
+        params = waited_first(params, self.wait)
         names = list(dict.fromkeys(params.queues))
         args = {
             "queues": names,

@@ -12,8 +12,10 @@ window's record + decide (route.lua, in the home queue's Cluster slot), then the
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from fairq.contract import (
@@ -73,7 +75,7 @@ from .records import (
     text,
 )
 from .scripts import Arg, library
-from .waiting import Waiter
+from .waiting import SLICE, Waiter
 
 PRIORITY_RANGE = range(-(2**31), 2**31)
 ROUTE_CACHE = 100_000
@@ -162,8 +164,12 @@ class RedisBackend:
             return []
         blocks = _blocks(params.queues)
         order = list(blocks.values())  # a queue named twice is tried once: same result
-        args: list[Arg] = [num(params.now), params.limit, params.worker_id, *order]
-        reply = self._run("dequeue", self._keys(blocks), args)
+        keys = self._keys(blocks)
+        rest: list[Arg] = [params.limit, params.worker_id, *order]
+        if params.wait > 0:
+            reply = self._dequeue_after_wait(params, keys, rest)
+        else:
+            reply = self._run("dequeue", keys, [num(params.now), *rest])
         names = {block: name for name, block in blocks.items()}
         leases: list[Lease] = []
         for at in range(2, len(reply), 5):
@@ -173,6 +179,24 @@ class RedisBackend:
         for item in leases:
             self._remember(item.job_id, item.queue)
         return leases
+
+    def _dequeue_after_wait(self, params: DequeueParams, keys: list[str], rest: list[Arg]) -> Any:
+        """BLPOP slices, each with the dequeue pipelined behind it (at the later of the sender's
+        and the server's clock: see dequeue.lua), until a token wakes us, a job is taken or the
+        wait is over."""
+        started = time.monotonic()
+        while True:
+            waited = time.monotonic() - started
+            args = [">" + num(params.now + waited), *rest]
+            with self._translated():
+                woke, reply = self._waiter.wait_then(
+                    params.queues,
+                    params.wait - waited,
+                    partial(self._library.pipe, op="dequeue", keys=keys, args=args),
+                )
+                reply = self._library.answer(self.client, reply, "dequeue", keys, args)
+            if woke or len(reply) > 2 or params.wait - waited <= SLICE:
+                return reply
 
     def ack(self, params: AckParams) -> None:
         queue, job_id, attempt = self._route(params.token)

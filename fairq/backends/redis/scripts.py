@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 
 import redis
+from redis.client import Pipeline
 
 Arg = str | bytes | int | float
 
@@ -63,10 +64,29 @@ class Library:
         try:
             return client.fcall(name, len(keys), *keys, *args)
         except redis.ResponseError as exc:
-            if "function not found" not in str(exc).lower():
+            if not _missing(exc):
                 raise
             self.load(client)
             return client.fcall(name, len(keys), *keys, *args)
+
+    def pipe(self, pipe: Pipeline, op: str, keys: Sequence[str], args: Sequence[Arg]) -> None:
+        """Queue a call on ``pipe``; its reply goes through ``answer``."""
+        pipe.fcall(self.function(op), len(keys), *keys, *args)
+
+    def answer(
+        self, client: redis.Redis, reply: Any, op: str, keys: Sequence[str], args: Sequence[Arg]
+    ) -> Any:
+        """The reply of a pipelined call; when the server lacked the library, the reply of
+        the call made again (on ``client``) once it is loaded."""
+        if not isinstance(reply, Exception):
+            return reply
+        if isinstance(reply, redis.ResponseError) and _missing(reply):
+            return self(client, op, keys, args)
+        raise reply
+
+
+def _missing(exc: redis.ResponseError) -> bool:
+    return "function not found" in str(exc).lower()
 
 
 @cache

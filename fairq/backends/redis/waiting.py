@@ -7,13 +7,19 @@ change. A token may be stale (the work was taken by a busy worker): the woken wo
 finds nothing and waits again, which costs one dequeue. BLPOP holds its connection, so the
 waiter has its own client without a read timeout, and waits in slices so a dead connection
 is noticed.
+
+A dequeue that waits (``wait_then``) is pipelined behind its BLPOP: Redis runs it the moment
+the BLPOP returns, so the first job reaches an idle worker one round trip sooner.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from redis.client import Pipeline
 
 from .connection import RedisOptions, open_client
 from .keys import Layout
@@ -32,7 +38,7 @@ class Waiter:
         self._closed = threading.Event()
 
     def wait(self, queues: Sequence[str], timeout: float) -> None:
-        keys = [self._layout.queue_key(q, "wake") for q in dict.fromkeys(queues)]
+        keys = self._keys(queues)
         end = time.monotonic() + timeout
         while keys and not self._closed.is_set():
             left = end - time.monotonic()
@@ -40,6 +46,23 @@ class Waiter:
                 return
             if self._client.blpop(keys, timeout=min(left, SLICE)) is not None:
                 return
+
+    def wait_then(
+        self, queues: Sequence[str], timeout: float, then: Callable[[Pipeline], None]
+    ) -> tuple[bool, Any]:
+        """One BLPOP of at most ``min(timeout, SLICE)`` with the command ``then`` queues
+        pipelined behind it: whether a token woke us, and that command's reply (or the
+        exception it raised, for the caller to judge)."""
+        pipe = self._client.pipeline(transaction=False)
+        pipe.blpop(self._keys(queues), timeout=min(max(timeout, MIN_WAIT), SLICE))
+        then(pipe)
+        token, reply = pipe.execute(raise_on_error=False)
+        if isinstance(token, Exception):
+            raise token
+        return token is not None, reply
+
+    def _keys(self, queues: Sequence[str]) -> list[str]:
+        return [self._layout.queue_key(q, "wake") for q in dict.fromkeys(queues)]
 
     def close(self) -> None:
         self._closed.set()

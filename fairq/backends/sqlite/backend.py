@@ -36,6 +36,7 @@ from fairq.contract import (
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
+    waited_first,
 )
 from fairq.job import JobInfo, Lease
 
@@ -75,6 +76,7 @@ class SQLiteBackend:
         return self._store.write(lambda db: producing.enqueue(db, params.jobs, params.now))
 
     def dequeue(self, params: DequeueParams) -> list[Lease]:
+        params = waited_first(params, self.wait)
         return self._store.write(lambda db: leases.dequeue(db, params))
 
     def ack(self, params: AckParams) -> None:

@@ -3,14 +3,23 @@
 -- Maintenance per queue, in order: promote, expire, un-limit (as maintain.lua).
 --
 -- KEYS: one block of QUEUE_KEYS keys per distinct queue (see _lib.lua).
--- ARGV: [1] now, [2] limit, [3] worker id (not stored), [4 ..] the order in which to try
---       the queues, as block numbers (a queue may be named once).
+-- ARGV: [1] now (or '>' .. now: see `clock`), [2] limit, [3] worker id (not stored),
+--       [4 ..] the order in which to try the queues, as block numbers (each named once).
 -- Touches: every key of the blocks except bodies/tnames (read), tids and done.
 -- Returns: {promoted, expired, block, id, record, body, tenant, block, id, ...}: each job
 --       is what one single dequeue at `now` would give, in order. Counts are integers.
 
+-- The time of a dequeue. '>N' marks one pipelined behind a BLPOP (waiting.py): it runs when
+-- the wait ends, so N, its sender's clock when sent, is stale by then; the server's clock is
+-- not, and taking the later of the two never moves time back.
+local function clock(arg)
+  if string.byte(arg, 1) ~= 62 then return tonumber(arg) end
+  local t = redis.call('TIME')
+  return max2(tonumber(string.sub(arg, 2)), tonumber(t[1]) + tonumber(t[2]) / 1000000)
+end
+
 register('dequeue', function()
-  local now = tonumber(ARGV[1])
+  local now = clock(ARGV[1])
   local limit = tonumber(ARGV[2])
   local order = {}
   for i = 4, #ARGV do order[#order + 1] = tonumber(ARGV[i]) end
