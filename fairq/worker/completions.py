@@ -70,7 +70,10 @@ class Completions:
                 if not self._pending:
                     self._oldest = time.monotonic()
                 self._pending.append(entry)
-                self._cond.notify_all()
+                # The flusher needs to hear of the first (its timer starts) and of a full
+                # buffer (flush now); waking it for every job costs a thread switch each.
+                if len(self._pending) == 1 or len(self._pending) >= self.max_size:
+                    self._cond.notify_all()
         if closed:  # after shutdown: store it at once rather than lose it
             self._store([entry])
 
@@ -128,8 +131,7 @@ class Completions:
                 else:
                     log_job_end(entry.lease, Outcome.SUCCEEDED, entry.duration)
         finally:
-            for entry in batch:
-                self.running.done(entry.lease.token)
+            self.running.done_many([entry.lease.token for entry in batch])
 
     def _unstored(self, batch: list[Running], exc: Exception) -> None:
         """The store did not answer: keep what may still be acked, give up on the rest."""
