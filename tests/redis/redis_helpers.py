@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import shutil
+import socket
+import subprocess
 import time
 from collections.abc import Callable
 
+import pytest
 import redis
 
 from fairq.job import NewJob
@@ -36,3 +40,34 @@ def wait_for(condition: Callable[[], object], what: str, timeout: float = 90.0) 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+NO_PERSISTENCE = ("--save", "", "--appendonly", "no")
+
+
+def start_server(port: int, *options: str) -> subprocess.Popen[bytes]:
+    """A private ``redis-server`` (no persistence unless ``options`` say otherwise), answering."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not on PATH: this test starts a private one")
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", *(options or NO_PERSISTENCE)],
+        stdout=subprocess.DEVNULL,
+    )
+    client = redis.Redis(port=port)
+    wait_for(lambda: answers(client), "the private redis-server to answer")
+    return server
+
+
+def answers(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False

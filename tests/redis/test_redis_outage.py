@@ -6,16 +6,13 @@ Each test runs a private ``redis-server`` on a free port, so stopping it harms n
 from __future__ import annotations
 
 import logging
-import shutil
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-from redis_helpers import wait_for
+from redis_helpers import free_port, start_server, wait_for
 
 from fairq import App, JobInfo, JobState
 from fairq.backends.redis import RedisBackend
@@ -26,40 +23,10 @@ from fairq.worker.heartbeat import Heartbeat
 from fairq.worker.running import RunningJobs
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-NO_PERSISTENCE = ("--save", "", "--appendonly", "no")
-
-
-def _start(port: int, *options: str) -> subprocess.Popen[bytes]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.fail("redis-server is not on PATH: this test starts a private one")
-    server = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", *(options or NO_PERSISTENCE)],
-        stdout=subprocess.DEVNULL,
-    )
-    client = redis.Redis(port=port)
-    wait_for(lambda: _answers(client), "the private redis-server to answer")
-    return server
-
-
-def _answers(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.ConnectionError:
-        return False
-
-
 @pytest.fixture
 def port() -> Iterator[int]:
-    port = _free_port()
-    server = _start(port)
+    port = free_port()
+    server = start_server(port)
     yield port
     server.terminate()
     server.wait()
@@ -83,7 +50,7 @@ def test_a_lease_lost_to_an_outage_is_reported_as_one(
         try:
             redis.Redis(port=port).shutdown(nosave=True)
             wait_for(lambda: _said(caplog, "heartbeat failed"), "a heartbeat to fail")
-            server = _start(port)  # back, and empty: the lease is gone
+            server = start_server(port)  # back, and empty: the lease is gone
             try:
                 wait_for(lambda: _said(caplog, "lost its lease"), "the lost lease's warning")
             finally:
@@ -107,10 +74,10 @@ def test_an_ack_that_meets_an_outage_is_stored_once_the_store_is_back(
 ) -> None:
     """The job ends while Redis is down; Redis comes back with its data (append-only file):
     the ack is tried again and stored, so the job does not run a second time."""
-    port = _free_port()
+    port = free_port()
     persist = ("--appendonly", "yes", "--appendfsync", "always", "--save", "",
                "--dir", str(tmp_path))  # fmt: skip
-    servers = [_start(port, *persist)]
+    servers = [start_server(port, *persist)]
     app = App(f"redis://127.0.0.1:{port}/0")
 
     @app.job(name="gated", tenant="tenant", lease=30.0)
@@ -129,7 +96,7 @@ def test_an_ack_that_meets_an_outage_is_stored_once_the_store_is_back(
                 lambda: _said(caplog, "could not store") or _said(caplog, "outcome=error"),
                 "the ack to fail",
             )
-            servers.append(_start(port, *persist))
+            servers.append(start_server(port, *persist))
             info = wait_state(app, job_id, JobState.SUCCEEDED)
     finally:
         app.close()

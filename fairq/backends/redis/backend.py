@@ -54,6 +54,7 @@ from fairq.job import JobInfo, Lease, NewJob
 from . import reads, throttling
 from .connection import (
     RedisOptions,
+    check_eviction,
     check_version,
     open_client,
     parse_url,
@@ -97,7 +98,10 @@ class RedisBackend:
         self._lock = threading.Lock()
         try:
             with self._translated():
-                check_version(text(self.client.info("server")["redis_version"]))
+                info = self.client.info("server", "memory")
+                check_version(text(info["redis_version"]))
+                policy, limit = text(info.get("maxmemory_policy", "")), info.get("maxmemory", 0)
+                check_eviction(self.options.safe_url, policy, int(limit))
                 self._check_types(self.layout.global_types())
         except BaseException:
             self.client.close()

@@ -7,6 +7,7 @@ the URL with its password hidden, so logs never carry a secret.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,6 +22,8 @@ from redis.retry import Retry
 from fairq.errors import ConfigError, FairqError, SchemaError, StoreUnavailable
 
 from .keys import DEFAULT_PREFIX, check_prefix
+
+log = logging.getLogger("fairq.backends.redis")
 
 T = TypeVar("T")
 
@@ -99,6 +102,26 @@ def check_version(version: str) -> tuple[int, ...]:
             "(Redis Functions: FUNCTION LOAD and FCALL); upgrade the server"
         )
     return found
+
+
+def check_eviction(safe_url: str, policy: str, maxmemory: int) -> None:
+    """Warn (once per server and process) when Redis may evict fairq's keys: an evicted job
+    is lost and a tenant's counters stop adding up. Only ``allkeys-*`` policies evict keys
+    without a TTL (all of fairq's but throttle windows), and only with a ``maxmemory``. Only a
+    warning: the operator owns the server, and a managed one may not let us read or set it."""
+    if not (policy.startswith("allkeys-") and maxmemory > 0) or safe_url in _warned_eviction:
+        return
+    _warned_eviction.add(safe_url)
+    log.warning(
+        "Redis at %s has maxmemory-policy %s: under memory pressure it may delete fairq's keys, "
+        "losing jobs. Set maxmemory-policy noeviction (docs/redis.md)",
+        safe_url,
+        policy,
+        extra={"action": "redis_eviction_policy"},
+    )
+
+
+_warned_eviction: set[str] = set()
 
 
 @contextmanager
