@@ -132,24 +132,34 @@ class Fetcher:
         )
 
     def _idle(self) -> bool:
-        """Nothing is ready: wait until something may be. False when a burst is done."""
-        now = self.clock()
-        due = self.backend.maintain(MaintainParams(now=now, queues=self.order.queues)).next_due
-        if self.burst and due is None and len(self.running) == 0 and not self._any_ready():
-            log.info("no job is ready or scheduled: burst done", extra={"action": "burst_done"})
-            return False
-        timeout = self.idle_wait if due is None else min(self.idle_wait, due - now)
-        if self.stopping.is_set():
-            return True
-        # Outside the gate, so that close() never waits for the wait.
-        leases = self.backend.dequeue(self._asking(self.running.free(), max(timeout, MIN_WAIT)))
+        """Nothing is ready: wait until something may be, and start what the wait brings.
+        False when a burst is done."""
+        while True:
+            now = self.clock()
+            due = self.backend.maintain(MaintainParams(now=now, queues=self.order.queues)).next_due
+            if self.burst and due is None and len(self.running) == 0 and not self._any_ready():
+                log.info("no job is ready or scheduled: burst done", extra={"action": "burst_done"})
+                return False
+            timeout = self.idle_wait if due is None else min(self.idle_wait, due - now)
+            if self.stopping.is_set():
+                return True
+            asked = self.running.free()
+            # Outside the gate, so that close() never waits for the wait.
+            leases = self.backend.dequeue(self._asking(asked, max(timeout, MIN_WAIT)))
+            if not self._start_waited(leases) or not 0 < len(leases) < asked:
+                return True
+            # Fewer than asked: nothing else was ready when that dequeue ran, so wait again
+            # at once instead of asking again first.
+
+    def _start_waited(self, leases: list[Lease]) -> bool:
+        """Start what a wait took; False (and hand it back) if the worker began to stop."""
         with self._gate:
             if self.stopping.is_set():
                 self._hand_back(leases)
-                return True
+                return False
             for lease in leases:
                 self.runner.start(lease)
-        return True
+            return True
 
     def _hand_back(self, leases: list[Lease]) -> None:
         """Jobs taken by a wait that ended after the worker began to stop: ready again now."""
