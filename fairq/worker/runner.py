@@ -61,8 +61,16 @@ class JobRunner:
     def start(self, lease: Lease) -> None:
         """Run one dequeued job; its slot stays taken until its outcome is stored.
 
-        Called from one thread only (the fetch loop's).
+        Called by one thread at a time (under the fetch loop's gate), as is ``begin``.
         """
+        run = self.begin(lease)
+        if run is not None:
+            self._threads.submit(run)
+
+    def begin(self, lease: Lease) -> Callable[[], None] | None:
+        """Take the job's slot and start it, except a ``def`` job: that comes back as a call
+        for the caller to run on a job thread (``start``'s, or its own: ``on_a_job_thread``).
+        An ``async def`` job goes to the event loop, one that can never run here is failed."""
         entry = self.running.add(lease)
         if log.isEnabledFor(logging.DEBUG):
             fields = job_fields(lease, "start")
@@ -70,13 +78,18 @@ class JobRunner:
         prepared = self._prepare(lease)
         if isinstance(prepared, str):
             self._reject(entry, prepared)
-        elif prepared[0].is_async:
+            return None
+        if prepared[0].is_async:
             if self._loop is None:
                 self._loop = LoopThread("fairq-async")
             future = self._loop.submit(self._run_async(entry, *prepared))
             entry.cancel = future.cancel
-        else:
-            self._threads.submit(lambda: self._run_sync(entry, *prepared))
+            return None
+        return lambda: self._run_sync(entry, *prepared)
+
+    def on_a_job_thread(self, task: Callable[[], None]) -> None:
+        """Run ``task`` on one of the job threads (the fetch loop waits there for new work)."""
+        self._threads.submit(task)
 
     def flush_acks(self) -> None:
         """Store the pending acks now (one ``ack_many``), freeing their slots."""
