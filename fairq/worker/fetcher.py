@@ -5,7 +5,8 @@ With free slots, the acks of the jobs that succeeded are stored (one ``ack_many`
 ``QueueOrder`` gives for this round. With no free slot, it sleeps until a job ends. With nothing
 ready, it asks the store when something next falls due (a delayed job, a retry, a lease to
 expire), then dequeues with a wait for new work (``DequeueParams.wait``) at most that long,
-and never longer than ``idle_wait``.
+and never longer than ``idle_wait``. That wait runs on a job thread, which runs the first job
+it brings itself (the fastest way from a new job's arrival to its first line).
 
 The loop runs on its own thread so that stopping never waits for a wait to time out:
 ``close()`` only waits for a dequeue in progress (and the start of its jobs), after which no
