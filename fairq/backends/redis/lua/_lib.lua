@@ -18,11 +18,12 @@
 --                    tenant gets a new tid
 --   tids      hash   tenant name (exact bytes) -> tid
 --   tnames    hash   tid -> tenant name
---   eligible  zset   score S, member head_seq(16) .. tid(10): order is exactly (S, head_seq)
+--   eligible  zset   score S, member head_seq(16) .. tid(10) .. LONG: order is exactly
+--                    (S, head_seq)
 --   ready     zset   all scores 0, member tid(10) .. prio(10) .. seq(16) .. job_id (lex order)
 --   readyat   zset   all scores 0, member tid(10) .. sortable(ready_at)(8) .. seq(16)
 --   scheduled zset   score run_at, member seq(16) .. job_id: order (run_at, seq)
---   running   zset   score deadline, member seq(16) .. job_id: order (deadline, seq)
+--   running   zset   score deadline, member seq(16) .. LONG .. job_id: order (deadline, seq)
 --   dead      zset   score finished_at, member seq(16) .. job_id
 --   done      zset   score finished_at, member seq(16) .. job_id (succeeded, for pruning)
 --   jobs      hash   job_id -> binary record (JOB in _lib_jobs.lua): state, seq, tid,
@@ -55,7 +56,13 @@ local WAKE_PER_CALL = 8
 local WAKE_LAST = '63'  -- the wake list keeps at most 64 tokens
 local PRIO_TOP = 2147483647
 -- The record layout version (LAYOUT in keys.py), kept in each queue's meta.
-local LAYOUT = '2'
+local LAYOUT = '3'
+-- Members of eligible and running carry LONG, which makes them longer than Redis's
+-- zset-max-listpack-value (64 by default), so those zsets are skip lists from their first
+-- member: inserting into a listpack zset parses every stored score with strtod, which cost
+-- more than any other part of a ZADD there. Eligible has a member per backlogged tenant
+-- and running one per running job, so the extra bytes are few.
+local LONG = '--------------------------------------------------'  -- 50 bytes
 
 -- The KEYS and ARGV of the running call: a function receives them as arguments, and the
 -- helpers read them as a script would (Redis runs one call at a time).
@@ -198,18 +205,61 @@ local function keys_of(base)
   return k
 end
 
+-- A queue's defaults in one value, meta's `conf`: weight, cap, rate count, period, burst,
+-- half_life, max_debt as doubles (NaN: none), each as the separate fields records.py reads
+-- give it back (cap, count and burst whole). One HMGET of V, due and conf costs about half
+-- of reading nine fields.
+local CONF, NAN = '>ddddddd', 0 / 0
+local function conf_of(q)
+  local r, cap, half_life = q.rate, NAN, NAN
+  local count, period, burst = NAN, NAN, NAN
+  if q.cap ~= nil then cap = tonumber(int(q.cap)) end
+  if r ~= nil then
+    count, period, burst = tonumber(int(r.count)), r.period, tonumber(int(r.burst))
+  end
+  if q.half_life ~= nil then half_life = q.half_life end
+  return struct.pack(CONF, q.weight, cap, count, period, burst, half_life, q.max_debt)
+end
+
+local function some(x) if x ~= x then return nil end return x end
+
+-- q's defaults from conf; a queue without conf (never configured, or written by an earlier
+-- fairq) reads the separate fields, and gets its conf at the end of the call.
+local function load_defaults(q, conf)
+  if conf then
+    local w, cap, count, period, burst, half_life, max_debt = struct.unpack(CONF, conf)
+    q.weight, q.cap, q.half_life, q.max_debt = w, some(cap), some(half_life), max_debt
+    if count == count then q.rate = {count = count, period = period, burst = burst} end
+    return
+  end
+  local m = redis.call('HMGET', q.k.meta, 'weight', 'cap', 'rcount', 'rperiod', 'rburst',
+    'half_life', 'max_debt')
+  q.weight, q.cap, q.rate = opt(m[1]) or 1.0, opt(m[2]), rate_from(m[3], m[4], m[5])
+  q.half_life, q.max_debt, q.confdirty = opt(m[6]), opt(m[7]) or 60.0, true
+end
+
 -- meta's `due` (nil: unknown) is at or below every score in scheduled, running and limited,
 -- so before it nothing is due and a dequeue skips maintenance (`maintain_queue`).
 local function open_queue(block, name)
   local k = keys_of((block - 1) * QUEUE_KEYS)
-  local m = redis.call('HMGET', k.meta, 'V', 'weight', 'cap', 'rcount', 'rperiod', 'rburst',
-    'half_life', 'max_debt', 'due')
-  return {
-    k = k, name = name, V = opt(m[1]) or 0.0, weight = opt(m[2]) or 1.0, cap = opt(m[3]),
-    rate = rate_from(m[4], m[5], m[6]), half_life = opt(m[7]), max_debt = opt(m[8]) or 60.0,
-    due = opt(m[9]), vdirty = false, duedirty = false, tenants = {}, dirty = {}, wake = 0,
-    pending = {}, npending = 0,
+  local m = redis.call('HMGET', k.meta, 'V', 'due', 'conf')
+  local q = {
+    k = k, name = name, V = opt(m[1]) or 0.0, due = opt(m[2]), weight = 1.0, cap = nil,
+    rate = nil, half_life = nil, max_debt = 60.0, vdirty = false, duedirty = false,
+    confdirty = false, tenants = {}, dirty = {}, wake = 0, pending = {}, npending = 0,
   }
+  load_defaults(q, m[3])
+  return q
+end
+
+-- Write back what the call changed in meta: V, due, conf.
+local function save_meta(q)
+  local f, n = {}, 0
+  if q.vdirty then f[n + 1], f[n + 2], n = 'V', fmt(q.V), n + 2 end
+  if q.duedirty then f[n + 1], f[n + 2], n = 'due', fmt(q.due), n + 2 end
+  if q.confdirty then f[n + 1], f[n + 2], n = 'conf', conf_of(q), n + 2 end
+  if n > 0 then redis.call('HSET', q.k.meta, unpack(f, 1, n)) end
+  q.vdirty, q.duedirty, q.confdirty = false, false, false
 end
 
 -- Add `member` at `score` to scheduled, running or limited (key), keeping `due` below it.
@@ -351,11 +401,11 @@ local function index(q, t)
     seq = t.hseq
   end
   if t.eseq ~= '' and t.eseq ~= seq then
-    redis.call('ZREM', q.k.eligible, t.eseq .. t.tidp)
+    redis.call('ZREM', q.k.eligible, t.eseq .. t.tidp .. LONG)
   end
   if seq ~= '' then
     if seq ~= t.eseq or t.S ~= t.iS then
-      redis.call('ZADD', q.k.eligible, fmt(t.S), seq .. t.tidp)
+      redis.call('ZADD', q.k.eligible, fmt(t.S), seq .. t.tidp .. LONG)
     end
     if t.eseq == '' then q.wake = q.wake + 1 end
   end

@@ -59,6 +59,8 @@ local function seqp(j)
 end
 
 local function seq_member(j) return seqp(j) .. j.id end
+local function running_member(j) return seqp(j) .. LONG .. j.id end
+local RUNNING_ID = SEQW + #LONG + 1  -- where the job id starts in a running member
 
 local function ready_member(j)
   return pad(j.tid, TIDW) .. pad(PRIO_TOP - j.priority, PRIOW) .. seqp(j) .. j.id
@@ -99,7 +101,7 @@ local function end_run(q, t, j, ended_at, now)
   if not (w <= 0) then finish = t.F + (charge - j.charged) / w end
   set_finish(q, t, finish, now)
   t.running = t.running - 1
-  redis.call('ZREM', q.k.running, seq_member(j))
+  redis.call('ZREM', q.k.running, running_member(j))
   j.deadline = nil
 end
 
@@ -145,7 +147,7 @@ end
 local function expire(q, now)
   local due = redis.call('ZRANGEBYSCORE', q.k.running, '-inf', fmt(now))
   for _, m in ipairs(due) do
-    local j = load_job(q, string.sub(m, SEQW + 1))
+    local j = load_job(q, string.sub(m, RUNNING_ID))
     local t = tenant(q, j.tid)
     fail_job(q, t, j, now, j.deadline, 'lease expired', now)
   end
@@ -191,7 +193,7 @@ local function dispatch(q, now)
   sync(q)
   local first = redis.call('ZRANGE', q.k.eligible, '0', '0')[1]
   if first == nil then return nil end
-  local t = tenant(q, tonumber(string.sub(first, SEQW + 1)))
+  local t = tenant(q, tonumber(string.sub(first, SEQW + 1, SEQW + TIDW)))
   local first2 = heads(q, t, '2')
   local m = first2[1]
   local j = load_job(q, string.sub(m, TIDW + PRIOW + SEQW + 1))
@@ -203,7 +205,7 @@ local function dispatch(q, now)
   j.leases = j.leases + 1
   j.started_at = now
   j.deadline = now + j.lease_timeout
-  pend(q, q.k.running, j.deadline, seq_member(j))
+  pend(q, q.k.running, j.deadline, running_member(j))
   q.V = t.S
   q.vdirty = true
   set_finish(q, t, t.S + j.cost / weight_of(q, t), now)
@@ -231,21 +233,15 @@ end
 
 -- -- the end of every script ----------------------------------------------------------------
 
--- Write back the tenants and the clock this call changed; wake idle workers if work appeared.
+-- Write back the tenants and meta fields this call changed; wake idle workers if work
+-- appeared.
 local function flush(q)
   sync(q)
   for tid, t in pairs(q.dirty) do
     redis.call('HSET', q.k.tenants, t.tids, tenant_record(t))
   end
   q.dirty = {}
-  if q.vdirty and q.duedirty then
-    redis.call('HSET', q.k.meta, 'V', fmt(q.V), 'due', fmt(q.due))
-  elseif q.vdirty then
-    redis.call('HSET', q.k.meta, 'V', fmt(q.V))
-  elseif q.duedirty then
-    redis.call('HSET', q.k.meta, 'due', fmt(q.due))
-  end
-  q.vdirty, q.duedirty = false, false
+  save_meta(q)
   if q.wake > 0 then
     local tokens = {}
     for i = 1, math.min(q.wake, WAKE_PER_CALL) do tokens[i] = '1' end
