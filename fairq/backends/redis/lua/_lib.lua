@@ -33,7 +33,7 @@
 --   bodies    hash   job_id -> len(name) .. ":" .. name .. payload (never parsed here)
 --   errors    hash   job_id -> last error text
 --   backlog   set    tids with ready > 0 (what set_queue must refresh)
---   wake      list   wake-up tokens for idle workers (BLPOP), trimmed to 64 (WAKE_LAST)
+--   wake      list   wake-up tokens for idle workers (BLPOP), trimmed to WAKE_MAX
 --   limited   zset   score limited_until, member the tenant's name (exact UTF-8 bytes): equal
 --                    scores order by memcmp of UTF-8, which is code point order, so the zset
 --                    order is exactly the model's (limited_until, tenant) tuple order
@@ -50,10 +50,10 @@ local QUEUE_KEYS = 18
 local TIDW, SEQW, PRIOW = 10, 16, 10
 local MIN_CHARGE = 0.001
 local DEFAULT_HALF_LIFE = 60.0
-local WAKE_PER_CALL = 8
+local WAKE_MAX, WAKE_PER_CALL = 64, 8
 -- Arguments to redis.call are passed as text where they are constants: Redis turns a Lua
 -- number into text with a "%.17g" printf on every call, which costs about half a command.
-local WAKE_LAST = '63'  -- the wake list keeps at most 64 tokens
+local WAKE_LAST = '63'  -- WAKE_MAX - 1
 local PRIO_TOP = 2147483647
 -- The record layout version (LAYOUT in keys.py), kept in each queue's meta.
 local LAYOUT = '3'
@@ -246,7 +246,8 @@ local function open_queue(block, name)
   local q = {
     k = k, name = name, V = opt(m[1]) or 0.0, due = opt(m[2]), weight = 1.0, cap = nil,
     rate = nil, half_life = nil, max_debt = 60.0, vdirty = false, duedirty = false,
-    confdirty = false, tenants = {}, dirty = {}, wake = 0, pending = {}, npending = 0,
+    confdirty = false, tenants = {}, named = {}, dirty = {}, wake = 0, pending = {},
+    npending = 0,
   }
   load_defaults(q, m[3])
   return q
@@ -346,10 +347,17 @@ local function tenant(q, tid)
   return touch(q, t)
 end
 
--- The tenant named name, created (F = 0, no settings) when the queue has not seen it.
+-- The tenant named name, created (F = 0, no settings) when the queue has not seen it. A
+-- name is looked up once per call (q.named), however many of its jobs a batch holds.
 local function tenant_named(q, name)
+  local t = q.named[name]
+  if t ~= nil then return touch(q, t) end
   local tid = redis.call('HGET', q.k.tids, name)
-  if tid then return tenant(q, tonumber(tid)) end
+  if tid then
+    t = tenant(q, tonumber(tid))
+    t.name, q.named[name] = name, t
+    return t
+  end
   local n = redis.call('HINCRBY', q.k.meta, 'ntid', '1')
   if n == 1 then redis.call('HSET', q.k.meta, 'layout', LAYOUT) end
   redis.call('HSET', q.k.tids, name, int(n))
@@ -359,7 +367,7 @@ local function tenant_named(q, name)
     succeeded = 0, failed = 0, dead = 0, usage = 0.0, usage_at = 0.0, kept = 0, eseq = '',
     name = name,
   }
-  q.tenants[n] = t
+  q.tenants[n], q.named[name] = t, t
   return touch(q, t)
 end
 
@@ -497,6 +505,7 @@ local function forget(q, t)
   if t.lim ~= nil then redis.call('ZREM', q.k.limited, name) end
   q.dirty[t.tid] = nil
   q.tenants[t.tid] = nil
+  q.named[name] = nil
   if q.pending[t.tid] ~= nil then q.pending[t.tid], q.npending = nil, q.npending - 1 end
 end
 

@@ -245,8 +245,9 @@ local function flush(q)
   if q.wake > 0 then
     local tokens = {}
     for i = 1, math.min(q.wake, WAKE_PER_CALL) do tokens[i] = '1' end
-    redis.call('LPUSH', q.k.wake, unpack(tokens))
-    redis.call('LTRIM', q.k.wake, '0', WAKE_LAST)
+    if redis.call('LPUSH', q.k.wake, unpack(tokens)) > WAKE_MAX then
+      redis.call('LTRIM', q.k.wake, '0', WAKE_LAST)
+    end
     q.wake = 0
   end
 end
