@@ -25,6 +25,7 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Callable
 
 from fairq.backends.redis import RedisBackend
 from fairq.contract import AckManyParams, AckParams, DequeueParams, EnqueueParams
@@ -83,7 +84,7 @@ def main() -> None:
     pairs(backend, 200, 1)
     next_id = 20_000
     enqueue_many_rounds = max(1, args.rounds // 10)
-    phases = {
+    phases: dict[str, tuple[int, Callable[[], object]]] = {
         "enqueue": (args.rounds, lambda: [
             backend.enqueue(EnqueueParams(jobs=new_jobs(next_id + i, 1), now=time.time()))
             for i in range(args.rounds)]),
