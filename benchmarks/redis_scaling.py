@@ -18,6 +18,7 @@ import argparse
 import math
 import os
 import time
+from dataclasses import replace
 
 import redis
 
@@ -101,6 +102,28 @@ def latency(tenants: int, ops: int, batch: int) -> tuple[float, float, float, fl
     return percentile(times, 50), percentile(times, 99), mean, usec / jobs, cpu * 1e6 / jobs
 
 
+def enqueue_cost(tenants: int, ops: int, batch: int) -> tuple[float, float]:
+    """Redis's script µs and CPU µs per job for ``ops`` enqueue calls of ``batch`` jobs each,
+    onto ``tenants`` tenants that already hold 100 ready jobs each (as for ``latency``)."""
+    backend = fresh()
+    fill(backend, tenants, 100)
+    start = 0
+    backend.client.config_resetstat()
+    cpu = server_cpu(backend.client)
+    for n in range(ops):  # the tenants in turn, one job each
+        made = [
+            replace(job, id=f"e{start + n * batch + i}", tenant=f"t{(n * batch + i) % tenants}")
+            for i, job in enumerate(jobs(1, batch))
+        ]
+        backend.enqueue(EnqueueParams(jobs=made, now=time.time()))
+    stats = backend.client.info("commandstats").get("cmdstat_fcall", {})
+    cpu = server_cpu(backend.client) - cpu
+    backend.close()
+    if stats.get("calls", 0) != ops:
+        print(f"(warning: {stats.get('calls', 0)} calls for {ops}: another client used this Redis)")
+    return stats.get("usec", 0) / (ops * batch), cpu * 1e6 / (ops * batch)
+
+
 def memory(client: redis.Redis, under: str = "") -> int:
     total = 0
     for key in client.scan_iter(match=f"scale:{under}*", count=1000):
@@ -141,7 +164,17 @@ def main() -> None:
     parser.add_argument("--idle", type=int, default=50_000)
     parser.add_argument("--batch", type=int, default=1, help="jobs per dequeue (ack_many if > 1)")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory figures")
+    parser.add_argument(
+        "--enqueue", type=int, default=0, metavar="N",
+        help="only time enqueue: N calls of --batch jobs each, on the first --tenants count",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.enqueue:
+        tenants = int(args.tenants.split(",")[0])
+        usec, cpu = enqueue_cost(tenants, args.enqueue, args.batch)
+        print(f"enqueue, {args.batch} jobs per call, {args.enqueue} calls, {tenants} tenants: "
+              f"Redis {usec:.1f} µs per job (script time), CPU {cpu:.1f} µs per job")  # fmt: skip
+        return
     print(f"dequeue (limit {args.batch}) + ack of those jobs, {args.ops} rounds per row: "
           "client-side µs per round; Redis µs per job (script time from commandstats) "
           "and Redis CPU µs per job (whole server process)\n")  # fmt: skip

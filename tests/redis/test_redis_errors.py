@@ -82,6 +82,18 @@ def test_records_of_the_old_text_layout_are_refused_not_misread(
         TenantRecord.parse(stored)
 
 
+def test_a_queue_of_the_earlier_binary_layout_is_refused_not_misread(
+    backend: RedisBackend, raw: redis.Redis, prefix: str
+) -> None:
+    meta = f"{prefix}:{{default}}:meta"
+    raw.hset(meta, mapping={"ntid": "1", "V": "0", "layout": "2"})  # short eligible members
+    with pytest.raises(SchemaError) as caught:
+        backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
+    assert "layout" in str(caught.value) and "prefix" in str(caught.value)
+    assert raw.hgetall(meta) == {b"ntid": b"1", b"V": b"0", b"layout": b"2"}
+    assert raw.hget(f"{prefix}:dir", "j0") is None
+
+
 def test_a_new_queue_records_its_layout(
     backend: RedisBackend, raw: redis.Redis, prefix: str
 ) -> None:

@@ -71,8 +71,9 @@ PART_TYPES: dict[str, str] = {
 WINDOW_PART = "win"
 
 #: The version of the stored record layout (LAYOUT in _lib.lua), kept in each queue's meta:
-#: 2 is the binary records. Records of another layout are refused, never misread.
-LAYOUT = "2"
+#: 2 was the binary records, 3 adds padded eligible and running members (skip lists, not
+#: listpacks). Data of another layout is refused, never misread.
+LAYOUT = "3"
 
 #: Per-queue widths of the fixed-width numbers in members (TIDW, SEQW in _lib.lua).
 TID_WIDTH = 10

@@ -51,7 +51,8 @@ TENANT_FIXED = "dIIIdddddI"
 TENANT_OPTIONAL = ("d", "d", "d", "16s", "d", "d", "d", "d", "d")
 
 OLD_LAYOUT = (
-    "this Redis holds fairq records in another layout (an older fairq stored them as text); "
+    "this Redis holds fairq records in another layout (an older fairq stored them as text, "
+    "or in an earlier binary layout); "
     "this fairq reads layout {layout} only. Delete the old keys (fairq is unreleased, so no "
     "migration is offered) or use another key prefix (?prefix=… in the URL) or database"
 )

@@ -18,11 +18,12 @@
 --                    tenant gets a new tid
 --   tids      hash   tenant name (exact bytes) -> tid
 --   tnames    hash   tid -> tenant name
---   eligible  zset   score S, member head_seq(16) .. tid(10): order is exactly (S, head_seq)
+--   eligible  zset   score S, member head_seq(16) .. tid(10) .. LONG: order is exactly
+--                    (S, head_seq)
 --   ready     zset   all scores 0, member tid(10) .. prio(10) .. seq(16) .. job_id (lex order)
 --   readyat   zset   all scores 0, member tid(10) .. sortable(ready_at)(8) .. seq(16)
 --   scheduled zset   score run_at, member seq(16) .. job_id: order (run_at, seq)
---   running   zset   score deadline, member seq(16) .. job_id: order (deadline, seq)
+--   running   zset   score deadline, member seq(16) .. LONG .. job_id: order (deadline, seq)
 --   dead      zset   score finished_at, member seq(16) .. job_id
 --   done      zset   score finished_at, member seq(16) .. job_id (succeeded, for pruning)
 --   jobs      hash   job_id -> binary record (JOB in _lib_jobs.lua): state, seq, tid,
@@ -39,7 +40,7 @@
 --   tats      zset   score tat, member tid(10): tenants whose GCRA tat may still hold them
 --                    (set_queue resettles these; entries with tat <= now are trimmed there)
 --
--- Records are struct.pack layouts (see `codec`): a double packed and unpacked is the same
+-- Records are struct.pack layouts (see `formats`): a double packed and unpacked is the same
 -- double, and the C side does the work that parsing text did. Floats in other places (zset
 -- scores, meta) are string.format('%.17g', x), which reads back to the same double.
 -- The tag arithmetic copies fairq/policy/fairness.py, rate.py and history.py expression for
@@ -50,9 +51,18 @@ local TIDW, SEQW, PRIOW = 10, 16, 10
 local MIN_CHARGE = 0.001
 local DEFAULT_HALF_LIFE = 60.0
 local WAKE_MAX, WAKE_PER_CALL = 64, 8
+-- Arguments to redis.call are passed as text where they are constants: Redis turns a Lua
+-- number into text with a "%.17g" printf on every call, which costs about half a command.
+local WAKE_LAST = '63'  -- WAKE_MAX - 1
 local PRIO_TOP = 2147483647
 -- The record layout version (LAYOUT in keys.py), kept in each queue's meta.
-local LAYOUT = '2'
+local LAYOUT = '3'
+-- Members of eligible and running carry LONG, which makes them longer than Redis's
+-- zset-max-listpack-value (64 by default), so those zsets are skip lists from their first
+-- member: inserting into a listpack zset parses every stored score with strtod, which cost
+-- more than any other part of a ZADD there. Eligible has a member per backlogged tenant
+-- and running one per running job, so the extra bytes are few.
+local LONG = '--------------------------------------------------'  -- 50 bytes
 
 -- The KEYS and ARGV of the running call: a function receives them as arguments, and the
 -- helpers read them as a script would (Redis runs one call at a time).
@@ -73,9 +83,23 @@ local function fmt(x)
   if x ~= last_x or x == 0 then last_x, last_text = x, string.format('%.17g', x) end
   return last_text
 end
-local function int(x) return string.format('%d', x) end
-local PAD = {[10] = '%010d', [16] = '%016d'}
-local function pad(n, width) return string.format(PAD[width], n) end
+-- Whole numbers as text, remembered across calls: tids and lease numbers recur in every
+-- call, and a job's seq is formatted when it is handed out and again at its ack. Each table
+-- is a function of the number alone (never of stored data), emptied when it grows large.
+local function memo(format)
+  local known, n = {}, 0
+  return function(x)
+    local text = known[x]
+    if text == nil then
+      text = string.format(format, x)
+      if n >= 4096 then known, n = {}, 0 end
+      known[x], n = text, n + 1
+    end
+    return text
+  end
+end
+local int, pad10, pad16 = memo('%d'), memo('%010d'), memo('%016d')
+local function pad(n, width) if width == 10 then return pad10(n) end return pad16(n) end
 local function opt(s) if s == '' or s == nil then return nil end return tonumber(s) end
 local function optfmt(x) if x == nil then return '' end return fmt(x) end
 local function optint(x) if x == nil then return '' end return int(x) end
@@ -88,51 +112,26 @@ local function min2(a, b) if b < a then return b end return a end
 -- -- records ------------------------------------------------------------------------------
 
 -- A record is struct.pack(format, mask, fixed fields..., present optional fields...): mask
--- (2 bytes) has bit i - 1 set when optional field i is present. fixed and optional are lists
--- of {name, struct code}; a table's fields of those names are read and written. An absent
--- optional field is nil (or '' for a string). Each mask's format and present names are
--- built once; the loops are numeric and call no C function, as every such call costs. (codec
--- runs when the library loads, where Redis offers no library functions such as ipairs.)
-local BIT = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048}
-
-local function codec(fixed, optional)
-  local head = '>H'
-  local nfixed, nopt = #fixed, #optional
-  for i = 1, nfixed do head = head .. fixed[i][2] end
-  local layouts = {}
-  local function layout(mask)
-    local found = layouts[mask]
+-- (2 bytes) has bit i - 1 set when optional field i is present (records.py reads the same
+-- layout). Each record has its own decode and encode below, written out field by field:
+-- a table built by one constructor naming every field is sized once, where filling one
+-- field at a time regrows it several times, and every C call (bit.band, unpack) costs about
+-- as much as a short Lua loop. `formats` builds a layout's format per mask, once.
+local function formats(head, optional)
+  local cache = {}
+  return function(mask)
+    local found = cache[mask]
     if found == nil then
-      found = {format = head, names = {}}
-      for i = 1, nopt do
-        if bit.band(mask, BIT[i]) ~= 0 then
-          found.format = found.format .. optional[i][2]
-          found.names[#found.names + 1] = optional[i][1]
-        end
+      found = head
+      local m = mask
+      for i = 1, #optional do
+        if m % 2 == 1 then found = found .. optional[i] end
+        m = (m - m % 2) / 2
       end
-      layouts[mask] = found
+      cache[mask] = found
     end
     return found
   end
-  local function decode(raw, into)
-    local l = layout(string.byte(raw, 1) * 256 + string.byte(raw, 2))
-    local v = {struct.unpack(l.format, raw)}
-    for i = 1, nfixed do into[fixed[i][1]] = v[i + 1] end
-    local names = l.names
-    for i = 1, #names do into[names[i]] = v[nfixed + 1 + i] end
-    return into
-  end
-  local function encode(t)
-    local mask, v, n = 0, {0}, nfixed + 1
-    for i = 1, nfixed do v[i + 1] = t[fixed[i][1]] end
-    for i = 1, nopt do
-      local x = t[optional[i][1]]
-      if x ~= nil and x ~= '' then mask = mask + BIT[i]; n = n + 1; v[n] = x end
-    end
-    v[1] = mask
-    return struct.pack(layout(mask).format, unpack(v, 1, n))
-  end
-  return decode, encode
 end
 
 local function split(s)
@@ -184,54 +183,152 @@ end
 
 -- -- queues ---------------------------------------------------------------------------------
 
-local function open_queue(block, name)
-  local base = (block - 1) * QUEUE_KEYS
-  local k = {
-    meta = KEYS[base + 1], tenants = KEYS[base + 2], tids = KEYS[base + 3],
-    tnames = KEYS[base + 4], eligible = KEYS[base + 5], ready = KEYS[base + 6],
-    readyat = KEYS[base + 7], scheduled = KEYS[base + 8], running = KEYS[base + 9],
-    dead = KEYS[base + 10], done = KEYS[base + 11], jobs = KEYS[base + 12],
-    bodies = KEYS[base + 13], errors = KEYS[base + 14], backlog = KEYS[base + 15],
-    wake = KEYS[base + 16], limited = KEYS[base + 17], tats = KEYS[base + 18],
-  }
-  local m = redis.call('HMGET', k.meta, 'V', 'weight', 'cap', 'rcount', 'rperiod', 'rburst',
+-- A queue's key names, by its meta key. keys.py builds every block from one prefix and
+-- queue name, so the meta key fixes the other 17; the table lasts across calls (it is a
+-- function of the names alone, not of stored data), and is dropped when many piled up.
+local blocks, nblocks = {}, 0
+
+local function keys_of(base)
+  local k = blocks[KEYS[base + 1]]
+  if k == nil then
+    k = {
+      meta = KEYS[base + 1], tenants = KEYS[base + 2], tids = KEYS[base + 3],
+      tnames = KEYS[base + 4], eligible = KEYS[base + 5], ready = KEYS[base + 6],
+      readyat = KEYS[base + 7], scheduled = KEYS[base + 8], running = KEYS[base + 9],
+      dead = KEYS[base + 10], done = KEYS[base + 11], jobs = KEYS[base + 12],
+      bodies = KEYS[base + 13], errors = KEYS[base + 14], backlog = KEYS[base + 15],
+      wake = KEYS[base + 16], limited = KEYS[base + 17], tats = KEYS[base + 18],
+    }
+    if nblocks >= 1000 then blocks, nblocks = {}, 0 end
+    blocks[k.meta], nblocks = k, nblocks + 1
+  end
+  return k
+end
+
+-- A queue's defaults in one value, meta's `conf`: weight, cap, rate count, period, burst,
+-- half_life, max_debt as doubles (NaN: none), each as the separate fields records.py reads
+-- give it back (cap, count and burst whole). One HMGET of V, due and conf costs about half
+-- of reading nine fields.
+local CONF, NAN = '>ddddddd', 0 / 0
+local function conf_of(q)
+  local r, cap, half_life = q.rate, NAN, NAN
+  local count, period, burst = NAN, NAN, NAN
+  if q.cap ~= nil then cap = tonumber(int(q.cap)) end
+  if r ~= nil then
+    count, period, burst = tonumber(int(r.count)), r.period, tonumber(int(r.burst))
+  end
+  if q.half_life ~= nil then half_life = q.half_life end
+  return struct.pack(CONF, q.weight, cap, count, period, burst, half_life, q.max_debt)
+end
+
+local function some(x) if x ~= x then return nil end return x end
+
+-- q's defaults from conf; a queue without conf (never configured, or written by an earlier
+-- fairq) reads the separate fields, and gets its conf at the end of the call.
+local function load_defaults(q, conf)
+  if conf then
+    local w, cap, count, period, burst, half_life, max_debt = struct.unpack(CONF, conf)
+    q.weight, q.cap, q.half_life, q.max_debt = w, some(cap), some(half_life), max_debt
+    if count == count then q.rate = {count = count, period = period, burst = burst} end
+    return
+  end
+  local m = redis.call('HMGET', q.k.meta, 'weight', 'cap', 'rcount', 'rperiod', 'rburst',
     'half_life', 'max_debt')
-  return {
-    k = k, name = name, V = opt(m[1]) or 0.0, weight = opt(m[2]) or 1.0, cap = opt(m[3]),
-    rate = rate_from(m[4], m[5], m[6]), half_life = opt(m[7]), max_debt = opt(m[8]) or 60.0,
-    vdirty = false, tenants = {}, dirty = {}, wake = 0,
+  q.weight, q.cap, q.rate = opt(m[1]) or 1.0, opt(m[2]), rate_from(m[3], m[4], m[5])
+  q.half_life, q.max_debt, q.confdirty = opt(m[6]), opt(m[7]) or 60.0, true
+end
+
+-- meta's `due` (nil: unknown) is at or below every score in scheduled, running and limited,
+-- so before it nothing is due and a dequeue skips maintenance (`maintain_queue`).
+local function open_queue(block, name)
+  local k = keys_of((block - 1) * QUEUE_KEYS)
+  local m = redis.call('HMGET', k.meta, 'V', 'due', 'conf')
+  local q = {
+    k = k, name = name, V = opt(m[1]) or 0.0, due = opt(m[2]), weight = 1.0, cap = nil,
+    rate = nil, half_life = nil, max_debt = 60.0, vdirty = false, duedirty = false,
+    confdirty = false, tenants = {}, named = {}, dirty = {}, wake = 0, pending = {},
+    npending = 0,
   }
+  load_defaults(q, m[3])
+  return q
+end
+
+-- Write back what the call changed in meta: V, due, conf.
+local function save_meta(q)
+  local f, n = {}, 0
+  if q.vdirty then f[n + 1], f[n + 2], n = 'V', fmt(q.V), n + 2 end
+  if q.duedirty then f[n + 1], f[n + 2], n = 'due', fmt(q.due), n + 2 end
+  if q.confdirty then f[n + 1], f[n + 2], n = 'conf', conf_of(q), n + 2 end
+  if n > 0 then redis.call('HSET', q.k.meta, unpack(f, 1, n)) end
+  q.vdirty, q.duedirty, q.confdirty = false, false, false
+end
+
+-- Add `member` at `score` to scheduled, running or limited (key), keeping `due` below it.
+local function pend(q, key, score, member)
+  redis.call('ZADD', key, fmt(score), member)
+  if q.due ~= nil and score < q.due then q.due, q.duedirty = score, true end
 end
 
 -- -- tenants --------------------------------------------------------------------------------
 
--- The tenant record (TENANT_FIXED/TENANT_OPTIONAL in records.py).
-local tenant_decode, tenant_encode = codec(
-  {{'F', 'd'}, {'ready', 'I4'}, {'scheduled', 'I4'}, {'running', 'I4'}, {'succeeded', 'd'},
-   {'failed', 'd'}, {'dead', 'd'}, {'usage', 'd'}, {'usage_at', 'd'}, {'kept', 'I4'}},
-  {{'S', 'd'}, {'weight', 'd'}, {'cap', 'd'}, {'eseq', 'c16'}, {'tat', 'd'}, {'lim', 'd'},
-   {'rcount', 'd'}, {'rperiod', 'd'}, {'rburst', 'd'}})
+-- The tenant record (TENANT_FIXED/TENANT_OPTIONAL in records.py): fixed F, ready,
+-- scheduled, running, succeeded, failed, dead, usage, usage_at, kept; optional S, weight,
+-- cap, eseq, tat, lim (limited_until), rcount, rperiod, rburst.
+local tenant_format = formats('>HdI4I4I4dddddI4', {'d', 'd', 'd', 'c16', 'd', 'd', 'd', 'd', 'd'})
 
 -- A stored tenant. Between calls the eligible index holds (S, eseq) for it exactly when eseq
 -- is not '', and eseq is then its head's seq (every change of a tenant's ready jobs is
 -- followed by `index`), so hseq (its head's seq, nil: unknown) and iS (the score in the
 -- index) start from them; `index` uses them to skip what it already knows.
 local function tenant_from(q, tid, tids, raw)
-  local t = tenant_decode(raw, {tid = tid, tidp = pad(tid, TIDW), tids = tids, eseq = ''})
-  t.rate = rate_from(t.rcount, t.rperiod, t.rburst)
-  if t.eseq ~= '' then t.hseq, t.iS = t.eseq, t.S end
+  local hi, mask = string.byte(raw, 1, 2)
+  mask = hi * 256 + mask
+  local _, F, ready, scheduled, running, succeeded, failed, dead, usage, usage_at, kept,
+    a, b, c, d, e, f, g, h, i = struct.unpack(tenant_format(mask), raw)
+  -- Each optional field takes the next value if its bit is set (the rest move up one).
+  local S, weight, cap, eseq, tat, lim, rcount, rperiod, rburst
+  if mask % 2 == 1 then S, a, b, c, d, e, f, g, h = a, b, c, d, e, f, g, h, i end
+  if mask % 4 >= 2 then weight, a, b, c, d, e, f, g = a, b, c, d, e, f, g, h end
+  if mask % 8 >= 4 then cap, a, b, c, d, e, f = a, b, c, d, e, f, g end
+  if mask % 16 >= 8 then eseq, a, b, c, d, e = a, b, c, d, e, f else eseq = '' end
+  if mask % 32 >= 16 then tat, a, b, c, d = a, b, c, d, e end
+  if mask % 64 >= 32 then lim, a, b, c = a, b, c, d end
+  if mask >= 64 then rcount, rperiod, rburst = a, b, c end
+  local t = {
+    tid = tid, tidp = pad(tid, TIDW), tids = tids, F = F, ready = ready,
+    scheduled = scheduled, running = running, succeeded = succeeded, failed = failed,
+    dead = dead, usage = usage, usage_at = usage_at, kept = kept, S = S, weight = weight,
+    cap = cap, eseq = eseq, tat = tat, lim = lim, rcount = rcount, rperiod = rperiod,
+    rburst = rburst, rate = rate_from(rcount, rperiod, rburst), hseq = nil, iS = nil,
+    name = nil,
+  }
+  if eseq ~= '' then t.hseq, t.iS = eseq, S end
   return t
+end
+
+-- The tenant's record. Optional fields are taken from the last to the first, each present
+-- one going in front of those after it, so the present values end up in field order.
+local function tenant_record(t)
+  local mask, a, b, c, d, e, f, g, h, i = 0, nil, nil, nil, nil, nil, nil, nil, nil, nil
+  local r = t.rate
+  if r ~= nil then mask, a, b, c = 448, r.count, r.period, r.burst end
+  if t.lim ~= nil then mask, a, b, c, d = mask + 32, t.lim, a, b, c end
+  if t.tat ~= nil then mask, a, b, c, d, e = mask + 16, t.tat, a, b, c, d end
+  if t.eseq ~= '' and t.eseq ~= nil then
+    mask, a, b, c, d, e, f = mask + 8, t.eseq, a, b, c, d, e
+  end
+  if t.cap ~= nil then mask, a, b, c, d, e, f, g = mask + 4, t.cap, a, b, c, d, e, f end
+  if t.weight ~= nil then
+    mask, a, b, c, d, e, f, g, h = mask + 2, t.weight, a, b, c, d, e, f, g
+  end
+  if t.S ~= nil then mask, a, b, c, d, e, f, g, h, i = mask + 1, t.S, a, b, c, d, e, f, g, h end
+  return struct.pack(tenant_format(mask), mask, t.F, t.ready, t.scheduled, t.running,
+    t.succeeded, t.failed, t.dead, t.usage, t.usage_at, t.kept, a, b, c, d, e, f, g, h, i)
 end
 
 local function rate_fields(r)
   if r == nil then return '', '', '' end
   return int(r.count), fmt(r.period), int(r.burst)
-end
-
-local function tenant_record(t)
-  local r = t.rate or {}
-  t.rcount, t.rperiod, t.rburst = r.count, r.period, r.burst
-  return tenant_encode(t)
 end
 
 local function touch(q, t)
@@ -250,11 +347,18 @@ local function tenant(q, tid)
   return touch(q, t)
 end
 
--- The tenant named name, created (F = 0, no settings) when the queue has not seen it.
+-- The tenant named name, created (F = 0, no settings) when the queue has not seen it. A
+-- name is looked up once per call (q.named), however many of its jobs a batch holds.
 local function tenant_named(q, name)
+  local t = q.named[name]
+  if t ~= nil then return touch(q, t) end
   local tid = redis.call('HGET', q.k.tids, name)
-  if tid then return tenant(q, tonumber(tid)) end
-  local n = redis.call('HINCRBY', q.k.meta, 'ntid', 1)
+  if tid then
+    t = tenant(q, tonumber(tid))
+    t.name, q.named[name] = name, t
+    return t
+  end
+  local n = redis.call('HINCRBY', q.k.meta, 'ntid', '1')
   if n == 1 then redis.call('HSET', q.k.meta, 'layout', LAYOUT) end
   redis.call('HSET', q.k.tids, name, int(n))
   redis.call('HSET', q.k.tnames, int(n), name)
@@ -263,7 +367,7 @@ local function tenant_named(q, name)
     succeeded = 0, failed = 0, dead = 0, usage = 0.0, usage_at = 0.0, kept = 0, eseq = '',
     name = name,
   }
-  q.tenants[n] = t
+  q.tenants[n], q.named[name] = t, t
   return touch(q, t)
 end
 
@@ -285,10 +389,10 @@ local function is_eligible(q, t)
     and t.lim == nil
 end
 
--- The first `n` members of the tenant's ready FIFO (priority DESC, seq ASC).
+-- The first `n` members of the tenant's ready FIFO (priority DESC, seq ASC); n is text.
 local function heads(q, t, n)
   local hi = '(' .. pad(t.tid + 1, TIDW)
-  return redis.call('ZRANGEBYLEX', q.k.ready, '[' .. t.tidp, hi, 'LIMIT', 0, n)
+  return redis.call('ZRANGEBYLEX', q.k.ready, '[' .. t.tidp, hi, 'LIMIT', '0', n)
 end
 
 -- The seq of a ready member (nil: none).
@@ -301,19 +405,31 @@ end
 local function index(q, t)
   local seq = ''
   if t.S ~= nil then
-    if t.hseq == nil then t.hseq = ready_seq(heads(q, t, 1)[1]) end
+    if t.hseq == nil then t.hseq = ready_seq(heads(q, t, '1')[1]) end
     seq = t.hseq
   end
   if t.eseq ~= '' and t.eseq ~= seq then
-    redis.call('ZREM', q.k.eligible, t.eseq .. t.tidp)
+    redis.call('ZREM', q.k.eligible, t.eseq .. t.tidp .. LONG)
   end
   if seq ~= '' then
     if seq ~= t.eseq or t.S ~= t.iS then
-      redis.call('ZADD', q.k.eligible, fmt(t.S), seq .. t.tidp)
+      redis.call('ZADD', q.k.eligible, fmt(t.S), seq .. t.tidp .. LONG)
     end
     if t.eseq == '' then q.wake = q.wake + 1 end
   end
   t.eseq, t.iS = seq, t.S
+end
+
+-- `index` the tenant before the eligible index is next read (`sync`): a call that changes
+-- one tenant many times (a batch of its jobs) then updates its entry once.
+local function reindex(q, t)
+  if q.pending[t.tid] == nil then q.pending[t.tid], q.npending = t, q.npending + 1 end
+end
+
+local function sync(q)
+  if q.npending == 0 then return end
+  for _, t in pairs(q.pending) do index(q, t) end
+  q.pending, q.npending = {}, 0
 end
 
 -- "Refresh": newly eligible -> S = max(F, V) (a returning tenant on a queue with a half-life:
@@ -330,13 +446,13 @@ local function refresh(q, t, now, returning)
       t.S = max2(t.F, q.V)
     end
   end
-  index(q, t)
+  reindex(q, t)
 end
 
 -- After a run's cost is settled: an eligible tenant starts again at max(F, V).
 local function retag(q, t)
   if is_eligible(q, t) then t.S = max2(t.F, q.V) else t.S = nil end
-  index(q, t)
+  reindex(q, t)
 end
 
 -- Move the finish tag; the same amount is recorded as recent service (rules.set_finish).
@@ -349,7 +465,7 @@ end
 -- Hold the tenant out of the eligible index until limited_until (nil: not held).
 local function set_limited(q, t, limited)
   if limited ~= nil then
-    redis.call('ZADD', q.k.limited, fmt(limited), name_of(q, t))
+    pend(q, q.k.limited, limited, name_of(q, t))
   elseif t.lim ~= nil then
     redis.call('ZREM', q.k.limited, name_of(q, t))
   end
@@ -389,6 +505,8 @@ local function forget(q, t)
   if t.lim ~= nil then redis.call('ZREM', q.k.limited, name) end
   q.dirty[t.tid] = nil
   q.tenants[t.tid] = nil
+  q.named[name] = nil
+  if q.pending[t.tid] ~= nil then q.pending[t.tid], q.npending = nil, q.npending - 1 end
 end
 
 -- -- end of _lib.lua (continued by _lib_jobs.lua) ------------------------------------------

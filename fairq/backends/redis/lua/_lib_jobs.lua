@@ -4,15 +4,41 @@
 
 -- -- jobs -----------------------------------------------------------------------------------
 
--- The job record (JOB_FIXED/JOB_OPTIONAL in records.py).
-local job_decode, job_encode = codec(
-  {{'state', 'c1'}, {'seq', 'd'}, {'tid', 'I4'}, {'priority', 'i4'}, {'max_attempts', 'd'},
-   {'attempts', 'd'}, {'leases', 'd'}, {'enqueued_at', 'd'}, {'run_at', 'd'},
-   {'lease_timeout', 'd'}, {'cost', 'd'}, {'charged', 'd'}},
-  {{'ready_at', 'd'}, {'started_at', 'd'}, {'deadline', 'd'}, {'finished_at', 'd'}})
+-- The job record (JOB_FIXED/JOB_OPTIONAL in records.py): fixed state, seq, tid, priority,
+-- max_attempts, attempts, leases, enqueued_at, run_at, lease_timeout, cost, charged;
+-- optional ready_at, started_at, deadline, finished_at (read and written as tenant_from
+-- and tenant_record do).
+local job_format = formats('>Hc1dI4i4dddddddd', {'d', 'd', 'd', 'd'})
 
-local function job_from(id, raw) return job_decode(raw, {id = id}) end
-local function job_record(j) return job_encode(j) end
+local function job_from(id, raw)
+  local hi, mask = string.byte(raw, 1, 2)
+  mask = hi * 256 + mask
+  local _, state, seq, tid, priority, max_attempts, attempts, leases, enqueued_at, run_at,
+    lease_timeout, cost, charged, a, b, c, d = struct.unpack(job_format(mask), raw)
+  local ready_at, started_at, deadline, finished_at
+  if mask % 2 == 1 then ready_at, a, b, c = a, b, c, d end
+  if mask % 4 >= 2 then started_at, a, b = a, b, c end
+  if mask % 8 >= 4 then deadline, a = a, b end
+  if mask >= 8 then finished_at = a end
+  return {
+    id = id, state = state, seq = seq, tid = tid, priority = priority,
+    max_attempts = max_attempts, attempts = attempts, leases = leases,
+    enqueued_at = enqueued_at, run_at = run_at, lease_timeout = lease_timeout, cost = cost,
+    charged = charged, ready_at = ready_at, started_at = started_at, deadline = deadline,
+    finished_at = finished_at, seqp = nil,
+  }
+end
+
+local function job_record(j)
+  local mask, a, b, c, d = 0, nil, nil, nil, nil
+  if j.finished_at ~= nil then mask, a = 8, j.finished_at end
+  if j.deadline ~= nil then mask, a, b = mask + 4, j.deadline, a end
+  if j.started_at ~= nil then mask, a, b, c = mask + 2, j.started_at, a, b end
+  if j.ready_at ~= nil then mask, a, b, c, d = mask + 1, j.ready_at, a, b, c end
+  return struct.pack(job_format(mask), mask, j.state, j.seq, j.tid, j.priority,
+    j.max_attempts, j.attempts, j.leases, j.enqueued_at, j.run_at, j.lease_timeout, j.cost,
+    j.charged, a, b, c, d)
+end
 
 local function load_job(q, id)
   local raw = redis.call('HGET', q.k.jobs, id)
@@ -33,6 +59,8 @@ local function seqp(j)
 end
 
 local function seq_member(j) return seqp(j) .. j.id end
+local function running_member(j) return seqp(j) .. LONG .. j.id end
+local RUNNING_ID = SEQW + #LONG + 1  -- where the job id starts in a running member
 
 local function ready_member(j)
   return pad(j.tid, TIDW) .. pad(PRIO_TOP - j.priority, PRIOW) .. seqp(j) .. j.id
@@ -49,9 +77,9 @@ local function make_ready(q, t, j, now, ready_at)
   j.ready_at = ready_at
   t.ready = t.ready + 1
   if t.ready == 1 then redis.call('SADD', q.k.backlog, t.tidp) end
-  redis.call('ZADD', q.k.ready, 0, ready_member(j))
-  t.hseq = nil  -- the head may have changed
-  redis.call('ZADD', q.k.readyat, 0, readyat_member(j))
+  redis.call('ZADD', q.k.ready, '0', ready_member(j))
+  if returning then t.hseq = seqp(j) else t.hseq = nil end  -- the head may have changed
+  redis.call('ZADD', q.k.readyat, '0', readyat_member(j))
   q.wake = q.wake + 1
   refresh(q, t, now, returning)
 end
@@ -73,7 +101,7 @@ local function end_run(q, t, j, ended_at, now)
   if not (w <= 0) then finish = t.F + (charge - j.charged) / w end
   set_finish(q, t, finish, now)
   t.running = t.running - 1
-  redis.call('ZREM', q.k.running, seq_member(j))
+  redis.call('ZREM', q.k.running, running_member(j))
   j.deadline = nil
 end
 
@@ -93,7 +121,7 @@ local function fail_job(q, t, j, now, ended_at, err, retry_at)
     j.state = 's'
     j.run_at = retry_at
     t.scheduled = t.scheduled + 1
-    redis.call('ZADD', q.k.scheduled, fmt(retry_at), seq_member(j))
+    pend(q, q.k.scheduled, retry_at, seq_member(j))
   end
   retag(q, t)
   return save_job(q, j)
@@ -119,7 +147,7 @@ end
 local function expire(q, now)
   local due = redis.call('ZRANGEBYSCORE', q.k.running, '-inf', fmt(now))
   for _, m in ipairs(due) do
-    local j = load_job(q, string.sub(m, SEQW + 1))
+    local j = load_job(q, string.sub(m, RUNNING_ID))
     local t = tenant(q, j.tid)
     fail_job(q, t, j, now, j.deadline, 'lease expired', now)
   end
@@ -137,31 +165,36 @@ local function unlimit(q, now)
   end
 end
 
--- Maintenance of one queue, in the order the rules fix: promote, expire, un-limit.
-local function maintain_queue(q, now)
-  local promoted = promote(q, now)
-  local expired = expire(q, now)
-  unlimit(q, now)
-  return promoted, expired
-end
-
 -- The earliest pending run_at, deadline or limited_until of the queue, or nil.
 local function next_due_of(q, due)
   for _, key in ipairs({q.k.scheduled, q.k.running, q.k.limited}) do
-    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
+    local first = redis.call('ZRANGE', key, '0', '0', 'WITHSCORES')[2]
     if first and (due == nil or tonumber(first) < due) then due = tonumber(first) end
   end
   return due
+end
+
+-- Maintenance of one queue, in the order the rules fix: promote, expire, un-limit. Before
+-- `due` nothing can be due (every pending score is at or above it), so nothing is read;
+-- after maintaining, `due` is the earliest pending time again (inf: nothing pending).
+local function maintain_queue(q, now)
+  if q.due ~= nil and now < q.due then return 0, 0 end
+  local promoted = promote(q, now)
+  local expired = expire(q, now)
+  unlimit(q, now)
+  q.due, q.duedirty = next_due_of(q, nil) or math.huge, true
+  return promoted, expired
 end
 
 -- -- dispatch -------------------------------------------------------------------------------
 
 -- The queue's next job by (S, head_seq): it runs under a lease. Returns the reply entry.
 local function dispatch(q, now)
-  local first = redis.call('ZRANGE', q.k.eligible, 0, 0)[1]
+  sync(q)
+  local first = redis.call('ZRANGE', q.k.eligible, '0', '0')[1]
   if first == nil then return nil end
-  local t = tenant(q, tonumber(string.sub(first, SEQW + 1)))
-  local first2 = heads(q, t, 2)
+  local t = tenant(q, tonumber(string.sub(first, SEQW + 1, SEQW + TIDW)))
+  local first2 = heads(q, t, '2')
   local m = first2[1]
   local j = load_job(q, string.sub(m, TIDW + PRIOW + SEQW + 1))
   redis.call('ZREM', q.k.ready, m)
@@ -172,7 +205,7 @@ local function dispatch(q, now)
   j.leases = j.leases + 1
   j.started_at = now
   j.deadline = now + j.lease_timeout
-  redis.call('ZADD', q.k.running, fmt(j.deadline), seq_member(j))
+  pend(q, q.k.running, j.deadline, running_member(j))
   q.V = t.S
   q.vdirty = true
   set_finish(q, t, t.S + j.cost / weight_of(q, t), now)
@@ -194,27 +227,27 @@ local function dispatch(q, now)
   if is_eligible(q, t) then t.S = t.F else t.S = nil end
   index(q, t)
   local record = save_job(q, j)
-  local name = redis.call('HGET', q.k.tnames, t.tids)
+  local name = name_of(q, t)
   return {j.id, record, redis.call('HGET', q.k.bodies, j.id), name}
 end
 
 -- -- the end of every script ----------------------------------------------------------------
 
--- Write back the tenants and the clock this call changed; wake idle workers if work appeared.
+-- Write back the tenants and meta fields this call changed; wake idle workers if work
+-- appeared.
 local function flush(q)
+  sync(q)
   for tid, t in pairs(q.dirty) do
     redis.call('HSET', q.k.tenants, t.tids, tenant_record(t))
   end
   q.dirty = {}
-  if q.vdirty then
-    redis.call('HSET', q.k.meta, 'V', fmt(q.V))
-    q.vdirty = false
-  end
+  save_meta(q)
   if q.wake > 0 then
     local tokens = {}
     for i = 1, math.min(q.wake, WAKE_PER_CALL) do tokens[i] = '1' end
-    redis.call('LPUSH', q.k.wake, unpack(tokens))
-    redis.call('LTRIM', q.k.wake, 0, WAKE_MAX - 1)
+    if redis.call('LPUSH', q.k.wake, unpack(tokens)) > WAKE_MAX then
+      redis.call('LTRIM', q.k.wake, '0', WAKE_LAST)
+    end
     q.wake = 0
   end
 end
@@ -245,7 +278,7 @@ end
 -- The oldest ready_at of a tenant's ready jobs, as the raw readyat member (or false).
 local function oldest_member(q, t)
   local hi = '(' .. pad(t.tid + 1, TIDW)
-  return redis.call('ZRANGEBYLEX', q.k.readyat, '[' .. t.tidp, hi, 'LIMIT', 0, 1)[1] or false
+  return redis.call('ZRANGEBYLEX', q.k.readyat, '[' .. t.tidp, hi, 'LIMIT', '0', '1')[1] or false
 end
 
 -- -- per-lease scripts (ack, ack_many, heartbeat) -----------------------------------------

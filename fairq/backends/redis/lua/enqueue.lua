@@ -10,6 +10,26 @@
 --       tnames, eligible, ready, readyat, scheduled, jobs, bodies, backlog, wake.
 -- Returns: {} when stored; {'dup', id, ...} (nothing stored) when ids are already stored.
 
+-- Enter every job id in the directory (HSETNX: one command per job, where a check and a
+-- write took two), or none: at the first id already stored the ids entered so far are taken
+-- out again and the rest only checked. Returns the ids already stored, or nil.
+local function claim(directory, first, fields, njobs)
+  local dups = nil
+  for i = 0, njobs - 1 do
+    local a = first + i * fields
+    local id = ARGV[a + 1]
+    if dups == nil then
+      if redis.call('HSETNX', directory, id, ARGV[2 + tonumber(ARGV[a])]) == 0 then
+        dups = {id}
+        for k = 0, i - 1 do redis.call('HDEL', directory, ARGV[first + k * fields + 1]) end
+      end
+    elseif redis.call('HEXISTS', directory, id) == 1 then
+      dups[#dups + 1] = id
+    end
+  end
+  return dups
+end
+
 register('enqueue', function()
   local now = tonumber(ARGV[1])
   local nblocks = tonumber(ARGV[2])
@@ -20,12 +40,8 @@ register('enqueue', function()
   local counter = table.remove(KEYS, 1)
   local queue_set = table.remove(KEYS, 1)
 
-  local dups = {}
-  for i = 0, njobs - 1 do
-    local id = ARGV[first + i * FIELDS + 1]
-    if redis.call('HEXISTS', directory, id) == 1 then dups[#dups + 1] = id end
-  end
-  if #dups > 0 then return {'dup', unpack(dups)} end
+  local dups = claim(directory, first, FIELDS, njobs)
+  if dups then return {'dup', unpack(dups)} end
 
   local queues = {}
   for b = 1, nblocks do
@@ -45,13 +61,12 @@ register('enqueue', function()
       max_attempts = tonumber(ARGV[a + 6]), lease_timeout = tonumber(ARGV[a + 7]),
       cost = tonumber(ARGV[a + 8]), attempts = 0, leases = 0, charged = 0.0,
     }
-    redis.call('HSET', directory, j.id, q.name)
     redis.call('HSET', q.k.bodies, j.id, ARGV[a + 2])
     if j.run_at <= now then
       make_ready(q, t, j, now, now)
     else
       t.scheduled = t.scheduled + 1
-      redis.call('ZADD', q.k.scheduled, fmt(j.run_at), seq_member(j))
+      pend(q, q.k.scheduled, j.run_at, seq_member(j))
     end
     save_job(q, j)
   end

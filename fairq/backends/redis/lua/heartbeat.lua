@@ -25,7 +25,7 @@ register('heartbeat', function()
       end
     end
     j.deadline = now + j.lease_timeout
-    redis.call('ZADD', q.k.running, fmt(j.deadline), seq_member(j))
+    pend(q, q.k.running, j.deadline, running_member(j))
     save_job(q, j)
     return fmt(j.deadline)
   end)

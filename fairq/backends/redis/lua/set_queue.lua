@@ -27,6 +27,7 @@ register('set_queue', function()
   redis.call('HSET', q.k.meta, 'weight', fmt(q.weight), 'cap', optint(q.cap), 'rcount', count,
     'rperiod', period, 'rburst', burst, 'half_life', optfmt(q.half_life),
     'max_debt', fmt(q.max_debt))
+  q.confdirty = true  -- the same defaults in one value, for open_queue
 
   redis.call('ZREMRANGEBYSCORE', q.k.tats, '-inf', fmt(now))
   local seen = {}
