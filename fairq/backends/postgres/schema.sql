@@ -106,7 +106,26 @@ CREATE INDEX jobs_ready ON {schema}.jobs (tenant_id, priority DESC, seq) WHERE s
 CREATE INDEX jobs_scheduled ON {schema}.jobs (queue, run_at, seq) WHERE state = 'scheduled';
 CREATE INDEX jobs_running ON {schema}.jobs (queue, deadline, seq) WHERE state = 'running';
 CREATE INDEX jobs_dead ON {schema}.jobs (finished_at, seq) WHERE state = 'dead';
-CREATE INDEX jobs_succeeded ON {schema}.jobs (finished_at) WHERE state = 'succeeded';
+
+-- Succeeded jobs, kept for the retention (get_jobs, duplicate ids), moved here by the ack:
+-- insert-only; the queue is the tenant row's (see migrations/0008_succeeded_jobs.sql).
+CREATE TABLE {schema}.succeeded_jobs (
+    id           text PRIMARY KEY,
+    seq          bigint NOT NULL,
+    tenant_id    bigint NOT NULL,
+    priority     integer NOT NULL,
+    attempts     integer NOT NULL,
+    max_attempts integer NOT NULL,
+    enqueued_at  double precision NOT NULL,
+    run_at       double precision NOT NULL,
+    started_at   double precision,
+    finished_at  double precision,
+    name         text NOT NULL,
+    payload      text NOT NULL,
+    last_error   text
+);
+
+CREATE INDEX succeeded_jobs_finished ON {schema}.succeeded_jobs (finished_at);
 
 -- Job declarations published by workers, so producers can enqueue by name alone.
 CREATE TABLE {schema}.job_types (
@@ -396,7 +415,8 @@ BEGIN
     FROM (SELECT DISTINCT hashtextextended(x.queue, p_seed) AS k
           FROM {schema}.jobs x WHERE x.id = ANY(p_ids)) s
     ORDER BY s.k;
-    -- the jobs, in seq order: running -> succeeded if the lease is held and not over
+    -- the jobs, in seq order: running -> succeeded (moved to succeeded_jobs) if the lease is
+    -- held and not over
     FOR a IN
         SELECT x.seq, p.lease, p.ord
         FROM unnest(p_ids, p_leases) WITH ORDINALITY AS p(id, lease, ord)
@@ -404,10 +424,21 @@ BEGIN
             SELECT y.seq FROM {schema}.jobs y WHERE y.id = p.id LIMIT 1) x
         ORDER BY x.seq, p.ord
     LOOP
-        UPDATE {schema}.jobs x SET state = 'succeeded', finished_at = p_now, deadline = NULL
-        WHERE x.seq = a.seq AND x.state = 'running' AND x.leases = a.lease
-          AND p_now < x.deadline
-        RETURNING x.tenant_id, x.started_at, x.charged INTO j;
+        WITH moved AS (
+            DELETE FROM {schema}.jobs x
+            WHERE x.seq = a.seq AND x.state = 'running' AND x.leases = a.lease
+              AND p_now < x.deadline
+            RETURNING x.*
+        ), kept AS (
+            INSERT INTO {schema}.succeeded_jobs (
+                id, seq, tenant_id, priority, attempts, max_attempts, enqueued_at, run_at,
+                started_at, finished_at, name, payload, last_error)
+            SELECT m.id, m.seq, m.tenant_id, m.priority, m.attempts, m.max_attempts,
+                   m.enqueued_at, m.run_at, m.started_at, p_now, m.name, m.payload,
+                   m.last_error
+            FROM moved m
+        )
+        SELECT m.tenant_id, m.started_at, m.charged INTO j FROM moved m;
         IF FOUND THEN
             v_statuses[a.ord::integer] := 'ok';
             v_ords := v_ords || a.ord::integer;
