@@ -80,8 +80,7 @@ $$;
 -- another lease) or 'expired'; nothing changes for a lease that is not 'ok'. Locks in the
 -- order of queries.sql: the queues' shared locks by key, the jobs by seq, their tenants by id.
 -- NOTIFYs a queue when a freed slot makes a capped tenant with ready jobs eligible again.
--- Each job is moved to succeeded_jobs in one statement, each tenant updated in one more; V and
--- the half-life are read once per queue (the shared queue lock keeps them still).
+-- Each job is moved to succeeded_jobs in one statement; the tenants are updated together.
 CREATE OR REPLACE FUNCTION {schema}.ack_many(
     p_ids text[], p_leases integer[], p_now double precision, p_seed bigint,
     p_channel_salt text
@@ -94,9 +93,7 @@ DECLARE
     v_started double precision[] := ARRAY[]::double precision[];
     v_charged double precision[] := ARRAY[]::double precision[];
     v_queues text[] := ARRAY[]::text[];
-    v_queue text;
-    v_vclock double precision;
-    v_half_life double precision;
+    v_done integer;
     a record;
     j record;
     t record;
@@ -142,52 +139,65 @@ BEGIN
             v_statuses[a.ord::integer] := 'expired';
         END IF;
     END LOOP;
-    -- their tenants, in id order, each tenant's leases in the order given:
+    -- their tenants, in rounds: round k applies each tenant's k-th lease (in the order given),
+    -- every tenant of a round in one UPDATE, so a tenant's leases apply one after another, as
+    -- acking them one by one would, and a batch of distinct tenants is one statement. The rows
+    -- are locked first, in id order: the UPDATE's own order would depend on its plan.
     -- F = finish_after_ack(…); usage = max(decayed(usage, usage_at, now) + (F_new - F_old), 0);
     -- S = max(F, V) if eligible
+    PERFORM 1 FROM {schema}.tenants x WHERE x.id = ANY(v_tenants) ORDER BY x.id
+    FOR NO KEY UPDATE;
     FOR a IN
-        SELECT * FROM unnest(v_ords, v_tenants, v_started, v_charged, v_queues)
-            AS d(ord, tenant_id, started_at, charged, queue)
-        ORDER BY d.tenant_id, d.ord
+        SELECT r.round, array_agg(r.tenant_id) AS ids, array_agg(r.started_at) AS started,
+               array_agg(r.charged) AS charged, array_agg(r.queue) AS queues, count(*) AS n
+        FROM (SELECT d.*, row_number() OVER (PARTITION BY d.tenant_id ORDER BY d.ord) AS round
+              FROM unnest(v_ords, v_tenants, v_started, v_charged, v_queues)
+                  AS d(ord, tenant_id, started_at, charged, queue)) r
+        GROUP BY r.round
+        ORDER BY r.round
     LOOP
-        IF v_queue IS DISTINCT FROM a.queue THEN  -- a job's queue is its tenant's
-            v_queue := a.queue;
-            SELECT q.vclock, coalesce(q.half_life, 60.0::double precision)
-            INTO v_vclock, v_half_life
-            FROM {schema}.queues q WHERE q.name = a.queue;
-        END IF;
+        v_done := 0;
         -- every value is computed from x itself (not from an earlier read of the row), so
         -- when another ack of this tenant commits first, the UPDATE redoes it on the new row
-        UPDATE {schema}.tenants x
-        SET finish_tag = {schema}.finish_after_ack(
-                x.finish_tag, x.weight, a.started_at, a.charged, p_now),
-            start_tag = CASE
-                WHEN x.ready > 0 AND (x.max_running IS NULL OR x.running - 1 < x.max_running)
-                     AND x.weight > 0 AND x.limited_until IS NULL
-                THEN GREATEST(
-                    {schema}.finish_after_ack(
-                        x.finish_tag, x.weight, a.started_at, a.charged, p_now),
-                    v_vclock) END,
-            usage = GREATEST(
-                {schema}.decayed(x.usage, x.usage_at, p_now, v_half_life)
-                + ({schema}.finish_after_ack(
-                       x.finish_tag, x.weight, a.started_at, a.charged, p_now)
-                   - x.finish_tag),
-                0.0::double precision),
-            usage_at = GREATEST(x.usage_at, p_now),
-            running = x.running - 1,
-            succeeded = x.succeeded + 1,
-            kept = x.kept + 1
-        WHERE x.id = a.tenant_id AND x.running > 0
-        RETURNING x.queue, x.ready, x.running, x.max_running, x.weight, x.limited_until INTO t;
-        IF NOT FOUND THEN
-            RAISE EXCEPTION 'fairq: tenant row % would go below 0 running', a.tenant_id;
-        END IF;
-        -- eligible now (running already lowered) but not before: wake the queue's workers
-        IF t.ready > 0 AND t.weight > 0 AND t.limited_until IS NULL
-           AND t.max_running IS NOT NULL AND t.running < t.max_running
-           AND NOT t.running + 1 < t.max_running THEN
-            PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || t.queue), 1, 24), '');
+        FOR t IN
+            UPDATE {schema}.tenants x
+            SET finish_tag = {schema}.finish_after_ack(
+                    x.finish_tag, x.weight, d.started_at, d.charged, p_now),
+                start_tag = CASE
+                    WHEN x.ready > 0 AND (x.max_running IS NULL OR x.running - 1 < x.max_running)
+                         AND x.weight > 0 AND x.limited_until IS NULL
+                    THEN GREATEST(
+                        {schema}.finish_after_ack(
+                            x.finish_tag, x.weight, d.started_at, d.charged, p_now),
+                        d.vclock) END,
+                usage = GREATEST(
+                    {schema}.decayed(x.usage, x.usage_at, p_now, d.half_life)
+                    + ({schema}.finish_after_ack(
+                           x.finish_tag, x.weight, d.started_at, d.charged, p_now)
+                       - x.finish_tag),
+                    0.0::double precision),
+                usage_at = GREATEST(x.usage_at, p_now),
+                running = x.running - 1,
+                succeeded = x.succeeded + 1,
+                kept = x.kept + 1
+            FROM (SELECT u.tenant_id, u.started_at, u.charged, q.vclock,
+                         coalesce(q.half_life, 60.0::double precision) AS half_life
+                  FROM unnest(a.ids, a.started, a.charged, a.queues)
+                      AS u(tenant_id, started_at, charged, queue)
+                  LEFT JOIN {schema}.queues q ON q.name = u.queue) d
+            WHERE x.id = d.tenant_id AND x.running > 0
+            RETURNING x.queue, x.ready, x.running, x.max_running, x.weight, x.limited_until
+        LOOP
+            v_done := v_done + 1;
+            -- eligible now (running already lowered) but not before: wake the queue's workers
+            IF t.ready > 0 AND t.weight > 0 AND t.limited_until IS NULL
+               AND t.max_running IS NOT NULL AND t.running < t.max_running
+               AND NOT t.running + 1 < t.max_running THEN
+                PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || t.queue), 1, 24), '');
+            END IF;
+        END LOOP;
+        IF v_done < a.n THEN
+            RAISE EXCEPTION 'fairq: a tenant row of % would go below 0 running', a.ids;
         END IF;
     END LOOP;
     RETURN v_statuses;
