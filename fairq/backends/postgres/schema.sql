@@ -212,8 +212,7 @@ $$;
 -- locks: no other transaction writes these tenants or their ready jobs meanwhile, so the
 -- rows need no row locks (and SKIP LOCKED would skip the order we must keep). The arithmetic
 -- is fairness.finish_after_dispatch, history.add_usage and rate.after_start / limited_until,
--- in their order; V = S is stored when the call moves on to another queue or ends. Each pick
--- and its job's start are one statement (schema 8), the tenant's update a second.
+-- in their order; V = S is stored when the call moves on to another queue or ends.
 CREATE FUNCTION {schema}.dispatch(
     p_queues text[], p_worker text, p_now double precision, p_limit integer
 ) RETURNS TABLE (
@@ -222,7 +221,8 @@ CREATE FUNCTION {schema}.dispatch(
     l_deadline double precision, l_lease_timeout double precision, l_cost double precision
 ) LANGUAGE plpgsql AS $$
 DECLARE
-    t record;  -- the picked tenant (as read) and its head job (as started)
+    t {schema}.tenants%ROWTYPE;
+    j {schema}.jobs%ROWTYPE;
     v_queue text;
     v_vclock double precision;
     v_half_life double precision;
@@ -235,39 +235,24 @@ DECLARE
     v_taken integer := 0;
 BEGIN
     WHILE v_taken < p_limit LOOP
-        UPDATE {schema}.jobs j
-        SET state = 'running', attempts = j.attempts + 1, leases = j.leases + 1,
-            started_at = p_now, deadline = p_now + j.lease_timeout, worker_id = p_worker,
-            charged = j.cost
-        FROM (
-            SELECT e.* FROM unnest(p_queues) WITH ORDINALITY AS q(name, ord)
-            CROSS JOIN LATERAL (
-                SELECT * FROM {schema}.tenants x
-                WHERE x.queue = q.name AND x.start_tag IS NOT NULL
-                ORDER BY x.start_tag, x.head_seq
-                LIMIT 1
-            ) e
-            ORDER BY q.ord
+        SELECT e.* INTO t
+        FROM unnest(p_queues) WITH ORDINALITY AS q(name, ord)
+        CROSS JOIN LATERAL (
+            SELECT * FROM {schema}.tenants x
+            WHERE x.queue = q.name AND x.start_tag IS NOT NULL
+            ORDER BY x.start_tag, x.head_seq
             LIMIT 1
-        ) p
-        WHERE j.seq = p.head_seq
-        RETURNING p.id, p.queue, p.tenant, p.weight, p.max_running, p.finish_tag, p.start_tag,
-                  p.ready, p.running, p.rate_count, p.rate_period, p.rate_burst, p.tat,
-                  p.usage, p.usage_at, j.seq AS j_seq, j.id AS j_id, j.name AS j_name,
-                  j.payload AS j_payload, j.priority AS j_priority, j.attempts AS j_attempts,
-                  j.leases AS j_leases, j.max_attempts AS j_max_attempts,
-                  j.started_at AS j_started_at, j.deadline AS j_deadline,
-                  j.lease_timeout AS j_lease_timeout, j.cost AS j_cost
-        INTO t;
-        IF NOT FOUND THEN
-            -- no eligible tenant; or, were one left, its head job was not there: a bug
-            IF EXISTS (SELECT 1 FROM unnest(p_queues) AS q(name)
-                       WHERE EXISTS (SELECT 1 FROM {schema}.tenants x
-                                     WHERE x.queue = q.name AND x.start_tag IS NOT NULL)) THEN
-                RAISE EXCEPTION 'fairq: an eligible tenant''s head job is missing';
-            END IF;
-            EXIT;
-        END IF;
+        ) e
+        ORDER BY q.ord
+        LIMIT 1;
+        EXIT WHEN NOT FOUND;
+
+        UPDATE {schema}.jobs x
+        SET state = 'running', attempts = x.attempts + 1, leases = x.leases + 1,
+            started_at = p_now, deadline = p_now + x.lease_timeout, worker_id = p_worker,
+            charged = x.cost
+        WHERE x.seq = t.head_seq
+        RETURNING x.* INTO j;
 
         -- V = S (stored below, once per queue); F = S + estimate / w
         IF v_queue IS DISTINCT FROM t.queue THEN
@@ -279,7 +264,7 @@ BEGIN
             FROM {schema}.queues q WHERE q.name = t.queue;
         END IF;
         v_vclock := t.start_tag;
-        v_finish := t.start_tag + t.j_cost / t.weight;
+        v_finish := t.start_tag + j.cost / t.weight;
         -- usage = max(decayed(usage, usage_at, now) + (F_new - F_old), 0)
         v_usage := GREATEST(
             {schema}.decayed(t.usage, t.usage_at, p_now, v_half_life) + (v_finish - t.finish_tag),
@@ -317,11 +302,11 @@ BEGIN
             head_seq = coalesce(
                 (SELECT r.seq FROM {schema}.jobs r
                  WHERE r.tenant_id = t.id AND r.state = 'ready'
-                   AND r.priority = t.j_priority AND r.seq > t.j_seq
+                   AND r.priority = j.priority AND r.seq > j.seq
                  ORDER BY r.priority DESC, r.seq
                  LIMIT 1),
                 (SELECT r.seq FROM {schema}.jobs r
-                 WHERE r.tenant_id = t.id AND r.state = 'ready' AND r.priority < t.j_priority
+                 WHERE r.tenant_id = t.id AND r.state = 'ready' AND r.priority < j.priority
                  ORDER BY r.priority DESC, r.seq
                  LIMIT 1))
         WHERE x.id = t.id AND (x.max_running IS NULL OR x.running < x.max_running);
@@ -329,10 +314,10 @@ BEGIN
             RAISE EXCEPTION 'fairq: tenant row % refused a slot over its cap', t.id;
         END IF;
 
-        l_id := t.j_id; l_name := t.j_name; l_queue := t.queue; l_tenant := t.tenant;
-        l_payload := t.j_payload; l_attempts := t.j_attempts; l_leases := t.j_leases;
-        l_max_attempts := t.j_max_attempts; l_started_at := t.j_started_at;
-        l_deadline := t.j_deadline; l_lease_timeout := t.j_lease_timeout; l_cost := t.j_cost;
+        l_id := j.id; l_name := j.name; l_queue := j.queue; l_tenant := t.tenant;
+        l_payload := j.payload; l_attempts := j.attempts; l_leases := j.leases;
+        l_max_attempts := j.max_attempts; l_started_at := j.started_at;
+        l_deadline := j.deadline; l_lease_timeout := j.lease_timeout; l_cost := j.cost;
         RETURN NEXT;
         v_taken := v_taken + 1;
     END LOOP;
