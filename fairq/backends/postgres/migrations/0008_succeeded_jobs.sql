@@ -1,4 +1,5 @@
--- fairq PostgreSQL schema, version 8: succeeded jobs move out of jobs (issue 4).
+-- fairq PostgreSQL schema, version 8: succeeded jobs move out of jobs; leaner dispatch and ack
+-- (issue 4).
 --
 -- An ack used to update the job row to 'succeeded' in place: a new row version in jobs (not
 -- HOT: state is in the partial indexes' predicates) with an entry in the primary key, the id
