@@ -14,8 +14,17 @@ from fairq.backends.postgres.sql import fill_schema, latest_version, migrations,
 from fairq.backends.postgres.url import parse_url
 from fairq.cli import cli
 from fairq.cli import migrate as _registers_migrate  # noqa: F401
-from fairq.contract import AckParams, DequeueParams, MaintainParams, QueueSettings, StatsParams
-from fairq.errors import SchemaError
+from fairq.contract import (
+    AckParams,
+    DequeueParams,
+    EnqueueParams,
+    ListDeadParams,
+    MaintainParams,
+    QueueSettings,
+    StatsParams,
+)
+from fairq.errors import DuplicateJob, SchemaError
+from fairq.job import NewJob
 
 from ._store import drop_schema, fresh_schema, server_url, with_user
 
@@ -247,5 +256,85 @@ VALUES
  (2, 's2', 1, 'default', 'task', 'succeeded', '{}', 0, 1, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
   49.0, 50.0, 'w');
 SELECT setval('{schema}.jobs_seq_seq', 2);
+SELECT setval('{schema}.tenants_id_seq', 1);
+"""
+
+
+def test_version_8_moves_succeeded_jobs_out_keeping_every_job(schema: str) -> None:
+    """A schema-7 store with jobs in every state, succeeded ones kept: after the upgrade every
+    job reads back as before, the lease held across it acks, a succeeded id is still taken,
+    and the prune and idle-tenant forgetting count the moved jobs."""
+    with psycopg.connect(server_url(), autocommit=True) as conn, conn.transaction():
+        for migration in migrations()[:7]:
+            conn.execute(fill_schema(migration.script, schema).encode())
+            conn.execute(
+                f'INSERT INTO "{schema}".fairq_migrations VALUES (%s, %s)',
+                (migration.version, migration.name),
+            )
+        conn.execute(fill_schema(V7_JOBS, schema).encode())
+    backend = PostgresBackend(server_url(), schema=schema)
+    try:
+        ids = ["r1", "run", "sch", "dead", "s1", "s2"]
+        before = {job.id: job for job in backend.get_jobs(ids)}
+        assert {i: job.state.value for i, job in before.items()} == {
+            "r1": "ready", "run": "running", "sch": "scheduled", "dead": "dead",
+            "s1": "succeeded", "s2": "succeeded",
+        }  # fmt: skip
+        s1 = before["s1"]
+        assert (s1.queue, s1.tenant, s1.attempts, s1.started_at, s1.finished_at) == (
+            "default", "acme", 2, 4.0, 5.0,
+        )  # fmt: skip
+        assert (s1.last_error, s1.payload, s1.deadline) == ("boom", '{"a": 1}', None)
+        with psycopg.connect(server_url()) as conn:
+            left = conn.execute(f'SELECT count(*) FROM "{schema}".jobs').fetchone()
+        assert left == (4,)
+        with pytest.raises(DuplicateJob):
+            backend.enqueue(EnqueueParams(jobs=[_v7_job("s2")], now=20.0))
+        backend.ack(AckParams(token="run:1", now=11.0))
+        assert [job.state.value for job in backend.get_jobs(["run"])] == ["succeeded"]
+        assert [job.id for job in backend.list_dead(ListDeadParams())] == ["dead"]
+        assert backend.maintain(MaintainParams(now=30.0, retention=10.0)).pruned == 2  # s1, run
+        (stats,) = backend.stats(StatsParams(queue="default", tenant="acme"))
+        assert (stats.ready, stats.scheduled, stats.running, stats.dead, stats.succeeded) == (
+            1, 1, 0, 1, 3,
+        )  # fmt: skip
+        assert [job.id for job in backend.get_jobs(ids)] == ["r1", "sch", "dead", "s2"]
+    finally:
+        backend.close()
+
+
+def _v7_job(job_id: str) -> NewJob:
+    return NewJob(
+        id=job_id, name="task", queue="default", tenant="acme", payload="{}", run_at=0.0,
+        max_attempts=3, lease_timeout=30.0, cost=1.0,
+    )  # fmt: skip
+
+
+# One tenant with a ready, a running (lease 1, started at 10), a scheduled and a dead job, and
+# two succeeded jobs (finished at 5 and 50, the first after a failed attempt), as version 7
+# stored them.
+V7_JOBS = """
+INSERT INTO {schema}.queues (name, vclock) VALUES ('default', 3.0);
+INSERT INTO {schema}.tenants (id, queue, tenant, tenant_key, weight, finish_tag, start_tag,
+                              head_seq, ready, scheduled, running, succeeded, failed, dead, kept)
+VALUES (1, 'default', 'acme', sha256('acme'::bytea), 1.0, 4.0, 4.0, 1, 1, 1, 1, 2, 2, 1, 2);
+INSERT INTO {schema}.jobs (seq, id, tenant_id, queue, name, state, payload, priority, attempts,
+                           max_attempts, lease_timeout, cost, enqueued_at, run_at, ready_at,
+                           started_at, deadline, finished_at, last_error, worker_id, leases,
+                           charged)
+VALUES
+ (1, 'r1', 1, 'default', 'task', 'ready', '{}', 0, 0, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  NULL, NULL, NULL, NULL, NULL, 0, 0.0),
+ (2, 'run', 1, 'default', 'task', 'running', '{}', 0, 1, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  10.0, 40.0, NULL, NULL, 'w', 1, 1.0),
+ (3, 'sch', 1, 'default', 'task', 'scheduled', '{}', 0, 0, 3, 30.0, 1.0, 0.0, 500.0, NULL,
+  NULL, NULL, NULL, NULL, NULL, 0, 0.0),
+ (4, 'dead', 1, 'default', 'task', 'dead', '{}', 0, 3, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  5.0, NULL, 6.0, 'boom', 'w', 3, 1.0),
+ (5, 's1', 1, 'default', 'task', 'succeeded', '{"a": 1}', 0, 2, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  4.0, NULL, 5.0, 'boom', 'w', 2, 1.0),
+ (6, 's2', 1, 'default', 'task', 'succeeded', '{}', 0, 1, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  49.0, NULL, 50.0, NULL, 'w', 1, 1.0);
+SELECT setval('{schema}.jobs_seq_seq', 6);
 SELECT setval('{schema}.tenants_id_seq', 1);
 """

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import Connection, Cursor
 
+from fairq.backends._sql import Queries
 from fairq.backends.postgres import inspect, pruning, throttling
 from fairq.backends.postgres.db import Database, Pool
 from fairq.backends.postgres.events import Events
@@ -133,6 +134,7 @@ class PostgresBackend:
         tenants = events.lock_tenants([(job.queue, job.tenant) for job in jobs])
         rows = [events.count_new(job, tenants[(job.queue, job.tenant)], now) for job in jobs]
         cur.executemany(self.q["job_insert"], rows)
+        _refuse_succeeded(cur, self.q, [job.id for job in jobs])
         for tenant in tenants.values():
             events.save(None, tenant)
         self._notify(cur, events.woken)
@@ -539,6 +541,16 @@ def _check_distinct(jobs: Sequence[NewJob]) -> None:
     if len(set(ids)) != len(ids):
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         raise DuplicateJob(f"job ids repeated in one batch: {repeated}; nothing was stored")
+
+
+def _refuse_succeeded(cur: Cursor[Row], q: Queries, ids: list[str]) -> None:
+    """Succeeded jobs live in their own table, out of reach of jobs' unique index: an id one
+    of them holds is refused here, after the insert (see queries.sql: succeeded_ids)."""
+    taken = [row["id"] for row in cur.execute(q["succeeded_ids"], {"ids": ids}).fetchall()]
+    if taken:
+        raise DuplicateJob(
+            f"a job id is already stored (succeeded: {taken}); nothing of the batch was stored"
+        )
 
 
 def _duplicate(exc: psycopg.errors.UniqueViolation) -> DuplicateJob:

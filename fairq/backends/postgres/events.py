@@ -92,10 +92,16 @@ class Events:
         """Store one job taken in from the inbox, keeping its seq; False if its id was taken."""
         args = {**self.count_new(new, tenant, now), "enqueued_at": enqueued_at, "seq": seq}
         self.cur.execute(self.q["job_insert_from_inbox"], args)
-        if self.cur.fetchone() is None:
+        if self.cur.fetchone() is None or self._dropped_as_succeeded(new.id, seq):
             self.uncount_new(new, tenant, now)
             return False
         return True
+
+    def _dropped_as_succeeded(self, job_id: str, seq: int) -> bool:
+        """Remove the job just taken in if a succeeded job holds its id (ids are unique across
+        jobs and succeeded_jobs; no index can say so, see queries.sql)."""
+        self.cur.execute(self.q["job_drop_if_succeeded"], {"id": job_id, "seq": seq})
+        return self.cur.fetchone() is not None
 
     def count_new(self, new: NewJob, tenant: TenantRow, now: float) -> dict[str, object]:
         """Count a new job (ready, or scheduled for later) in its tenant; returns its row.

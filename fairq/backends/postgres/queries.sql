@@ -181,6 +181,8 @@ FOR UPDATE
 SELECT queue FROM {schema}.jobs WHERE id = %(id)s
 
 -- name: jobs_by_ids
+-- Stored jobs, succeeded ones included (their queue and tenant are their tenant row's; what
+-- succeeded_jobs does not keep is not shown for them).
 SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
@@ -188,6 +190,19 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        j.last_error, j.worker_id, j.leases, j.charged
 FROM {schema}.jobs j
 WHERE j.id = ANY(%(ids)s::text[])
+UNION ALL
+SELECT s.seq, s.id, s.tenant_id, t.queue, t.tenant, s.name, 'succeeded', s.payload, s.priority,
+       s.attempts, s.max_attempts, 0.0::double precision, 0.0::double precision, s.enqueued_at,
+       s.run_at, NULL, s.started_at, NULL, s.finished_at, s.last_error, NULL, 0,
+       0.0::double precision
+FROM {schema}.succeeded_jobs s
+LEFT JOIN {schema}.tenants t ON t.id = s.tenant_id
+WHERE s.id = ANY(%(ids)s::text[])
+
+-- name: succeeded_ids
+-- Ids of a plain enqueue already taken by a succeeded job. Run after the enqueue's insert into
+-- jobs, which waits for an ack moving the same id: this new statement then sees its row.
+SELECT id FROM {schema}.succeeded_jobs WHERE id = ANY(%(ids)s::text[]) ORDER BY id
 
 -- name: job_save
 UPDATE {schema}.jobs SET
@@ -248,9 +263,10 @@ SELECT (SELECT j.run_at FROM {schema}.jobs j
         ORDER BY t.limited_until LIMIT 1) AS limited_until
 
 -- name: jobs_prune
--- Succeeded jobs finished before the cut-off, through jobs_succeeded; how many each tenant lost.
+-- Succeeded jobs finished before the cut-off, through succeeded_jobs_finished; how many each
+-- tenant lost.
 WITH gone AS (
-    DELETE FROM {schema}.jobs WHERE state = 'succeeded' AND finished_at < %(before)s
+    DELETE FROM {schema}.succeeded_jobs WHERE finished_at < %(before)s
     RETURNING tenant_id
 )
 SELECT tenant_id, count(*) AS pruned FROM gone GROUP BY tenant_id ORDER BY tenant_id
@@ -291,7 +307,8 @@ LIMIT %(limit)s
 
 -- name: inbox_insert
 -- Enqueue inside the caller's transaction: one insert, no fairq locks (see 0002_inbox.sql).
--- An id already stored in jobs is refused here; the unique index refuses one in the inbox.
+-- An id already stored (in jobs or succeeded_jobs) is refused here; the unique index refuses
+-- one in the inbox.
 INSERT INTO {schema}.inbox (
     id, queue, tenant, name, payload, priority, max_attempts, lease_timeout, cost,
     enqueued_at, run_at
@@ -299,6 +316,7 @@ INSERT INTO {schema}.inbox (
 SELECT %(id)s, %(queue)s, %(tenant)s, %(name)s, %(payload)s, %(priority)s, %(max_attempts)s,
        %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s
 WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = %(id)s)
+  AND NOT EXISTS (SELECT 1 FROM {schema}.succeeded_jobs WHERE id = %(id)s)
 RETURNING seq
 
 -- name: inbox_take
@@ -331,6 +349,13 @@ INSERT INTO {schema}.jobs (
     %(max_attempts)s, %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(ready_at)s
 )
 ON CONFLICT (id) DO NOTHING
+RETURNING seq
+
+-- name: job_drop_if_succeeded
+-- Undoes job_insert_from_inbox when a succeeded job holds the id: the insert waited for an ack
+-- moving that id, so only a statement after it sees the moved row. Returns a row if dropped.
+DELETE FROM {schema}.jobs
+WHERE seq = %(seq)s AND EXISTS (SELECT 1 FROM {schema}.succeeded_jobs s WHERE s.id = %(id)s)
 RETURNING seq
 
 -- name: job_types_upsert

@@ -1,0 +1,397 @@
+-- fairq PostgreSQL schema, version 8: succeeded jobs move out of jobs; leaner dispatch and ack
+-- (issue 4).
+--
+-- An ack used to update the job row to 'succeeded' in place: a new row version in jobs (not
+-- HOT: state is in the partial indexes' predicates) with an entry in the primary key, the id
+-- index and jobs_succeeded, kept for the retention, and every later dispatch and ack walked a
+-- table and indexes swollen by them. Now the ack deletes the row from jobs and inserts what
+-- inspection shows of it into succeeded_jobs: insert-only, two indexes (the id, for get_jobs
+-- and duplicate ids; finished_at, for the prune). jobs holds only jobs still to run, running
+-- or dead.
+--
+-- The hot paths also run fewer statements a job: dispatch makes a batch's picks in memory from
+-- one read of the smallest eligible tenants, then writes the tenants and starts the jobs in one
+-- UPDATE each; ack_many updates its tenants in one UPDATE per round (one round unless a tenant
+-- has several leases in the batch) instead of one per lease; decayed is an SQL function the
+-- planner inlines instead of a plpgsql call per use. The arithmetic is unchanged.
+--
+-- An id is unique across both tables: an enqueue inserts into jobs first (waiting for an ack
+-- that is moving the same id) and then looks the ids up in succeeded_jobs in a new statement,
+-- which sees that ack's row (queries.sql: succeeded_ids, job_drop_if_succeeded). The queue of
+-- a succeeded job is its tenant row's: a tenant is kept while it has succeeded jobs (kept).
+
+CREATE TABLE {schema}.succeeded_jobs (
+    id           text PRIMARY KEY,
+    seq          bigint NOT NULL,
+    tenant_id    bigint NOT NULL,
+    priority     integer NOT NULL,
+    attempts     integer NOT NULL,
+    max_attempts integer NOT NULL,
+    enqueued_at  double precision NOT NULL,
+    run_at       double precision NOT NULL,
+    started_at   double precision,
+    finished_at  double precision,
+    name         text NOT NULL,
+    payload      text NOT NULL,
+    last_error   text
+);
+
+INSERT INTO {schema}.succeeded_jobs (
+    id, seq, tenant_id, priority, attempts, max_attempts, enqueued_at, run_at, started_at,
+    finished_at, name, payload, last_error
+)
+SELECT id, seq, tenant_id, priority, attempts, max_attempts, enqueued_at, run_at, started_at,
+       finished_at, name, payload, last_error
+FROM {schema}.jobs WHERE state = 'succeeded';
+
+DELETE FROM {schema}.jobs WHERE state = 'succeeded';
+
+DROP INDEX {schema}.jobs_succeeded;
+
+CREATE INDEX succeeded_jobs_finished ON {schema}.succeeded_jobs (finished_at);
+
+-- The product of a tiny usage and a tiny factor, 0 where PostgreSQL raises "underflow" (IEEE
+-- arithmetic, and Python, give 0): decayed's rare path, in plpgsql for its exception block.
+CREATE FUNCTION {schema}.decayed_product(
+    p_usage double precision, p_factor double precision
+) RETURNS double precision LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    RETURN p_usage * p_factor;
+EXCEPTION WHEN numeric_value_out_of_range THEN
+    RETURN 0.0::double precision;
+END
+$$;
+
+-- history.decayed(usage, since, now, half_life) with Python's results: usage * 0.5 ** ((now -
+-- since) / half_life), 0 where that rounds to 0. An SQL function, so the planner inlines it
+-- into the statements and expressions that call it (schema 8; it was a plpgsql call each
+-- time); only a product near the smallest double goes to decayed_product.
+CREATE OR REPLACE FUNCTION {schema}.decayed(
+    p_usage double precision, p_since double precision, p_now double precision,
+    p_half_life double precision
+) RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+        WHEN p_now <= p_since THEN p_usage
+        WHEN p_usage = 0 OR (p_now - p_since) / p_half_life >= 1075  -- 0.5 ** 1075 rounds to 0
+            THEN 0.0::double precision
+        WHEN ln(p_usage) + ln(power(0.5::double precision, (p_now - p_since) / p_half_life))
+             > -740  -- the product is far above the smallest double
+            THEN p_usage * power(0.5::double precision, (p_now - p_since) / p_half_life)
+        ELSE {schema}.decayed_product(
+            p_usage, power(0.5::double precision, (p_now - p_since) / p_half_life))
+    END
+$$;
+
+-- Acks of several leases in one statement, exactly as acking each (id, lease) in the order
+-- given, in one transaction: one status per pair, 'ok', 'not_found' (unknown, finished, or
+-- another lease) or 'expired'; nothing changes for a lease that is not 'ok'. Locks in the
+-- order of queries.sql: the queues' shared locks by key, the jobs by seq, their tenants by id.
+-- NOTIFYs a queue when a freed slot makes a capped tenant with ready jobs eligible again.
+-- Each job is moved to succeeded_jobs in one statement; the tenants are updated together.
+CREATE OR REPLACE FUNCTION {schema}.ack_many(
+    p_ids text[], p_leases integer[], p_now double precision, p_seed bigint,
+    p_channel_salt text
+) RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_statuses text[] := array_fill('not_found'::text, ARRAY[coalesce(cardinality(p_ids), 0)]);
+    v_ords integer[] := ARRAY[]::integer[];
+    v_tenants bigint[] := ARRAY[]::bigint[];
+    v_started double precision[] := ARRAY[]::double precision[];
+    v_charged double precision[] := ARRAY[]::double precision[];
+    v_queues text[] := ARRAY[]::text[];
+    v_done integer;
+    a record;
+    j record;
+    t record;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);  -- see 0003_hot_paths.sql
+    PERFORM pg_advisory_xact_lock_shared(s.k)
+    FROM (SELECT DISTINCT hashtextextended(x.queue, p_seed) AS k
+          FROM {schema}.jobs x WHERE x.id = ANY(p_ids)) s
+    ORDER BY s.k;
+    -- the jobs, in seq order: running -> succeeded (moved to succeeded_jobs) if the lease is
+    -- held and not over
+    FOR a IN
+        SELECT x.seq, p.lease, p.ord
+        FROM unnest(p_ids, p_leases) WITH ORDINALITY AS p(id, lease, ord)
+        CROSS JOIN LATERAL (  -- one probe of the id index each, whatever the table's size
+            SELECT y.seq FROM {schema}.jobs y WHERE y.id = p.id LIMIT 1) x
+        ORDER BY x.seq, p.ord
+    LOOP
+        WITH moved AS (
+            DELETE FROM {schema}.jobs x
+            WHERE x.seq = a.seq AND x.state = 'running' AND x.leases = a.lease
+              AND p_now < x.deadline
+            RETURNING x.*
+        ), kept AS (
+            INSERT INTO {schema}.succeeded_jobs (
+                id, seq, tenant_id, priority, attempts, max_attempts, enqueued_at, run_at,
+                started_at, finished_at, name, payload, last_error)
+            SELECT m.id, m.seq, m.tenant_id, m.priority, m.attempts, m.max_attempts,
+                   m.enqueued_at, m.run_at, m.started_at, p_now, m.name, m.payload,
+                   m.last_error
+            FROM moved m
+        )
+        SELECT m.tenant_id, m.started_at, m.charged, m.queue INTO j FROM moved m;
+        IF FOUND THEN
+            v_statuses[a.ord::integer] := 'ok';
+            v_ords := v_ords || a.ord::integer;
+            v_tenants := v_tenants || j.tenant_id;
+            v_started := v_started || j.started_at;
+            v_charged := v_charged || j.charged;
+            v_queues := v_queues || j.queue;
+        ELSIF EXISTS (SELECT 1 FROM {schema}.jobs x WHERE x.seq = a.seq
+                      AND x.state = 'running' AND x.leases = a.lease) THEN
+            v_statuses[a.ord::integer] := 'expired';
+        END IF;
+    END LOOP;
+    -- their tenants, in rounds: round k applies each tenant's k-th lease (in the order given),
+    -- every tenant of a round in one UPDATE, so a tenant's leases apply one after another, as
+    -- acking them one by one would, and a batch of distinct tenants is one statement. The rows
+    -- are locked first, in id order: the UPDATE's own order would depend on its plan.
+    -- F = finish_after_ack(…); usage = max(decayed(usage, usage_at, now) + (F_new - F_old), 0);
+    -- S = max(F, V) if eligible
+    PERFORM 1 FROM {schema}.tenants x WHERE x.id = ANY(v_tenants) ORDER BY x.id
+    FOR NO KEY UPDATE;
+    FOR a IN
+        SELECT r.round, array_agg(r.tenant_id) AS ids, array_agg(r.started_at) AS started,
+               array_agg(r.charged) AS charged, array_agg(r.queue) AS queues, count(*) AS n
+        FROM (SELECT d.*, row_number() OVER (PARTITION BY d.tenant_id ORDER BY d.ord) AS round
+              FROM unnest(v_ords, v_tenants, v_started, v_charged, v_queues)
+                  AS d(ord, tenant_id, started_at, charged, queue)) r
+        GROUP BY r.round
+        ORDER BY r.round
+    LOOP
+        v_done := 0;
+        -- every value is computed from x itself (not from an earlier read of the row), so
+        -- when another ack of this tenant commits first, the UPDATE redoes it on the new row
+        FOR t IN
+            UPDATE {schema}.tenants x
+            SET finish_tag = {schema}.finish_after_ack(
+                    x.finish_tag, x.weight, d.started_at, d.charged, p_now),
+                start_tag = CASE
+                    WHEN x.ready > 0 AND (x.max_running IS NULL OR x.running - 1 < x.max_running)
+                         AND x.weight > 0 AND x.limited_until IS NULL
+                    THEN GREATEST(
+                        {schema}.finish_after_ack(
+                            x.finish_tag, x.weight, d.started_at, d.charged, p_now),
+                        d.vclock) END,
+                usage = GREATEST(
+                    {schema}.decayed(x.usage, x.usage_at, p_now, d.half_life)
+                    + ({schema}.finish_after_ack(
+                           x.finish_tag, x.weight, d.started_at, d.charged, p_now)
+                       - x.finish_tag),
+                    0.0::double precision),
+                usage_at = GREATEST(x.usage_at, p_now),
+                running = x.running - 1,
+                succeeded = x.succeeded + 1,
+                kept = x.kept + 1
+            FROM (SELECT u.tenant_id, u.started_at, u.charged, q.vclock,
+                         coalesce(q.half_life, 60.0::double precision) AS half_life
+                  FROM unnest(a.ids, a.started, a.charged, a.queues)
+                      AS u(tenant_id, started_at, charged, queue)
+                  LEFT JOIN {schema}.queues q ON q.name = u.queue) d
+            WHERE x.id = d.tenant_id AND x.running > 0
+            RETURNING x.queue, x.ready, x.running, x.max_running, x.weight, x.limited_until
+        LOOP
+            v_done := v_done + 1;
+            -- eligible now (running already lowered) but not before: wake the queue's workers
+            IF t.ready > 0 AND t.weight > 0 AND t.limited_until IS NULL
+               AND t.max_running IS NOT NULL AND t.running < t.max_running
+               AND NOT t.running + 1 < t.max_running THEN
+                PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || t.queue), 1, 24), '');
+            END IF;
+        END LOOP;
+        IF v_done < a.n THEN
+            RAISE EXCEPTION 'fairq: a tenant row of % would go below 0 running', a.ids;
+        END IF;
+    END LOOP;
+    RETURN v_statuses;
+END
+$$;
+
+-- Hands out up to p_limit head jobs, each of the eligible tenant with the smallest
+-- (start_tag, head_seq), trying p_queues in order. The caller holds the queues' exclusive
+-- locks: no other transaction writes these tenants or their ready jobs meanwhile, so the
+-- rows need no row locks (and SKIP LOCKED would skip the order we must keep). The arithmetic
+-- is fairness.finish_after_dispatch, history.add_usage and rate.after_start / limited_until,
+-- in their order, pick after pick; V = S of the last pick of each queue.
+--
+-- Set-wise (schema 8): a round reads the k smallest eligible tenants of a queue (k = what is
+-- left to hand out, at most 64) with their head jobs, and makes up to k picks among them in
+-- memory. That is exact: a tenant not read has a key at or above the k-th one read, and while
+-- fewer than k picks are made, some tenant read is still unpicked, with a key at or below it.
+-- A pick reads only its tenant's next head (one index probe); the round writes the tenants it
+-- changed in one UPDATE, and the call starts all its jobs in one UPDATE at the end.
+CREATE OR REPLACE FUNCTION {schema}.dispatch(
+    p_queues text[], p_worker text, p_now double precision, p_limit integer
+) RETURNS TABLE (
+    l_id text, l_name text, l_queue text, l_tenant text, l_payload text, l_attempts integer,
+    l_leases integer, l_max_attempts integer, l_started_at double precision,
+    l_deadline double precision, l_lease_timeout double precision, l_cost double precision
+) LANGUAGE plpgsql AS $$
+DECLARE
+    v_cands {schema}.tenants[];  -- the round's tenants, changed in memory pick by pick
+    v_prios integer[];            -- each one's head job: its priority and cost
+    v_costs double precision[];
+    v_picked integer[];           -- picks per tenant in this round
+    v_starts double precision[];  -- their keys (start_tag, head_seq), for the picks
+    v_heads bigint[];
+    v_seqs bigint[] := ARRAY[]::bigint[];  -- the jobs handed out, in order
+    v_names text[] := ARRAY[]::text[];     -- and their tenants
+    t {schema}.tenants%ROWTYPE;
+    v_queue text;
+    v_half_life double precision;
+    v_vclock double precision;
+    v_want integer;
+    v_n integer;
+    v_best integer;
+    v_round integer;
+    v_next bigint;
+    v_next_prio integer;
+    v_next_cost double precision;
+    v_finish double precision;
+    v_interval double precision;
+    v_until double precision;
+    v_taken integer := 0;
+    v_written integer;
+BEGIN
+    FOREACH v_queue IN ARRAY p_queues LOOP
+        v_half_life := NULL;
+        v_vclock := NULL;
+        WHILE v_taken < p_limit LOOP
+            v_want := LEAST(p_limit - v_taken, 64);
+            SELECT array_agg(c.x ORDER BY c.ord), array_agg(c.priority ORDER BY c.ord),
+                   array_agg(c.cost ORDER BY c.ord), array_agg(c.start_tag ORDER BY c.ord),
+                   array_agg(c.head_seq ORDER BY c.ord)
+            INTO v_cands, v_prios, v_costs, v_starts, v_heads
+            FROM (SELECT x, h.priority, h.cost, x.start_tag, x.head_seq,
+                         row_number() OVER (ORDER BY x.start_tag, x.head_seq) AS ord
+                  FROM {schema}.tenants x
+                  LEFT JOIN {schema}.jobs h ON h.seq = x.head_seq AND h.state = 'ready'
+                  WHERE x.queue = v_queue AND x.start_tag IS NOT NULL
+                  ORDER BY x.start_tag, x.head_seq
+                  LIMIT v_want) c;
+            EXIT WHEN v_cands IS NULL;
+            v_n := cardinality(v_cands);
+            IF array_position(v_prios, NULL) IS NOT NULL THEN
+                RAISE EXCEPTION 'fairq: an eligible tenant''s head job in % is not ready', v_queue;
+            END IF;
+            IF v_half_life IS NULL THEN
+                SELECT coalesce(q.half_life, 60.0::double precision) INTO v_half_life
+                FROM {schema}.queues q WHERE q.name = v_queue;
+            END IF;
+            v_picked := array_fill(0, ARRAY[v_n]);
+            v_round := 0;
+            -- at most v_n picks while tenants were left unread (see above)
+            WHILE v_taken < p_limit AND (v_n < v_want OR v_round < v_n) LOOP
+                v_best := NULL;
+                FOR i IN 1..v_n LOOP
+                    IF v_starts[i] IS NOT NULL AND (v_best IS NULL
+                        OR (v_starts[i], v_heads[i]) < (v_starts[v_best], v_heads[v_best])) THEN
+                        v_best := i;
+                    END IF;
+                END LOOP;
+                EXIT WHEN v_best IS NULL;
+                t := v_cands[v_best];
+                IF t.head_seq IS NULL THEN
+                    RAISE EXCEPTION 'fairq: eligible tenant row % has no head job', t.id;
+                END IF;
+                v_seqs := v_seqs || t.head_seq;
+                v_names := v_names || t.tenant;
+                -- the next head: the first ready job after this one in (priority DESC, seq)
+                -- order, found from it onwards, so the index entries of jobs already handed
+                -- out (dead until vacuum reaches them, and all before it) are not walked again
+                v_next := NULL;
+                SELECT r.seq, r.priority, r.cost INTO v_next, v_next_prio, v_next_cost
+                FROM {schema}.jobs r
+                WHERE r.tenant_id = t.id AND r.state = 'ready'
+                  AND r.priority = v_prios[v_best] AND r.seq > t.head_seq
+                ORDER BY r.priority DESC, r.seq
+                LIMIT 1;
+                IF v_next IS NULL THEN
+                    SELECT r.seq, r.priority, r.cost INTO v_next, v_next_prio, v_next_cost
+                    FROM {schema}.jobs r
+                    WHERE r.tenant_id = t.id AND r.state = 'ready'
+                      AND r.priority < v_prios[v_best]
+                    ORDER BY r.priority DESC, r.seq
+                    LIMIT 1;
+                END IF;
+                -- V = S; F = S + estimate / w
+                v_vclock := t.start_tag;
+                v_finish := t.start_tag + v_costs[v_best] / t.weight;
+                -- usage = max(decayed(usage, usage_at, now) + (F_new - F_old), 0)
+                t.usage := GREATEST(
+                    {schema}.decayed(t.usage, t.usage_at, p_now, v_half_life)
+                    + (v_finish - t.finish_tag),
+                    0.0::double precision);
+                t.usage_at := GREATEST(t.usage_at, p_now);
+                t.finish_tag := v_finish;
+                -- GCRA: tat = max(tat, now) + interval; limited until tat - tolerance if after now
+                v_until := NULL;
+                IF t.rate_count IS NOT NULL THEN
+                    v_interval := t.rate_period / t.rate_count;
+                    IF t.tat IS NULL THEN
+                        t.tat := p_now + v_interval;
+                    ELSE
+                        t.tat := GREATEST(t.tat, p_now) + v_interval;
+                    END IF;
+                    IF t.tat - v_interval * (t.rate_burst - 1) > p_now THEN
+                        v_until := t.tat - v_interval * (t.rate_burst - 1);
+                    END IF;
+                END IF;
+                t.limited_until := v_until;
+                t.ready := t.ready - 1;
+                t.running := t.running + 1;
+                -- then S = F while still eligible
+                t.start_tag := CASE WHEN t.ready > 0
+                    AND (t.max_running IS NULL OR t.running < t.max_running)
+                    AND t.weight > 0 AND v_until IS NULL THEN v_finish END;
+                t.head_seq := v_next;
+                v_cands[v_best] := t;
+                v_starts[v_best] := t.start_tag;
+                v_heads[v_best] := t.head_seq;
+                v_prios[v_best] := v_next_prio;
+                v_costs[v_best] := v_next_cost;
+                v_picked[v_best] := v_picked[v_best] + 1;
+                v_taken := v_taken + 1;
+                v_round := v_round + 1;
+            END LOOP;
+            -- the round's tenants, as the picks left them; a slot is never taken over a cap
+            UPDATE {schema}.tenants x
+            SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
+                usage_at = d.usage_at, tat = d.tat, limited_until = d.limited_until,
+                head_seq = d.head_seq, ready = x.ready - p.picks, running = x.running + p.picks
+            FROM unnest(v_cands) WITH ORDINALITY AS d
+            JOIN unnest(v_picked) WITH ORDINALITY AS p(picks, ord) ON p.ord = d.ordinality
+            WHERE x.id = d.id AND p.picks > 0
+              AND (x.max_running IS NULL OR x.running + p.picks <= x.max_running);
+            GET DIAGNOSTICS v_written = ROW_COUNT;
+            IF v_written < (SELECT count(*) FROM unnest(v_picked) AS p(picks) WHERE p.picks > 0)
+            THEN
+                RAISE EXCEPTION 'fairq: a tenant of queue % refused a slot over its cap', v_queue;
+            END IF;
+            EXIT WHEN v_n < v_want;  -- every eligible tenant was read: none is left
+        END LOOP;
+        IF v_vclock IS NOT NULL THEN
+            UPDATE {schema}.queues SET vclock = v_vclock WHERE name = v_queue;
+        END IF;
+    END LOOP;
+    RETURN QUERY
+    WITH started AS (
+        UPDATE {schema}.jobs j
+        SET state = 'running', attempts = j.attempts + 1, leases = j.leases + 1,
+            started_at = p_now, deadline = p_now + j.lease_timeout, worker_id = p_worker,
+            charged = j.cost
+        WHERE j.seq = ANY(v_seqs)
+        RETURNING j.seq, j.id, j.name, j.queue, j.payload, j.attempts, j.leases,
+                  j.max_attempts, j.started_at, j.deadline, j.lease_timeout, j.cost
+    )
+    SELECT s.id, s.name, s.queue, o.tenant, s.payload, s.attempts, s.leases, s.max_attempts,
+           s.started_at, s.deadline, s.lease_timeout, s.cost
+    FROM unnest(v_seqs, v_names) WITH ORDINALITY AS o(seq, tenant, ord)
+    JOIN started s ON s.seq = o.seq
+    ORDER BY o.ord;
+END
+$$;
