@@ -221,16 +221,22 @@ SELECT setval('{schema}.tenants_id_seq', 1);
 """
 
 
-def test_version_7_counts_the_succeeded_jobs_already_stored(schema: str) -> None:
-    """kept is backfilled: the tenant is forgotten when its last old succeeded job is pruned."""
+def stored_at_version(schema: str, version: int, rows: str) -> None:
+    """A schema migrated only up to ``version``, holding ``rows`` (SQL) as that version stored
+    them: the state a newer fairq finds and must upgrade."""
     with psycopg.connect(server_url(), autocommit=True) as conn, conn.transaction():
-        for migration in migrations()[:6]:
+        for migration in migrations()[:version]:
             conn.execute(fill_schema(migration.script, schema).encode())
             conn.execute(
                 f'INSERT INTO "{schema}".fairq_migrations VALUES (%s, %s)',
                 (migration.version, migration.name),
             )
-        conn.execute(fill_schema(V6_SUCCEEDED, schema).encode())
+        conn.execute(fill_schema(rows, schema).encode())
+
+
+def test_version_7_counts_the_succeeded_jobs_already_stored(schema: str) -> None:
+    """kept is backfilled: the tenant is forgotten when its last old succeeded job is pruned."""
+    stored_at_version(schema, 6, V6_SUCCEEDED)
     backend = PostgresBackend(server_url(), schema=schema)
     try:
         assert backend.maintain(MaintainParams(now=30.0, retention=10.0)).pruned == 1
@@ -264,14 +270,7 @@ def test_version_8_moves_succeeded_jobs_out_keeping_every_job(schema: str) -> No
     """A schema-7 store with jobs in every state, succeeded ones kept: after the upgrade every
     job reads back as before, the lease held across it acks, a succeeded id is still taken,
     and the prune and idle-tenant forgetting count the moved jobs."""
-    with psycopg.connect(server_url(), autocommit=True) as conn, conn.transaction():
-        for migration in migrations()[:7]:
-            conn.execute(fill_schema(migration.script, schema).encode())
-            conn.execute(
-                f'INSERT INTO "{schema}".fairq_migrations VALUES (%s, %s)',
-                (migration.version, migration.name),
-            )
-        conn.execute(fill_schema(V7_JOBS, schema).encode())
+    stored_at_version(schema, 7, V7_JOBS)
     backend = PostgresBackend(server_url(), schema=schema)
     try:
         ids = ["r1", "run", "sch", "dead", "s1", "s2"]
