@@ -151,13 +151,12 @@ class Completions:
                 extra={"action": "ack_retry"},
             )
         kept = {id(entry) for entry in keep}
-        for entry in batch:
-            if id(entry) in kept:
-                continue
+        given_up = [entry for entry in batch if id(entry) not in kept]
+        for entry in given_up:
             log_job_end(
                 entry.lease, Outcome.ERROR, entry.duration, error=describe(exc), exc_info=exc
             )
-            self.running.done(entry.lease.token)
+        self.running.done_many([entry.lease.token for entry in given_up])
 
 
 def _may_hold(entry: Running, now: float) -> bool:

@@ -70,6 +70,20 @@ def catalog(schema: str) -> list[tuple[str, str, str]]:
     return [(kind, name, text.replace(schema, "<schema>")) for kind, name, text in rows]
 
 
+def stored_at_version(schema: str, version: int, rows: str = "") -> None:
+    """A schema migrated only up to ``version``, holding ``rows`` (SQL) as that version stored
+    them: the state a newer fairq finds and must upgrade."""
+    with psycopg.connect(server_url(), autocommit=True) as conn, conn.transaction():
+        for migration in migrations()[:version]:
+            conn.execute(fill_schema(migration.script, schema).encode())
+            conn.execute(
+                f'INSERT INTO "{schema}".fairq_migrations VALUES (%s, %s)',
+                (migration.version, migration.name),
+            )
+        if rows:
+            conn.execute(fill_schema(rows, schema).encode())
+
+
 def test_applying_every_migration_in_order_gives_schema_sql(schema: str) -> None:
     migrated = migrate(parse_url(server_url(), schema=schema))
     assert migrated == list(range(1, latest_version() + 1))
@@ -108,9 +122,7 @@ def test_a_missing_schema_with_migrate_false_says_to_run_fairq_migrate(schema: s
 
 
 def test_a_too_old_schema_is_refused_without_migrate_and_upgraded_with_it(schema: str) -> None:
-    with psycopg.connect(server_url(), autocommit=True) as conn, conn.transaction():
-        conn.execute(fill_schema(migrations()[0].script, schema).encode())
-        conn.execute(f"INSERT INTO \"{schema}\".fairq_migrations VALUES (1, 'initial')")
+    stored_at_version(schema, 1)
     with pytest.raises(SchemaError, match=r"is at version 1.*fairq migrate"):
         PostgresBackend(server_url(), schema=schema, migrate=False)
     backend = PostgresBackend(server_url(), schema=schema)
@@ -170,10 +182,7 @@ def test_a_role_without_rights_on_an_existing_schema_gets_a_clear_error(
 
 def test_a_version_1_schema_holding_jobs_upgrades_with_its_jobs_intact(schema: str) -> None:
     """Jobs in every state survive the upgrade; a lease held across it still acks."""
-    with psycopg.connect(server_url(), autocommit=True) as conn, conn.transaction():
-        conn.execute(fill_schema(migrations()[0].script, schema).encode())
-        conn.execute(f"INSERT INTO \"{schema}\".fairq_migrations VALUES (1, 'initial')")
-        conn.execute(fill_schema(V1_JOBS, schema).encode())
+    stored_at_version(schema, 1, V1_JOBS)
     backend = PostgresBackend(server_url(), schema=schema)
     try:
         jobs = {job.id: job for job in backend.get_jobs(["r1", "r2", "run", "sch", "dead"])}
@@ -219,19 +228,6 @@ VALUES
 SELECT setval('{schema}.jobs_seq_seq', 5);
 SELECT setval('{schema}.tenants_id_seq', 1);
 """
-
-
-def stored_at_version(schema: str, version: int, rows: str) -> None:
-    """A schema migrated only up to ``version``, holding ``rows`` (SQL) as that version stored
-    them: the state a newer fairq finds and must upgrade."""
-    with psycopg.connect(server_url(), autocommit=True) as conn, conn.transaction():
-        for migration in migrations()[:version]:
-            conn.execute(fill_schema(migration.script, schema).encode())
-            conn.execute(
-                f'INSERT INTO "{schema}".fairq_migrations VALUES (%s, %s)',
-                (migration.version, migration.name),
-            )
-        conn.execute(fill_schema(rows, schema).encode())
 
 
 def test_version_7_counts_the_succeeded_jobs_already_stored(schema: str) -> None:

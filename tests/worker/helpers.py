@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from fairq import App, JobInfo, JobState
+from fairq.job import NewJob
 
 T = TypeVar("T")
 DEADLINE = 30.0  # only so a broken worker fails a test instead of hanging it
@@ -58,3 +59,18 @@ def go(workdir: Path, tag: str) -> None:
     """Let the ``block`` job tagged ``tag`` finish."""
     (workdir / "go").mkdir(exist_ok=True)
     (workdir / "go" / tag).touch()
+
+
+def new_job(
+    job_id: str,
+    *,
+    name: str = "task",
+    payload: str = "{}",
+    run_at: float = 0.0,
+    lease_timeout: float = 30.0,
+) -> NewJob:
+    """A job of tenant "t1" on the default queue, for tests that enqueue straight to a store."""
+    return NewJob(
+        id=job_id, name=name, queue="default", tenant="t1", payload=payload, run_at=run_at,
+        max_attempts=3, lease_timeout=lease_timeout, cost=1.0,
+    )  # fmt: skip

@@ -5,10 +5,11 @@ from __future__ import annotations
 import threading
 
 from fairq.contract import AckManyParams, AckManyResult, DequeueParams, EnqueueParams, StatsParams
-from fairq.job import NewJob
 from fairq.model import ReferenceModel
 from fairq.worker.completions import Completions
 from fairq.worker.running import RunningJobs
+
+from .helpers import new_job
 
 
 class CountingModel(ReferenceModel):
@@ -23,20 +24,7 @@ class CountingModel(ReferenceModel):
 
 def _store(jobs: int) -> CountingModel:
     store = CountingModel()
-    new = [
-        NewJob(
-            id=f"j{n}",
-            name="task",
-            queue="default",
-            tenant="a",
-            payload="{}",
-            run_at=0.0,
-            max_attempts=3,
-            lease_timeout=30.0,
-            cost=1.0,
-        )
-        for n in range(jobs)
-    ]
+    new = [new_job(f"j{n}") for n in range(jobs)]
     store.enqueue(EnqueueParams(jobs=new, now=0.0))
     return store
 
@@ -96,36 +84,3 @@ def test_the_flusher_stores_a_lone_success_after_max_wait() -> None:
         assert store.batches == [[lease.token]]
     finally:
         buffer.close()
-
-
-def test_the_heartbeat_is_woken_only_by_a_first_or_a_shorter_lease() -> None:
-    """Waking it on every dequeued job would cost a thread switch per job for nothing: a lease
-    as long as those it watches needs no earlier beat."""
-    store = ReferenceModel()
-    jobs = [
-        NewJob(
-            id=f"j{n}",
-            name="task",
-            queue="default",
-            tenant="a",
-            payload="{}",
-            run_at=0.0,
-            max_attempts=3,
-            lease_timeout=timeout,
-            cost=1.0,
-        )
-        for n, timeout in enumerate([30.0, 30.0, 10.0])
-    ]
-    store.enqueue(EnqueueParams(jobs=jobs, now=0.0))
-    first, same, shorter = store.dequeue(
-        DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=3)
-    )
-    running = RunningJobs(3)
-    running.add(first)
-    assert running.changed.is_set()  # the first lease after none
-    running.changed.clear()
-    assert running.watch() == [first]
-    running.add(same)
-    assert not running.changed.is_set()
-    running.add(shorter)
-    assert running.changed.is_set()

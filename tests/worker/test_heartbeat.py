@@ -1,5 +1,5 @@
-"""The heartbeat's warnings: a lost lease is reported for a job still running, never for one
-whose outcome was stored while the beat was under way."""
+"""The heartbeat: woken only when it must look again, and warning of a lost lease only for a
+job still running, never for one whose outcome was stored while the beat was under way."""
 
 from __future__ import annotations
 
@@ -9,26 +9,38 @@ import time
 import pytest
 
 from fairq.contract import AckParams, DequeueParams, EnqueueParams
-from fairq.job import NewJob
 from fairq.model import ReferenceModel
 from fairq.worker.heartbeat import Heartbeat
 from fairq.worker.running import RunningJobs
 
-from .helpers import wait_for
+from .helpers import new_job, wait_for
 
 
-def _job(n: int) -> NewJob:
-    return NewJob(
-        id=f"j{n}", name="task", queue="default", tenant="a", payload="{}",
-        run_at=0.0, max_attempts=3, lease_timeout=30.0, cost=1.0,
-    )  # fmt: skip
+def test_the_heartbeat_is_woken_only_by_a_first_or_a_shorter_lease() -> None:
+    """Waking it on every dequeued job would cost a thread switch per job for nothing: a lease
+    as long as those it watches needs no earlier beat."""
+    store = ReferenceModel()
+    jobs = [new_job(f"j{n}", lease_timeout=t) for n, t in enumerate([30.0, 30.0, 10.0])]
+    store.enqueue(EnqueueParams(jobs=jobs, now=0.0))
+    first, same, shorter = store.dequeue(
+        DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=3)
+    )
+    running = RunningJobs(3)
+    running.add(first)
+    assert running.changed.is_set()  # the first lease after none
+    running.changed.clear()
+    assert running.watch() == [first]
+    running.add(same)
+    assert not running.changed.is_set()
+    running.add(shorter)
+    assert running.changed.is_set()
 
 
 def test_a_job_acked_between_look_and_beat_is_not_reported_lost(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     store = ReferenceModel()
-    store.enqueue(EnqueueParams(jobs=[_job(1), _job(2)], now=time.time()))
+    store.enqueue(EnqueueParams(jobs=[new_job("j1"), new_job("j2")], now=time.time()))
     finished, taken_away = store.dequeue(
         DequeueParams(queues=["default"], worker_id="w", now=time.time(), limit=2)
     )

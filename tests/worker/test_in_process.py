@@ -19,7 +19,7 @@ from fairq.job import NewJob, encode_payload
 from fairq.worker import Worker
 
 from .apps import make_app
-from .helpers import go, job, marks, wait_for, wait_state
+from .helpers import go, job, marks, new_job, wait_for, wait_state
 
 
 @pytest.fixture
@@ -160,20 +160,7 @@ def test_a_lost_lease_is_logged_and_the_worker_goes_on(
 def test_undecodable_payload_and_arguments_that_do_not_fit_are_dead_at_once(app: App) -> None:
     now = app.clock()
     broken = {"not json": "{oops", "wrong arguments": '{"args":[1,2,3,4,5],"kwargs":{}}'}
-    jobs = [
-        NewJob(
-            id=uuid.uuid4().hex,
-            name="record",
-            queue="default",
-            tenant="t1",
-            payload=payload,
-            run_at=now,
-            max_attempts=3,
-            lease_timeout=60.0,
-            cost=1.0,
-        )
-        for payload in broken.values()
-    ]
+    jobs = [_record_job(payload, now) for payload in broken.values()]
     app.backend.enqueue(EnqueueParams(jobs=jobs, now=now))
     with Worker(app).in_thread():
         bad_json, bad_args = (wait_state(app, j.id, JobState.DEAD) for j in jobs)
@@ -206,17 +193,7 @@ def test_arguments_are_checked_by_their_names_not_only_their_count(
 
 
 def _record_job(payload: str, now: float) -> NewJob:
-    return NewJob(
-        id=uuid.uuid4().hex,
-        name="record",
-        queue="default",
-        tenant="t1",
-        payload=payload,
-        run_at=now,
-        max_attempts=3,
-        lease_timeout=60.0,
-        cost=1.0,
-    )
+    return new_job(uuid.uuid4().hex, name="record", payload=payload, run_at=now, lease_timeout=60.0)
 
 
 def test_start_is_logged_without_the_store_password(

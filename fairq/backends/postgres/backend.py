@@ -358,10 +358,10 @@ class PostgresBackend:
                     events.expire(JobRow.from_row(job), now)
                     expired += 1
             if row["unlimit_due"]:
-                for row_id in cur.execute(
+                for limited in cur.execute(
                     self.q["tenants_limited_due"], {"queue": name, "now": now}
                 ).fetchall():
-                    if (held := events.find_tenant(row_id["id"])) is not None:
+                    if (held := events.find_tenant(limited["id"])) is not None:
                         events.unlimit(held, now)
         return promoted, expired
 

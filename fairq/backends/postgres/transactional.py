@@ -105,8 +105,8 @@ class InboxWriter:
                 taken += 1
             else:
                 log.warning(
-                    "dropped job %r from the inbox of queue %r: a plain enqueue stored the same "
-                    "id first",
+                    "dropped job %r from the inbox of queue %r: a job with the same id is already "
+                    "stored (queued, running, dead or succeeded)",
                     job.id,
                     queue,
                 )

@@ -1,6 +1,7 @@
 """Turning what the Lua functions store and return into fairq's records, and values into ARGV.
 
-Jobs and tenants are stored as binary records (``codec`` in _lib.lua): a 2-byte mask of the
+Jobs and tenants are stored as binary records (``tenant_record`` in _lib.lua, ``job_record``
+in _lib_jobs.lua): a 2-byte mask of the
 optional fields present, the fixed fields, then the present optional fields, packed with
 Lua's ``struct`` and read here with Python's: doubles travel bit for bit. Values sent to Lua
 use ``repr``, which Lua's ``tonumber`` reads back exactly.
@@ -9,7 +10,6 @@ use ``repr``, which Lua's ``tonumber`` reads back exactly.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -44,9 +44,10 @@ def _opt(field: str) -> float | None:
     return float(field) if field else None
 
 
-#: Python struct codes of the stored records, in the order of the Lua codecs.
+#: Python struct codes of the stored records, in the order of _lib.lua's record formats
+#: (`tenant_record`, `job_record`).
 JOB_FIXED = "cdIidddddddd"
-JOB_OPTIONAL = "dddd"
+JOB_OPTIONAL = ("d", "d", "d", "d")
 TENANT_FIXED = "dIIIdddddI"
 TENANT_OPTIONAL = ("d", "d", "d", "16s", "d", "d", "d", "d", "d")
 
@@ -65,14 +66,14 @@ def _format(fixed: str, optional: tuple[str, ...], mask: int) -> str:
 
 
 def unpack_record(
-    raw: bytes, fixed: str, optional: Sequence[str]
+    raw: bytes, fixed: str, optional: tuple[str, ...]
 ) -> tuple[tuple[Any, ...], list[Any]]:
     """The fixed fields and the optional ones (None when absent) of a binary record."""
     mask = int.from_bytes(raw[:2], "big")
     if mask >> len(optional):
         raise SchemaError(OLD_LAYOUT.format(layout=LAYOUT))
     try:
-        values = struct.unpack(_format(fixed, tuple(optional), mask), raw)
+        values = struct.unpack(_format(fixed, optional, mask), raw)
     except struct.error:
         raise SchemaError(OLD_LAYOUT.format(layout=LAYOUT)) from None
     rest = iter(values[1 + len(fixed) :])

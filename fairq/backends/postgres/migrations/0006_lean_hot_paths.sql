@@ -6,10 +6,6 @@
 --   handed out there) instead of once per job: nothing in between reads V, since the caller
 --   holds the queue's exclusive lock, so the row ends the same with one update, not up to
 --   limit of them.
--- * dispatch finds the tenant's next head from the job it hands out onwards. The partial index
---   jobs_ready keeps an entry for every job already handed out until vacuum removes it, all of
---   them before the current head; reading the index from its start walked over every one of
---   them, so the cost of a dispatch grew with the jobs dispatched since the last vacuum.
 -- * ack_many no longer locks every job and tenant first and then calls ack() per lease (about
 --   ten statements a job). It updates each job straight from running to succeeded in seq
 --   order (the UPDATE's own row lock, so no separate lock record in the WAL), then each tenant
@@ -108,19 +104,10 @@ BEGIN
             limited_until = v_until,
             ready = x.ready - 1,
             running = x.running + 1,
-            -- the next head: the first ready job after j in (priority DESC, seq) order, found
-            -- from j onwards, so the index entries of jobs already handed out (dead until
-            -- vacuum reaches them, and all before j) are not walked over again
-            head_seq = coalesce(
-                (SELECT r.seq FROM {schema}.jobs r
-                 WHERE r.tenant_id = t.id AND r.state = 'ready'
-                   AND r.priority = j.priority AND r.seq > j.seq
-                 ORDER BY r.priority DESC, r.seq
-                 LIMIT 1),
-                (SELECT r.seq FROM {schema}.jobs r
-                 WHERE r.tenant_id = t.id AND r.state = 'ready' AND r.priority < j.priority
-                 ORDER BY r.priority DESC, r.seq
-                 LIMIT 1))
+            head_seq = (SELECT r.seq FROM {schema}.jobs r
+                        WHERE r.tenant_id = t.id AND r.state = 'ready'
+                        ORDER BY r.priority DESC, r.seq
+                        LIMIT 1)
         WHERE x.id = t.id AND (x.max_running IS NULL OR x.running < x.max_running);
         IF NOT FOUND THEN
             RAISE EXCEPTION 'fairq: tenant row % refused a slot over its cap', t.id;

@@ -8,8 +8,10 @@
 -- Layout (docs in fairq/backends/redis/keys.py). Every per-queue key carries the hash tag
 -- {queue}; a queue's keys arrive in KEYS as one block of QUEUE_KEYS consecutive names:
 --   meta      hash   V (virtual clock), ntid (tenant id counter), layout (LAYOUT, written
---                    with the first tenant), and the queue defaults: weight, cap,
---                    rcount/rperiod/rburst (rate), half_life, max_debt
+--                    with the first tenant), the queue defaults: weight, cap,
+--                    rcount/rperiod/rburst (rate), half_life, max_debt (for Python's
+--                    reads) and the same packed in conf (for these functions: `conf_of`),
+--                    and due (no maintenance is needed before it: `next_due_of`)
 --   tenants   hash   tid -> binary record (TENANT below): F, ready, scheduled, running,
 --                    succeeded, failed, dead, usage, usage_at, kept (succeeded jobs still
 --                    stored); optional S, weight, cap, eseq, tat, limited_until, rcount,

@@ -1,6 +1,6 @@
--- _lib_jobs.lua: shared helpers for jobs, maintenance and dispatch; loaded right after
--- _lib.lua (whose helpers it uses) and before each operation script. Not a script of its
--- own: it only defines local functions. The stored records are documented in _lib.lua.
+-- _lib_jobs.lua: shared helpers for jobs, maintenance and dispatch; the second part of the
+-- one library scripts.py loads (after _lib.lua, whose helpers it uses, before the operations'
+-- files). It only defines local functions. The stored records are documented in _lib.lua.
 
 -- -- jobs -----------------------------------------------------------------------------------
 
@@ -231,7 +231,7 @@ local function dispatch(q, now)
   return {j.id, record, redis.call('HGET', q.k.bodies, j.id), name}
 end
 
--- -- the end of every script ----------------------------------------------------------------
+-- -- the end of every operation -------------------------------------------------------------
 
 -- Write back the tenants and meta fields this call changed; wake idle workers if work
 -- appeared.
@@ -281,7 +281,7 @@ local function oldest_member(q, t)
   return redis.call('ZRANGEBYLEX', q.k.readyat, '[' .. t.tidp, hi, 'LIMIT', '0', '1')[1] or false
 end
 
--- -- per-lease scripts (ack, ack_many, heartbeat) -----------------------------------------
+-- -- per-lease operations (ack, ack_many, heartbeat) --------------------------------------
 
 -- The job held under the one lease in ARGV[1] (job_id) and ARGV[2] (lease number), in the
 -- queue of the first key block: q, j; or nil, nil and the reply for a lost lease ({'nf'}, or

@@ -16,6 +16,6 @@ register('fail', function()
   local t = tenant(q, j.tid)
   local record = fail_job(q, t, j, now, now, ARGV[4], opt(ARGV[5]))
   flush(q)
-  local name = redis.call('HGET', q.k.tnames, t.tids)
+  local name = name_of(q, t)
   return {'ok', record, redis.call('HGET', q.k.bodies, j.id), name, ARGV[4]}
 end)

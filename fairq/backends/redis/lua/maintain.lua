@@ -19,8 +19,10 @@ register('maintain', function()
 
   local promoted, expired, pruned = 0, 0, 0
   local next_due = nil
+  local opened = {}
   for b = 1, maintained do
     local q = open_queue(b, '')
+    opened[b] = q
     local p, e = maintain_queue(q, now)
     promoted, expired = promoted + p, expired + e
     flush(q)
@@ -29,7 +31,7 @@ register('maintain', function()
 
   if before ~= nil then
     for b = 1, nblocks do
-      pruned = pruned + prune(open_queue(b, ''), directory, before, now)
+      pruned = pruned + prune(opened[b] or open_queue(b, ''), directory, before, now)
     end
   end
 
