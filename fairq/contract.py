@@ -235,6 +235,13 @@ class Backend(Protocol):
         (one script) for the whole batch, so a worker pays one round trip per batch of jobs.
         """
 
+    def ack_and_dequeue(
+        self, acks: AckManyParams, params: DequeueParams
+    ) -> tuple[AckManyResult, list[Lease]]:
+        """``ack_many(acks)`` then ``dequeue(params)``, as one atomic step (one round trip): a
+        busy worker stores its finished jobs and fills their slots at once. Its dequeue does
+        not wait (``params.wait`` > 0 raises ValueError)."""
+
     def fail(self, params: FailParams) -> JobInfo:
         """End a failed attempt: scheduled for retry, or dead. Raises like ``ack``."""
 
@@ -276,6 +283,12 @@ class Backend(Protocol):
         """Block up to ``timeout`` seconds or until new work may have arrived in ``queues``."""
 
     def close(self) -> None: ...
+
+
+def no_wait(params: DequeueParams) -> None:
+    """Refuse a waiting dequeue where a store cannot wait (``ack_and_dequeue``)."""
+    if params.wait > 0:
+        raise ValueError(f"ack_and_dequeue does not wait; got wait={params.wait}")
 
 
 def waited_first(

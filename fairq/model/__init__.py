@@ -32,6 +32,7 @@ from fairq.contract import (
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
+    no_wait,
     waited_first,
 )
 from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
@@ -161,6 +162,13 @@ class ReferenceModel(Reads):
             if acked:
                 self._changed.notify_all()
             return AckManyResult(acked=acked, lost=lost)
+
+    def ack_and_dequeue(
+        self, acks: AckManyParams, params: DequeueParams
+    ) -> tuple[AckManyResult, list[Lease]]:
+        no_wait(params)
+        with self._changed:
+            return self.ack_many(acks), self.dequeue(params)
 
     def _ack(self, job: Job, now: float) -> None:
         queue, tenant = self._end_run(job, now, now)

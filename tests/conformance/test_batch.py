@@ -1,14 +1,18 @@
 """Batches equal singles: a dequeue of ``limit`` jobs gives what ``limit`` single dequeues
-would, and ``ack_many`` does what single acks in the same order would."""
+would, ``ack_many`` does what single acks in the same order would, and ``ack_and_dequeue``
+what ``ack_many`` then ``dequeue`` would."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from fairq.contract import (
     AckManyParams,
     AckParams,
     Backend,
+    DequeueParams,
     QueueSettings,
     SetQueueParams,
     StatsParams,
@@ -117,3 +121,30 @@ def test_ack_many_of_nothing_changes_nothing(backend: Backend) -> None:
     assert _ack_many(backend, [], 1.0) == ([], [])
     assert _ack_many(backend, ["j1:1", "j7:3"], 1.0) == ([], ["j1:1", "j7:3"])
     assert snapshot(backend, ["j0", "j1"]) == before
+
+
+def test_ack_and_dequeue_equals_ack_many_then_dequeue(make_backend: Callable[[], Backend]) -> None:
+    """A capped tenant's finished jobs free its slots for the same call's dequeue."""
+    together, apart = busy_store(make_backend()), busy_store(make_backend())
+    ids = [f"j{n}" for n in range(41)]
+    leases = take(together, 0.0, 9)
+    assert take(apart, 0.0, 9) == leases
+    for now, queues in [(0.4, (Q,)), (1.1, (Q, "other")), (2.5, ("other", Q))]:
+        tokens = [lease.token for lease in reversed(leases)] + ["j99:1"]
+        params = DequeueParams(queues=queues, worker_id="w1", now=now, limit=len(leases) + 1)
+        result, leases = together.ack_and_dequeue(AckManyParams(tokens=tokens, now=now), params)
+        assert (list(result.acked), list(result.lost)) == _ack_many(apart, tokens, now)
+        assert apart.dequeue(params) == leases
+        assert snapshot(together, ids) == snapshot(apart, ids)
+    assert any(lease.tenant == "c" for lease in leases)  # the capped tenant was served again
+    stats_at = StatsParams(now=5.0)
+    assert together.stats(stats_at) == apart.stats(stats_at)
+
+
+def test_ack_and_dequeue_does_not_wait(backend: Backend) -> None:
+    enqueue(backend, new_jobs("a", range(2)))
+    (lease,) = take(backend, 0.0, 1)
+    params = DequeueParams(queues=(Q,), worker_id="w1", now=1.0, wait=0.5)
+    with pytest.raises(ValueError, match="does not wait"):
+        backend.ack_and_dequeue(AckManyParams(tokens=[lease.token], now=1.0), params)
+    assert stat(backend, "a").running == 1  # nothing was acked

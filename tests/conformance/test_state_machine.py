@@ -107,11 +107,18 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
         self.both(lambda b: b.enqueue(EnqueueParams(jobs=jobs, now=self.now)))
         self.ids += [j.id for j in jobs]
 
-    def take(self, limit: int, queues: tuple[str, ...]) -> list[Lease]:
+    def take(
+        self, limit: int, queues: tuple[str, ...], acks: list[str] | None = None
+    ) -> list[Lease]:
+        """A dequeue, or (given ``acks``) an ack_and_dequeue; checked against the model."""
         live_before = {token.rsplit(":", 1)[0] for token in self.live_tokens()}
         before = {(row.queue, row.tenant): row for row in self.spec.stats(StatsParams())}
         params = DequeueParams(queues=queues, worker_id="w", now=self.now, limit=limit)
-        status, found = self.both(lambda b: b.dequeue(params))
+        if acks is None:
+            status, found = self.both(lambda b: b.dequeue(params))
+        else:
+            done = AckManyParams(tokens=acks, now=self.now)
+            status, (_, _, found) = self.both(lambda b: _ack_and_dequeue(b, done, params))
         leases: list[Lease] = found
         assert status == "ok"
         job_ids = [lease.job_id for lease in leases]
@@ -203,12 +210,20 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.tokens))
     @rule(data=st.data())
     def ack_many(self, data: st.DataObject) -> None:
+        params = AckManyParams(tokens=self.draw_acks(data), now=self.now)
+        self.both(lambda b: _ack_many(b, params))
+
+    @precondition(lambda self: bool(self.tokens))
+    @rule(data=st.data(), limit=st.integers(1, 4), queues=st.sampled_from(QUEUE_ORDERS))
+    def ack_and_dequeue(self, data: st.DataObject, limit: int, queues: tuple[str, ...]) -> None:
+        """A busy worker stores its finished jobs and fills their slots in one step."""
+        self.take(limit, queues, acks=self.draw_acks(data))
+
+    def draw_acks(self, data: st.DataObject) -> list[str]:
         """Mostly live leases, in any order; sometimes stale, unknown or repeated tokens."""
         live = sorted(self.live_tokens())
         token = st.one_of(st.sampled_from(live), st.sampled_from([*self.tokens, UNKNOWN_TOKEN]))
-        tokens = data.draw(st.lists(token if live else st.sampled_from(self.tokens), max_size=6))
-        params = AckManyParams(tokens=tokens, now=self.now)
-        self.both(lambda b: _ack_many(b, params))
+        return data.draw(st.lists(token if live else st.sampled_from(self.tokens), max_size=6))
 
     @precondition(lambda self: bool(self.tokens))
     @rule(seconds=st.sampled_from([0.5, 2.0, 4.0, 9.0]))
@@ -373,6 +388,13 @@ def _heartbeat(backend: Backend, params: HeartbeatParams) -> tuple[dict[str, flo
 def _ack_many(backend: Backend, params: AckManyParams) -> tuple[list[str], list[str]]:
     result = backend.ack_many(params)
     return list(result.acked), list(result.lost)
+
+
+def _ack_and_dequeue(
+    backend: Backend, acks: AckManyParams, params: DequeueParams
+) -> tuple[list[str], list[str], list[Lease]]:
+    result, leases = backend.ack_and_dequeue(acks, params)
+    return list(result.acked), list(result.lost), leases
 
 
 def test_every_store_agrees_with_the_reference(make_backend: Callable[[], Backend]) -> None:

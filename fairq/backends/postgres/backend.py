@@ -54,6 +54,7 @@ from fairq.contract import (
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
+    no_wait,
     waited_first,
 )
 from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
@@ -170,6 +171,12 @@ class PostgresBackend:
         self._maintain(cur, events, names, float(now))
         self._notify(cur, events.woken)
         return cur.execute(self.q["dispatch"], args).fetchall()
+
+    def ack_and_dequeue(
+        self, acks: AckManyParams, params: DequeueParams
+    ) -> tuple[AckManyResult, list[Lease]]:
+        no_wait(params)
+        return self.ack_many(acks), self.dequeue(params)
 
     def ack(self, params: AckParams) -> None:
         """One statement: the server-side ``ack`` function (migrations/0004_limits.sql)."""

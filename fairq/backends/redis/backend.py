@@ -40,6 +40,7 @@ from fairq.contract import (
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
+    no_wait,
 )
 from fairq.errors import (
     ConfigError,
@@ -174,6 +175,10 @@ class RedisBackend:
             reply = self._dequeue_after_wait(params, keys, rest)
         else:
             reply = self._run("dequeue", keys, [num(params.now), *rest])
+        return self._leases(blocks, reply)
+
+    def _leases(self, blocks: dict[str, int], reply: list[Any]) -> list[Lease]:
+        """The leases of a dequeue's reply (dequeue.lua), their routes remembered."""
         names = {block: name for name, block in blocks.items()}
         leases: list[Lease] = []
         for at in range(2, len(reply), 5):
@@ -208,11 +213,23 @@ class RedisBackend:
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
         """One script (ack_many.lua) for every token, with a key block per queue involved."""
-        answers = self._per_lease("ack_many", params.tokens, params.now)
-        return AckManyResult(
-            acked=[token for token, answer in answers if answer],
-            lost=[token for token, answer in answers if not answer],
-        )
+        return _ack_result(self._per_lease("ack_many", params.tokens, params.now))
+
+    def ack_and_dequeue(
+        self, acks: AckManyParams, params: DequeueParams
+    ) -> tuple[AckManyResult, list[Lease]]:
+        """One script (ack_dequeue.lua): the acks' queues join the dequeue's key blocks."""
+        no_wait(params)
+        if params.limit < 1 or not params.queues:
+            return self.ack_many(acks), []
+        routed = [(token, *self._route(token)) for token in acks.tokens]
+        blocks = _blocks([*params.queues, *(q for _, q, _, _ in routed if q is not None)])
+        order = list(dict.fromkeys(blocks[q] for q in params.queues))
+        args: list[Arg] = [num(params.now), params.limit, params.worker_id, len(order), *order]
+        args += [num(acks.now), *_held_args(routed, blocks)]
+        reply = self._run("ack_dequeue", self._keys(blocks), args)
+        result = _ack_result(_answers(routed, reply[0]))
+        return result, self._leases(blocks, reply[1:])
 
     def fail(self, params: FailParams) -> JobInfo:
         queue, job_id, attempt = self._route(params.token)
@@ -268,14 +285,10 @@ class RedisBackend:
         each token's answer, '' for a lost lease (one whose job is not routed counts too)."""
         routed = [(token, *self._route(token)) for token in tokens]
         blocks = _blocks([q for _, q, _, _ in routed if q is not None])
-        args: list[Arg] = [num(now)]
-        for _, queue, job_id, attempt in routed:
-            if queue is not None:
-                args += [blocks[queue], job_id, attempt]
-        reply = iter(self._run(script, self._keys(blocks), args) if blocks else [])
-        return [
-            (token, text(next(reply)) if queue is not None else "") for token, queue, _, _ in routed
-        ]
+        if not blocks:
+            return _answers(routed, [])
+        reply = self._run(script, self._keys(blocks), [num(now), *_held_args(routed, blocks)])
+        return _answers(routed, reply)
 
     # -- maintenance -----------------------------------------------------------------------
 
@@ -460,6 +473,31 @@ def _blocks(queues: Sequence[str]) -> dict[str, int]:
     for queue in queues:
         blocks.setdefault(queue, len(blocks) + 1)
     return blocks
+
+
+Routed = tuple[str, str | None, str, str]  # token, queue (None: unknown), job id, lease number
+
+
+def _held_args(routed: Sequence[Routed], blocks: dict[str, int]) -> list[Arg]:
+    """The per-token arguments of ``each_held`` (_lib_jobs.lua) for the routed tokens."""
+    args: list[Arg] = []
+    for _, queue, job_id, attempt in routed:
+        if queue is not None:
+            args += [blocks[queue], job_id, attempt]
+    return args
+
+
+def _answers(routed: Sequence[Routed], reply: Sequence[Any]) -> list[tuple[str, str]]:
+    """Each token's answer from ``each_held``; '' for a lost lease (an unrouted one too)."""
+    answers = iter(reply)
+    return [(r[0], text(next(answers)) if r[1] is not None else "") for r in routed]
+
+
+def _ack_result(answers: list[tuple[str, str]]) -> AckManyResult:
+    return AckManyResult(
+        acked=[token for token, answer in answers if answer],
+        lost=[token for token, answer in answers if not answer],
+    )
 
 
 def _job_args(block: int, job: NewJob) -> list[Arg]:

@@ -29,6 +29,7 @@ NAMES = (
     "dequeue",
     "ack",
     "ack_many",
+    "ack_dequeue",  # after the two it calls
     "fail",
     "release",
     "heartbeat",

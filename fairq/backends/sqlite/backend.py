@@ -36,6 +36,7 @@ from fairq.contract import (
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
+    no_wait,
     waited_first,
 )
 from fairq.job import JobInfo, Lease
@@ -86,6 +87,18 @@ class SQLiteBackend:
         if not params.tokens:
             return AckManyResult()
         return self._store.write(lambda db: leases.ack_many(db, params.tokens, params.now))
+
+    def ack_and_dequeue(
+        self, acks: AckManyParams, params: DequeueParams
+    ) -> tuple[AckManyResult, list[Lease]]:
+        no_wait(params)
+        tokens = acks.tokens
+        return self._store.write(
+            lambda db: (
+                leases.ack_many(db, tokens, acks.now) if tokens else AckManyResult(),
+                leases.dequeue(db, params),
+            )
+        )
 
     def fail(self, params: FailParams) -> JobInfo:
         return self._store.write(

@@ -307,13 +307,13 @@ local function succeed(q, j, now)
   save_job(q, j)
 end
 
--- ARGV from [2] on holds 3 values per token (block, job_id, lease number text): apply
+-- ARGV from [first] on holds 3 values per token (block, job_id, lease number text): apply
 -- fn(q, j) to each held job in order and collect its answer; '' for a lost lease (expired or
 -- unknown: nothing is changed for it). Tenants are written back once per queue at the end.
-local function each_held(now, fn)
+local function each_held(now, first, fn)
   local queues = {}
   local out = {}
-  for a = 2, #ARGV, 3 do
+  for a = first, #ARGV, 3 do
     local b = tonumber(ARGV[a])
     local q = queues[b]
     if q == nil then q = open_queue(b, ''); queues[b] = q end

@@ -6,10 +6,13 @@
 -- Returns: one string per token, in order: 'ok', or '' when the lease is lost (expired or
 --       unknown, or acked earlier in this batch; nothing is changed for it).
 
-register('ack_many', function()
-  local now = tonumber(ARGV[1])
-  return each_held(now, function(q, j)
+local function succeed_each(now, first)
+  return each_held(now, first, function(q, j)
     succeed(q, j, now)
     return 'ok'
   end)
+end
+
+register('ack_many', function()
+  return succeed_each(tonumber(ARGV[1]), 2)
 end)

@@ -18,11 +18,11 @@ local function clock(arg)
   return max2(tonumber(string.sub(arg, 2)), tonumber(t[1]) + tonumber(t[2]) / 1000000)
 end
 
-register('dequeue', function()
-  local now = clock(ARGV[1])
-  local limit = tonumber(ARGV[2])
+-- Maintain the queues of blocks ARGV[first .. last] (the order to try them in), then take
+-- up to `limit` jobs: {promoted, expired, block, id, record, body, tenant, block, id, ...}.
+local function take(now, limit, first, last)
   local order = {}
-  for i = 4, #ARGV do order[#order + 1] = tonumber(ARGV[i]) end
+  for i = first, last do order[#order + 1] = tonumber(ARGV[i]) end
 
   local queues = {}
   local promoted, expired = 0, 0
@@ -49,4 +49,8 @@ register('dequeue', function()
 
   for _, b in ipairs(order) do flush(queues[b]) end
   return out
+end
+
+register('dequeue', function()
+  return take(clock(ARGV[1]), tonumber(ARGV[2]), 4, #ARGV)
 end)

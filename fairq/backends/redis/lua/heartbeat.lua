@@ -12,7 +12,7 @@
 
 register('heartbeat', function()
   local now = tonumber(ARGV[1])
-  return each_held(now, function(q, j)
+  return each_held(now, 2, function(q, j)
     local t = tenant(q, j.tid)
     local w = weight_of(q, t)
     local elapsed = now - j.started_at
