@@ -4,9 +4,11 @@ A job that succeeded keeps its slot (its lease stays in ``RunningJobs``, and the
 keeps extending it) until its ack is stored, so a capped tenant's slot in the store is free
 before this worker's next dequeue counts its own free slots. The buffer is flushed:
 
-* by the fetch loop, right before each dequeue (``flush``);
+* by the fetch loop, which takes them (``take``) and stores them in the same call as its
+  next dequeue (``store_with``): every success makes its slot one the loop can fill, and
+  the first one wakes it (``RunningJobs.settle``);
 * by its own thread (fairq-ack) once the oldest entry has waited ``max_wait`` seconds, or at
-  once when it holds ``max_size`` entries (every slot of the worker is waiting for its ack);
+  once when it holds ``max_size`` entries: when the fetch loop is waiting for new work;
 * at shutdown (``close``), before running jobs are handed back.
 
 The ack is stored at flush time (``now`` of the flush), at most ``max_wait`` after the job
@@ -20,16 +22,20 @@ jobs run twice; only a longer one does, once their leases have lapsed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
-from fairq.contract import AckManyParams, Backend
+from fairq.contract import AckManyParams, AckManyResult, Backend
 from fairq.worker.joblog import Outcome, describe, log_job_end
 from fairq.worker.running import Running, RunningJobs
 
 log = logging.getLogger("fairq.worker")
+
+T = TypeVar("T")
 
 MAX_WAIT = 0.002  # seconds a succeeded job waits, at most, for its ack to be flushed
 RETRY_FIRST, RETRY_MAX = 0.5, 5.0  # back-off between tries while the store is unreachable
@@ -74,15 +80,37 @@ class Completions:
                 # buffer (flush now); waking it for every job costs a thread switch each.
                 if len(self._pending) == 1 or len(self._pending) >= self.max_size:
                     self._cond.notify_all()
+                self.running.settle()  # under our lock: its count is that of _pending
         if closed:  # after shutdown: store it at once rather than lose it
             self._store([entry])
 
-    def flush(self) -> None:
-        """Ack every pending job now, in one ``ack_many``; frees their slots."""
+    def take(self) -> list[Running]:
+        """Every pending job, for the caller to store (``store_with``)."""
         with self._cond:
             batch, self._pending = self._pending, []
+            self.running.unsettle(len(batch))
+        return batch
+
+    def flush(self) -> None:
+        """Ack every pending job now, in one ``ack_many``; frees their slots."""
+        batch = self.take()
         if batch:
             self._store(batch)
+
+    def store_with(
+        self, batch: list[Running], call: Callable[[AckManyParams], tuple[AckManyResult, T]]
+    ) -> T:
+        """Store the acks of ``batch`` (taken) with ``call``, which may do more in the same
+        step (``Backend.ack_and_dequeue``), and free their slots; returns what else it gave.
+        When it raises, the batch is kept for a retry (or given up on), then it re-raises."""
+        acks = AckManyParams(tokens=[entry.lease.token for entry in batch], now=self.clock())
+        try:
+            result, more = call(acks)
+        except Exception as exc:
+            self._unstored(batch, exc)
+            raise
+        self._stored(batch, result)
+        return more
 
     def close(self) -> None:
         """Flush what is pending and stop the flusher thread; later adds are acked at once."""
@@ -110,12 +138,11 @@ class Completions:
         return self._closed or full or not self._pending
 
     def _store(self, batch: list[Running]) -> None:
-        tokens = [entry.lease.token for entry in batch]
-        try:
-            result = self.backend.ack_many(AckManyParams(tokens=tokens, now=self.clock()))
-        except Exception as exc:
-            self._unstored(batch, exc)
-            return
+        # When it fails, _unstored has kept the batch for a retry or given up on it, and said so.
+        with contextlib.suppress(Exception):
+            self.store_with(batch, lambda acks: (self.backend.ack_many(acks), None))
+
+    def _stored(self, batch: list[Running], result: AckManyResult) -> None:
         self._retry_wait = 0.0
         try:
             lost = set(result.lost)
@@ -142,6 +169,7 @@ class Completions:
                 self._retry_wait = min(max(self._retry_wait * 2, RETRY_FIRST), RETRY_MAX)
                 self._oldest = now  # the next try is one back-off from now
                 self._pending[:0] = keep
+                self.running.settle(len(keep))
         if keep:
             log.warning(
                 "could not store %d ack(s): %s; trying again in %.1f s",

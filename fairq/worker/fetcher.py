@@ -1,8 +1,9 @@
 """The fetch loop: take as many jobs as there are free slots, in one call, without spinning.
 
-With free slots, the acks of the jobs that succeeded are stored (one ``ack_many``), then one
-``dequeue`` asks for all the slots that frees, trying the queues in the order the
-``QueueOrder`` gives for this round. With no free slot, it sleeps until a job ends. With nothing
+With free slots, or jobs that succeeded and wait for their ack, one ``ack_and_dequeue`` stores
+those acks and asks for every slot that frees (a plain ``dequeue`` when there is no ack),
+trying the queues in the order the ``QueueOrder`` gives for this round. With neither, it
+sleeps until a job ends. With nothing
 ready, it asks the store when something next falls due (a delayed job, a retry, a lease to
 expire), then dequeues with a wait for new work (``DequeueParams.wait``) at most that long,
 and never longer than ``idle_wait``. That wait runs on a job thread, which runs the first job
@@ -101,20 +102,30 @@ class Fetcher:
 
     def _round(self) -> bool:
         """Start the jobs that fit, or wait for work; False when a burst is done."""
-        free = self.running.wait_for_free()
+        self.running.wait_for_room()
         with self._gate:
-            if free == 0 or self.stopping.is_set():
+            if self.stopping.is_set():
                 return True
-            # Store the pending acks first: their slots (here and a capped tenant's in the
-            # store) are free for this dequeue.
-            self.runner.flush_acks()
-            free = self.running.free()
-            if free == 0:
+            leases = self._take()
+            if leases is None:
                 return True
-            leases = self.backend.dequeue(self._asking(free))
             for lease in leases:
                 self.runner.start(lease)
         return bool(leases) or self._idle()
+
+    def _take(self) -> list[Lease] | None:
+        """Fill the free slots and those of the jobs waiting for their ack, whose acks are
+        stored first in the same call (their slots, here and a capped tenant's in the store,
+        are free for its dequeue). None when there was no slot to fill after all (the ack
+        thread took those acks)."""
+        completions = self.runner.completions
+        done = completions.take()
+        free = self.running.free() + len(done)
+        if not done:
+            return self.backend.dequeue(self._asking(free)) if free else None
+        return completions.store_with(
+            done, lambda acks: self.backend.ack_and_dequeue(acks, self._asking(free))
+        )
 
     def _asking(self, free: int, wait: float = 0.0) -> DequeueParams:
         return DequeueParams(

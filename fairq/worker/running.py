@@ -43,6 +43,10 @@ class RunningJobs:
         # shorter than every lease it last saw (see ``watch``); not on every add.
         self.changed = threading.Event()
         self._shortest = math.inf  # the shortest lease_timeout the heartbeat last saw
+        self._settled = 0  # held leases whose jobs succeeded and wait in the ack buffer
+        # How many of those make it worth a round trip to ack and refill them: half the slots
+        # (bigger batches cost the store less per job; the ack buffer's timer stores the rest).
+        self.batch = max(1, capacity // 2)
 
     def add(self, lease: Lease) -> Running:
         entry = Running(lease)
@@ -81,6 +85,21 @@ class RunningJobs:
                 self._jobs.pop(token, None)
             self._cond.notify_all()
 
+    def settle(self, count: int = 1) -> None:
+        """Jobs succeeded and their acks wait in the buffer: their slots can be had by
+        storing the acks, which the fetch loop does in the same call as its dequeue. The
+        loop is woken once there are ``batch`` of them; it finds any later ones when it looks."""
+        with self._cond:
+            before = self._settled
+            self._settled += count
+            if before < self.batch <= self._settled:
+                self._cond.notify_all()
+
+    def unsettle(self, count: int) -> None:
+        """``count`` acks left the buffer to be stored (their slots free once ``done``)."""
+        with self._cond:
+            self._settled -= count
+
     def watch(self) -> list[Lease]:
         """The held leases, for the heartbeat: from now on ``changed`` is set only by a lease
         shorter than all of these (its beats must come sooner), or by the first one after none."""
@@ -99,7 +118,7 @@ class RunningJobs:
             return len(self._jobs)
 
     def close(self) -> None:
-        """Hand out no more slots: ``wait_for_free`` returns 0 from now on."""
+        """Hand out no more slots: ``free`` is 0 and ``wait_for_room`` returns at once."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
@@ -110,11 +129,18 @@ class RunningJobs:
             self._abandoned = True
             self._cond.notify_all()
 
-    def wait_for_free(self) -> int:
-        """Block until a slot is free; returns the number of free slots (0 once closed)."""
+    def wait_for_room(self) -> None:
+        """Block until ``has_room``."""
         with self._cond:
-            self._cond.wait_for(lambda: self._closed or len(self._jobs) < self.capacity)
-            return 0 if self._closed else self.capacity - len(self._jobs)
+            self._cond.wait_for(self._has_room)
+
+    def has_room(self) -> bool:
+        """A slot is free, or ``batch`` can be freed by storing their acks; or closed."""
+        with self._cond:
+            return self._has_room()
+
+    def _has_room(self) -> bool:
+        return self._closed or self._settled >= self.batch or len(self._jobs) < self.capacity
 
     def free(self) -> int:
         """Free slots right now (0 once closed)."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from fairq.contract import AckManyParams, AckManyResult, DequeueParams, EnqueueParams, StatsParams
 from fairq.model import ReferenceModel
 from fairq.worker.completions import Completions
@@ -82,5 +84,48 @@ def test_the_flusher_stores_a_lone_success_after_max_wait() -> None:
         buffer.add(entry)
         assert running.wait_until_empty(5.0)
         assert store.batches == [[lease.token]]
+    finally:
+        buffer.close()
+
+
+def test_half_the_slots_waiting_for_their_acks_make_room() -> None:
+    store = _store(4)
+    running = RunningJobs(4)
+    leases = store.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=4))
+    buffer = Completions(store, running, clock=lambda: 1.0, max_size=4, max_wait=60.0)
+    try:
+        entries = [running.add(lease) for lease in leases]
+        assert not running.has_room()
+        buffer.add(entries[0])
+        assert not running.has_room()  # one ack is not worth a round trip yet
+        buffer.add(entries[1])
+        assert running.has_room()  # two (half the slots) are
+        batch = buffer.take()
+        assert not running.has_room()  # taken: on their way to the store
+        buffer.store_with(batch, lambda acks: (store.ack_many(acks), None))
+        assert running.free() == 2 and running.has_room()
+    finally:
+        buffer.close()
+
+
+def test_a_batch_stored_with_a_call_that_fails_is_kept_and_counted_again() -> None:
+    store = _store(2)
+    running = RunningJobs(2)
+    leases = store.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=2))
+    buffer = Completions(store, running, clock=lambda: 1.0, max_size=2, max_wait=60.0)
+
+    def unreachable(acks: AckManyParams) -> tuple[AckManyResult, None]:
+        raise ConnectionError("store down")
+
+    try:
+        for lease in leases:
+            buffer.add(running.add(lease))
+        batch = buffer.take()
+        with pytest.raises(ConnectionError):
+            buffer.store_with(batch, unreachable)
+        assert running.has_room() and running.free() == 0  # kept: still acks to store
+        assert store.stats(StatsParams())[0].running == 2
+        buffer.store_with(buffer.take(), lambda acks: (store.ack_many(acks), None))
+        assert store.stats(StatsParams())[0].succeeded == 2 and running.free() == 2
     finally:
         buffer.close()

@@ -14,8 +14,15 @@ from typing import Any
 import pytest
 
 from fairq import App, ConfigError, JobState
-from fairq.contract import EnqueueParams, MaintainParams
-from fairq.job import NewJob, encode_payload
+from fairq.contract import (
+    AckManyParams,
+    AckManyResult,
+    DequeueParams,
+    EnqueueParams,
+    MaintainParams,
+)
+from fairq.job import Lease, NewJob, encode_payload
+from fairq.model import ReferenceModel
 from fairq.worker import Worker
 
 from .apps import make_app
@@ -265,3 +272,24 @@ def test_a_stop_signal_delivered_to_another_thread_stops_the_worker(app: App) ->
     threading.Thread(target=terminate_from_this_thread, daemon=True).start()
     Worker(app, poll_interval=60.0).run()  # returns only once the signal stopped it
     assert signal.getsignal(signal.SIGTERM) is ours
+
+
+def test_a_busy_worker_acks_and_refills_in_one_call() -> None:
+    class Counting(ReferenceModel):
+        acks_with_dequeue = 0
+
+        def ack_and_dequeue(
+            self, acks: AckManyParams, params: DequeueParams
+        ) -> tuple[AckManyResult, list[Lease]]:
+            if acks.tokens:
+                self.acks_with_dequeue += 1
+            return super().ack_and_dequeue(acks, params)
+
+    store = Counting()
+    app = App(backend=store)
+    app.job(name="quick", tenant="tenant")(lambda tenant: None)
+    ids = [app.jobs["quick"].enqueue(f"t{n % 3}") for n in range(60)]
+    with Worker(app, concurrency=2).in_thread():
+        for job_id in ids:
+            wait_state(app, job_id, JobState.SUCCEEDED)
+    assert store.acks_with_dequeue > 0
