@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 
@@ -71,3 +72,65 @@ def answers(client: redis.Redis) -> bool:
         return bool(client.ping())
     except redis.ConnectionError:
         return False
+
+
+class CuttingProxy:
+    """A TCP proxy to a Redis that, once armed, drops the client's connection right after
+    forwarding the next request containing ``marker``: the server runs the command, the
+    client never hears back (a reply lost with its connection)."""
+
+    def __init__(self, upstream_port: int, marker: bytes) -> None:
+        self.upstream_port = upstream_port
+        self.marker = marker
+        self.armed = threading.Event()
+        self.cuts = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            cut = threading.Event()
+            threading.Thread(target=self._pump, args=(upstream, client, cut), daemon=True).start()
+            threading.Thread(
+                target=self._forward, args=(client, upstream, cut), daemon=True
+            ).start()
+
+    def _forward(
+        self, client: socket.socket, upstream: socket.socket, cut: threading.Event
+    ) -> None:
+        """Client to server, watching for the marker."""
+        while data := _recv(client):
+            if self.marker in data and self.armed.is_set():
+                self.armed.clear()
+                cut.set()  # from now on, nothing goes back to this client
+                upstream.sendall(data)
+                self.cuts += 1
+                time.sleep(0.2)  # let the server run it; its reply goes nowhere
+                break
+            upstream.sendall(data)
+        for sock in (client, upstream):
+            sock.close()
+
+    def _pump(self, upstream: socket.socket, client: socket.socket, cut: threading.Event) -> None:
+        """Server to client, until either side closes or the connection is cut."""
+        while (data := _recv(upstream)) and not cut.is_set():
+            try:
+                client.sendall(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def _recv(sock: socket.socket) -> bytes:
+    try:
+        return sock.recv(65536)
+    except OSError:
+        return b""

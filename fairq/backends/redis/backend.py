@@ -132,9 +132,21 @@ class RedisBackend:
             args += _job_args(blocks[queue], job)
         keys = [self.layout.directory, self.layout.seq, self.layout.queues]
         reply = self._run("enqueue", keys + self._keys(blocks), args)
-        if reply:
+        if reply and not self._stored_by(jobs, queues, params.now):
             raise _duplicate([text(i) for i in reply[1:]])
         return queues
+
+    def _stored_by(self, jobs: list[NewJob], queues: list[str], now: float) -> bool:
+        """Is every job already stored exactly as this call stores it, at its ``now``? Then
+        the call is a re-sent one (redis-py retries a command whose reply a dropped
+        connection lost) and its first sending stored the batch: success, not DuplicateJob.
+        Another call cannot match: it has another ``now``."""
+        found = self.get_jobs([job.id for job in jobs])
+        return len(found) == len(jobs) and all(
+            (info.name, info.queue, info.tenant, info.payload, info.enqueued_at)
+            == (job.name, queue, job.tenant, job.payload, now)
+            for info, job, queue in zip(found, jobs, queues, strict=True)
+        )
 
     def _refuse_stored(self, ids: list[str]) -> None:
         """DuplicateJob before a throttle window records anything (enqueue.lua checks again)."""
