@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -11,7 +12,7 @@ from redis_helpers import new_job
 
 from fairq.backends.redis import RedisBackend
 from fairq.backends.redis.waiting import Waiter
-from fairq.contract import DequeueParams, EnqueueParams
+from fairq.contract import AckParams, DequeueParams, EnqueueParams, TenantSettingsParams
 
 BOUND = 30.0  # only so a broken wake-up fails the test instead of hanging it
 
@@ -78,3 +79,22 @@ def test_a_waiting_dequeue_loads_the_library_when_the_server_lost_it(
     raw.function_flush()
     leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0, wait=BOUND))
     assert [lease.job_id for lease in leases] == [new_job(0).id]
+
+
+def test_one_token_per_job_that_became_ready_and_one_per_tenant_freed(
+    make_backend: Callable[..., RedisBackend], raw: redis.Redis
+) -> None:
+    """A token nobody needs wakes an idle worker for an empty dequeue; one too few leaves
+    work waiting for the poll."""
+    backend = make_backend()
+    wake = backend.layout.queue_key("default", "wake")
+    backend.enqueue(EnqueueParams(jobs=[new_job(0, "a")], now=0.0))
+    assert raw.llen(wake) == 1  # the job, which also made its tenant eligible: one token
+    backend.enqueue(EnqueueParams(jobs=[new_job(1, "a"), new_job(2, "b")], now=0.0))
+    assert raw.llen(wake) == 3
+    raw.delete(wake)
+    backend.set_tenant(TenantSettingsParams(queue="default", tenant="a", max_running=1, now=0.0))
+    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0))
+    assert lease.tenant == "a" and raw.llen(wake) == 0
+    backend.ack(AckParams(token=lease.token, now=1.0))  # "a" is under its cap again
+    assert raw.llen(wake) == 1

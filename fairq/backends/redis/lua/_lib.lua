@@ -417,7 +417,8 @@ local function index(q, t)
     if seq ~= t.eseq or t.S ~= t.iS then
       redis.call('ZADD', q.k.eligible, fmt(t.S), seq .. t.tidp .. LONG)
     end
-    if t.eseq == '' then q.wake = q.wake + 1 end
+    -- Newly eligible: wake a worker, unless a job made ready in this call already did.
+    if t.eseq == '' and not t.woke then q.wake = q.wake + 1 end
   end
   t.eseq, t.iS = seq, t.S
 end

@@ -80,7 +80,7 @@ local function make_ready(q, t, j, now, ready_at)
   redis.call('ZADD', q.k.ready, '0', ready_member(j))
   if returning then t.hseq = seqp(j) else t.hseq = nil end  -- the head may have changed
   redis.call('ZADD', q.k.readyat, '0', readyat_member(j))
-  q.wake = q.wake + 1
+  q.wake, t.woke = q.wake + 1, true  -- a token per job (so `index` adds none for it)
   refresh(q, t, now, returning)
 end
 
