@@ -39,8 +39,9 @@ class RunningJobs:
         self._cond = threading.Condition(threading.Lock())
         self._closed = False  # no more slots are handed out (the worker stops taking jobs)
         self._abandoned = False  # stop waiting for running jobs (hand them back now)
-        # Set when the heartbeat must look again: a lease added while none was held, or one
-        # shorter than every lease it last saw (see ``watch``); not on every add.
+        # Set when the heartbeat must look again: a lease shorter than every lease it last
+        # saw (see ``watch``), which is any lease when it saw none; not on every add, nor
+        # when leases come and go between its looks (its timer covers those).
         self.changed = threading.Event()
         self._shortest = math.inf  # the shortest lease_timeout the heartbeat last saw
         self._settled = 0  # held leases whose jobs succeeded and wait in the ack buffer
@@ -51,7 +52,7 @@ class RunningJobs:
     def add(self, lease: Lease) -> Running:
         entry = Running(lease)
         with self._cond:
-            if not self._jobs or lease.lease_timeout < self._shortest:
+            if lease.lease_timeout < self._shortest:
                 self.changed.set()
             self._jobs[lease.token] = entry
         return entry
