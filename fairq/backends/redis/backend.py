@@ -428,37 +428,38 @@ class RedisBackend:
         keys: list[str] = []
         for queue in sorted(blocks, key=blocks.__getitem__):
             if queue not in self._checked:
-                self._check_types(self.layout.queue_types(queue))
-                self._check_layout(queue)
+                self._check_types(self.layout.queue_types(queue), queue)
                 self._checked.add(queue)
             keys += self.layout.queue_keys(queue)
         return keys
 
-    def _check_types(self, expected: dict[str, str]) -> None:
-        """Refuse, before anything is written, keys that hold another type of value."""
+    def _check_types(self, expected: dict[str, str], queue: str | None = None) -> None:
+        """Refuse, before anything is written, keys that hold another type of value; and
+        with ``queue``, a queue whose records another layout wrote (it has tenants, but not
+        our LAYOUT). One round trip."""
         with self._translated():
             pipe = self.client.pipeline(transaction=False)
             for key in expected:
                 pipe.type(key)
-            found = [text(t) for t in pipe.execute()]
-        for (key, want), have in zip(expected.items(), found, strict=True):
+            if queue is not None:
+                pipe.hmget(self.layout.queue_key(queue, "meta"), "ntid", "layout")
+            found = pipe.execute()
+        for (key, want), raw in zip(expected.items(), found, strict=False):
+            have = text(raw)
             if have not in ("none", want):
                 raise SchemaError(
                     f"Redis at {self.options.safe_url} has a {have} at {key!r}, where fairq "
                     f"keeps a {want}; nothing was changed. Use another key prefix "
                     "(?prefix=… in the URL) or another database"
                 )
-
-    def _check_layout(self, queue: str) -> None:
-        """Refuse a queue whose records another layout wrote (it has tenants, not our LAYOUT)."""
-        with self._translated():
-            ntid, found = self.client.hmget(self.layout.queue_key(queue, "meta"), "ntid", "layout")
-        if ntid is not None and (found is None or text(found) != LAYOUT):
-            raise SchemaError(
-                f"Redis at {self.options.safe_url}, queue {queue!r}: "
-                + OLD_LAYOUT.format(layout=LAYOUT)
-                + "; nothing was changed"
-            )
+        if queue is not None:
+            ntid, layout = found[-1]
+            if ntid is not None and (layout is None or text(layout) != LAYOUT):
+                raise SchemaError(
+                    f"Redis at {self.options.safe_url}, queue {queue!r}: "
+                    + OLD_LAYOUT.format(layout=LAYOUT)
+                    + "; nothing was changed"
+                )
 
     def _route(self, token: str) -> tuple[str | None, str, str]:
         """(queue or None, job id, lease number text) of a lease token."""

@@ -70,7 +70,8 @@ PART_TYPES: dict[str, str] = {
 #: ``{prefix}:{<home queue>}:win:<hex name>:<hex tenant>`` (see ``Layout.window_key``).
 WINDOW_PART = "win"
 
-#: The version of the stored record layout (LAYOUT in _lib.lua), kept in each queue's meta:
+#: The version of the stored record layout, kept in each queue's meta (the Lua library gets it
+#: in its header, see scripts.py):
 #: 2 was the binary records, 3 adds padded eligible and running members (skip lists, not
 #: listpacks). Data of another layout is refused, never misread.
 LAYOUT = "3"

@@ -21,6 +21,8 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
+from .keys import LAYOUT
+
 Arg = str | bytes | int | float
 
 _LIBS = ("_lib.lua", "_lib_jobs.lua")
@@ -50,7 +52,8 @@ class Library:
 
     def __init__(self, body: str) -> None:
         self.name = "fairq_" + hashlib.sha1(body.encode()).hexdigest()[:16]
-        self.source = f"#!lua name={self.name}\nlocal LIBRARY = '{self.name}'\n{body}"
+        header = f"#!lua name={self.name}\nlocal LIBRARY = '{self.name}'\n"
+        self.source = f"{header}local LAYOUT = '{LAYOUT}'\n{body}"
 
     def function(self, op: str) -> str:
         return f"{self.name}_{op}"

@@ -1,6 +1,7 @@
 -- _lib.lua: shared helpers, the start of the one Redis Functions library fairq loads.
 --
--- scripts.py builds the library: a header naming it (it defines LIBRARY, the library name),
+-- scripts.py builds the library: a header naming it (it defines LIBRARY, the library name,
+-- and LAYOUT, the record layout version from keys.py),
 -- this file, _lib_jobs.lua, then one file per operation. Each operation file registers one
 -- function with `register` below and states its own contract (KEYS, ARGV, keys touched,
 -- return value). The helpers are created once, when the library is loaded, not per call.
@@ -57,8 +58,8 @@ local WAKE_MAX, WAKE_PER_CALL = 64, 8
 -- number into text with a "%.17g" printf on every call, which costs about half a command.
 local WAKE_LAST = '63'  -- WAKE_MAX - 1
 local PRIO_TOP = 2147483647
--- The record layout version (LAYOUT in keys.py), kept in each queue's meta.
-local LAYOUT = '3'
+-- LAYOUT, the record layout version kept in each queue's meta, is set in the library's
+-- header from keys.py (scripts.py), so Python and Lua cannot disagree on it.
 -- Members of eligible and running carry LONG, which makes them longer than Redis's
 -- zset-max-listpack-value (64 by default), so those zsets are skip lists from their first
 -- member: inserting into a listpack zset parses every stored score with strtod, which cost
@@ -300,9 +301,8 @@ local function tenant_from(q, tid, tids, raw)
     tid = tid, tidp = pad(tid, TIDW), tids = tids, F = F, ready = ready,
     scheduled = scheduled, running = running, succeeded = succeeded, failed = failed,
     dead = dead, usage = usage, usage_at = usage_at, kept = kept, S = S, weight = weight,
-    cap = cap, eseq = eseq, tat = tat, lim = lim, rcount = rcount, rperiod = rperiod,
-    rburst = rburst, rate = rate_from(rcount, rperiod, rburst), hseq = nil, iS = nil,
-    name = nil,
+    cap = cap, eseq = eseq, tat = tat, lim = lim, rate = rate_from(rcount, rperiod, rburst),
+    hseq = nil, iS = nil, name = nil,
   }
   if eseq ~= '' then t.hseq, t.iS = eseq, S end
   return t
