@@ -7,6 +7,7 @@ Declarations and their checks live in ``fairq.declare``; this module enqueues an
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
@@ -317,11 +318,10 @@ class App:
 
     def _new_job(self, call: Call, spec: JobType, now: float) -> NewJob:
         definition = self.jobs.get(spec.name)
-        if definition is not None:
-            definition.check_arguments(call.args, call.kwargs)
+        bound = None if definition is None else definition.check_arguments(call.args, call.kwargs)
         opts = call.options
         queue = check_queue_name(opts.queue) if opts.queue is not None else spec.queue
-        tenant, fallback = self._tenant_for(call, spec)
+        tenant, fallback = self._tenant_for(call, spec, bound)
         rules: Sequence[Throttle] = ()
         if spec.throttle and opts.queue is None:  # an explicit queue is never overridden
             if fallback:
@@ -366,13 +366,16 @@ class App:
             found.append(published[name])
         return found
 
-    def _tenant_for(self, call: Call, spec: JobType) -> tuple[str, bool]:
-        """The job's tenant, and whether it is the fallback tenant."""
+    def _tenant_for(
+        self, call: Call, spec: JobType, bound: inspect.BoundArguments | None
+    ) -> tuple[str, bool]:
+        """The job's tenant, and whether it is the fallback tenant. ``bound``: the call's
+        arguments bound to the job declared here (None when it is declared elsewhere)."""
         found: object = call.options.tenant
         if found is None:
             definition = self.jobs.get(spec.name)
-            if definition is not None:
-                found = definition.tenant_of(call.args, call.kwargs)
+            if definition is not None and bound is not None:
+                found = definition.tenant_of(call.args, call.kwargs, bound)
             elif spec.tenant_arg is not None:
                 found = argument(spec, call.args, call.kwargs)
         if found is None or found == "":

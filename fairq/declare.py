@@ -142,13 +142,17 @@ class JobDefinition(Generic[P, R]):
         bound.apply_defaults()
         return bound
 
-    def tenant_of(self, args: Sequence[Any], kwargs: dict[str, Any]) -> object:
+    def tenant_of(
+        self, args: Sequence[Any], kwargs: dict[str, Any], bound: inspect.BoundArguments
+    ) -> object:
+        """The tenant its rule finds in a call's arguments (``bound``: them, bound by
+        ``check_arguments``; a callable rule gets them as they were passed)."""
         rule = self.tenant_rule
         if rule is None:
             return None
         if callable(rule):
             return rule(*args, **kwargs)
-        return self.check_arguments(args, kwargs).arguments.get(rule)
+        return bound.arguments.get(rule)
 
     @functools.cached_property
     def job_type(self) -> JobType:
