@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from fairq.contract import AckManyParams, AckManyResult, DequeueParams, EnqueueParams, StatsParams
+from fairq.job import Lease
 from fairq.model import ReferenceModel
 from fairq.worker.completions import Completions
 from fairq.worker.running import RunningJobs
@@ -31,11 +32,18 @@ def _store(jobs: int) -> CountingModel:
     return store
 
 
+def _all_taken(jobs: int) -> tuple[CountingModel, RunningJobs, list[Lease], Completions]:
+    """A store of ``jobs`` jobs, all dequeued by a worker of as many slots, whose ack buffer
+    is flushed only when asked (its timer is a minute)."""
+    store = _store(jobs)
+    running = RunningJobs(jobs)
+    params = DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=jobs)
+    buffer = Completions(store, running, clock=lambda: 1.0, max_size=jobs, max_wait=60.0)
+    return store, running, store.dequeue(params), buffer
+
+
 def test_successes_hold_their_slots_until_one_ack_many_stores_them() -> None:
-    store = _store(3)
-    running = RunningJobs(3)
-    leases = store.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=3))
-    buffer = Completions(store, running, clock=lambda: 1.0, max_size=3, max_wait=60.0)
+    store, running, leases, buffer = _all_taken(3)
     try:
         for lease in leases[:2]:
             entry = running.add(lease)
@@ -89,10 +97,7 @@ def test_the_flusher_stores_a_lone_success_after_max_wait() -> None:
 
 
 def test_half_the_slots_waiting_for_their_acks_make_room() -> None:
-    store = _store(4)
-    running = RunningJobs(4)
-    leases = store.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=4))
-    buffer = Completions(store, running, clock=lambda: 1.0, max_size=4, max_wait=60.0)
+    store, running, leases, buffer = _all_taken(4)
     try:
         entries = [running.add(lease) for lease in leases]
         assert not running.has_room()
@@ -109,10 +114,7 @@ def test_half_the_slots_waiting_for_their_acks_make_room() -> None:
 
 
 def test_a_batch_stored_with_a_call_that_fails_is_kept_and_counted_again() -> None:
-    store = _store(2)
-    running = RunningJobs(2)
-    leases = store.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=2))
-    buffer = Completions(store, running, clock=lambda: 1.0, max_size=2, max_wait=60.0)
+    store, running, leases, buffer = _all_taken(2)
 
     def unreachable(acks: AckManyParams) -> tuple[AckManyResult, None]:
         raise ConnectionError("store down")
