@@ -15,6 +15,7 @@ from fairq.backends.postgres.url import parse_url
 from fairq.cli import cli
 from fairq.cli import migrate as _registers_migrate  # noqa: F401
 from fairq.contract import (
+    AckManyParams,
     AckParams,
     DequeueParams,
     EnqueueParams,
@@ -331,5 +332,68 @@ VALUES
  (6, 's2', 1, 'default', 'task', 'succeeded', '{}', 0, 1, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
   49.0, NULL, 50.0, NULL, 'w', 1, 1.0);
 SELECT setval('{schema}.jobs_seq_seq', 6);
+SELECT setval('{schema}.tenants_id_seq', 1);
+"""
+
+
+def test_version_9_acks_and_dequeues_a_version_8_store_in_one_call(schema: str) -> None:
+    """A schema-8 store with jobs in every state: after the upgrade, ack_and_dequeue of the
+    lease held across it (with a due scheduled job: the slow path, then the fast one) does
+    exactly what ack_many then dequeue does on the same store upgraded alike."""
+    other = fresh_schema()
+    stores = []
+    try:
+        for name in (schema, other):
+            stored_at_version(name, 8, V8_JOBS)
+            stores.append(PostgresBackend(server_url(), schema=name))
+        together, apart = stores
+        tokens = ["run:1", "s1:1", "nope"]
+        answers = []
+        for now, limit in [(20.0, 1), (21.0, 5)]:
+            acks = AckManyParams(tokens=tokens, now=now)
+            params = DequeueParams(queues=["default"], worker_id="w", now=now, limit=limit)
+            result, leases = together.ack_and_dequeue(acks, params)
+            assert (result, leases) == (apart.ack_many(acks), apart.dequeue(params))
+            answers.append((list(result.acked), [lease.token for lease in leases]))
+            tokens = [lease.token for lease in leases]
+        assert answers == [(["run:1"], ["r1:1"]), (["r1:1"], ["sch:1"])]
+        ids = ["r1", "run", "sch", "dead", "s1"]
+        assert together.get_jobs(ids) == apart.get_jobs(ids)
+        assert together.stats(StatsParams(now=22.0)) == apart.stats(StatsParams(now=22.0))
+        (stats,) = together.stats(StatsParams(queue="default", tenant="acme"))
+        assert (stats.ready, stats.scheduled, stats.running, stats.dead, stats.succeeded) == (
+            0, 0, 1, 1, 3,
+        )  # fmt: skip
+    finally:
+        for store in stores:
+            store.close()
+        drop_schema(other)
+
+
+# One tenant with a ready, a running (lease 1, started at 10), a scheduled (due at 15) and a
+# dead job, and one succeeded job, as version 8 stored them.
+V8_JOBS = """
+INSERT INTO {schema}.queues (name, vclock) VALUES ('default', 3.0);
+INSERT INTO {schema}.tenants (id, queue, tenant, tenant_key, weight, finish_tag, start_tag,
+                              head_seq, ready, scheduled, running, succeeded, failed, dead, kept)
+VALUES (1, 'default', 'acme', sha256('acme'::bytea), 1.0, 4.0, 4.0, 1, 1, 1, 1, 1, 1, 1, 1);
+INSERT INTO {schema}.jobs (seq, id, tenant_id, queue, name, state, payload, priority, attempts,
+                           max_attempts, lease_timeout, cost, enqueued_at, run_at, ready_at,
+                           started_at, deadline, finished_at, last_error, worker_id, leases,
+                           charged)
+VALUES
+ (1, 'r1', 1, 'default', 'task', 'ready', '{}', 0, 0, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  NULL, NULL, NULL, NULL, NULL, 0, 0.0),
+ (2, 'run', 1, 'default', 'task', 'running', '{}', 0, 1, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  10.0, 40.0, NULL, NULL, 'w', 1, 1.0),
+ (3, 'sch', 1, 'default', 'task', 'scheduled', '{}', 0, 0, 3, 30.0, 1.0, 0.0, 15.0, NULL,
+  NULL, NULL, NULL, NULL, NULL, 0, 0.0),
+ (4, 'dead', 1, 'default', 'task', 'dead', '{}', 0, 3, 3, 30.0, 1.0, 0.0, 0.0, 0.0,
+  5.0, NULL, 6.0, 'boom', 'w', 3, 1.0);
+INSERT INTO {schema}.succeeded_jobs (id, seq, tenant_id, priority, attempts, max_attempts,
+                                     enqueued_at, run_at, started_at, finished_at, name,
+                                     payload, last_error)
+VALUES ('s1', 5, 1, 0, 1, 3, 0.0, 0.0, 4.0, 5.0, 'task', '{}', NULL);
+SELECT setval('{schema}.jobs_seq_seq', 5);
 SELECT setval('{schema}.tenants_id_seq', 1);
 """

@@ -125,6 +125,7 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
     return {
         "lock_queues_exclusive": locks,
         "lock_queues_shared": locks,
+        "lock_ack_dequeue": {"queues": ["default"], "ids": ["j70", "j71"], "seed": locks["seed"]},
         "queue_ensure": {"name": "default"},
         "queue_get": {"name": "default"},
         "queues_dispatch_state": {"names": ["default"], "now": 10.0},
@@ -184,7 +185,8 @@ def explain(backend: DisposableBackend, name: str, params: dict[str, Any]) -> li
 
 
 def test_every_hot_path_query_is_checked(filled: DisposableBackend) -> None:
-    functions = {"dequeue", "dispatch", "ack", "ack_many"}  # checked by the auto_explain test below
+    # checked by the auto_explain test below
+    functions = {"dequeue", "dispatch", "ack", "ack_many", "ack_and_dequeue"}
     inspection = functions | {
         "tenants_stats", "tenants_of_queue", "jobs_dead", "queue_names",
         "queue_set_defaults", "inbox_queues", "job_types_upsert", "job_types_all",
@@ -232,22 +234,31 @@ def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBac
     schema = filled.schema
     with psycopg.connect(server_url()) as conn:
         rows = conn.execute(
-            f"SELECT id, leases FROM \"{schema}\".jobs WHERE state = 'running' LIMIT 3"
+            f"SELECT id, leases FROM \"{schema}\".jobs WHERE state = 'running' LIMIT 5"
         ).fetchall()
-    assert len(rows) == 3
+    assert len(rows) == 5
     row = rows[0]
     seed = schema_seed(schema)
     dequeue = {"queues": ["default"], "seed": seed, "worker": "w", "limit": 3}
+    acks = {
+        "ids": [r[0] for r in rows[3:]],
+        "leases": [r[1] for r in rows[3:]],
+        "ack_now": 3.0,
+        "salt": channel_salt(schema),
+    }
     calls = [
         ("dequeue", {**dequeue, "now": 2.0}),  # nothing due: dispatches
         ("dequeue", {**dequeue, "now": 600.0}),  # due: only the check
         ("ack", {"id": row[0], "lease": row[1], "now": 3.0, "seed": seed,
                  "salt": channel_salt(schema)}),
-        ("ack_many", {"ids": [r[0] for r in rows[1:]], "leases": [r[1] for r in rows[1:]],
+        ("ack_many", {"ids": [r[0] for r in rows[1:3]], "leases": [r[1] for r in rows[1:3]],
                       "now": 3.0, "seed": seed, "salt": channel_salt(schema)}),
+        ("ack_and_dequeue", {**dequeue, **acks, "now": 3.0}),  # acks and dispatches
+        ("ack_and_dequeue", {**dequeue, **acks, "now": 600.0}),  # due: locks and the check
     ]  # fmt: skip
     plans = nested_plans(filled, calls)
     statements = [plan["Query Text"] for plan in plans]
+    assert any("bool_or(u.exclusive)" in text for text in statements)  # ack_and_dequeue's locks
     assert any("ORDER BY x.start_tag, x.head_seq" in text for text in statements)
     # ack_many's move of each job into succeeded_jobs (schema 8; it was an UPDATE to 'succeeded')
     assert any("INSERT INTO" in text and ".succeeded_jobs" in text for text in statements)

@@ -61,6 +61,7 @@ from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease, NewJob, lease_token
 
 T = TypeVar("T")
+Parsed = tuple[str, int] | None  # a lease token as parse_token reads it
 log = logging.getLogger("fairq.backends.postgres")
 
 
@@ -165,6 +166,13 @@ class PostgresBackend:
 
     def _dequeue(self, cur: Cursor[Row], names: list[str], args: dict[str, object]) -> list[Row]:
         self._lock(cur, names, exclusive=True)
+        return self._maintain_and_dispatch(cur, names, args)
+
+    def _maintain_and_dispatch(
+        self, cur: Cursor[Row], names: list[str], args: dict[str, object]
+    ) -> list[Row]:
+        """A dequeue's slow path, under the queues' exclusive locks: maintenance, then
+        dispatch, in the caller's transaction."""
         events = Events(cur, self.q)
         now = args["now"]
         assert isinstance(now, float | int)
@@ -175,8 +183,38 @@ class PostgresBackend:
     def ack_and_dequeue(
         self, acks: AckManyParams, params: DequeueParams
     ) -> tuple[AckManyResult, list[Lease]]:
+        """One statement when no maintenance is due: the server-side ``ack_dequeue``
+        (migrations/0009_ack_dequeue.sql), one round trip and one commit for both calls.
+
+        When maintenance is due that statement changes nothing; then one explicit transaction
+        takes the same locks, acks, maintains and dispatches, as ``dequeue``'s slow path does.
+        Retried like ``ack_many`` and ``dequeue`` when the connection was lost before the reply.
+        """
         no_wait(params)
-        return self.ack_many(acks), self.dequeue(params)
+        names = list(dict.fromkeys(params.queues))
+        parsed, args = self._ack_args(acks)
+        args |= {
+            "ack_now": args.pop("now"),
+            "queues": names,
+            "worker": params.worker_id,
+            "now": params.now,
+            "limit": max(params.limit, 0),
+        }
+        rows = self.db.run_one(self.q["ack_and_dequeue"], args)
+        if rows[0]["due"]:
+            statuses, rows = self.db.run(lambda cur: self._ack_and_dequeue(cur, names, args))
+        else:
+            statuses, rows = list(rows[0]["statuses"]), rows[1:]
+        return _ack_result(acks.tokens, parsed, statuses), [_lease(row) for row in rows]
+
+    def _ack_and_dequeue(
+        self, cur: Cursor[Row], names: list[str], args: dict[str, object]
+    ) -> tuple[list[str], list[Row]]:
+        """The slow path of ``ack_and_dequeue``: locks (exclusive and shared in one pass, in
+        key order), ``ack_many`` (which finds its locks held), maintenance, dispatch."""
+        cur.execute(self.q["lock_ack_dequeue"], args)
+        (row,) = cur.execute(self.q["ack_many"], {**args, "now": args["ack_now"]}).fetchall()
+        return list(row["statuses"]), self._maintain_and_dispatch(cur, names, args)
 
     def ack(self, params: AckParams) -> None:
         """One statement: the server-side ``ack`` function (migrations/0004_limits.sql)."""
@@ -202,26 +240,26 @@ class PostgresBackend:
         Retried like ``ack`` when the connection was lost before the reply: a batch that had
         committed then reports its tokens lost (their jobs are already succeeded).
         """
-        parsed = [parse_token(token) for token in params.tokens]
-        sent = [found for found in parsed if found is not None]
+        parsed, args = self._ack_args(params)
         statuses: list[str] = []
-        if sent:
-            args = {
-                "ids": [found[0] for found in sent],
-                "leases": [found[1] for found in sent],
-                "now": params.now,
-                "seed": self.seed,
-                "salt": channel_salt(self.schema),
-            }
+        if args["ids"]:
             (row,) = self.db.run_one(self.q["ack_many"], args)
             statuses = list(row["statuses"])
-        answers = iter(statuses)
-        acked: list[str] = []
-        lost: list[str] = []
-        for token, found in zip(params.tokens, parsed, strict=True):
-            status = next(answers) if found is not None else "not_found"
-            (acked if status == "ok" else lost).append(token)
-        return AckManyResult(acked=acked, lost=lost)
+        return _ack_result(params.tokens, parsed, statuses)
+
+    def _ack_args(self, params: AckManyParams) -> tuple[list[Parsed], dict[str, Any]]:
+        """The tokens parsed, and ack_many's arguments for those that parse (the others are
+        never sent: they are not found)."""
+        parsed = [parse_token(token) for token in params.tokens]
+        sent = [found for found in parsed if found is not None]
+        args = {
+            "ids": [found[0] for found in sent],
+            "leases": [found[1] for found in sent],
+            "now": params.now,
+            "seed": self.seed,
+            "salt": channel_salt(self.schema),
+        }
+        return parsed, args
 
     def fail(self, params: FailParams) -> JobInfo:
         def end(events: Events, job: JobRow) -> None:
@@ -526,6 +564,19 @@ def _lease(row: Row) -> Lease:
         lease_timeout=row["l_lease_timeout"],
         cost=row["l_cost"],
     )
+
+
+def _ack_result(
+    tokens: Sequence[str], parsed: Sequence[Parsed], statuses: Sequence[str]
+) -> AckManyResult:
+    """ack_many's statuses (one per token sent) back onto the tokens given."""
+    answers = iter(statuses)
+    acked: list[str] = []
+    lost: list[str] = []
+    for token, found in zip(tokens, parsed, strict=True):
+        status = next(answers) if found is not None else "not_found"
+        (acked if status == "ok" else lost).append(token)
+    return AckManyResult(acked=acked, lost=lost)
 
 
 def _inherit(tenant: TenantRow, defaults: QueueSettings) -> None:

@@ -430,6 +430,18 @@ SELECT {schema}.ack_many(
     %(ids)s::text[], %(leases)s::integer[], %(now)s, %(seed)s, %(salt)s
 ) AS statuses
 
+-- name: ack_and_dequeue
+-- ack_many then dequeue in one statement when no maintenance is due (0009_ack_dequeue.sql).
+SELECT * FROM {schema}.ack_dequeue(
+    %(ids)s::text[], %(leases)s::integer[], %(ack_now)s, %(queues)s::text[], %(worker)s,
+    %(now)s, %(limit)s, %(seed)s, %(salt)s
+)
+
+-- name: lock_ack_dequeue
+-- An ack_and_dequeue's queue locks, in one pass in key order: exclusive for the queues it
+-- dequeues from, shared for the other queues of the jobs it acks.
+SELECT {schema}.lock_ack_dequeue(%(queues)s::text[], %(ids)s::text[], %(seed)s)
+
 -- name: notify
 -- Delivered when the transaction commits; identical notifications in one transaction merge.
 SELECT pg_notify(%(channel)s, '')
