@@ -6,7 +6,12 @@ One process enqueues N jobs over T tenants, then drains them the way a worker's 
 and bytes, and buffers dirtied are those of the call itself, not of other sessions. Rows
 inserted, updated (HOT or not) and deleted come from pg_stat_user_tables of the schema; time
 per server-side function from pg_stat_user_functions (the database gets track_functions = all).
-Commit records (one per call) and the client are not included.
+Commit records (one per call) and the client are not included. ``--combined`` drains with
+``ack_and_dequeue`` instead (the server-side ``ack_dequeue``: each call acks the leases of the
+call before and hands out the next ones), the worker's busy path since schema 9. ``--cpu``
+drains with plain calls (no EXPLAIN) and reports the CPU time of the server process serving
+them (read from /proc, so the server must be local): parsing, planning, execution and commit,
+per job.
 
 Run: .venv/bin/python benchmarks/postgres_job_cost.py --url postgresql://postgres@127.0.0.1:5432/perf_pg
 """
@@ -19,6 +24,7 @@ import os
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -88,6 +94,78 @@ def drain(url: str, schema: str, limit: int) -> tuple[Counter[str], int, int]:
     return totals, jobs, calls
 
 
+def drain_combined(url: str, schema: str, limit: int) -> tuple[Counter[str], int, int]:
+    """As ``drain``, with one ``ack_dequeue`` per batch: it acks the batch before."""
+    call = sql.SQL(
+        "SELECT * FROM {}.ack_dequeue(%(ids)s, %(leases)s, %(now)s, %(queues)s, 'bench', "
+        "%(now)s, %(limit)s, %(seed)s, %(salt)s)"
+    ).format(sql.Identifier(schema))
+    totals: Counter[str] = Counter()
+    jobs = calls = 0
+    fixed = {"queues": ["default"], "limit": limit, "seed": schema_seed(schema),
+             "salt": channel_salt(schema)}  # fmt: skip
+    leases: list[tuple[str, int]] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        while True:
+            acks = {"ids": [i for i, _ in leases], "leases": [n for _, n in leases]}
+            plan = explain(conn, call, {**fixed, **acks, "now": time.time()})
+            add(totals, "ack_dequeue", plan)
+            jobs += len(leases)
+            calls += 1
+            leases = taken(conn, schema)
+            if not leases:
+                break
+    return totals, jobs, calls
+
+
+def drain_cpu(url: str, schema: str, limit: int, combined: bool) -> tuple[float, int, int]:
+    """Drain with plain calls, leases read from their results; the serving process's CPU
+    seconds (utime + stime), the number of jobs and of calls."""
+    ident = sql.Identifier(schema)
+    dequeue = sql.SQL(
+        "SELECT * FROM {}.dequeue(%(queues)s, %(seed)s, 'bench', %(now)s, %(limit)s)"
+    ).format(ident)
+    ack_many = sql.SQL(
+        "SELECT * FROM {}.ack_many(%(ids)s, %(leases)s, %(now)s, %(seed)s, %(salt)s)"
+    ).format(ident)
+    both = sql.SQL(
+        "SELECT * FROM {}.ack_dequeue(%(ids)s, %(leases)s, %(now)s, %(queues)s, 'bench', "
+        "%(now)s, %(limit)s, %(seed)s, %(salt)s)"
+    ).format(ident)
+    fixed = {"queues": ["default"], "limit": limit, "seed": schema_seed(schema),
+             "salt": channel_salt(schema)}  # fmt: skip
+    jobs = calls = 0
+    leases: list[tuple[str, int]] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        pid = conn.info.backend_pid
+        cpu0 = process_cpu(pid)
+        while True:
+            acks = {"ids": [i for i, _ in leases], "leases": [n for _, n in leases]}
+            args = {**fixed, **acks, "now": time.time()}
+            if combined:
+                rows = conn.execute(both, args).fetchall()[1:]
+                calls += 1
+            else:
+                if leases:
+                    conn.execute(ack_many, args).fetchall()
+                    calls += 1
+                rows = conn.execute(dequeue, args).fetchall()
+                calls += 1
+            assert not any(row[0] for row in rows), "maintenance due: not a busy drain"
+            jobs += len(leases)
+            leases = [(row[-12], row[-6]) for row in rows]
+            if not leases:
+                break
+        cpu = process_cpu(pid) - cpu0
+    return cpu, jobs, calls
+
+
+def process_cpu(pid: int) -> float:
+    """utime + stime of one local process, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def taken(conn: psycopg.Connection[Any], schema: str) -> list[tuple[str, int]]:
     """The leases the last dequeue handed out (EXPLAIN discards a function's result rows)."""
     query = sql.SQL("SELECT id, leases FROM {}.jobs WHERE state = 'running'").format(
@@ -115,6 +193,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=5_000)
     parser.add_argument("--tenants", type=int, default=10)
     parser.add_argument("--limit", type=int, default=4, help="jobs per dequeue and per ack_many")
+    parser.add_argument(
+        "--combined", action="store_true", help="drain with ack_and_dequeue (one call per batch)"
+    )
+    parser.add_argument(
+        "--cpu", action="store_true", help="plain calls; the serving process's CPU per job"
+    )
     args = parser.parse_args()
     dbname = psycopg.conninfo.conninfo_to_dict(args.url)["dbname"]
     with psycopg.connect(args.url, autocommit=True) as conn:
@@ -123,20 +207,28 @@ def main() -> None:
     schema = f"fq_cost_{uuid.uuid4().hex[:8]}"
     try:
         enqueue(args.url, schema, args.jobs, args.tenants)
+        if args.cpu:
+            cpu, jobs, calls = drain_cpu(args.url, schema, args.limit, args.combined)
+            print(f"{jobs} jobs, {calls} calls, combined={args.combined}, limit {args.limit}: "
+                  f"server CPU {cpu * 1e6 / jobs:.1f} µs per job")  # fmt: skip
+            return
         time.sleep(0.6)  # let the enqueue's table statistics reach the shared counters
         tables0 = snapshot(args.url, TABLES, schema)
         funcs0 = snapshot(args.url, FUNCTIONS, schema)
-        totals, jobs, calls = drain(args.url, schema, args.limit)
+        totals, jobs, calls = (drain_combined if args.combined else drain)(
+            args.url, schema, args.limit
+        )
         time.sleep(0.6)
         tables1 = snapshot(args.url, TABLES, schema)
         funcs1 = snapshot(args.url, FUNCTIONS, schema)
     finally:
         with psycopg.connect(args.url, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-    print(f"{jobs} jobs, {args.tenants} tenants, dequeue/ack_many of {args.limit}; per job:")
+    calls_made = "ack_and_dequeue" if args.combined else "dequeue/ack_many"
+    print(f"{jobs} jobs, {args.tenants} tenants, {calls_made} of {args.limit}; per job:")
     for key in sorted(totals):
         print(f"  {key:32} {totals[key] / jobs:10.3f}")
-    for call in ("dequeue", "ack_many"):
+    for call in ("ack_dequeue",) if args.combined else ("dequeue", "ack_many"):
         total = totals[f"{call} ms"] + 0.0
         print(f"  {call + ' µs (server)':32} {total * 1000 / jobs:10.1f}")
     print("  rows per job (pg_stat_user_tables: ins, upd, hot_upd, del):")
