@@ -8,6 +8,14 @@
 -- maintenance is due, the acks, and dispatch. When maintenance is due it changes nothing and
 -- says so; the caller then does the same steps with maintenance in one explicit transaction
 -- (backend.py), as dequeue does.
+--
+-- Less server work per job on that path (dequeue + ack):
+-- * ack_many moves its jobs into succeeded_jobs set-wise: one statement locks the jobs named
+--   (in seq order) and finds each token's status, one moves every acked job (it was a
+--   statement per job). Its body is ack_held, which ack_dequeue calls under its own locks.
+-- * The hot entry points plan their statements once per session (plan_cache_mode =
+--   force_generic_plan): with array parameters the plan cache kept choosing a custom plan,
+--   planning most statements again on every call.
 
 -- The queue locks of an ack_and_dequeue in one pass, in ascending key order (queries.sql):
 -- exclusive for the queues it dequeues from, shared for the other queues of the jobs it acks.
@@ -64,13 +72,13 @@ CREATE FUNCTION {schema}.ack_dequeue(
     l_payload text, l_attempts integer, l_leases integer, l_max_attempts integer,
     l_started_at double precision, l_deadline double precision,
     l_lease_timeout double precision, l_cost double precision
-) LANGUAGE plpgsql AS $$
+) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- see 0003_hot_paths.sql
     PERFORM {schema}.lock_ack_dequeue(p_queues, p_ids, p_seed);
     due := {schema}.maintenance_due(p_queues, p_now);
     IF NOT due THEN
-        statuses := {schema}.ack_many(p_ids, p_leases, p_ack_now, p_seed, p_channel_salt);
+        statuses := {schema}.ack_held(p_ids, p_leases, p_ack_now, p_channel_salt);
     END IF;
     RETURN NEXT;
     IF NOT due THEN
@@ -79,3 +87,145 @@ BEGIN
     END IF;
 END
 $$;
+
+-- Acks of several leases, exactly as acking each (id, lease) in the order given: one status
+-- per pair, 'ok', 'not_found' (unknown, not running, another lease, or acked earlier in the
+-- batch) or 'expired'; nothing changes for a lease that is not 'ok'. The caller holds the
+-- queues' locks (shared or exclusive). Locks in the order of queries.sql: the jobs by seq,
+-- then their tenants by id. NOTIFYs a queue when a freed slot makes a capped tenant with
+-- ready jobs eligible again.
+CREATE FUNCTION {schema}.ack_held(
+    p_ids text[], p_leases integer[], p_now double precision, p_channel_salt text
+) RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_statuses text[];
+    v_seqs bigint[];              -- the jobs acked, and per ack (in the order given):
+    v_ords integer[];             -- its place in the batch,
+    v_tenants bigint[];           -- its job's tenant, start and charge
+    v_started double precision[];
+    v_charged double precision[];
+    v_done integer;
+    a record;
+    t record;
+BEGIN
+    -- the jobs named, locked in seq order; a token is 'ok' when it holds its running job's
+    -- lease before the deadline and no earlier token of the batch acked that job
+    WITH locked AS MATERIALIZED (
+        SELECT x.seq, x.id, x.state, x.leases, x.deadline, x.tenant_id, x.started_at, x.charged
+        FROM {schema}.jobs x WHERE x.id = ANY(p_ids) ORDER BY x.seq FOR UPDATE
+    ), found AS (
+        SELECT p.ord, j.seq, j.tenant_id, j.started_at, j.charged, CASE
+            WHEN j.seq IS NULL OR j.state <> 'running' OR j.leases <> p.lease THEN 'not_found'
+            WHEN (p_now < j.deadline) IS NOT TRUE THEN 'expired'
+            WHEN row_number() OVER (PARTITION BY j.seq, p.lease ORDER BY p.ord) = 1 THEN 'ok'
+            ELSE 'not_found' END AS status
+        FROM unnest(p_ids, p_leases) WITH ORDINALITY AS p(id, lease, ord)
+        LEFT JOIN locked j ON j.id = p.id
+    )
+    SELECT array_agg(f.status ORDER BY f.ord),
+           array_agg(f.seq ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
+           array_agg(f.ord ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
+           array_agg(f.tenant_id ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
+           array_agg(f.started_at ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
+           array_agg(f.charged ORDER BY f.ord) FILTER (WHERE f.status = 'ok')
+    INTO v_statuses, v_seqs, v_ords, v_tenants, v_started, v_charged
+    FROM found f;
+    IF v_seqs IS NULL THEN
+        RETURN coalesce(v_statuses, ARRAY[]::text[]);
+    END IF;
+    -- running -> succeeded: every acked job moved to succeeded_jobs in one statement
+    WITH moved AS (
+        DELETE FROM {schema}.jobs x WHERE x.seq = ANY(v_seqs)
+        RETURNING x.id, x.seq, x.tenant_id, x.priority, x.attempts, x.max_attempts,
+                  x.enqueued_at, x.run_at, x.started_at, x.name, x.payload, x.last_error
+    )
+    INSERT INTO {schema}.succeeded_jobs (
+        id, seq, tenant_id, priority, attempts, max_attempts, enqueued_at, run_at, started_at,
+        finished_at, name, payload, last_error)
+    SELECT m.id, m.seq, m.tenant_id, m.priority, m.attempts, m.max_attempts, m.enqueued_at,
+           m.run_at, m.started_at, p_now, m.name, m.payload, m.last_error
+    FROM moved m;
+    -- their tenants, in rounds: round k applies each tenant's k-th lease (in the order given),
+    -- every tenant of a round in one UPDATE, so a tenant's leases apply one after another, as
+    -- acking them one by one would, and a batch of distinct tenants is one statement. The rows
+    -- are locked first, in id order: the UPDATE's own order would depend on its plan.
+    -- F = finish_after_ack(…); usage = max(decayed(usage, usage_at, now) + (F_new - F_old), 0);
+    -- S = max(F, V) if eligible
+    PERFORM 1 FROM {schema}.tenants x WHERE x.id = ANY(v_tenants) ORDER BY x.id
+    FOR NO KEY UPDATE;
+    FOR a IN
+        SELECT r.round, array_agg(r.tenant_id) AS ids, array_agg(r.started_at) AS started,
+               array_agg(r.charged) AS charged, count(*) AS n
+        FROM (SELECT d.*, row_number() OVER (PARTITION BY d.tenant_id ORDER BY d.ord) AS round
+              FROM unnest(v_ords, v_tenants, v_started, v_charged)
+                  AS d(ord, tenant_id, started_at, charged)) r
+        GROUP BY r.round
+        ORDER BY r.round
+    LOOP
+        v_done := 0;
+        -- every value is computed from x itself (not from an earlier read of the row), so
+        -- when another ack of this tenant commits first, the UPDATE redoes it on the new row
+        FOR t IN
+            UPDATE {schema}.tenants x
+            SET finish_tag = {schema}.finish_after_ack(
+                    x.finish_tag, x.weight, d.started_at, d.charged, p_now),
+                start_tag = CASE
+                    WHEN x.ready > 0 AND (x.max_running IS NULL OR x.running - 1 < x.max_running)
+                         AND x.weight > 0 AND x.limited_until IS NULL
+                    THEN GREATEST(
+                        {schema}.finish_after_ack(
+                            x.finish_tag, x.weight, d.started_at, d.charged, p_now),
+                        (SELECT q.vclock FROM {schema}.queues q WHERE q.name = x.queue)) END,
+                usage = GREATEST(
+                    {schema}.decayed(x.usage, x.usage_at, p_now, coalesce(
+                        (SELECT q.half_life FROM {schema}.queues q WHERE q.name = x.queue),
+                        60.0::double precision))
+                    + ({schema}.finish_after_ack(
+                           x.finish_tag, x.weight, d.started_at, d.charged, p_now)
+                       - x.finish_tag),
+                    0.0::double precision),
+                usage_at = GREATEST(x.usage_at, p_now),
+                running = x.running - 1,
+                succeeded = x.succeeded + 1,
+                kept = x.kept + 1
+            FROM unnest(a.ids, a.started, a.charged) AS d(tenant_id, started_at, charged)
+            WHERE x.id = d.tenant_id AND x.running > 0
+            RETURNING x.queue, x.ready, x.running, x.max_running, x.weight, x.limited_until
+        LOOP
+            v_done := v_done + 1;
+            -- eligible now (running already lowered) but not before: wake the queue's workers
+            IF t.ready > 0 AND t.weight > 0 AND t.limited_until IS NULL
+               AND t.max_running IS NOT NULL AND t.running < t.max_running
+               AND NOT t.running + 1 < t.max_running THEN
+                PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || t.queue), 1, 24), '');
+            END IF;
+        END LOOP;
+        IF v_done < a.n THEN
+            RAISE EXCEPTION 'fairq: a tenant row of % would go below 0 running', a.ids;
+        END IF;
+    END LOOP;
+    RETURN v_statuses;
+END
+$$;
+
+-- ack_many: the queues' shared locks (by key, as queries.sql), then ack_held.
+CREATE OR REPLACE FUNCTION {schema}.ack_many(
+    p_ids text[], p_leases integer[], p_now double precision, p_seed bigint,
+    p_channel_salt text
+) RETURNS text[]
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);  -- see 0003_hot_paths.sql
+    PERFORM pg_advisory_xact_lock_shared(s.k)
+    FROM (SELECT DISTINCT hashtextextended(x.queue, p_seed) AS k
+          FROM {schema}.jobs x WHERE x.id = ANY(p_ids)) s
+    ORDER BY s.k;
+    RETURN {schema}.ack_held(p_ids, p_leases, p_now, p_channel_salt);
+END
+$$;
+
+ALTER FUNCTION {schema}.dequeue(text[], bigint, text, double precision, integer)
+    SET plan_cache_mode = force_generic_plan;
+ALTER FUNCTION {schema}.ack(text, integer, double precision, bigint, text)
+    SET plan_cache_mode = force_generic_plan;
