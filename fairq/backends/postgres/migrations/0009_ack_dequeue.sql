@@ -13,6 +13,8 @@
 -- * ack_many moves its jobs into succeeded_jobs set-wise: one statement locks the jobs named
 --   (in seq order) and finds each token's status, one moves every acked job (it was a
 --   statement per job). Its body is ack_held, which ack_dequeue calls under its own locks.
+--   (The acked jobs' queues stay an array joined to queues: read through the tenant row
+--   instead, a subquery argument stops the planner inlining decayed, a call per tenant.)
 -- * The hot entry points plan their statements once per session (plan_cache_mode =
 --   force_generic_plan): with array parameters the plan cache kept choosing a custom plan,
 --   planning most statements again on every call.
@@ -105,17 +107,19 @@ DECLARE
     v_tenants bigint[];           -- its job's tenant, start and charge
     v_started double precision[];
     v_charged double precision[];
-    v_done integer;
+    v_queues text[];              -- (its queue: joined to queues in the tenants' UPDATE, so
+    v_done integer;               -- decayed stays inlined there)
     a record;
     t record;
 BEGIN
     -- the jobs named, locked in seq order; a token is 'ok' when it holds its running job's
     -- lease before the deadline and no earlier token of the batch acked that job
     WITH locked AS MATERIALIZED (
-        SELECT x.seq, x.id, x.state, x.leases, x.deadline, x.tenant_id, x.started_at, x.charged
+        SELECT x.seq, x.id, x.state, x.leases, x.deadline, x.tenant_id, x.started_at,
+               x.charged, x.queue
         FROM {schema}.jobs x WHERE x.id = ANY(p_ids) ORDER BY x.seq FOR UPDATE
     ), found AS (
-        SELECT p.ord, j.seq, j.tenant_id, j.started_at, j.charged, CASE
+        SELECT p.ord, j.seq, j.tenant_id, j.started_at, j.charged, j.queue, CASE
             WHEN j.seq IS NULL OR j.state <> 'running' OR j.leases <> p.lease THEN 'not_found'
             WHEN (p_now < j.deadline) IS NOT TRUE THEN 'expired'
             WHEN row_number() OVER (PARTITION BY j.seq, p.lease ORDER BY p.ord) = 1 THEN 'ok'
@@ -128,8 +132,9 @@ BEGIN
            array_agg(f.ord ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
            array_agg(f.tenant_id ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
            array_agg(f.started_at ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
-           array_agg(f.charged ORDER BY f.ord) FILTER (WHERE f.status = 'ok')
-    INTO v_statuses, v_seqs, v_ords, v_tenants, v_started, v_charged
+           array_agg(f.charged ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
+           array_agg(f.queue ORDER BY f.ord) FILTER (WHERE f.status = 'ok')
+    INTO v_statuses, v_seqs, v_ords, v_tenants, v_started, v_charged, v_queues
     FROM found f;
     IF v_seqs IS NULL THEN
         RETURN coalesce(v_statuses, ARRAY[]::text[]);
@@ -156,10 +161,10 @@ BEGIN
     FOR NO KEY UPDATE;
     FOR a IN
         SELECT r.round, array_agg(r.tenant_id) AS ids, array_agg(r.started_at) AS started,
-               array_agg(r.charged) AS charged, count(*) AS n
+               array_agg(r.charged) AS charged, array_agg(r.queue) AS queues, count(*) AS n
         FROM (SELECT d.*, row_number() OVER (PARTITION BY d.tenant_id ORDER BY d.ord) AS round
-              FROM unnest(v_ords, v_tenants, v_started, v_charged)
-                  AS d(ord, tenant_id, started_at, charged)) r
+              FROM unnest(v_ords, v_tenants, v_started, v_charged, v_queues)
+                  AS d(ord, tenant_id, started_at, charged, queue)) r
         GROUP BY r.round
         ORDER BY r.round
     LOOP
@@ -176,11 +181,9 @@ BEGIN
                     THEN GREATEST(
                         {schema}.finish_after_ack(
                             x.finish_tag, x.weight, d.started_at, d.charged, p_now),
-                        (SELECT q.vclock FROM {schema}.queues q WHERE q.name = x.queue)) END,
+                        d.vclock) END,
                 usage = GREATEST(
-                    {schema}.decayed(x.usage, x.usage_at, p_now, coalesce(
-                        (SELECT q.half_life FROM {schema}.queues q WHERE q.name = x.queue),
-                        60.0::double precision))
+                    {schema}.decayed(x.usage, x.usage_at, p_now, d.half_life)
                     + ({schema}.finish_after_ack(
                            x.finish_tag, x.weight, d.started_at, d.charged, p_now)
                        - x.finish_tag),
@@ -189,7 +192,11 @@ BEGIN
                 running = x.running - 1,
                 succeeded = x.succeeded + 1,
                 kept = x.kept + 1
-            FROM unnest(a.ids, a.started, a.charged) AS d(tenant_id, started_at, charged)
+            FROM (SELECT u.tenant_id, u.started_at, u.charged, q.vclock,
+                         coalesce(q.half_life, 60.0::double precision) AS half_life
+                  FROM unnest(a.ids, a.started, a.charged, a.queues)
+                      AS u(tenant_id, started_at, charged, queue)
+                  LEFT JOIN {schema}.queues q ON q.name = u.queue) d
             WHERE x.id = d.tenant_id AND x.running > 0
             RETURNING x.queue, x.ready, x.running, x.max_running, x.weight, x.limited_until
         LOOP
