@@ -253,17 +253,19 @@ DECLARE
     v_interval double precision;
     v_until double precision;
     v_taken integer := 0;
+    v_changed integer;            -- tenants picked in this round
     v_written integer;
 BEGIN
     FOREACH v_queue IN ARRAY p_queues LOOP
-        v_half_life := NULL;
         v_vclock := NULL;
         WHILE v_taken < p_limit LOOP
             v_want := LEAST(p_limit - v_taken, 64);
             SELECT array_agg(c.x ORDER BY c.ord), array_agg(c.priority ORDER BY c.ord),
                    array_agg(c.cost ORDER BY c.ord), array_agg(c.start_tag ORDER BY c.ord),
-                   array_agg(c.head_seq ORDER BY c.ord)
-            INTO v_cands, v_prios, v_costs, v_starts, v_heads
+                   array_agg(c.head_seq ORDER BY c.ord),
+                   (SELECT coalesce(q.half_life, 60.0::double precision)
+                    FROM {schema}.queues q WHERE q.name = v_queue)
+            INTO v_cands, v_prios, v_costs, v_starts, v_heads, v_half_life
             FROM (SELECT x, h.priority, h.cost, x.start_tag, x.head_seq,
                          row_number() OVER (ORDER BY x.start_tag, x.head_seq) AS ord
                   FROM {schema}.tenants x
@@ -276,11 +278,8 @@ BEGIN
             IF array_position(v_prios, NULL) IS NOT NULL THEN
                 RAISE EXCEPTION 'fairq: an eligible tenant''s head job in % is not ready', v_queue;
             END IF;
-            IF v_half_life IS NULL THEN
-                SELECT coalesce(q.half_life, 60.0::double precision) INTO v_half_life
-                FROM {schema}.queues q WHERE q.name = v_queue;
-            END IF;
             v_picked := array_fill(0, ARRAY[v_n]);
+            v_changed := 0;
             v_round := 0;
             -- at most v_n picks while tenants were left unread (see above)
             WHILE v_taken < p_limit AND (v_n < v_want OR v_round < v_n) LOOP
@@ -301,7 +300,7 @@ BEGIN
                 -- the next head: the first ready job after this one in (priority DESC, seq)
                 -- order, found from it onwards, so the index entries of jobs already handed
                 -- out (dead until vacuum reaches them, and all before it) are not walked again
-                v_next := NULL;
+                -- (SELECT INTO sets v_next to NULL when there is none)
                 SELECT r.seq, r.priority, r.cost INTO v_next, v_next_prio, v_next_cost
                 FROM {schema}.jobs r
                 WHERE r.tenant_id = t.id AND r.state = 'ready'
@@ -352,6 +351,9 @@ BEGIN
                 v_heads[v_best] := t.head_seq;
                 v_prios[v_best] := v_next_prio;
                 v_costs[v_best] := v_next_cost;
+                IF v_picked[v_best] = 0 THEN
+                    v_changed := v_changed + 1;
+                END IF;
                 v_picked[v_best] := v_picked[v_best] + 1;
                 v_taken := v_taken + 1;
                 v_round := v_round + 1;
@@ -366,8 +368,7 @@ BEGIN
             WHERE x.id = d.id AND p.picks > 0
               AND (x.max_running IS NULL OR x.running + p.picks <= x.max_running);
             GET DIAGNOSTICS v_written = ROW_COUNT;
-            IF v_written < (SELECT count(*) FROM unnest(v_picked) AS p(picks) WHERE p.picks > 0)
-            THEN
+            IF v_written < v_changed THEN
                 RAISE EXCEPTION 'fairq: a tenant of queue % refused a slot over its cap', v_queue;
             END IF;
             EXIT WHEN v_n < v_want;  -- every eligible tenant was read: none is left
