@@ -196,7 +196,7 @@ SELECT s.seq, s.id, s.tenant_id, t.queue, t.tenant, s.name, 'succeeded', s.paylo
        s.run_at, NULL, s.started_at, NULL, s.finished_at, s.last_error, NULL, 0,
        0.0::double precision
 FROM {schema}.succeeded_jobs s
-LEFT JOIN {schema}.tenants t ON t.id = s.tenant_id
+JOIN {schema}.tenants t ON t.id = s.tenant_id  -- kept while it has succeeded jobs (kept > 0)
 WHERE s.id = ANY(%(ids)s::text[])
 
 -- name: succeeded_ids
@@ -264,12 +264,12 @@ SELECT (SELECT j.run_at FROM {schema}.jobs j
 
 -- name: jobs_prune
 -- Succeeded jobs finished before the cut-off, through succeeded_jobs_finished; how many each
--- tenant lost.
+-- tenant lost (in no particular order: tenants_unkeep locks the tenants in id order).
 WITH gone AS (
     DELETE FROM {schema}.succeeded_jobs WHERE finished_at < %(before)s
     RETURNING tenant_id
 )
-SELECT tenant_id, count(*) AS pruned FROM gone GROUP BY tenant_id ORDER BY tenant_id
+SELECT tenant_id, count(*) AS pruned FROM gone GROUP BY tenant_id
 
 -- name: tenants_unkeep
 -- Count pruned jobs off their tenants' kept, the rows locked in id order; returns what
