@@ -163,7 +163,7 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
         "inbox_take": {"queue": "default"},
         "inbox_by_ids": {"ids": ["j70"]},
         "job_insert_from_inbox": {**job, "seq": 10**9},
-        "job_drop_if_succeeded": {"id": "j70", "seq": 10**9},
+        "jobs_drop_if_succeeded": {"seqs": [10**9, 10**9 + 1]},
         "notify": {"channel": queue_channel(schema, "default")},
     }
 

@@ -51,19 +51,23 @@ def test_an_inbox_job_whose_id_succeeded_meanwhile_is_dropped_when_taken_in(
     pg: DisposableBackend,
 ) -> None:
     """The inbox row was written before its id's job succeeded (inbox_insert's check passed),
-    as when an ack in another queue moves the id while the caller's transaction is open."""
+    as when an ack in another queue moves the id while the caller's transaction is open. The
+    other row of the batch is taken in (one check for the batch)."""
     run_to_success(pg, 0, 1.0)
     with psycopg.connect(server_url()) as conn, conn.transaction():
         conn.execute(
             f'INSERT INTO "{pg.schema}".inbox (id, queue, tenant, name, payload, priority, '
             "max_attempts, lease_timeout, cost, enqueued_at, run_at) "
-            "VALUES ('j0', 'default', 'a', 'task', '[]', 0, 3, 30.0, 1.0, 0.5, 0.5)"
+            "VALUES ('j0', 'default', 'a', 'task', '[]', 0, 3, 30.0, 1.0, 0.5, 0.5), "
+            "('j5', 'default', 'a', 'task', '[]', 0, 3, 30.0, 1.0, 0.5, 0.5)"
         )
     pg.maintain(MaintainParams(now=2.0))
-    (job,) = pg.get_jobs(["j0"])
-    assert (job.state, job.finished_at) == (JobState.SUCCEEDED, 1.0)
+    jobs = pg.get_jobs(["j0", "j5"])
+    assert [(job.state, job.finished_at) for job in jobs] == [
+        (JobState.SUCCEEDED, 1.0), (JobState.READY, None),
+    ]  # fmt: skip
     (stats,) = pg.stats(StatsParams(queue="default"))
-    assert (stats.ready, stats.running, stats.succeeded) == (0, 0, 1)
+    assert (stats.ready, stats.running, stats.succeeded) == (1, 0, 1)
 
 
 def test_a_pruned_succeeded_id_may_be_used_again(pg: DisposableBackend) -> None:

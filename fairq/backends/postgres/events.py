@@ -9,6 +9,8 @@ has loaded or locked; every change is written back before the next statement tha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from psycopg import Cursor
 
 from fairq.backends._sql import Queries
@@ -17,6 +19,7 @@ from fairq.job import JobState, NewJob
 from fairq.policy import tenant as transitions
 
 LEASE_EXPIRED_ERROR = "lease expired"
+Taken = tuple[NewJob, TenantRow, float, int]  # a job taken in: its tenant, enqueued_at, seq
 
 
 class Events:
@@ -86,22 +89,29 @@ class Events:
 
     # -- producing -------------------------------------------------------------------------------
 
-    def insert(
-        self, new: NewJob, tenant: TenantRow, now: float, *, enqueued_at: float, seq: int
-    ) -> bool:
-        """Store one job taken in from the inbox, keeping its seq; False if its id was taken."""
-        args = {**self.count_new(new, tenant, now), "enqueued_at": enqueued_at, "seq": seq}
-        self.cur.execute(self.q["job_insert_from_inbox"], args)
-        if self.cur.fetchone() is None or self._dropped_as_succeeded(new.id, seq):
-            self.uncount_new(new, tenant, now)
-            return False
-        return True
+    def insert_taken(self, taken: Sequence[Taken], now: float) -> list[NewJob]:
+        """Store the jobs taken in from an inbox, keeping their seqs, then count them in their
+        tenants in seq order; returns those dropped because their id was taken meanwhile (by a
+        plain enqueue, or by a job that succeeded). Only stored jobs are counted, so a dropped
+        one leaves no trace in its tenant's tags."""
+        inserted: list[int] = []
+        for new, tenant, enqueued_at, seq in taken:
+            args = {**self.job_row(new, tenant, now), "enqueued_at": enqueued_at, "seq": seq}
+            if self.cur.execute(self.q["job_insert_from_inbox"], args).fetchone() is not None:
+                inserted.append(seq)
+        stored = set(inserted) - self._dropped_as_succeeded(inserted)
+        for new, tenant, _, seq in taken:
+            if seq in stored:
+                self.count_new(new, tenant, now)
+        return [new for new, _, _, seq in taken if seq not in stored]
 
-    def _dropped_as_succeeded(self, job_id: str, seq: int) -> bool:
-        """Remove the job just taken in if a succeeded job holds its id (ids are unique across
-        jobs and succeeded_jobs; no index can say so, see queries.sql)."""
-        self.cur.execute(self.q["job_drop_if_succeeded"], {"id": job_id, "seq": seq})
-        return self.cur.fetchone() is not None
+    def _dropped_as_succeeded(self, seqs: list[int]) -> set[int]:
+        """Remove the jobs just taken in whose id a succeeded job holds (ids are unique across
+        jobs and succeeded_jobs; no index can say so, see queries.sql), in one statement."""
+        if not seqs:
+            return set()
+        rows = self.cur.execute(self.q["jobs_drop_if_succeeded"], {"seqs": seqs}).fetchall()
+        return {row["seq"] for row in rows}
 
     def count_new(self, new: NewJob, tenant: TenantRow, now: float) -> dict[str, object]:
         """Count a new job (ready, or scheduled for later) in its tenant; returns its row.
@@ -109,14 +119,19 @@ class Events:
         The caller inserts the rows (all of a batch in one pipelined ``executemany``) and then
         saves the tenants, whose head is read back from jobs.
         """
-        ready = new.run_at <= now
-        if ready:
+        if new.run_at <= now:
             returning = tenant.ready == 0
             tenant.ready += 1
             transitions.refresh(self.queue(tenant.queue), tenant, now, returning=returning)
             self.woken.add(tenant.queue)
         else:
             tenant.scheduled += 1
+        return self.job_row(new, tenant, now)
+
+    @staticmethod
+    def job_row(new: NewJob, tenant: TenantRow, now: float) -> dict[str, object]:
+        """A new job's row in jobs: ready, or scheduled for later (it does not count it)."""
+        ready = new.run_at <= now
         return {
             "id": new.id,
             "tenant_id": tenant.id,
@@ -132,14 +147,6 @@ class Events:
             "run_at": new.run_at,
             "ready_at": now if ready else None,
         }
-
-    def uncount_new(self, new: NewJob, tenant: TenantRow, now: float) -> None:
-        """Undo ``count_new`` for a job that was not stored after all (a duplicate id)."""
-        if new.run_at <= now:
-            tenant.ready -= 1
-            transitions.refresh(self.queue(tenant.queue), tenant, now)
-        else:
-            tenant.scheduled -= 1
 
     # -- ending runs (dispatch and ack run server-side: migrations/0004_limits.sql) - ----------
 

@@ -351,12 +351,14 @@ INSERT INTO {schema}.jobs (
 ON CONFLICT (id) DO NOTHING
 RETURNING seq
 
--- name: job_drop_if_succeeded
--- Undoes job_insert_from_inbox when a succeeded job holds the id: the insert waited for an ack
--- moving that id, so only a statement after it sees the moved row. Returns a row if dropped.
-DELETE FROM {schema}.jobs
-WHERE seq = %(seq)s AND EXISTS (SELECT 1 FROM {schema}.succeeded_jobs s WHERE s.id = %(id)s)
-RETURNING seq
+-- name: jobs_drop_if_succeeded
+-- Undoes job_insert_from_inbox for the jobs whose id a succeeded job holds: each insert waited
+-- for an ack moving its id, so only a statement after them sees the moved rows. Returns the
+-- seqs dropped.
+DELETE FROM {schema}.jobs j
+USING {schema}.succeeded_jobs s
+WHERE j.seq = ANY(%(seqs)s::bigint[]) AND s.id = j.id
+RETURNING j.seq
 
 -- name: job_types_upsert
 INSERT INTO {schema}.job_types (

@@ -97,22 +97,22 @@ class InboxWriter:
             return 0
         cur.execute(self.q["queue_ensure"], {"name": queue})
         tenants = events.lock_tenants([(row["queue"], row["tenant"]) for row in rows])
-        taken = 0
-        for row in rows:
-            job = _new_job(row)
-            tenant = tenants[(job.queue, job.tenant)]
-            if events.insert(job, tenant, now, enqueued_at=row["enqueued_at"], seq=row["seq"]):
-                taken += 1
-            else:
-                log.warning(
-                    "dropped job %r from the inbox of queue %r: a job with the same id is already "
-                    "stored (queued, running, dead or succeeded)",
-                    job.id,
-                    queue,
-                )
+        jobs = [_new_job(row) for row in rows]
+        taken = [
+            (job, tenants[(job.queue, job.tenant)], row["enqueued_at"], row["seq"])
+            for job, row in zip(jobs, rows, strict=True)
+        ]
+        dropped = events.insert_taken(taken, now)
+        for job in dropped:
+            log.warning(
+                "dropped job %r from the inbox of queue %r: a job with the same id is already "
+                "stored (queued, running, dead or succeeded)",
+                job.id,
+                queue,
+            )
         for tenant in tenants.values():
             events.save(None, tenant)
-        return taken
+        return len(rows) - len(dropped)
 
 
 def _inbox_args(job: NewJob, now: float) -> dict[str, object]:
