@@ -5,10 +5,10 @@ keeps extending it) until its ack is stored, so a capped tenant's slot in the st
 before this worker's next dequeue counts its own free slots. The buffer is flushed:
 
 * by the fetch loop, which takes them (``take``) and stores them in the same call as its
-  next dequeue (``store_with``): every success makes its slot one the loop can fill, and
-  the first one wakes it (``RunningJobs.settle``);
+  next dequeue (``store_with``), when a slot is free or every slot waits for its ack
+  (``RunningJobs.settle``);
 * by its own thread (fairq-ack) once the oldest entry has waited ``max_wait`` seconds, or at
-  once when it holds ``max_size`` entries: when the fetch loop is waiting for new work;
+  once when it holds ``max_size`` entries (while the fetch loop waits for new work);
 * at shutdown (``close``), before running jobs are handed back.
 
 The ack is stored at flush time (``now`` of the flush), at most ``max_wait`` after the job

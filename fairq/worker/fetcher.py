@@ -1,13 +1,14 @@
 """The fetch loop: take as many jobs as there are free slots, in one call, without spinning.
 
-With free slots, or jobs that succeeded and wait for their ack, one ``ack_and_dequeue`` stores
-those acks and asks for every slot that frees (a plain ``dequeue`` when there is no ack),
-trying the queues in the order the ``QueueOrder`` gives for this round. With neither, it
-sleeps until a job ends. With nothing
-ready, it asks the store when something next falls due (a delayed job, a retry, a lease to
-expire), then dequeues with a wait for new work (``DequeueParams.wait``) at most that long,
-and never longer than ``idle_wait``. That wait runs on a job thread, which runs the first job
-it brings itself (the fastest way from a new job's arrival to its first line).
+With a free slot, or every slot held by a job that succeeded and waits for its ack, one
+``ack_and_dequeue`` stores the acks waiting and asks for every slot that frees (a plain
+``dequeue`` when there is no ack), trying the queues in the order the ``QueueOrder`` gives for
+this round. Otherwise it sleeps until a slot frees (the ack buffer's timer stores acks that
+wait). With nothing ready, it asks the store when something next falls due (a delayed job,
+a retry, a lease to expire), then dequeues with a wait for new work (``DequeueParams.wait``)
+at most that long, and never longer than ``idle_wait``. That wait runs on a job thread, which
+runs the first job it brings itself (the fastest way from a new job's arrival to its first
+line).
 
 The loop runs on its own thread so that stopping never waits for a wait to time out:
 ``close()`` only waits for a dequeue in progress (and the start of its jobs), after which no

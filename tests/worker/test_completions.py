@@ -96,19 +96,20 @@ def test_the_flusher_stores_a_lone_success_after_max_wait() -> None:
         buffer.close()
 
 
-def test_half_the_slots_waiting_for_their_acks_make_room() -> None:
-    store, running, leases, buffer = _all_taken(4)
+def test_every_slot_waiting_for_its_ack_makes_room() -> None:
+    store, running, leases, buffer = _all_taken(3)
     try:
         entries = [running.add(lease) for lease in leases]
         assert not running.has_room()
         buffer.add(entries[0])
-        assert not running.has_room()  # one ack is not worth a round trip yet
         buffer.add(entries[1])
-        assert running.has_room()  # two (half the slots) are
+        assert not running.has_room()  # a job still runs: its end (or the timer) comes first
+        buffer.add(entries[2])
+        assert running.has_room()  # every slot can be had by storing acks
         batch = buffer.take()
         assert not running.has_room()  # taken: on their way to the store
         buffer.store_with(batch, lambda acks: (store.ack_many(acks), None))
-        assert running.free() == 2 and running.has_room()
+        assert running.free() == 3 and running.has_room()
     finally:
         buffer.close()
 
