@@ -7,8 +7,8 @@ before this worker's next dequeue counts its own free slots. The buffer is flush
 * by the fetch loop, which takes them (``take``) and stores them in the same call as its
   next dequeue (``store_with``), when a slot is free or every slot waits for its ack
   (``RunningJobs.settle``);
-* by its own thread (fairq-ack) once the oldest entry has waited ``max_wait`` seconds, or at
-  once when it holds ``max_size`` entries (while the fetch loop waits for new work);
+* by its own thread (fairq-ack) once the oldest entry has waited ``max_wait`` seconds (the
+  fetch loop may be waiting for new work, or for its other slots);
 * at shutdown (``close``), before running jobs are handed back.
 
 The ack is stored at flush time (``now`` of the flush), at most ``max_wait`` after the job
@@ -42,7 +42,7 @@ RETRY_FIRST, RETRY_MAX = 0.5, 5.0  # back-off between tries while the store is u
 
 
 class Completions:
-    """Succeeded jobs waiting for their ack; bounded by ``max_size`` (the worker's slots)."""
+    """Succeeded jobs waiting for their ack; at most one per slot of the worker."""
 
     def __init__(
         self,
@@ -50,13 +50,11 @@ class Completions:
         running: RunningJobs,
         *,
         clock: Callable[[], float],
-        max_size: int,
         max_wait: float = MAX_WAIT,
     ) -> None:
         self.backend = backend
         self.running = running
         self.clock = clock
-        self.max_size = max(max_size, 1)
         self.max_wait = max_wait
         self._pending: list[Running] = []
         self._oldest = 0.0  # monotonic time the oldest pending entry was added
@@ -78,7 +76,7 @@ class Completions:
                 self._pending.append(entry)
                 # The flusher needs to hear of the first (its timer starts) and of a full
                 # buffer (flush now); waking it for every job costs a thread switch each.
-                if len(self._pending) == 1 or len(self._pending) >= self.max_size:
+                if len(self._pending) == 1:  # the flusher's timer starts
                     self._cond.notify_all()
                 self.running.settle()  # under our lock: its count is that of _pending
         if closed:  # after shutdown: store it at once rather than lose it
@@ -133,9 +131,8 @@ class Completions:
             self.flush()
 
     def _flush_now(self) -> bool:
-        """Flush before the timer: closing, nothing left, or full (unless backing off)."""
-        full = len(self._pending) >= self.max_size and not self._retry_wait
-        return self._closed or full or not self._pending
+        """Stop waiting before the timer: closing, or nothing left (the fetch loop took it)."""
+        return self._closed or not self._pending
 
     def _store(self, batch: list[Running]) -> None:
         # When it fails, _unstored has kept the batch for a retry or given up on it, and said so.

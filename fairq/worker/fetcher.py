@@ -63,6 +63,8 @@ class Fetcher:
         self.burst = burst
         self.stopping = stopping
         self._gate = threading.Lock()  # held while taking and starting jobs
+        self._no_wait = threading.Event()  # clear while a wait on a job thread is under way
+        self._no_wait.set()
         self._thread = threading.Thread(target=self._serve, name="fairq-fetch", daemon=True)
 
     def start(self) -> None:
@@ -174,13 +176,16 @@ class Fetcher:
         began = threading.Event()
 
         def wait_then_run() -> None:
+            self._no_wait.clear()  # before the look at `stopping`: see wait_ended
             began.set()
             try:
-                leases = self.backend.dequeue(params)
+                leases = [] if self.stopping.is_set() else self.backend.dequeue(params)
                 first = self._start_waited(leases)
             except BaseException as exc:  # the fetch loop's to handle (back-off, stop)
                 handoff.put(exc)
                 return
+            finally:
+                self._no_wait.set()
             handoff.put(leases)
             if first is not None:
                 first()
@@ -199,6 +204,13 @@ class Fetcher:
         if isinstance(taken, BaseException):
             raise taken
         return taken
+
+    def wait_ended(self, timeout: float) -> bool:
+        """Block until no wait on a job thread is under way (one that began before the stop
+        has started or handed back what it took); False if ``timeout`` passed first. Shutdown
+        asks before the process ends: jobs it handed back may wake such a wait, which takes
+        them, and must not be left holding them when the process ends."""
+        return self._no_wait.wait(timeout)
 
     def _start_waited(self, leases: list[Lease]) -> Callable[[], None] | None:
         """Start what a wait took but the first ``def`` job, which comes back for the caller

@@ -54,9 +54,7 @@ class JobRunner:
         self._reporter = DaemonPool(1, "fairq-report")  # stores async jobs' outcomes off the loop
         self._loop: LoopThread | None = None  # started with the first async job
         self._fits: set[Shape] = set()  # argument shapes known to bind (see _check_fit)
-        self.completions = Completions(
-            self.backend, running, clock=clock, max_size=running.capacity
-        )
+        self.completions = Completions(self.backend, running, clock=clock)
 
     def start(self, lease: Lease) -> None:
         """Run one dequeued job; its slot stays taken until its outcome is stored.

@@ -185,7 +185,7 @@ class Worker:
             try:
                 if fetcher is not None:
                     fetcher.close()
-                self._shut_down(runner, beats)
+                self._shut_down(runner, fetcher, beats)
             finally:
                 if self._wake_fds is not None:
                     os.write(self._wake_fds[1], _DONE)
@@ -249,6 +249,7 @@ class Worker:
     def _shut_down(
         self,
         runner: JobRunner | None,
+        fetcher: Fetcher | None,
         beats: Sequence[Heartbeat | Maintenance | WeightRefresher],
     ) -> None:
         self.running.close()
@@ -261,7 +262,16 @@ class Worker:
         self.running.wait_until_empty(grace)
         if runner is not None:
             runner.flush_acks()  # succeeded jobs are acked, not handed back
-        self._hand_back()
+        handed_back = self._hand_back()
+        # A wait for new work under way may take the jobs just handed back: let it end (it
+        # hands them back again) before the process can end with them leased to nobody.
+        wait = self.poll_interval + STORE_WAIT
+        if handed_back and fetcher is not None and not fetcher.wait_ended(wait):
+            log.warning(
+                "stopping: a wait for new work did not end in time; a job it takes runs "
+                "again once its lease expires",
+                extra={"action": "wait_not_ended"},
+            )
         self.running.wait_until_empty(STORE_WAIT)
         for beat in beats:
             beat.stop()
@@ -269,9 +279,11 @@ class Worker:
             runner.shutdown()
         log.info("worker %s stopped", self.worker_id, extra={"action": "worker_stop"})
 
-    def _hand_back(self) -> None:
-        """Release the jobs still running: ready again at once, this attempt not counted."""
-        for entry in self.running.claim_all():
+    def _hand_back(self) -> int:
+        """Release the jobs still running: ready again at once, this attempt not counted.
+        Returns how many there were."""
+        entries = self.running.claim_all()
+        for entry in entries:
             lease = entry.lease
             if entry.cancel is not None:
                 entry.cancel()
@@ -286,6 +298,7 @@ class Worker:
                 log_job_end(lease, Outcome.HANDED_BACK, ran)
             finally:
                 self.running.done(lease.token)
+        return len(entries)
 
     # -- signals --------------------------------------------------------------------------
 

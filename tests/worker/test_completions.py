@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from fairq.contract import AckManyParams, AckManyResult, DequeueParams, EnqueueParams, StatsParams
@@ -38,7 +36,7 @@ def _all_taken(jobs: int) -> tuple[CountingModel, RunningJobs, list[Lease], Comp
     store = _store(jobs)
     running = RunningJobs(jobs)
     params = DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=jobs)
-    buffer = Completions(store, running, clock=lambda: 1.0, max_size=jobs, max_wait=60.0)
+    buffer = Completions(store, running, clock=lambda: 1.0, max_wait=60.0)
     return store, running, store.dequeue(params), buffer
 
 
@@ -59,24 +57,18 @@ def test_successes_hold_their_slots_until_one_ack_many_stores_them() -> None:
         buffer.close()
 
 
-def test_a_full_buffer_is_flushed_at_once_and_lost_tokens_free_their_slots() -> None:
-    store = _store(2)
-    running = RunningJobs(2)
-    leases = store.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=2))
+def test_lost_tokens_free_their_slots_too() -> None:
+    store, running, leases, buffer = _all_taken(2)
     store.ack_many(AckManyParams(tokens=[leases[1].token], now=0.5))  # acked elsewhere: lost
     store.batches.clear()
-    buffer = Completions(store, running, clock=lambda: 1.0, max_size=2, max_wait=60.0)
     try:
         for lease in leases:
             entry = running.add(lease)
             running.claim(lease.token)
             buffer.add(entry)
-        emptied = threading.Event()
-        threading.Thread(
-            target=lambda: emptied.set() if running.wait_until_empty(5.0) else None
-        ).start()
-        assert emptied.wait(5.0)
+        buffer.flush()
         assert store.batches == [[leases[0].token, leases[1].token]]
+        assert running.wait_until_empty(5.0)
     finally:
         buffer.close()
 
@@ -85,7 +77,7 @@ def test_the_flusher_stores_a_lone_success_after_max_wait() -> None:
     store = _store(1)
     running = RunningJobs(4)
     (lease,) = store.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0))
-    buffer = Completions(store, running, clock=lambda: 1.0, max_size=4, max_wait=0.002)
+    buffer = Completions(store, running, clock=lambda: 1.0, max_wait=0.002)
     try:
         entry = running.add(lease)
         running.claim(lease.token)

@@ -7,7 +7,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from fairq.contract import (
     DequeueParams,
     EnqueueParams,
     MaintainParams,
+    waited_first,
 )
 from fairq.job import Lease, NewJob, encode_payload
 from fairq.model import ReferenceModel
@@ -293,3 +294,50 @@ def test_a_busy_worker_acks_and_refills_in_one_call() -> None:
         for job_id in ids:
             wait_state(app, job_id, JobState.SUCCEEDED)
     assert store.acks_with_dequeue > 0
+
+
+def test_a_job_handed_back_at_stop_is_not_left_to_a_wait_still_under_way() -> None:
+    """The idle wait running beside the job wakes when the job is handed back, and takes
+    it; shutdown lets that wait hand it back again before the worker is done. (A worker
+    process that ended first would leave the job leased to nobody until its lease ran out.)"""
+
+    class SlowAfterWaking(ReferenceModel):
+        waiting = threading.Event()
+        last_taken = 0.0  # monotonic time the last dequeue that took a job returned
+
+        def wait(self, queues: Sequence[str], timeout: float) -> None:
+            self.waiting.set()
+            super().wait(queues, timeout)
+
+        def dequeue(self, params: DequeueParams) -> list[Lease]:
+            if params.wait > 0:
+                params = waited_first(params, self.wait)
+                time.sleep(0.3)  # long enough for a shutdown that does not wait for this
+            leases = super().dequeue(params)
+            if leases:
+                self.last_taken = time.monotonic()
+            return leases
+
+    store = SlowAfterWaking()
+    app = App(backend=store)
+    started, release = threading.Event(), threading.Event()
+
+    @app.job(name="hold", tenant="tenant")
+    def hold(tenant: str) -> None:
+        started.set()
+        release.wait(60)
+
+    job_id = hold.enqueue("t1")
+    worker = Worker(app, concurrency=2, grace_period=600.0)
+    try:
+        with worker.in_thread():
+            assert started.wait(60) and store.waiting.wait(60)
+            worker.stop()
+            worker.stop(hand_back_now=True)
+        done = time.monotonic()
+        time.sleep(0.6)  # a wait the worker did not wait for takes the job in this time
+        assert store.last_taken < done
+        info = job(app, job_id)
+        assert (info.state, info.attempts) == (JobState.READY, 0)
+    finally:
+        release.set()
