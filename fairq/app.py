@@ -321,7 +321,7 @@ class App:
         bound = None if definition is None else definition.check_arguments(call.args, call.kwargs)
         opts = call.options
         queue = check_queue_name(opts.queue) if opts.queue is not None else spec.queue
-        tenant, fallback = self._tenant_for(call, spec, bound)
+        tenant, fallback = self._tenant_for(call, spec, definition, bound)
         rules: Sequence[Throttle] = ()
         if spec.throttle and opts.queue is None:  # an explicit queue is never overridden
             if fallback:
@@ -367,13 +367,16 @@ class App:
         return found
 
     def _tenant_for(
-        self, call: Call, spec: JobType, bound: inspect.BoundArguments | None
+        self,
+        call: Call,
+        spec: JobType,
+        definition: JobDefinition[Any, Any] | None,
+        bound: inspect.BoundArguments | None,
     ) -> tuple[str, bool]:
-        """The job's tenant, and whether it is the fallback tenant. ``bound``: the call's
-        arguments bound to the job declared here (None when it is declared elsewhere)."""
+        """The job's tenant, and whether it is the fallback tenant. ``definition`` and
+        ``bound`` (the call's arguments bound to it): the job as declared here, if it is."""
         found: object = call.options.tenant
         if found is None:
-            definition = self.jobs.get(spec.name)
             if definition is not None and bound is not None:
                 found = definition.tenant_of(call.args, call.kwargs, bound)
             elif spec.tenant_arg is not None:

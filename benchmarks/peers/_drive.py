@@ -44,8 +44,8 @@ def measure(
     enqueue(n)
     enqueued = time.perf_counter()
     with running(workers, cwd):
-        first, c0 = _wait(client, 1)
-        last, _ = _wait(client, n)
+        first, c0 = wait_done(client, 1)
+        last, _ = wait_done(client, n)
     return {
         "enqueue_per_s": n / (enqueued - started),
         "drain_per_s": (n - c0) / (last - first) if last > first else float("nan"),
@@ -74,7 +74,7 @@ def running(workers: Sequence[Sequence[str]], cwd: Path) -> Iterator[None]:
             proc.wait()
 
 
-def _wait(client: redis.Redis, target: int) -> tuple[float, int]:
+def wait_done(client: redis.Redis, target: int) -> tuple[float, int]:
     deadline = time.monotonic() + DEADLINE
     while True:
         done = int(client.get(DONE_KEY) or 0)

@@ -74,9 +74,9 @@ class Completions:
                 if not self._pending:
                     self._oldest = time.monotonic()
                 self._pending.append(entry)
-                # The flusher needs to hear of the first (its timer starts) and of a full
-                # buffer (flush now); waking it for every job costs a thread switch each.
-                if len(self._pending) == 1:  # the flusher's timer starts
+                # Only the first wakes the flusher (its timer starts): waking it for every
+                # job would cost a thread switch each.
+                if len(self._pending) == 1:
                     self._cond.notify_all()
                 self.running.settle()  # under our lock: its count is that of _pending
         if closed:  # after shutdown: store it at once rather than lose it

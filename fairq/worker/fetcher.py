@@ -198,7 +198,7 @@ class Fetcher:
             except queue.Empty:
                 # Stopping, and the pool (shut down, or its threads stuck in jobs handed back)
                 # never began the wait: don't wait for it. Should it begin later, it finds the
-                # worker stopping and hands back what it takes.
+                # worker stopping and takes nothing.
                 if self.stopping.is_set() and not began.is_set():
                     return []
         if isinstance(taken, BaseException):

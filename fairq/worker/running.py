@@ -44,12 +44,12 @@ class RunningJobs:
         # when leases come and go between its looks (its timer covers those).
         self.changed = threading.Event()
         self._shortest = math.inf  # the shortest lease_timeout the heartbeat last saw
-        self._settled = 0  # held leases whose jobs succeeded and wait in the ack buffer
-        # How many of those wake the fetch loop to ack and refill them in one call: every
-        # slot. Fewer, bigger calls cost the store and the worker less per job than waking at
-        # half the slots (measured: benchmarks/redis_throughput.py); until then a free slot
-        # wakes it, and the ack buffer's 2 ms timer stores acks that wait.
-        self.batch = capacity
+        # Held leases whose jobs succeeded and wait in the ack buffer. Once every slot is one,
+        # the fetch loop acks and refills them in one call: fewer, bigger calls cost the store
+        # and the worker less per job than waking at half the slots (benchmarks/
+        # redis_drain_cost.py). Until then a free slot wakes it, and the ack buffer's 2 ms
+        # timer stores acks that wait.
+        self._settled = 0
 
     def add(self, lease: Lease) -> Running:
         entry = Running(lease)
@@ -91,11 +91,10 @@ class RunningJobs:
     def settle(self, count: int = 1) -> None:
         """Jobs succeeded and their acks wait in the buffer: their slots can be had by
         storing the acks, which the fetch loop does in the same call as its dequeue. The
-        loop is woken once there are ``batch`` of them; it finds any later ones when it looks."""
+        loop is woken once every slot is one (``has_room``)."""
         with self._cond:
-            before = self._settled
             self._settled += count
-            if before < self.batch <= self._settled:
+            if self._settled >= self.capacity:
                 self._cond.notify_all()
 
     def unsettle(self, count: int) -> None:
@@ -138,12 +137,12 @@ class RunningJobs:
             self._cond.wait_for(self._has_room)
 
     def has_room(self) -> bool:
-        """A slot is free, or ``batch`` can be freed by storing their acks; or closed."""
+        """A slot is free, or every slot can be freed by storing its ack; or closed."""
         with self._cond:
             return self._has_room()
 
     def _has_room(self) -> bool:
-        return self._closed or self._settled >= self.batch or len(self._jobs) < self.capacity
+        return self._closed or self._settled >= self.capacity or len(self._jobs) < self.capacity
 
     def free(self) -> int:
         """Free slots right now (0 once closed)."""

@@ -38,7 +38,10 @@ def test_an_enqueue_sent_again_after_its_reply_was_lost_succeeds_once(
         assert backend.enqueue(EnqueueParams(jobs=jobs, now=time.time())) == ["default", "other"]
         assert proxy.cuts == 1  # the first sending did reach the server, and was cut
         assert [info.id for info in backend.get_jobs(["j1", "j2"])] == ["j1", "j2"]
-        # A real duplicate (another call: another time) is still refused.
+        # A real duplicate is still refused, even one identical to what is stored: only a
+        # command redis-py sent again is taken for its own first sending.
+        with pytest.raises(DuplicateJob, match="j0"):
+            backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=1.0))
         with pytest.raises(DuplicateJob, match="j1"):
             backend.enqueue(EnqueueParams(jobs=[new_job(1, "a")], now=time.time()))
     finally:

@@ -54,6 +54,7 @@ from fairq.job import JobInfo, Lease, NewJob
 
 from . import reads, throttling
 from .connection import (
+    RESENT,
     RedisOptions,
     check_eviction,
     check_version,
@@ -131,16 +132,18 @@ class RedisBackend:
         for job, queue in zip(jobs, queues, strict=True):
             args += _job_args(blocks[queue], job)
         keys = [self.layout.directory, self.layout.seq, self.layout.queues]
-        reply = self._run("enqueue", keys + self._keys(blocks), args)
-        if reply and not self._stored_by(jobs, queues, params.now):
+        keys += self._keys(blocks)
+        RESENT.happened = False
+        reply = self._run("enqueue", keys, args)
+        if reply and not (RESENT.happened and self._stored_by(jobs, queues, params.now)):
             raise _duplicate([text(i) for i in reply[1:]])
         return queues
 
     def _stored_by(self, jobs: list[NewJob], queues: list[str], now: float) -> bool:
-        """Is every job already stored exactly as this call stores it, at its ``now``? Then
-        the call is a re-sent one (redis-py retries a command whose reply a dropped
-        connection lost) and its first sending stored the batch: success, not DuplicateJob.
-        Another call cannot match: it has another ``now``."""
+        """Asked when redis-py sent this enqueue again (its reply was lost with the
+        connection) and Redis found the ids taken: is every job stored exactly as this call
+        stores it, at its ``now``? Then the first sending stored the batch: a success, not
+        DuplicateJob."""
         found = self.get_jobs([job.id for job in jobs])
         return len(found) == len(jobs) and all(
             (info.name, info.queue, info.tenant, info.payload, info.enqueued_at)
@@ -234,7 +237,7 @@ class RedisBackend:
         no_wait(params)
         if params.limit < 1 or not params.queues:
             return self.ack_many(acks), []
-        routed = [(token, *self._route(token)) for token in acks.tokens]
+        routed = self._routed(acks.tokens)
         blocks = _blocks([*params.queues, *(q for _, q, _, _ in routed if q is not None)])
         order = list(dict.fromkeys(blocks[q] for q in params.queues))
         args: list[Arg] = [num(params.now), params.limit, params.worker_id, len(order), *order]
@@ -295,7 +298,7 @@ class RedisBackend:
     def _per_lease(self, script: str, tokens: Sequence[str], now: float) -> list[tuple[str, str]]:
         """Run a per-lease script (``each_held`` in _lib_jobs.lua) over ``tokens`` in one call:
         each token's answer, '' for a lost lease (one whose job is not routed counts too)."""
-        routed = [(token, *self._route(token)) for token in tokens]
+        routed = self._routed(tokens)
         blocks = _blocks([q for _, q, _, _ in routed if q is not None])
         if not blocks:
             return _answers(routed, [])
@@ -460,6 +463,9 @@ class RedisBackend:
                     + OLD_LAYOUT.format(layout=LAYOUT)
                     + "; nothing was changed"
                 )
+
+    def _routed(self, tokens: Sequence[str]) -> list[Routed]:
+        return [(token, *self._route(token)) for token in tokens]
 
     def _route(self, token: str) -> tuple[str | None, str, str]:
         """(queue or None, job id, lease number text) of a lease token."""

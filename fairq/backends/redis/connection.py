@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -71,12 +72,34 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+class _Resent(threading.local):
+    happened = False
+
+
+#: Whether redis-py sent a command again in this thread since ``happened`` was last cleared.
+RESENT = _Resent()
+
+
+class NotingRetry(Retry):
+    """redis-py's retry, noting in ``RESENT`` that it sends a command again: the first sending
+    may have run, its reply lost with the connection (see ``RedisBackend.enqueue``)."""
+
+    def call_with_retry(
+        self, do: Callable[[], T], fail: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> T:
+        def noted(*failure: Any) -> Any:
+            RESENT.happened = True
+            return fail(*failure)
+
+        return super().call_with_retry(do, noted, *args, **kwargs)
+
+
 def open_client(options: RedisOptions, *, blocking: bool = False) -> redis.Redis:
     """A client that retries lost connections with back-off (about 10 s in all).
 
     ``blocking`` clients have no read timeout, for BLPOP (its own timeout bounds the wait).
     """
-    retry = Retry(ExponentialWithJitterBackoff(base=0.05, cap=2.0), retries=8)
+    retry = NotingRetry(ExponentialWithJitterBackoff(base=0.05, cap=2.0), retries=8)
     return redis.Redis.from_url(
         options.client_url,
         decode_responses=False,
