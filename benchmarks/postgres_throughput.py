@@ -97,7 +97,8 @@ def env(url: str) -> dict[str, str]:
     parts = urlsplit(url)
     return {
         **os.environ,
-        "PYTHONPATH": str(APPS),
+        # the apps first, then the caller's PYTHONPATH (another checkout of fairq to measure)
+        "PYTHONPATH": os.pathsep.join([str(APPS), *filter(None, [os.environ.get("PYTHONPATH")])]),
         "BENCH_DSN": url,
         "FAIRQ_URL": f"{url}?schema=fairq",
         "PGHOST": parts.hostname or "127.0.0.1",
@@ -224,7 +225,8 @@ def measure(name: str, args: argparse.Namespace) -> Result:
     # enqueue in a child process: each library keeps its own connections and event loops
     code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); import postgres_throughput as b; "
             f"b.SYSTEMS[{name!r}].enqueue({args.url!r}, {args.jobs}, {args.tenants})")  # fmt: skip
-    subprocess.run([sys.executable, "-c", code], env=env(args.url), check=True)
+    # (run from here: from the checkout's root, its fairq would shadow PYTHONPATH's)
+    subprocess.run([sys.executable, "-c", code], env=env(args.url), check=True, cwd=HERE)
     enqueue_s = time.perf_counter() - started
     done_sql = system.done_sql % args.jobs if "%d" in system.done_sql else system.done_sql
     started = time.perf_counter()

@@ -141,6 +141,38 @@ def test_ack_and_dequeue_equals_ack_many_then_dequeue(make_backend: Callable[[],
     assert together.stats(stats_at) == apart.stats(stats_at)
 
 
+def test_ack_and_dequeue_treats_lost_tokens_and_other_queues_as_ack_many_does(
+    make_backend: Callable[[], Backend],
+) -> None:
+    """Expired, repeated, unknown and stale tokens, and jobs of a queue it does not dequeue
+    from, mixed in one call: the same answers and state as ``ack_many`` then ``dequeue``.
+    (b's leases end at 2.0, the acks' time, so they are expired for the acks, but not yet
+    overdue for the dequeue at 1.9, which finds no maintenance to do.)"""
+    together, apart = make_backend(), make_backend()
+    for backend in (together, apart):
+        enqueue(backend, new_jobs("a", range(4)) + new_jobs("b", range(4, 6), lease=2.0))
+        enqueue(backend, new_jobs("d", range(6, 9), queue="other"))
+        set_tenant(backend, "a", max_running=2)
+    leases = take(together, 0.0, 6, (Q, "other"))
+    assert take(apart, 0.0, 6, (Q, "other")) == leases
+    held = [lease.token for lease in leases if lease.tenant == "a"]
+    short = [lease.token for lease in leases if lease.tenant == "b"]
+    elsewhere = [lease.token for lease in leases if lease.queue == "other"]
+    assert len(held) == 2 and len(short) == 2 and elsewhere
+    stale = held[1].rsplit(":", 1)[0] + ":7"
+    tokens = [elsewhere[0], held[0], short[0], "j99:1", held[0], stale, held[1], short[1]]
+    params = DequeueParams(queues=(Q,), worker_id="w1", now=1.9, limit=4)
+    result, got = together.ack_and_dequeue(AckManyParams(tokens=tokens, now=2.0), params)
+    assert (list(result.acked), list(result.lost)) == _ack_many(apart, tokens, 2.0)
+    assert list(result.acked) == [elsewhere[0], held[0], held[1]]
+    assert got == apart.dequeue(params)
+    assert any(lease.tenant == "a" for lease in got)  # the capped tenant's slots were freed
+    ids = [f"j{n}" for n in range(9)]
+    assert snapshot(together, ids) == snapshot(apart, ids)
+    stats_at = StatsParams(now=5.0)
+    assert together.stats(stats_at) == apart.stats(stats_at)
+
+
 def test_ack_and_dequeue_does_not_wait(backend: Backend) -> None:
     enqueue(backend, new_jobs("a", range(2)))
     (lease,) = take(backend, 0.0, 1)
