@@ -13,8 +13,10 @@ before this worker's next dequeue counts its own free slots. The buffer is flush
   work, or in a call);
 * at shutdown (``close``), before running jobs are handed back.
 
-The ack is stored at flush time (``now`` of the flush), at most ``max_wait`` after the job
-ended. Failures do not come here: they are stored one by one with ``fail``.
+The ack is stored at flush time (``now`` of the flush), about ``max_wait`` after the job
+ended at most; twice that if the fetch loop, woken to store it, has not taken it by then (the
+ack thread stores it after all). Failures do not come here: they are stored one by one with
+``fail``.
 
 When the store cannot be reached, the batch stays buffered (its slots held) and is tried again
 after a back-off, for as long as the job's lease could still hold (``lease_timeout`` after it
