@@ -7,12 +7,16 @@ before this worker's next dequeue counts its own free slots. The buffer is flush
 * by the fetch loop, which takes them (``take``) and stores them in the same call as its
   next dequeue (``store_with``), when a slot is free or every slot waits for its ack
   (``RunningJobs.settle``);
-* by its own thread (fairq-ack) once the oldest entry has waited ``max_wait`` seconds (the
-  fetch loop may be waiting for new work, or for its other slots);
+* once the oldest entry has waited ``max_wait`` seconds: by the fetch loop if it waits for its
+  other slots (woken by ``RunningJobs.acks_due``, it stores them with its refill of their
+  slots, in one call), else by its own thread (fairq-ack; the fetch loop may be waiting for new
+  work, or in a call);
 * at shutdown (``close``), before running jobs are handed back.
 
-The ack is stored at flush time (``now`` of the flush), at most ``max_wait`` after the job
-ended. Failures do not come here: they are stored one by one with ``fail``.
+The ack is stored at flush time (``now`` of the flush), about ``max_wait`` after the job
+ended at most; twice that if the fetch loop, woken to store it, has not taken it by then (the
+ack thread stores it after all). Failures do not come here: they are stored one by one with
+``fail``.
 
 When the store cannot be reached, the batch stays buffered (its slots held) and is tried again
 after a back-off, for as long as the job's lease could still hold (``lease_timeout`` after it
@@ -126,9 +130,18 @@ class Completions:
                     return
                 due = self._oldest + max(self.max_wait, self._retry_wait)
                 self._cond.wait_for(self._flush_now, timeout=max(due - time.monotonic(), 0.0))
+                if self._handing_over() and self.running.acks_due():
+                    # The fetch loop stores them with its refill; if it has not taken them
+                    # within another max_wait, they are stored here after all.
+                    self._cond.wait_for(self._flush_now, timeout=self.max_wait)
                 if self._closed:
                     return
             self.flush()
+
+    def _handing_over(self) -> bool:
+        """Leave the acks due to the fetch loop (``RunningJobs.acks_due``)? Not while the
+        store fails: the back-off and its warnings are this thread's."""
+        return bool(self._pending) and not self._closed and self._retry_wait == 0
 
     def _flush_now(self) -> bool:
         """Stop waiting before the timer: closing, or nothing left (the fetch loop took it)."""

@@ -50,6 +50,10 @@ class RunningJobs:
         # redis_drain_cost.py). Until then a free slot wakes it, and the ack buffer's 2 ms
         # timer stores acks that wait.
         self._settled = 0
+        # Settled slots that wake the fetch loop: every slot, or any once the ack buffer's
+        # timer has fired while the loop waits here (``acks_due``).
+        self._wake_at = capacity
+        self._parked = False  # the fetch loop waits in ``wait_for_room``
 
     def add(self, lease: Lease) -> Running:
         entry = Running(lease)
@@ -101,6 +105,19 @@ class RunningJobs:
         """``count`` acks left the buffer to be stored (their slots free once ``done``)."""
         with self._cond:
             self._settled -= count
+            self._wake_at = self.capacity
+
+    def acks_due(self) -> bool:
+        """The ack buffer's timer fired. If the fetch loop waits for room, wake it: it stores
+        the acks with its refill of their slots in one call (``ack_and_dequeue``), where the
+        ack thread's own ``ack_many`` would be followed by the loop's ``dequeue``. False when
+        it does not wait here (it waits for new work, or is in a call): store them yourself."""
+        with self._cond:
+            if not self._parked or self._settled == 0:
+                return False
+            self._wake_at = 1
+            self._cond.notify_all()
+            return True
 
     def watch(self) -> list[Lease]:
         """The held leases, for the heartbeat: from now on ``changed`` is set only by a lease
@@ -132,17 +149,22 @@ class RunningJobs:
             self._cond.notify_all()
 
     def wait_for_room(self) -> None:
-        """Block until ``has_room``."""
+        """Block until ``has_room`` (one thread at a time: the fetch loop)."""
         with self._cond:
-            self._cond.wait_for(self._has_room)
+            self._parked = True
+            try:
+                self._cond.wait_for(self._has_room)
+            finally:
+                self._parked = False
 
     def has_room(self) -> bool:
-        """A slot is free, or every slot can be freed by storing its ack; or closed."""
+        """A slot is free, or every slot can be freed by storing its ack, or acks wait that
+        are due (``acks_due``); or closed."""
         with self._cond:
             return self._has_room()
 
     def _has_room(self) -> bool:
-        return self._closed or self._settled >= self.capacity or len(self._jobs) < self.capacity
+        return self._closed or self._settled >= self._wake_at or len(self._jobs) < self.capacity
 
     def free(self) -> int:
         """Free slots right now (0 once closed)."""

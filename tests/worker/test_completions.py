@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from fairq.contract import AckManyParams, AckManyResult, DequeueParams, EnqueueParams, StatsParams
@@ -122,5 +124,52 @@ def test_a_batch_stored_with_a_call_that_fails_is_kept_and_counted_again() -> No
         assert store.stats(StatsParams())[0].running == 2
         buffer.store_with(buffer.take(), lambda acks: (store.ack_many(acks), None))
         assert store.stats(StatsParams())[0].succeeded == 2 and running.free() == 2
+    finally:
+        buffer.close()
+
+
+def test_acks_due_wake_only_a_fetch_loop_waiting_for_room() -> None:
+    _, running, leases, buffer = _all_taken(2)
+    try:
+        entries = [running.add(lease) for lease in leases]
+        assert not running.acks_due()  # nothing settled
+        buffer.add(entries[0])
+        assert not running.acks_due()  # nobody waits for room: the ack thread stores them
+        waiter = threading.Thread(target=running.wait_for_room, daemon=True)
+        waiter.start()
+        while not running.acks_due():  # True once the waiter is parked
+            waiter.join(0.001)
+        waiter.join(5.0)
+        assert not waiter.is_alive()  # woken, though a job still runs
+        assert running.has_room()
+        assert buffer.take() == [entries[0]]
+        assert not running.has_room()  # taken: waiting for room again needs a free slot
+    finally:
+        buffer.close()
+
+
+def test_the_flusher_leaves_acks_due_to_a_fetch_loop_waiting_for_room() -> None:
+    """The acks go with the waiting loop's refill, in one ``ack_and_dequeue``, not in an
+    ``ack_many`` of their own followed by its dequeue."""
+    store = _store(3)
+    running = RunningJobs(2)
+    params = DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=2)
+    leases = store.dequeue(params)
+    buffer = Completions(store, running, clock=lambda: 1.0, max_wait=0.2)
+    try:
+        entries = [running.add(lease) for lease in leases]
+        running.claim(leases[0].token)
+        waiter = threading.Thread(target=running.wait_for_room, daemon=True)
+        waiter.start()
+        while not running._parked:  # the fetch loop's stand-in waits for room
+            waiter.join(0.001)
+        buffer.add(entries[0])
+        waiter.join(5.0)
+        assert not waiter.is_alive()  # woken by the timer, though a job still runs
+        batch = buffer.take()
+        assert batch == [entries[0]] and store.batches == []  # the flusher stored nothing
+        refill = buffer.store_with(batch, lambda acks: store.ack_and_dequeue(acks, params))
+        assert [lease.job_id for lease in refill] == ["j2"]
+        assert running.free() == 1 and store.stats(StatsParams())[0].succeeded == 1
     finally:
         buffer.close()

@@ -199,7 +199,7 @@ class RedisBackend:
         for at in range(2, len(reply), 5):
             block, job_id, raw, body, tenant = reply[at : at + 5]
             queue = names[int(block)]
-            leases.append(lease(text(job_id), queue, JobRecord.parse(raw), body, text(tenant)))
+            leases.append(lease(text(job_id), queue, raw, body, text(tenant)))
         for item in leases:
             self._remember(item.job_id, item.queue)
         return leases
