@@ -447,7 +447,7 @@ class RedisBackend:
             if queue is not None:
                 pipe.hmget(self.layout.queue_key(queue, "meta"), "ntid", "layout")
             found = pipe.execute()
-        for (key, want), raw in zip(expected.items(), found, strict=False):
+        for (key, want), raw in zip(expected.items(), found[: len(expected)], strict=True):
             have = text(raw)
             if have not in ("none", want):
                 raise SchemaError(
