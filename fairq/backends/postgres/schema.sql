@@ -222,13 +222,15 @@ $$;
 -- fewer than k picks are made, some tenant read is still unpicked, with a key at or below it.
 -- A pick reads only its tenant's next head (one index probe); the round writes the tenants it
 -- changed in one UPDATE, and the call starts all its jobs in one UPDATE at the end.
+-- A head job is read by its key alone, and no statement here may scan a table: a plan cached
+-- while the tables were tiny must still be a key lookup once they are large (schema 11).
 CREATE FUNCTION {schema}.dispatch(
     p_queues text[], p_worker text, p_now double precision, p_limit integer
 ) RETURNS TABLE (
     l_id text, l_name text, l_queue text, l_tenant text, l_payload text, l_attempts integer,
     l_leases integer, l_max_attempts integer, l_started_at double precision,
     l_deadline double precision, l_lease_timeout double precision, l_cost double precision
-) LANGUAGE plpgsql AS $$
+) LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     v_cands {schema}.tenants[];  -- the round's tenants, changed in memory pick by pick
     v_prios integer[];            -- each one's head job: its priority and cost
@@ -266,10 +268,13 @@ BEGIN
                    (SELECT coalesce(q.half_life, 60.0::double precision)
                     FROM {schema}.queues q WHERE q.name = v_queue)
             INTO v_cands, v_prios, v_costs, v_starts, v_heads, v_half_life
-            FROM (SELECT x, h.priority, h.cost, x.start_tag, x.head_seq,
+            FROM (SELECT x, CASE WHEN h.state = 'ready' THEN h.priority END AS priority,
+                         h.cost, x.start_tag, x.head_seq,
                          row_number() OVER (ORDER BY x.start_tag, x.head_seq) AS ord
                   FROM {schema}.tenants x
-                  LEFT JOIN {schema}.jobs h ON h.seq = x.head_seq AND h.state = 'ready'
+                  LEFT JOIN LATERAL (
+                      SELECT j.priority, j.cost, j.state FROM {schema}.jobs j
+                      WHERE j.seq = x.head_seq OFFSET 0) h ON true
                   WHERE x.queue = v_queue AND x.start_tag IS NOT NULL
                   ORDER BY x.start_tag, x.head_seq
                   LIMIT v_want) c;
@@ -406,7 +411,8 @@ CREATE FUNCTION {schema}.dequeue(
     l_attempts integer, l_leases integer, l_max_attempts integer,
     l_started_at double precision, l_deadline double precision,
     l_lease_timeout double precision, l_cost double precision
-) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan
+    SET enable_seqscan = off AS $$
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- see 0003_hot_paths.sql
     PERFORM pg_advisory_xact_lock(k)
@@ -438,7 +444,8 @@ $$;
 CREATE FUNCTION {schema}.ack(
     p_id text, p_lease integer, p_now double precision, p_seed bigint, p_channel_salt text
 ) RETURNS TABLE (status text, lease_deadline double precision)
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan
+    SET enable_seqscan = off AS $$
 BEGIN
     status := ({schema}.ack_many(ARRAY[p_id], ARRAY[p_lease], p_now, p_seed, p_channel_salt))[1];
     IF status = 'expired' THEN
@@ -465,7 +472,8 @@ CREATE FUNCTION {schema}.ack_many(
     p_ids text[], p_leases integer[], p_now double precision, p_seed bigint,
     p_channel_salt text
 ) RETURNS text[]
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan
+    SET enable_seqscan = off AS $$
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- see 0003_hot_paths.sql
     PERFORM pg_advisory_xact_lock_shared(s.k)
@@ -532,7 +540,8 @@ CREATE FUNCTION {schema}.ack_dequeue(
     l_payload text, l_attempts integer, l_leases integer, l_max_attempts integer,
     l_started_at double precision, l_deadline double precision,
     l_lease_timeout double precision, l_cost double precision
-) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan
+    SET enable_seqscan = off AS $$
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- see 0003_hot_paths.sql
     PERFORM {schema}.lock_ack_dequeue(p_queues, p_ids, p_seed);

@@ -1,0 +1,202 @@
+-- fairq PostgreSQL schema, version 11: the hot paths' cached plans stay key lookups however
+-- small the tables were when they were planned.
+--
+-- The hot functions run with generic plans (0009_ack_dequeue.sql), cached for the life of the
+-- connection and made from the statistics of the moment they were first planned. A worker
+-- that started beside an empty queue planned them on tables of a page or two, where reading a
+-- whole index, or the whole table, costs what one key lookup does; once a flood filled the
+-- queue those plans read every ready job on each dispatch (measured: 47 ms a dequeue of 10
+-- with 50,000 jobs queued, against 1.8 ms on a new connection) until autovacuum's next
+-- ANALYZE of jobs invalidated them. So:
+-- * dispatch reads an eligible tenant's head job by its key alone (a LATERAL subquery behind
+--   OFFSET 0, its state checked outside): with 'ready' in the lookup, the partial index
+--   jobs_ready qualified for a full scan;
+-- * the entry points and dispatch run with enable_seqscan = off: every statement in them
+--   reads rows by key or in index order, and a sequential scan was what the tiny tables
+--   made look cheapest.
+
+CREATE OR REPLACE FUNCTION {schema}.dispatch(
+    p_queues text[], p_worker text, p_now double precision, p_limit integer
+) RETURNS TABLE (
+    l_id text, l_name text, l_queue text, l_tenant text, l_payload text, l_attempts integer,
+    l_leases integer, l_max_attempts integer, l_started_at double precision,
+    l_deadline double precision, l_lease_timeout double precision, l_cost double precision
+) LANGUAGE plpgsql SET enable_seqscan = off AS $$
+DECLARE
+    v_cands {schema}.tenants[];  -- the round's tenants, changed in memory pick by pick
+    v_prios integer[];            -- each one's head job: its priority and cost
+    v_costs double precision[];
+    v_picked integer[];           -- picks per tenant in this round
+    v_starts double precision[];  -- their keys (start_tag, head_seq), for the picks
+    v_heads bigint[];
+    v_seqs bigint[] := ARRAY[]::bigint[];  -- the jobs handed out, in order
+    v_names text[] := ARRAY[]::text[];     -- and their tenants
+    t {schema}.tenants%ROWTYPE;
+    v_queue text;
+    v_half_life double precision;
+    v_vclock double precision;
+    v_want integer;
+    v_n integer;
+    v_best integer;
+    v_round integer;
+    v_next bigint;
+    v_next_prio integer;
+    v_next_cost double precision;
+    v_finish double precision;
+    v_interval double precision;
+    v_until double precision;
+    v_taken integer := 0;
+    v_changed integer;            -- tenants picked in this round
+    v_written integer;
+BEGIN
+    FOREACH v_queue IN ARRAY p_queues LOOP
+        v_vclock := NULL;
+        WHILE v_taken < p_limit LOOP
+            v_want := LEAST(p_limit - v_taken, 64);
+            SELECT array_agg(c.x ORDER BY c.ord), array_agg(c.priority ORDER BY c.ord),
+                   array_agg(c.cost ORDER BY c.ord), array_agg(c.start_tag ORDER BY c.ord),
+                   array_agg(c.head_seq ORDER BY c.ord),
+                   (SELECT coalesce(q.half_life, 60.0::double precision)
+                    FROM {schema}.queues q WHERE q.name = v_queue)
+            INTO v_cands, v_prios, v_costs, v_starts, v_heads, v_half_life
+            FROM (SELECT x, CASE WHEN h.state = 'ready' THEN h.priority END AS priority,
+                         h.cost, x.start_tag, x.head_seq,
+                         row_number() OVER (ORDER BY x.start_tag, x.head_seq) AS ord
+                  FROM {schema}.tenants x
+                  LEFT JOIN LATERAL (
+                      SELECT j.priority, j.cost, j.state FROM {schema}.jobs j
+                      WHERE j.seq = x.head_seq OFFSET 0) h ON true
+                  WHERE x.queue = v_queue AND x.start_tag IS NOT NULL
+                  ORDER BY x.start_tag, x.head_seq
+                  LIMIT v_want) c;
+            EXIT WHEN v_cands IS NULL;
+            v_n := cardinality(v_cands);
+            IF array_position(v_prios, NULL) IS NOT NULL THEN
+                RAISE EXCEPTION 'fairq: an eligible tenant''s head job in % is not ready', v_queue;
+            END IF;
+            v_picked := array_fill(0, ARRAY[v_n]);
+            v_changed := 0;
+            v_round := 0;
+            -- at most v_n picks while tenants were left unread (see above)
+            WHILE v_taken < p_limit AND (v_n < v_want OR v_round < v_n) LOOP
+                v_best := NULL;
+                FOR i IN 1..v_n LOOP
+                    IF v_starts[i] IS NOT NULL AND (v_best IS NULL
+                        OR (v_starts[i], v_heads[i]) < (v_starts[v_best], v_heads[v_best])) THEN
+                        v_best := i;
+                    END IF;
+                END LOOP;
+                EXIT WHEN v_best IS NULL;
+                t := v_cands[v_best];
+                IF t.head_seq IS NULL THEN
+                    RAISE EXCEPTION 'fairq: eligible tenant row % has no head job', t.id;
+                END IF;
+                v_seqs := v_seqs || t.head_seq;
+                v_names := v_names || t.tenant;
+                -- the next head: the first ready job after this one in (priority DESC, seq)
+                -- order, found from it onwards, so the index entries of jobs already handed
+                -- out (dead until vacuum reaches them, and all before it) are not walked again
+                -- (SELECT INTO sets v_next to NULL when there is none)
+                SELECT r.seq, r.priority, r.cost INTO v_next, v_next_prio, v_next_cost
+                FROM {schema}.jobs r
+                WHERE r.tenant_id = t.id AND r.state = 'ready'
+                  AND r.priority = v_prios[v_best] AND r.seq > t.head_seq
+                ORDER BY r.priority DESC, r.seq
+                LIMIT 1;
+                IF v_next IS NULL THEN
+                    SELECT r.seq, r.priority, r.cost INTO v_next, v_next_prio, v_next_cost
+                    FROM {schema}.jobs r
+                    WHERE r.tenant_id = t.id AND r.state = 'ready'
+                      AND r.priority < v_prios[v_best]
+                    ORDER BY r.priority DESC, r.seq
+                    LIMIT 1;
+                END IF;
+                -- V = S; F = S + estimate / w
+                v_vclock := t.start_tag;
+                v_finish := t.start_tag + v_costs[v_best] / t.weight;
+                -- usage = max(decayed(usage, usage_at, now) + (F_new - F_old), 0)
+                t.usage := GREATEST(
+                    {schema}.decayed(t.usage, t.usage_at, p_now, v_half_life)
+                    + (v_finish - t.finish_tag),
+                    0.0::double precision);
+                t.usage_at := GREATEST(t.usage_at, p_now);
+                t.finish_tag := v_finish;
+                -- GCRA: tat = max(tat, now) + interval; limited until tat - tolerance if after now
+                v_until := NULL;
+                IF t.rate_count IS NOT NULL THEN
+                    v_interval := t.rate_period / t.rate_count;
+                    IF t.tat IS NULL THEN
+                        t.tat := p_now + v_interval;
+                    ELSE
+                        t.tat := GREATEST(t.tat, p_now) + v_interval;
+                    END IF;
+                    IF t.tat - v_interval * (t.rate_burst - 1) > p_now THEN
+                        v_until := t.tat - v_interval * (t.rate_burst - 1);
+                    END IF;
+                END IF;
+                t.limited_until := v_until;
+                t.ready := t.ready - 1;
+                t.running := t.running + 1;
+                -- then S = F while still eligible
+                t.start_tag := CASE WHEN t.ready > 0
+                    AND (t.max_running IS NULL OR t.running < t.max_running)
+                    AND t.weight > 0 AND v_until IS NULL THEN v_finish END;
+                t.head_seq := v_next;
+                v_cands[v_best] := t;
+                v_starts[v_best] := t.start_tag;
+                v_heads[v_best] := t.head_seq;
+                v_prios[v_best] := v_next_prio;
+                v_costs[v_best] := v_next_cost;
+                IF v_picked[v_best] = 0 THEN
+                    v_changed := v_changed + 1;
+                END IF;
+                v_picked[v_best] := v_picked[v_best] + 1;
+                v_taken := v_taken + 1;
+                v_round := v_round + 1;
+            END LOOP;
+            -- the round's tenants, as the picks left them; a slot is never taken over a cap
+            UPDATE {schema}.tenants x
+            SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
+                usage_at = d.usage_at, tat = d.tat, limited_until = d.limited_until,
+                head_seq = d.head_seq, ready = x.ready - p.picks, running = x.running + p.picks
+            FROM unnest(v_cands) WITH ORDINALITY AS d
+            JOIN unnest(v_picked) WITH ORDINALITY AS p(picks, ord) ON p.ord = d.ordinality
+            WHERE x.id = d.id AND p.picks > 0
+              AND (x.max_running IS NULL OR x.running + p.picks <= x.max_running);
+            GET DIAGNOSTICS v_written = ROW_COUNT;
+            IF v_written < v_changed THEN
+                RAISE EXCEPTION 'fairq: a tenant of queue % refused a slot over its cap', v_queue;
+            END IF;
+            EXIT WHEN v_n < v_want;  -- every eligible tenant was read: none is left
+        END LOOP;
+        IF v_vclock IS NOT NULL THEN
+            UPDATE {schema}.queues SET vclock = v_vclock WHERE name = v_queue;
+        END IF;
+    END LOOP;
+    RETURN QUERY
+    WITH started AS (
+        UPDATE {schema}.jobs j
+        SET state = 'running', attempts = j.attempts + 1, leases = j.leases + 1,
+            started_at = p_now, deadline = p_now + j.lease_timeout, worker_id = p_worker,
+            charged = j.cost
+        WHERE j.seq = ANY(v_seqs)
+        RETURNING j.seq, j.id, j.name, j.queue, j.payload, j.attempts, j.leases,
+                  j.max_attempts, j.started_at, j.deadline, j.lease_timeout, j.cost
+    )
+    SELECT s.id, s.name, s.queue, o.tenant, s.payload, s.attempts, s.leases, s.max_attempts,
+           s.started_at, s.deadline, s.lease_timeout, s.cost
+    FROM unnest(v_seqs, v_names) WITH ORDINALITY AS o(seq, tenant, ord)
+    JOIN started s ON s.seq = o.seq
+    ORDER BY o.ord;
+END
+$$;
+
+ALTER FUNCTION {schema}.dequeue(text[], bigint, text, double precision, integer)
+    SET enable_seqscan = off;
+ALTER FUNCTION {schema}.ack(text, integer, double precision, bigint, text)
+    SET enable_seqscan = off;
+ALTER FUNCTION {schema}.ack_many(text[], integer[], double precision, bigint, text)
+    SET enable_seqscan = off;
+ALTER FUNCTION {schema}.ack_dequeue(
+    text[], integer[], double precision, text[], text, double precision, integer, bigint, text)
+    SET enable_seqscan = off;
