@@ -9,7 +9,14 @@ import redis
 from redis_helpers import keys_of, new_job
 
 from fairq.backends.redis import RedisBackend
-from fairq.backends.redis.keys import QUEUE_PARTS, Layout, check_prefix, crc16, key_slot
+from fairq.backends.redis.keys import (
+    QUEUE_PARTS,
+    REPLY_PART,
+    Layout,
+    check_prefix,
+    crc16,
+    key_slot,
+)
 from fairq.contract import (
     DequeueParams,
     EnqueueParams,
@@ -53,7 +60,10 @@ def test_every_key_of_a_queue_is_in_the_queues_slot(
     expected = {layout.directory, layout.seq, layout.queues} | {
         layout.queue_key(q, p) for q in ("default", "reports.v2", "x-y_z") for p in QUEUE_PARTS
     }
-    assert {k.decode() for k in keys_of(raw, prefix)} <= expected
+    # The calls' remembered replies: one key per caller (this thread) and queue, expiring.
+    replies = {k.decode() for k in keys_of(raw, prefix) if f"}}:{REPLY_PART}:".encode() in k}
+    assert len(replies) == 3 and all(raw.pttl(k) > 0 for k in replies)
+    assert {k.decode() for k in keys_of(raw, prefix)} - replies <= expected
 
 
 def test_tenant_ids_never_reach_key_names(
@@ -66,7 +76,7 @@ def test_tenant_ids_never_reach_key_names(
     backend.maintain(MaintainParams(now=1.0))
     names = b" ".join(keys_of(raw, prefix))
     assert b"evil" not in names and b"xxxx" not in names and "ü".encode() not in names
-    assert len(keys_of(raw, prefix)) <= 3 + len(QUEUE_PARTS)
+    assert len(keys_of(raw, prefix)) <= 3 + len(QUEUE_PARTS) + 1  # + the enqueue's reply
 
 
 @pytest.mark.parametrize("bad", ["", "a{b", "a}b"])

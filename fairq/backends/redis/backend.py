@@ -7,10 +7,12 @@ inside the scripts, atomically. See keys.py for the layout and lua/_lib.lua for 
 records. Enqueueing jobs with throttle rules is the one operation in two scripts: the
 window's record + decide (route.lua, in the home queue's Cluster slot), then the store
 (enqueue.lua, in the chosen queue's); throttling.py says why and what that gives up.
+Every call whose re-sending by redis-py would change the outcome is sent once (``_run_once``).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -54,7 +56,6 @@ from fairq.job import JobInfo, Lease, NewJob
 
 from . import reads, throttling
 from .connection import (
-    RESENT,
     RedisOptions,
     check_eviction,
     check_version,
@@ -97,6 +98,7 @@ class RedisBackend:
         self._library = library()
         self._checked: set[str] = set()
         self._routes: OrderedDict[str, str] = OrderedDict()
+        self._caller = os.urandom(6).hex()  # with the thread's id: whose reply key (_once)
         self._lock = threading.Lock()
         try:
             with self._translated():
@@ -126,30 +128,17 @@ class RedisBackend:
         queues = [job.queue for job in jobs]
         if any(job.throttle for job in jobs):
             self._refuse_stored([job.id for job in jobs])
-            queues = throttling.route(self._run, self.layout, jobs, params.now)
+            queues = throttling.route(self._run_once, self.layout, jobs, params.now)
         blocks = _blocks(queues)
         args: list[Arg] = [num(params.now), len(blocks), *blocks, len(jobs)]
         for job, queue in zip(jobs, queues, strict=True):
             args += _job_args(blocks[queue], job)
         keys = [self.layout.directory, self.layout.seq, self.layout.queues]
         keys += self._keys(blocks)
-        RESENT.happened = False
-        reply = self._run("enqueue", keys, args)
-        if reply and not (RESENT.happened and self._stored_by(jobs, queues, params.now)):
+        reply = self._run_once("enqueue", queues[0], keys, args)
+        if reply:
             raise _duplicate([text(i) for i in reply[1:]])
         return queues
-
-    def _stored_by(self, jobs: list[NewJob], queues: list[str], now: float) -> bool:
-        """Asked when redis-py sent this enqueue again (its reply was lost with the
-        connection) and Redis found the ids taken: is every job stored exactly as this call
-        stores it, at its ``now``? Then the first sending stored the batch: a success, not
-        DuplicateJob."""
-        found = self.get_jobs([job.id for job in jobs])
-        return len(found) == len(jobs) and all(
-            (info.name, info.queue, info.tenant, info.payload, info.enqueued_at)
-            == (job.name, queue, job.tenant, job.payload, now)
-            for info, job, queue in zip(found, jobs, queues, strict=True)
-        )
 
     def _refuse_stored(self, ids: list[str]) -> None:
         """DuplicateJob before a throttle window records anything (enqueue.lua checks again)."""
@@ -189,7 +178,7 @@ class RedisBackend:
         if params.wait > 0:
             reply = self._dequeue_after_wait(params, keys, rest)
         else:
-            reply = self._run("dequeue", keys, [num(params.now), *rest])
+            reply = self._run_once("dequeue", params.queues[0], keys, [num(params.now), *rest])
         return self._leases(blocks, reply)
 
     def _leases(self, blocks: dict[str, int], reply: list[Any]) -> list[Lease]:
@@ -211,14 +200,15 @@ class RedisBackend:
         started = time.monotonic()
         while True:
             waited = time.monotonic() - started
-            args = [">" + num(params.now + waited), *rest]
+            at = ">" + num(params.now + waited)
+            sent, args = self._once(params.queues[0], keys, [at, *rest])
             with self._translated():
                 woke, reply = self._waiter.wait_then(
                     params.queues,
                     params.wait - waited,
-                    partial(self._library.pipe, op="dequeue", keys=keys, args=args),
+                    partial(self._library.pipe, op="dequeue", keys=sent, args=args),
                 )
-                reply = self._library.answer(self.client, reply, "dequeue", keys, args)
+                reply = self._library.answer(self.client, reply, "dequeue", sent, args)
             if woke or len(reply) > 2 or params.wait - waited <= SLICE:
                 return reply
 
@@ -242,7 +232,7 @@ class RedisBackend:
         order = list(dict.fromkeys(blocks[q] for q in params.queues))
         args: list[Arg] = [num(params.now), params.limit, params.worker_id, len(order), *order]
         args += [num(acks.now), *_held_args(routed, blocks)]
-        reply = self._run("ack_dequeue", self._keys(blocks), args)
+        reply = self._run_once("ack_dequeue", params.queues[0], self._keys(blocks), args)
         result = _ack_result(_answers(routed, reply[0]))
         return result, self._leases(blocks, reply[1:])
 
@@ -264,7 +254,7 @@ class RedisBackend:
     ) -> list[Any]:
         if queue is None:
             raise _not_found(token)
-        reply: list[Any] = self._run(name, self._keys({queue: 1}), args)
+        reply: list[Any] = self._run_once(name, queue, self._keys({queue: 1}), args)
         if text(reply[0]) == "nf" and self._forget(str(args[0]), queue):
             return self._end(name, self._route(token)[0], args, token, now)
         status = text(reply[0])
@@ -302,7 +292,8 @@ class RedisBackend:
         blocks = _blocks([q for _, q, _, _ in routed if q is not None])
         if not blocks:
             return _answers(routed, [])
-        reply = self._run(script, self._keys(blocks), [num(now), *_held_args(routed, blocks)])
+        args = [num(now), *_held_args(routed, blocks)]
+        reply = self._run_once(script, next(iter(blocks)), self._keys(blocks), args)
         return _answers(routed, reply)
 
     # -- maintenance -----------------------------------------------------------------------
@@ -405,7 +396,7 @@ class RedisBackend:
         args: list[Arg] = [num(params.now)]
         for job_id, queue in routed:
             args += [blocks[queue], job_id]
-        return int(self._run("requeue", self._keys(blocks), args))
+        return int(self._run_once("requeue", routed[0][1], self._keys(blocks), args))
 
     # -- waiting ---------------------------------------------------------------------------
 
@@ -425,6 +416,21 @@ class RedisBackend:
     def _run(self, name: str, keys: list[str], args: Sequence[Arg]) -> Any:
         with self._translated():
             return self._library(self.client, name, keys, args)
+
+    def _run_once(self, name: str, queue: str, keys: list[str], args: Sequence[Arg]) -> Any:
+        """Run a function registered with ``register_once`` (_lib.lua): when redis-py sends
+        the call again after its connection failed, the re-sending gets the first sending's
+        reply and changes nothing. ``queue``: one of the call's, whose slot the reply is kept in.
+        """
+        return self._run(name, *self._once(queue, keys, args))
+
+    def _once(
+        self, queue: str, keys: list[str], args: Sequence[Arg]
+    ) -> tuple[list[str], list[Arg]]:
+        """``keys`` and ``args`` with this thread's reply key in ``queue``'s slot (one per
+        thread and queue, so concurrent calls keep their own) and a new call id."""
+        caller = f"{self._caller}-{threading.get_ident()}"
+        return [*keys, self.layout.reply_key(queue, caller)], [*args, os.urandom(8).hex()]
 
     def _keys(self, blocks: dict[str, int]) -> list[str]:
         """The key blocks of ``blocks`` (queue -> block number), in block order."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -72,26 +71,13 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-class _Resent(threading.local):
-    happened = False
-
-
-#: Whether redis-py sent a command again in this thread since ``happened`` was last cleared.
-RESENT = _Resent()
-
-
-class NotingRetry(Retry):
-    """redis-py's retry, noting in ``RESENT`` that it sends a command again: the first sending
-    may have run, its reply lost with the connection (see ``RedisBackend.enqueue``)."""
-
-    def call_with_retry(
-        self, do: Callable[[], T], fail: Callable[..., Any], *args: Any, **kwargs: Any
-    ) -> T:
-        def noted(*failure: Any) -> Any:
-            RESENT.happened = True
-            return fail(*failure)
-
-        return super().call_with_retry(do, noted, *args, **kwargs)
+#: redis-py's retries of a lost connection: up to RETRIES more sendings of a command, each after
+#: a back-off of at most BACKOFF_CAP s, a connect of at most CONNECT_TIMEOUT s and a reply
+#: awaited at most READ_TIMEOUT s.
+RETRIES, BACKOFF_CAP, CONNECT_TIMEOUT, READ_TIMEOUT = 8, 2.0, 5.0, 30.0
+#: How long Redis keeps a call's reply for its re-sendings (``register_once`` in _lib.lua):
+#: longer than all of redis-py's retries of one command can take.
+REPLY_TTL_MS = int(RETRIES * (BACKOFF_CAP + CONNECT_TIMEOUT + READ_TIMEOUT) * 1000)
 
 
 def open_client(options: RedisOptions, *, blocking: bool = False) -> redis.Redis:
@@ -99,14 +85,14 @@ def open_client(options: RedisOptions, *, blocking: bool = False) -> redis.Redis
 
     ``blocking`` clients have no read timeout, for BLPOP (its own timeout bounds the wait).
     """
-    retry = NotingRetry(ExponentialWithJitterBackoff(base=0.05, cap=2.0), retries=8)
+    retry = Retry(ExponentialWithJitterBackoff(base=0.05, cap=BACKOFF_CAP), retries=RETRIES)
     return redis.Redis.from_url(
         options.client_url,
         decode_responses=False,
         retry=retry,
         retry_on_error=[redis.ConnectionError, redis.TimeoutError],
-        socket_connect_timeout=5.0,
-        socket_timeout=None if blocking else 30.0,
+        socket_connect_timeout=CONNECT_TIMEOUT,
+        socket_timeout=None if blocking else READ_TIMEOUT,
         socket_keepalive=True,
         health_check_interval=0 if blocking else 30,
     )

@@ -10,7 +10,8 @@ Per queue, ``{prefix}:{<queue>}:<part>`` for each part in ``QUEUE_PARTS``: the h
 early. Tenants never appear in key names: a queue interns each tenant as a number (``tids``
 and ``tnames`` hashes), and every per-tenant structure is a hash field or zset member of a
 per-queue key, so a script never has to build a key name. _lib.lua documents each part.
-The one per-(job name, tenant) key, a throttle window, hex-encodes both (``window_key``).
+The one per-(job name, tenant) key, a throttle window, hex-encodes both (``window_key``);
+the one per-caller key, a call's remembered reply, names a random caller id (``reply_key``).
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ PART_TYPES: dict[str, str] = {
 #: Throttle windows are per (job name, tenant) lists, not part of a queue's key block:
 #: ``{prefix}:{<home queue>}:win:<hex name>:<hex tenant>`` (see ``Layout.window_key``).
 WINDOW_PART = "win"
+#: A caller's last reply from each queue's slot, for its re-sending (``register_once`` in
+#: _lib.lua): ``{prefix}:{<queue>}:reply:<caller id>``, a string that expires.
+REPLY_PART = "reply"
 
 #: The version of the stored record layout, kept in each queue's meta (the Lua library gets it
 #: in its header, see scripts.py):
@@ -137,6 +141,9 @@ class Layout:
         """
         encoded = f"{name.encode().hex()}:{tenant.encode().hex()}"
         return f"{self.queue_key(home, WINDOW_PART)}:{encoded}"
+
+    def reply_key(self, queue: str, caller: str) -> str:
+        return f"{self.queue_key(queue, REPLY_PART)}:{caller}"
 
     def queue_types(self, queue: str) -> dict[str, str]:
         return {self.queue_key(queue, part): PART_TYPES[part] for part in QUEUE_PARTS}

@@ -21,6 +21,7 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
+from .connection import REPLY_TTL_MS
 from .keys import LAYOUT
 
 Arg = str | bytes | int | float
@@ -51,9 +52,9 @@ class Library:
     """The library's source and name, and a call that loads it when the server lacks it."""
 
     def __init__(self, body: str) -> None:
-        self.name = "fairq_" + hashlib.sha1(body.encode()).hexdigest()[:16]
-        header = f"#!lua name={self.name}\nlocal LIBRARY = '{self.name}'\n"
-        self.source = f"{header}local LAYOUT = '{LAYOUT}'\n{body}"
+        consts = f"local LAYOUT = '{LAYOUT}'\nlocal REPLY_TTL = '{REPLY_TTL_MS}'\n{body}"
+        self.name = "fairq_" + hashlib.sha1(consts.encode()).hexdigest()[:16]
+        self.source = f"#!lua name={self.name}\nlocal LIBRARY = '{self.name}'\n{consts}"
 
     def function(self, op: str) -> str:
         return f"{self.name}_{op}"

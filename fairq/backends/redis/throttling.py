@@ -25,7 +25,8 @@ from .keys import Layout
 from .records import num, text
 from .scripts import Arg
 
-Run = Callable[[str, list[str], Sequence[Arg]], Any]
+#: ``RedisBackend._run_once``: run(function, queue whose slot keeps the reply, keys, args).
+Run = Callable[[str, str, list[str], Sequence[Arg]], Any]
 
 
 def route(run: Run, layout: Layout, jobs: Sequence[NewJob], now: float) -> list[str]:
@@ -50,7 +51,7 @@ def route(run: Run, layout: Layout, jobs: Sequence[NewJob], now: float) -> list[
             ]
             for rule in job.throttle:
                 args += [rule.threshold, num(rule.per), rule.queue]
-        for at, queue in zip(positions, run("route", list(keys), args), strict=True):
+        for at, queue in zip(positions, run("route", home, list(keys), args), strict=True):
             chosen[at] = text(queue)
     return chosen
 

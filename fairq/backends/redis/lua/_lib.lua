@@ -1,10 +1,11 @@
 -- _lib.lua: shared helpers, the start of the one Redis Functions library fairq loads.
 --
 -- scripts.py builds the library: a header naming it (it defines LIBRARY, the library name,
--- and LAYOUT, the record layout version from keys.py),
+-- LAYOUT, the record layout version from keys.py, and REPLY_TTL, see `register_once`),
 -- this file, _lib_jobs.lua, then one file per operation. Each operation file registers one
--- function with `register` below and states its own contract (KEYS, ARGV, keys touched,
--- return value). The helpers are created once, when the library is loaded, not per call.
+-- function with `register` or `register_once` below and states its own contract (KEYS, ARGV,
+-- keys touched, return value). The helpers are created once, when the library is loaded, not
+-- per call.
 --
 -- Layout (docs in fairq/backends/redis/keys.py). Every per-queue key carries the hash tag
 -- {queue}; a queue's keys arrive in KEYS as one block of QUEUE_KEYS consecutive names:
@@ -76,6 +77,30 @@ local function register(name, body)
   redis.register_function(LIBRARY .. '_' .. name, function(keys, args)
     KEYS, ARGV = keys, args
     return body()
+  end)
+end
+
+-- Register operation `name` so that a call sent twice runs once. redis-py sends a command
+-- again when its connection fails before the reply comes, and the first sending may have
+-- run: without this, a dequeue sent again leases a second batch, an ack finds its lease gone.
+-- The caller appends to KEYS its reply key (one per caller and queue, in that queue's slot:
+-- Layout.reply_key) and to ARGV a new call id per logical call (the same on a re-sending).
+-- The key keeps the id and the reply, JSON-encoded (cjson keeps bytes as they are; numbers
+-- in replies are counts and block numbers, well within its 14 digits), for
+-- REPLY_TTL ms (the library's header, from connection.py: longer than redis-py's retries
+-- last); a call that finds its own id there returns that reply and changes nothing.
+-- The body sees KEYS and ARGV without the two.
+local function register_once(name, body)
+  redis.register_function(LIBRARY .. '_' .. name, function(keys, args)
+    local key, head = keys[#keys], args[#args] .. ' '
+    keys[#keys], args[#args] = nil, nil
+    if redis.call('GETRANGE', key, 0, #head - 1) == head then
+      return cjson.decode(string.sub(redis.call('GET', key), #head + 1))
+    end
+    KEYS, ARGV = keys, args
+    local reply = body()
+    redis.call('SET', key, head .. cjson.encode(reply), 'PX', REPLY_TTL)
+    return reply
   end)
 end
 

@@ -7,7 +7,7 @@
 -- Returns: {'ok'}; {'nf'} when no job is held under the lease; {'exp', deadline} when the
 --       lease expired. Nothing is changed unless 'ok'.
 
-register('ack', function()
+register_once('ack', function()
   local now = tonumber(ARGV[3])
   local q, j, lost = one_held(now)
   if lost then return lost end

@@ -9,7 +9,7 @@
 -- Returns: {answers, promoted, expired, block, id, ...}: ack_many's answers (one string per
 --       token), then dequeue's reply.
 
-register('ack_dequeue', function()
+register_once('ack_dequeue', function()
   local last = 4 + tonumber(ARGV[4])
   local answers = succeed_each(tonumber(ARGV[last + 1]), last + 2)
   local out = take(tonumber(ARGV[1]), tonumber(ARGV[2]), 5, last)

@@ -13,6 +13,6 @@ local function succeed_each(now, first)
   end)
 end
 
-register('ack_many', function()
+register_once('ack_many', function()
   return succeed_each(tonumber(ARGV[1]), 2)
 end)

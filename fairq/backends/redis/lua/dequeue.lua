@@ -51,6 +51,6 @@ local function take(now, limit, first, last)
   return out
 end
 
-register('dequeue', function()
+register_once('dequeue', function()
   return take(clock(ARGV[1]), tonumber(ARGV[2]), 4, #ARGV)
 end)

@@ -30,7 +30,7 @@ local function claim(directory, first, fields, njobs)
   return dups
 end
 
-register('enqueue', function()
+register_once('enqueue', function()
   local now = tonumber(ARGV[1])
   local nblocks = tonumber(ARGV[2])
   local njobs = tonumber(ARGV[3 + nblocks])

@@ -8,7 +8,7 @@
 -- Returns: {'ok', record, body, tenant, error} (the job after the call); {'nf'};
 --       {'exp', deadline}. Nothing is changed unless 'ok'.
 
-register('fail', function()
+register_once('fail', function()
   local now = tonumber(ARGV[3])
   local q, j, lost = one_held(now)
   if lost then return lost end

@@ -10,7 +10,7 @@
 -- charged, the difference / w moves its tenant's F (and usage), and an eligible tenant is
 -- retagged; a paused tenant (w = 0) is not charged.
 
-register('heartbeat', function()
+register_once('heartbeat', function()
   local now = tonumber(ARGV[1])
   return each_held(now, 2, function(q, j)
     local t = tenant(q, j.tid)

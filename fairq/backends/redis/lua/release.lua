@@ -5,7 +5,7 @@
 -- Touches: meta (read), tenants, eligible, ready, readyat, running, jobs, backlog, wake.
 -- Returns: {'ok'}; {'nf'}; {'exp', deadline}. Nothing is changed unless 'ok'.
 
-register('release', function()
+register_once('release', function()
   local now = tonumber(ARGV[3])
   local q, j, lost = one_held(now)
   if lost then return lost end

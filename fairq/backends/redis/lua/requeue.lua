@@ -5,7 +5,7 @@
 -- Touches: meta (read), tenants, eligible, ready, readyat, dead, jobs, backlog, wake.
 -- Returns: how many of the jobs were dead (and are now ready).
 
-register('requeue', function()
+register_once('requeue', function()
   local now = tonumber(ARGV[1])
   local queues = {}
   local count = 0

@@ -16,7 +16,7 @@
 -- another slot. Each list entry is "time:span", so a reader knows the span of the last
 -- routing (what the model filters by) without another key.
 
-register('route', function()
+register_once('route', function()
   local now = tonumber(ARGV[1])
   local out = {}
   local a = 2
