@@ -1,7 +1,9 @@
 """Runs one dequeued job and stores how it ended: ack, fail with a back-off, or fail for good.
 
 Successes are acked in batches (``Completions``: one ``ack_many`` per batch, the job's slot held
-until then); failures are stored one by one with ``fail``.
+until then); failures are stored one by one with ``fail``. An ``async def`` job's success goes
+into that buffer from the event loop; its failure is stored by the fairq-report thread, so that
+no store call blocks the loop.
 
 A job that cannot run at all (its name is not declared in this worker's app, its payload cannot
 be decoded, its arguments do not fit the function) fails at once without a retry: running it
@@ -11,10 +13,11 @@ means the job already went back to its queue; that is logged, never raised.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from fairq.app import App, JobDefinition
@@ -51,39 +54,39 @@ class JobRunner:
         self.app_name = app_name
         self.clock = clock
         self._threads = DaemonPool(running.capacity, "fairq-job")
-        self._reporter = DaemonPool(1, "fairq-report")  # stores async jobs' outcomes off the loop
+        self._reporter = DaemonPool(1, "fairq-report")  # stores async jobs' failures off the loop
         self._loop: LoopThread | None = None  # started with the first async job
         self._fits: set[Shape] = set()  # argument shapes known to bind (see _check_fit)
         self.completions = Completions(self.backend, running, clock=clock)
 
-    def start(self, lease: Lease) -> None:
-        """Run one dequeued job; its slot stays taken until its outcome is stored.
-
-        Called by one thread at a time (under the fetch loop's gate), as is ``begin``.
-        """
-        run = self.begin(lease)
-        if run is not None:
-            self._threads.submit(run)
-
-    def begin(self, lease: Lease) -> Callable[[], None] | None:
-        """Take the job's slot and start it, except a ``def`` job: that comes back as a call
-        for the caller to run on a job thread (``start``'s, or its own: ``on_a_job_thread``).
-        An ``async def`` job goes to the event loop, one that can never run here is failed."""
-        entry = self.running.add(lease)
-        if log.isEnabledFor(logging.DEBUG):
-            fields = job_fields(lease, "start")
-            log.debug("job %s %s started", lease.job_id, lease.name, extra=fields)
-        prepared = self._prepare(lease)
-        if isinstance(prepared, str):
-            self._reject(entry, prepared)
-            return None
-        if prepared[0].is_async:
+    def start(self, leases: Sequence[Lease]) -> list[Callable[[], None]]:
+        """Take the jobs' slots and start them, except the ``def`` jobs: those come back as
+        calls for the caller to run on job threads (``on_a_job_thread``, or its own). The
+        ``async def`` jobs go to the event loop together, one wake-up for them all; a job that
+        can never run here is failed. Called by one thread at a time (under the fetch loop's
+        gate)."""
+        calls: list[Callable[[], None]] = []
+        entries: list[Running] = []
+        coros: list[Coroutine[Any, Any, None]] = []
+        for lease in leases:
+            entry = self.running.add(lease)
+            if log.isEnabledFor(logging.DEBUG):
+                fields = job_fields(lease, "start")
+                log.debug("job %s %s started", lease.job_id, lease.name, extra=fields)
+            prepared = self._prepare(lease)
+            if isinstance(prepared, str):
+                self._reject(entry, prepared)
+            elif prepared[0].is_async:
+                entries.append(entry)
+                coros.append(self._run_async(entry, *prepared))
+            else:
+                calls.append(functools.partial(self._run_sync, entry, *prepared))
+        if coros:
             if self._loop is None:
                 self._loop = LoopThread("fairq-async")
-            future = self._loop.submit(self._run_async(entry, *prepared))
-            entry.cancel = future.cancel
-            return None
-        return lambda: self._run_sync(entry, *prepared)
+            for entry, cancel in zip(entries, self._loop.start(coros), strict=True):
+                entry.cancel = cancel
+        return calls
 
     def on_a_job_thread(self, task: Callable[[], None]) -> None:
         """Run ``task`` on one of the job threads (the fetch loop waits there for new work)."""
@@ -174,7 +177,10 @@ class JobRunner:
         except BaseException as exc:  # includes CancelledError: the job did not finish
             error = exc
         duration = time.monotonic() - started
-        self._reporter.submit(lambda: self._finish(entry, definition, error, duration))
+        if error is None:  # only buffered for the next ack: no store call blocks the loop
+            self._finish(entry, definition, error, duration)
+        else:
+            self._reporter.submit(lambda: self._finish(entry, definition, error, duration))
 
     # -- after running --------------------------------------------------------------------
 

@@ -7,7 +7,8 @@ Threads, and who talks to the store::
     fairq-fetch       the fetch loop (dequeue/maintain/wait)
     fairq-job-N       ``def`` jobs; a failure is stored here, a success buffered (N = concurrency)
     fairq-ack         flushes the ack buffer (one ack_many) after ~2 ms or when full
-    fairq-async       ``async def`` jobs on one event loop; fairq-report stores their outcomes
+    fairq-async       ``async def`` jobs on one event loop (each dequeued batch starts there with
+                      one wake-up); a success is buffered from there, fairq-report stores failures
     fairq-heartbeat   extends the held leases
     fairq-maintain    expires lapsed leases and prunes old jobs on every queue
     fairq-weights     calls the app's tenant_weights callbacks (only if it has some)

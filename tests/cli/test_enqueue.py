@@ -7,7 +7,7 @@ import json
 import pytest
 from cli_store import Store
 
-from fairq.demo.jobs import NOOP, WORK
+from fairq.demo.jobs import NOOP, NOOP_ASYNC, WORK
 from fairq.job import JobState
 
 
@@ -50,7 +50,10 @@ BAD_INPUTS = [
     (["enqueue", WORK, "[]", "--kwargs", "nope"], "--kwargs is not valid JSON"),
     (["enqueue", WORK, "[]", "--kwargs", "[1]"], "--kwargs must be a JSON object"),
     (["enqueue", WORK, "[NaN, 1]", "--tenant", "a"], "positional argument 0"),
-    (["enqueue", "no.such.job", "[]", "--tenant", "a"], f"known jobs: {NOOP}, {WORK}"),
+    (
+        ["enqueue", "no.such.job", "[]", "--tenant", "a"],
+        f"known jobs: {NOOP}, {NOOP_ASYNC}, {WORK}",
+    ),
     (["enqueue", NOOP], "has no tenant"),
     (["enqueue", NOOP, "--tenant", ""], "tenant"),
     (["enqueue", NOOP, "--tenant", "a", "--queue", "bad queue!"], "queue name"),

@@ -40,6 +40,10 @@ def make_app(url: str) -> App:
     def explode(tenant: str, message: str) -> None:
         raise ValueError(message)
 
+    @app.job(name="explode_async", tenant="tenant", max_attempts=2, retry_base=0.05)
+    async def explode_async(tenant: str, message: str) -> None:
+        raise ValueError(message)
+
     @app.job(name="rendezvous", tenant="tenant")
     def rendezvous(tenant: str, workdir: str, tag: str, n: int) -> None:
         """Finish only once ``n`` rendezvous jobs have started: proves they ran at once."""
@@ -71,9 +75,14 @@ def make_app(url: str) -> App:
 
     @app.job(name="block_async", tenant="tenant")
     async def block_async(tenant: str, workdir: str, tag: str) -> None:
+        """``block`` for the event loop; marks ``cancelled/<tag>`` if it is cancelled."""
         _mark(workdir, "started", tag)
-        while not (Path(workdir) / "go" / tag).exists():
-            await asyncio.sleep(0.01)
+        try:
+            while not (Path(workdir) / "go" / tag).exists():
+                await asyncio.sleep(0.01)
+        except asyncio.CancelledError:
+            _mark(workdir, "cancelled", tag)
+            raise
         _mark(workdir, "done", tag)
 
     @app.job(name="first_run_hangs", tenant="tenant", lease=1.0)

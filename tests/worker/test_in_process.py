@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from fairq import App, ConfigError, JobState
+from fairq import App, ConfigError, JobInfo, JobState
 from fairq.contract import (
     AckManyParams,
     AckManyResult,
     DequeueParams,
     EnqueueParams,
+    FailParams,
     MaintainParams,
     waited_first,
 )
@@ -46,6 +47,55 @@ def test_def_and_async_jobs_run_and_are_acked(app: App, tmp_path: Path) -> None:
         for job_id in ids:
             wait_state(app, job_id, JobState.SUCCEEDED)
     assert set(marks(tmp_path, "done")) == {"sync", "async"}
+
+
+def test_async_jobs_taken_together_are_cancelled_when_handed_back(app: App, tmp_path: Path) -> None:
+    tags = ["a", "b", "c"]
+    ids = [app.jobs["block_async"].enqueue(f"t{tag}", str(tmp_path), tag) for tag in tags]
+    worker = Worker(app, concurrency=3, grace_period=0.0)
+    with worker.in_thread():
+        wait_for(lambda: set(marks(tmp_path, "started")) == set(tags), "all three to start")
+        worker.stop()
+    wait_for(lambda: set(marks(tmp_path, "cancelled")) == set(tags), "all three cancelled")
+    for job_id in ids:
+        info = job(app, job_id)
+        assert (info.state, info.attempts) == (JobState.READY, 0)
+    assert marks(tmp_path, "done") == {}
+
+
+def test_async_successes_are_acked_while_an_async_failure_is_being_stored() -> None:
+    """An ``async def`` job's success goes into the ack buffer from the event loop; only
+    failures wait for the thread that stores them, so a slow ``fail`` holds no success back."""
+
+    class SlowFail(ReferenceModel):
+        failing = threading.Event()
+        release = threading.Event()
+
+        def fail(self, params: FailParams) -> JobInfo:
+            self.failing.set()
+            self.release.wait(60)
+            return super().fail(params)
+
+    store = SlowFail()
+    app = App(backend=store)
+
+    @app.job(name="fails", tenant="tenant", max_attempts=1)
+    async def fails(tenant: str) -> None:
+        raise ValueError("no disk")
+
+    @app.job(name="quick", tenant="tenant")
+    async def quick(tenant: str) -> None:
+        pass
+
+    failed = fails.enqueue("t0")
+    with Worker(app, concurrency=2).in_thread():
+        assert store.failing.wait(60)
+        try:
+            for job_id in [quick.enqueue(f"t{n}") for n in range(1, 6)]:
+                wait_state(app, job_id, JobState.SUCCEEDED)
+        finally:
+            store.release.set()
+        wait_state(app, failed, JobState.DEAD)
 
 
 def test_failing_job_is_retried_then_dead(app: App) -> None:

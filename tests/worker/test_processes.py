@@ -40,8 +40,9 @@ def test_successes_are_not_logged_at_the_default_level(store: Store) -> None:
     assert "outcome=succeeded" not in worker.log()
 
 
-def test_failing_job_is_retried_then_dead(store: Store) -> None:
-    job_id = store.app.jobs["explode"].enqueue("t1", "disk full")
+@pytest.mark.parametrize("name", ["explode", "explode_async"])
+def test_failing_job_is_retried_then_dead(store: Store, name: str) -> None:
+    job_id = store.app.jobs[name].enqueue("t1", "disk full")
     worker = store.worker("--burst")
     assert worker.exit_code() == 0
     info = job(store.app, job_id)
@@ -109,6 +110,25 @@ def test_sigterm_finishes_what_fits_in_the_grace_period_and_hands_back_the_rest(
     assert handed_back.attempts == 0
     assert job(store.app, later).state is JobState.READY
     assert "outcome=handed_back" in worker.log()
+
+
+def test_sigterm_hands_back_the_async_jobs_still_running(
+    store: Store,
+) -> None:
+    wd = str(store.workdir)
+    block = store.app.jobs["block_async"]
+    ids = {tag: block.enqueue(f"t-{tag}", wd, tag) for tag in ["short", "long1", "long2"]}
+    worker = store.worker("--concurrency", "3", "--grace-period", "3", log_level="debug")
+    wait_for(lambda: len(marks(store.workdir, "started")) == 3, "all three to start")
+    worker.signal(signal.SIGTERM)
+    worker.wait_log("SIGTERM received")
+    go(store.workdir, "short")
+    assert worker.exit_code() == 0
+    assert job(store.app, ids["short"]).state is JobState.SUCCEEDED
+    for tag in ["long1", "long2"]:
+        info = job(store.app, ids[tag])
+        assert (info.state, info.attempts) == (JobState.READY, 0)
+    assert worker.log().count("outcome=handed_back") == 2
 
 
 def test_sigkill_mid_job_the_job_comes_back_after_its_lease_and_frees_the_slot(
