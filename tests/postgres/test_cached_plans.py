@@ -10,17 +10,15 @@ on each dispatch once a flood arrives (schema 11). Counted in buffers read per s
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
-import pytest
 
 from fairq.backends.postgres.keys import channel_salt, schema_seed
 from fairq.contract import EnqueueParams
 from fairq.job import NewJob
 
-from ._store import DisposableBackend, open_disposable, server_url
+from ._store import DisposableBackend, server_url
 from .test_dead_entries import AUTO_EXPLAIN
 
 FLOOD = 20_000
@@ -29,15 +27,6 @@ TENANTS = 10
 # index entries: about 120 for the 10 tenant rows of an UPDATE); reading the flood's ready jobs
 # or the jobs table is hundreds to thousands (18,130 for the picks before schema 11).
 MAX_BUFFERS = 200
-
-
-@pytest.fixture
-def backend() -> Iterator[DisposableBackend]:
-    store = open_disposable()
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 def _job(n: int) -> NewJob:
@@ -66,24 +55,24 @@ def _call(
 
 
 def test_plans_made_on_an_empty_queue_read_by_key_after_a_flood(
-    backend: DisposableBackend,
+    pg: DisposableBackend,
 ) -> None:
     with psycopg.connect(server_url(), autocommit=True) as conn:
         for table in ("jobs", "tenants"):  # no ANALYZE may replan the statements meanwhile
-            conn.execute(f'ALTER TABLE "{backend.schema}".{table} SET (autovacuum_enabled = false)')
-    backend.enqueue(EnqueueParams(jobs=[_job(n) for n in range(TENANTS)], now=0.0))
+            conn.execute(f'ALTER TABLE "{pg.schema}".{table} SET (autovacuum_enabled = false)')
+    pg.enqueue(EnqueueParams(jobs=[_job(n) for n in range(TENANTS)], now=0.0))
     with psycopg.connect(server_url(), autocommit=True) as worker:
         # the worker's first calls plan every statement of both on the near-empty tables
-        _call(backend, worker, "ack_and_dequeue", _call(backend, worker, "dequeue", [], 1), 1)
+        _call(pg, worker, "ack_and_dequeue", _call(pg, worker, "dequeue", [], 1), 1)
         for start in range(TENANTS, FLOOD, 1_000):
             jobs = [_job(n) for n in range(start, min(FLOOD, start + 1_000))]
-            backend.enqueue(EnqueueParams(jobs=jobs, now=0.0))
-        leases = _call(backend, worker, "dequeue", [])
+            pg.enqueue(EnqueueParams(jobs=jobs, now=0.0))
+        leases = _call(pg, worker, "dequeue", [])
         plans: list[str] = []
         worker.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
         for setting in AUTO_EXPLAIN:
             worker.execute(setting)
-        assert len(_call(backend, worker, "ack_and_dequeue", leases)) == 10
+        assert len(_call(pg, worker, "ack_and_dequeue", leases)) == 10
     read = {
         plan["Query Text"]: int(plan["Plan"]["Shared Hit Blocks"])
         + int(plan["Plan"]["Shared Read Blocks"])

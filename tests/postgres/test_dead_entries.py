@@ -9,17 +9,15 @@ hands out. Counted in buffers read (auto_explain with BUFFERS), not in time.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
-import pytest
 
 from fairq.backends.postgres.keys import schema_seed
 from fairq.contract import AckManyParams, DequeueParams, EnqueueParams
 from fairq.job import NewJob
 
-from ._store import DisposableBackend, open_disposable, server_url
+from ._store import DisposableBackend, server_url
 
 JOBS = 3_000
 HANDED_OUT = 2_000
@@ -33,15 +31,6 @@ AUTO_EXPLAIN = (
     "SET auto_explain.log_format = 'json'",
     "SET client_min_messages = 'log'",
 )
-
-
-@pytest.fixture
-def backend() -> Iterator[DisposableBackend]:
-    store = open_disposable()
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 def _job(n: int) -> NewJob:
@@ -73,24 +62,24 @@ def _head_lookup_buffers(backend: DisposableBackend, conn: psycopg.Connection[An
 
 
 def test_a_dispatch_does_not_walk_the_entries_of_jobs_already_handed_out(
-    backend: DisposableBackend,
+    pg: DisposableBackend,
 ) -> None:
     with psycopg.connect(server_url(), autocommit=True) as conn:
         for table in ("jobs", "tenants"):  # keep every dead entry for the whole test
-            conn.execute(f'ALTER TABLE "{backend.schema}".{table} SET (autovacuum_enabled = false)')
+            conn.execute(f'ALTER TABLE "{pg.schema}".{table} SET (autovacuum_enabled = false)')
     for start in range(0, JOBS, 500):
         jobs = [_job(n) for n in range(start, start + 500)]
-        backend.enqueue(EnqueueParams(jobs=jobs, now=0.0))
+        pg.enqueue(EnqueueParams(jobs=jobs, now=0.0))
     with psycopg.connect(server_url(), autocommit=True) as conn:
         for setting in AUTO_EXPLAIN:
             conn.execute(setting)
-        fresh = _head_lookup_buffers(backend, conn)
+        fresh = _head_lookup_buffers(pg, conn)
         for _ in range(0, HANDED_OUT, 100):
             params = DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=100)
-            tokens = [lease.token for lease in backend.dequeue(params)]
-            backend.ack_many(AckManyParams(tokens=tokens, now=2.0))
-        _head_lookup_buffers(backend, conn)  # the first visit marks the dead entries dead
-        after = _head_lookup_buffers(backend, conn)
+            tokens = [lease.token for lease in pg.dequeue(params)]
+            pg.ack_many(AckManyParams(tokens=tokens, now=2.0))
+        _head_lookup_buffers(pg, conn)  # the first visit marks the dead entries dead
+        after = _head_lookup_buffers(pg, conn)
     # reading jobs_ready from the tenant's first entry read one more leaf page per ~200 jobs
     # handed out (about 10 here)
     assert after <= fresh + 2, (fresh, after)
