@@ -71,10 +71,8 @@ class Completions:
     def add(self, entry: Running) -> None:
         """A claimed job succeeded: ack it with the next flush (then its slot is freed)."""
         with self._cond:
-            if self._closed:
-                closed = True
-            else:
-                closed = False
+            closed = self._closed
+            if not closed:
                 if not self._pending:
                     self._oldest = time.monotonic()
                 self._pending.append(entry)

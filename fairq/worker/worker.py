@@ -6,7 +6,8 @@ Threads, and who talks to the store::
     fairq-worker      publish and start the others; at stop, shutdown and hand-back
     fairq-fetch       the fetch loop (dequeue/maintain/wait)
     fairq-job-N       ``def`` jobs; a failure is stored here, a success buffered (N = concurrency)
-    fairq-ack         flushes the ack buffer (one ack_many) after ~2 ms or when full
+    fairq-ack         stores acks that waited ~2 ms (one ack_many) unless the fetch loop
+                      takes them with its next dequeue (ack_and_dequeue)
     fairq-async       ``async def`` jobs on one event loop (each dequeued batch starts there with
                       one wake-up); a success is buffered from there, fairq-report stores failures
     fairq-heartbeat   extends the held leases
