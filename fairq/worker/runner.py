@@ -27,7 +27,7 @@ from fairq.job import JobState, Lease, decode_payload
 from fairq.policy.retry import backoff
 from fairq.worker.completions import Completions
 from fairq.worker.joblog import ERROR_CHARS, Outcome, describe, job_fields, log_job_end
-from fairq.worker.pools import DaemonPool, LoopThread
+from fairq.worker.pools import CLEANUP_WAIT, DaemonPool, LoopThread
 from fairq.worker.running import Running, RunningJobs
 
 log = logging.getLogger("fairq.worker")
@@ -101,8 +101,13 @@ class JobRunner:
         self.completions.close()
         self._threads.shutdown()
         self._reporter.shutdown()
-        if self._loop is not None:
-            self._loop.shutdown()
+        if self._loop is not None and not self._loop.shutdown():
+            log.warning(
+                "stopping: an async job did not end within %.0f s of being cancelled (does it "
+                "block the event loop?); the process may end it mid-way",
+                CLEANUP_WAIT,
+                extra={"action": "async_cleanup_late"},
+            )
 
     # -- before running -------------------------------------------------------------------
 

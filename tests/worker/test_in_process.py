@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import signal
 import threading
@@ -135,6 +136,28 @@ def test_strict_queue_order(app: App, tmp_path: Path) -> None:
     Worker(app, queues="high,low", concurrency=1, burst=True).run()  # returns when all are done
     order = (tmp_path / "order.txt").read_text().split()
     assert order == ["high0", "high1", "high2", "low0", "low1", "low2"]
+
+
+def test_stopping_waits_for_the_cleanup_of_an_async_job_it_hands_back(app: App) -> None:
+    """The event loop's thread is a daemon: the worker waits for a cancelled job's cleanup
+    (which needs the loop) before it returns, so the process does not end mid-cleanup."""
+    started = threading.Event()
+    cleaned: list[str] = []
+
+    @app.job(name="slow_cleanup", tenant="tenant")
+    async def slow_cleanup(tenant: str) -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await asyncio.sleep(0.3)
+            cleaned.append(tenant)
+
+    job_id = slow_cleanup.enqueue("t1")
+    with Worker(app, grace_period=0.0).in_thread():
+        assert started.wait(60)
+    assert cleaned == ["t1"]
+    assert job(app, job_id).state is JobState.READY
 
 
 def test_stop_lets_a_short_job_finish_and_hands_a_long_one_back(app: App, tmp_path: Path) -> None:

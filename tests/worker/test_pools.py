@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import threading
 
 from fairq.worker.pools import LoopThread
 
@@ -37,18 +38,48 @@ def test_each_job_of_a_batch_can_be_cancelled_from_another_thread() -> None:
 
 
 def test_a_job_cancelled_before_the_loop_took_its_batch_never_runs() -> None:
-    """Shutdown may hand a job back right after it was started: the cancel is queued behind
-    the batch's start, so the task exists, and it ends before its first line."""
+    """Shutdown may hand a job back right after it was started, before the loop took its
+    batch: it never runs (the loop is held busy here until the cancel is in)."""
     ran: queue.SimpleQueue[str] = queue.SimpleQueue()
+    busy = threading.Event()
 
     async def job(tag: str) -> None:
         ran.put(tag)
 
     loop = LoopThread("test-loop")
     try:
+        loop.loop.call_soon_threadsafe(busy.wait, DEADLINE)
         (cancel,) = loop.start([job("cancelled")])
         cancel()
-        loop.start([job("after")])  # runs after the cancel: callbacks run in order
+        loop.start([job("after")])
+        busy.set()
+        assert ran.get(timeout=DEADLINE) == "after"
+        assert ran.empty()
+    finally:
+        loop.shutdown()
+
+
+def test_a_cancel_queued_behind_the_first_step_of_its_job_still_stops_it() -> None:
+    """The loop may create a batch's task, queue its first step, then get the cancel: the
+    cancel flag stops the job at that step, before its first line."""
+    ran: queue.SimpleQueue[str] = queue.SimpleQueue()
+    busy, created, go = threading.Event(), threading.Event(), threading.Event()
+
+    async def job(tag: str) -> None:
+        ran.put(tag)
+
+    loop = LoopThread("test-loop")
+    try:
+        loop.loop.call_soon_threadsafe(busy.wait, DEADLINE)
+        (cancel,) = loop.start([job("cancelled")])
+        # Runs in the loop's next round with the batch's creation, after it and before the
+        # task's first step (queued by the creation): it holds the loop there.
+        loop.loop.call_soon_threadsafe(lambda: (created.set(), go.wait(DEADLINE)))
+        busy.set()
+        assert created.wait(DEADLINE)
+        cancel()
+        go.set()
+        loop.start([job("after")])
         assert ran.get(timeout=DEADLINE) == "after"
         assert ran.empty()
     finally:
