@@ -1,9 +1,11 @@
-"""A dispatch costs the same after thousands of dispatches as at the start, before any vacuum.
+"""A dequeue costs the same after thousands of jobs as at the start, before any vacuum.
 
 A job handed out leaves its entry in the partial index jobs_ready until vacuum removes it, and
 every such entry sorts before the tenant's current head. Finding the next head from the start
 of the tenant's range walked over all of them; the server-side dispatch starts from the job it
-hands out. Counted in buffers read (auto_explain with BUFFERS), not in time.
+hands out. Likewise an acked job leaves its entry in jobs_running, before those of the jobs
+still running: the "is maintenance due" check reads that index only up to now. Counted in
+buffers read (auto_explain with BUFFERS), not in time.
 """
 
 from __future__ import annotations
@@ -40,15 +42,17 @@ def _job(n: int) -> NewJob:
     )  # fmt: skip
 
 
-def _head_lookup_buffers(backend: DisposableBackend, conn: psycopg.Connection[Any]) -> int:
-    """Shared buffers read by dispatch's lookup of the next head (since schema 8 its own
-    statement, before the tenant is written), for one dequeue of one job, from auto_explain;
-    rolled back, so nothing changes."""
+def _statement_buffers(
+    backend: DisposableBackend, conn: psycopg.Connection[Any], marker: str, now: float = 1.0
+) -> int:
+    """Shared buffers read by the one statement of a dequeue of one job whose text holds
+    ``marker`` (nested statements included), from auto_explain; rolled back, so nothing
+    changes."""
     plans: list[Any] = []
     conn.add_notice_handler(lambda diag: plans.append(diag.message_primary))
     args: dict[str, Any] = {
         "queues": ["default"], "seed": schema_seed(backend.schema), "worker": "w",
-        "now": 1.0, "limit": 1,
+        "now": now, "limit": 1,
     }  # fmt: skip
     with conn.transaction(force_rollback=True):
         conn.execute(backend.q["dequeue"], args).fetchall()
@@ -57,8 +61,19 @@ def _head_lookup_buffers(backend: DisposableBackend, conn: psycopg.Connection[An
         for message in plans
         if (text := (message or "").split("plan:", 1)[-1].strip()).startswith("{")
     ]
-    (lookup,) = [plan for plan in found if "r.seq > t.head_seq" in plan["Query Text"]]
-    return int(lookup["Plan"]["Shared Hit Blocks"]) + int(lookup["Plan"]["Shared Read Blocks"])
+    (plan,) = [plan for plan in found if marker in plan["Query Text"]]
+    return int(plan["Plan"]["Shared Hit Blocks"]) + int(plan["Plan"]["Shared Read Blocks"])
+
+
+def _head_lookup_buffers(backend: DisposableBackend, conn: psycopg.Connection[Any]) -> int:
+    """dispatch's lookup of the next head (since schema 8 its own statement, before the
+    tenant is written)."""
+    return _statement_buffers(backend, conn, "r.seq > t.head_seq")
+
+
+def _due_check_buffers(backend: DisposableBackend, conn: psycopg.Connection[Any]) -> int:
+    """The "is maintenance due" check, at a time before any lease here ends."""
+    return _statement_buffers(backend, conn, "j.state = 'running'", now=3.0)
 
 
 def test_a_dispatch_does_not_walk_the_entries_of_jobs_already_handed_out(
@@ -82,4 +97,28 @@ def test_a_dispatch_does_not_walk_the_entries_of_jobs_already_handed_out(
         after = _head_lookup_buffers(pg, conn)
     # reading jobs_ready from the tenant's first entry read one more leaf page per ~200 jobs
     # handed out (about 10 here)
+    assert after <= fresh + 2, (fresh, after)
+
+
+def test_the_maintenance_check_does_not_walk_the_entries_of_jobs_already_acked(
+    pg: DisposableBackend,
+) -> None:
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        for table in ("jobs", "tenants"):  # keep every dead entry for the whole test
+            conn.execute(f'ALTER TABLE "{pg.schema}".{table} SET (autovacuum_enabled = false)')
+    for start in range(0, JOBS, 500):
+        jobs = [_job(n) for n in range(start, start + 500)]
+        pg.enqueue(EnqueueParams(jobs=jobs, now=0.0))
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        for setting in AUTO_EXPLAIN:
+            conn.execute(setting)
+        fresh = _due_check_buffers(pg, conn)
+        for _ in range(0, HANDED_OUT, 100):  # leases of 600 s: none ends during the test
+            params = DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=100)
+            tokens = [lease.token for lease in pg.dequeue(params)]
+            pg.ack_many(AckManyParams(tokens=tokens, now=2.0))
+        _due_check_buffers(pg, conn)  # the first visit marks the dead entries dead
+        after = _due_check_buffers(pg, conn)
+    # reading jobs_running from the queue's first entry read one more leaf page per ~200 jobs
+    # acked (about 10 here), and looked up in jobs each entry not yet marked dead
     assert after <= fresh + 2, (fresh, after)

@@ -34,20 +34,23 @@ FROM {schema}.queues WHERE name = %(name)s
 
 -- name: queues_dispatch_state
 -- Read after the queue locks are held (a new snapshot): V and whether maintenance has work.
--- Each test reads the first entry of one index (ORDER BY … LIMIT 1), which the planner cannot
--- turn into a hashed scan of jobs the way it may turn an EXISTS. A queue known only to the
--- inbox (its first jobs came in a caller's transaction) has no row yet: defaults until then.
+-- Each test reads one index from its queue's first entry up to now (ORDER BY … LIMIT 1),
+-- which the planner cannot turn into a hashed scan of jobs the way it may turn an EXISTS; up
+-- to now, so that it stops at the first entry due later, dead or not (maintenance_due in
+-- schema.sql). A queue known only to the inbox (its first jobs came in a caller's
+-- transaction) has no row yet: defaults until then.
 SELECT n.name, coalesce(q.vclock, 0.0) AS vclock, q.half_life,
        coalesce(q.max_debt, 60.0) AS max_debt,
        (SELECT j.run_at FROM {schema}.jobs j
-        WHERE j.queue = n.name AND j.state = 'scheduled'
-        ORDER BY j.run_at, j.seq LIMIT 1) <= %(now)s AS promote_due,
+        WHERE j.queue = n.name AND j.state = 'scheduled' AND j.run_at <= %(now)s
+        ORDER BY j.run_at, j.seq LIMIT 1) IS NOT NULL AS promote_due,
        (SELECT j.deadline FROM {schema}.jobs j
-        WHERE j.queue = n.name AND j.state = 'running'
-        ORDER BY j.deadline, j.seq LIMIT 1) <= %(now)s AS expire_due,
+        WHERE j.queue = n.name AND j.state = 'running' AND j.deadline <= %(now)s
+        ORDER BY j.deadline, j.seq LIMIT 1) IS NOT NULL AS expire_due,
        (SELECT t.limited_until FROM {schema}.tenants t
         WHERE t.queue = n.name AND t.limited_until IS NOT NULL
-        ORDER BY t.limited_until LIMIT 1) <= %(now)s AS unlimit_due,
+          AND t.limited_until <= %(now)s
+        ORDER BY t.limited_until LIMIT 1) IS NOT NULL AS unlimit_due,
        (SELECT i.seq FROM {schema}.inbox i
         WHERE i.queue = n.name ORDER BY i.seq LIMIT 1) IS NOT NULL AS inbox_due
 FROM (SELECT DISTINCT unnest(%(names)s::text[]) AS name) n

@@ -418,20 +418,7 @@ BEGIN
     PERFORM pg_advisory_xact_lock(k)
     FROM (SELECT DISTINCT hashtextextended(n, p_seed) AS k FROM unnest(p_queues) AS n) s
     ORDER BY k;
-    IF EXISTS (
-        SELECT 1 FROM unnest(p_queues) AS n
-        WHERE (SELECT j.run_at FROM {schema}.jobs j
-               WHERE j.queue = n AND j.state = 'scheduled'
-               ORDER BY j.run_at, j.seq LIMIT 1) <= p_now
-           OR (SELECT j.deadline FROM {schema}.jobs j
-               WHERE j.queue = n AND j.state = 'running'
-               ORDER BY j.deadline, j.seq LIMIT 1) <= p_now
-           OR (SELECT t.limited_until FROM {schema}.tenants t
-               WHERE t.queue = n AND t.limited_until IS NOT NULL
-               ORDER BY t.limited_until LIMIT 1) <= p_now
-           OR (SELECT i.seq FROM {schema}.inbox i
-               WHERE i.queue = n ORDER BY i.seq LIMIT 1) IS NOT NULL
-    ) THEN
+    IF {schema}.maintenance_due(p_queues, p_now) THEN
         due := true;
         RETURN NEXT;
         RETURN;
@@ -504,22 +491,24 @@ END
 $$;
 
 -- Whether dequeue must maintain p_queues first: a due scheduled job, an overdue lease, a rate
--- limit that is over, or an inbox row. The caller holds the queues' exclusive locks. The
--- same test as dequeue's (0006_lean_hot_paths.sql); in plpgsql so its plan is cached.
+-- limit that is over, or an inbox row. The caller holds the queues' exclusive locks. In
+-- plpgsql so its plan is cached. Each probe reads its index only up to p_now (schema 12): a
+-- job acked since the last vacuum leaves its entry in jobs_running, before the live ones
+-- (its lease began earlier), and a probe for the first live entry walked all of them.
 CREATE FUNCTION {schema}.maintenance_due(p_queues text[], p_now double precision)
 RETURNS boolean LANGUAGE plpgsql STABLE AS $$
 BEGIN
     RETURN EXISTS (
         SELECT 1 FROM unnest(p_queues) AS n
         WHERE (SELECT j.run_at FROM {schema}.jobs j
-               WHERE j.queue = n AND j.state = 'scheduled'
-               ORDER BY j.run_at, j.seq LIMIT 1) <= p_now
+               WHERE j.queue = n AND j.state = 'scheduled' AND j.run_at <= p_now
+               ORDER BY j.run_at, j.seq LIMIT 1) IS NOT NULL
            OR (SELECT j.deadline FROM {schema}.jobs j
-               WHERE j.queue = n AND j.state = 'running'
-               ORDER BY j.deadline, j.seq LIMIT 1) <= p_now
+               WHERE j.queue = n AND j.state = 'running' AND j.deadline <= p_now
+               ORDER BY j.deadline, j.seq LIMIT 1) IS NOT NULL
            OR (SELECT t.limited_until FROM {schema}.tenants t
-               WHERE t.queue = n AND t.limited_until IS NOT NULL
-               ORDER BY t.limited_until LIMIT 1) <= p_now
+               WHERE t.queue = n AND t.limited_until IS NOT NULL AND t.limited_until <= p_now
+               ORDER BY t.limited_until LIMIT 1) IS NOT NULL
            OR (SELECT i.seq FROM {schema}.inbox i
                WHERE i.queue = n ORDER BY i.seq LIMIT 1) IS NOT NULL);
 END
