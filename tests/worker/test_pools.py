@@ -37,24 +37,29 @@ def test_each_job_of_a_batch_can_be_cancelled_from_another_thread() -> None:
         loop.shutdown()
 
 
+class Recorder:
+    """Jobs that only record that they ran."""
+
+    def __init__(self) -> None:
+        self.ran: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    async def job(self, tag: str) -> None:
+        self.ran.put(tag)
+
+
 def test_a_job_cancelled_before_the_loop_took_its_batch_never_runs() -> None:
     """Shutdown may hand a job back right after it was started, before the loop took its
     batch: it never runs (the loop is held busy here until the cancel is in)."""
-    ran: queue.SimpleQueue[str] = queue.SimpleQueue()
-    busy = threading.Event()
-
-    async def job(tag: str) -> None:
-        ran.put(tag)
-
+    jobs, busy = Recorder(), threading.Event()
     loop = LoopThread("test-loop")
     try:
         loop.loop.call_soon_threadsafe(busy.wait, DEADLINE)
-        (cancel,) = loop.start([job("cancelled")])
+        (cancel,) = loop.start([jobs.job("cancelled")])
         cancel()
-        loop.start([job("after")])
+        loop.start([jobs.job("after")])
         busy.set()
-        assert ran.get(timeout=DEADLINE) == "after"
-        assert ran.empty()
+        assert jobs.ran.get(timeout=DEADLINE) == "after"
+        assert jobs.ran.empty()
     finally:
         loop.shutdown()
 
@@ -62,16 +67,12 @@ def test_a_job_cancelled_before_the_loop_took_its_batch_never_runs() -> None:
 def test_a_cancel_queued_behind_the_first_step_of_its_job_still_stops_it() -> None:
     """The loop may create a batch's task, queue its first step, then get the cancel: the
     cancel flag stops the job at that step, before its first line."""
-    ran: queue.SimpleQueue[str] = queue.SimpleQueue()
+    jobs = Recorder()
     busy, created, go = threading.Event(), threading.Event(), threading.Event()
-
-    async def job(tag: str) -> None:
-        ran.put(tag)
-
     loop = LoopThread("test-loop")
     try:
         loop.loop.call_soon_threadsafe(busy.wait, DEADLINE)
-        (cancel,) = loop.start([job("cancelled")])
+        (cancel,) = loop.start([jobs.job("cancelled")])
         # Runs in the loop's next round with the batch's creation, after it and before the
         # task's first step (queued by the creation): it holds the loop there.
         loop.loop.call_soon_threadsafe(lambda: (created.set(), go.wait(DEADLINE)))
@@ -79,8 +80,8 @@ def test_a_cancel_queued_behind_the_first_step_of_its_job_still_stops_it() -> No
         assert created.wait(DEADLINE)
         cancel()
         go.set()
-        loop.start([job("after")])
-        assert ran.get(timeout=DEADLINE) == "after"
-        assert ran.empty()
+        loop.start([jobs.job("after")])
+        assert jobs.ran.get(timeout=DEADLINE) == "after"
+        assert jobs.ran.empty()
     finally:
         loop.shutdown()
