@@ -3,7 +3,9 @@
 One ``fairq worker`` process (default concurrency) waits idle on the wake-up list; jobs are
 enqueued one at a time, ``--gap`` seconds apart so the worker is idle each time, and each job
 records ``time.time()`` at its start minus the enqueue time passed in its arguments (same
-machine, same clock). Reports p50/p99 over ``--n`` jobs.
+machine, same clock). Reports p50/p99 over ``--n`` jobs, and beside them the floor any
+Redis queue has on this machine: a bare ``LPUSH`` → ``BLPOP`` hand-off between two threads,
+as far apart.
 
     .venv/bin/python benchmarks/redis_latency.py --n 500
 """
@@ -14,6 +16,7 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -25,6 +28,26 @@ sys.path.insert(0, str(HERE))
 from redis_latency_jobs import LATENCIES, URL, app, stamp  # noqa: E402
 
 from fairq.policy.metrics import percentile  # noqa: E402
+
+
+def hand_off(client: redis.Redis, n: int, gap: float) -> list[float]:
+    """Milliseconds from an ``LPUSH`` to the ``BLPOP`` it wakes on another connection."""
+    key = "bench:handoff"
+    waiting = redis.Redis.from_url(URL)
+    found: list[float] = []
+
+    def wait() -> None:
+        for _ in range(n):
+            _, sent = waiting.blpop([key])
+            found.append((time.time() - float(sent)) * 1000)
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    for _ in range(n):
+        time.sleep(gap)
+        client.lpush(key, repr(time.time()))
+    thread.join()
+    return found
 
 
 def main() -> None:
@@ -59,6 +82,9 @@ def main() -> None:
     values = [float(v) * 1000 for v in client.lrange(LATENCIES, 0, -1)]
     print(f"enqueue -> start, idle worker, {args.n} jobs: p50 {percentile(values, 50):.2f} ms, "
           f"p99 {percentile(values, 99):.2f} ms")  # fmt: skip
+    floor = hand_off(client, args.n, args.gap)
+    print(f"bare LPUSH -> BLPOP hand-off, {args.n} pushes: p50 {percentile(floor, 50):.2f} ms, "
+          f"p99 {percentile(floor, 99):.2f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":

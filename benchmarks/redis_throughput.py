@@ -23,6 +23,8 @@ sys.path.insert(0, str(HERE / "peers"))
 from _drive import measure  # noqa: E402
 from redis_jobs import app, noop  # noqa: E402
 
+from fairq.app import JobDefinition  # noqa: E402
+
 PEERS = ("rq", "celery", "dramatiq", "arq")
 VENVS = Path(os.environ.get("FAIRQ_PEER_VENVS", Path.home() / ".cache" / "fairq-peers"))
 BATCH = 1000
@@ -33,9 +35,9 @@ def fairq_enqueue(n: int) -> None:
         noop.enqueue(f"t{i % 10}")
 
 
-def fairq_enqueue_batched(n: int) -> None:
+def fairq_enqueue_batched(n: int, job: JobDefinition[..., None] = noop) -> None:
     for start in range(0, n, BATCH):
-        app.enqueue_many(noop.call(f"t{i % 10}") for i in range(start, min(n, start + BATCH)))
+        app.enqueue_many(job.call(f"t{i % 10}") for i in range(start, min(n, start + BATCH)))
 
 
 def fairq_run(n: int, batched: bool, concurrency: int) -> dict[str, float]:

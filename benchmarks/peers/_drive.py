@@ -35,17 +35,23 @@ def mark_done(client: redis.Redis) -> None:
 
 
 def measure(
-    n: int, enqueue: Callable[[int], None], workers: Sequence[Sequence[str]], cwd: Path = HERE
+    n: int,
+    enqueue: Callable[[int], None],
+    workers: Sequence[Sequence[str]],
+    cwd: Path = HERE,
+    finished: Callable[[], int] | None = None,
 ) -> dict[str, float]:
-    """Enqueue ``n`` jobs (timed), start ``workers`` (commands), time the drain."""
+    """Enqueue ``n`` jobs (timed), start ``workers`` (commands), time the drain. ``finished``
+    counts the jobs done, for a job that does not count itself (default: ``DONE_KEY``)."""
     client = counter()
     client.flushdb()
+    count = finished or (lambda: done_count(client))
     started = time.perf_counter()
     enqueue(n)
     enqueued = time.perf_counter()
     with running(workers, cwd):
-        first, c0 = wait_done(client, 1)
-        last, _ = wait_done(client, n)
+        first, c0 = wait_done(count, 1)
+        last, _ = wait_done(count, n)
     return {
         "enqueue_per_s": n / (enqueued - started),
         "drain_per_s": (n - c0) / (last - first) if last > first else float("nan"),
@@ -53,8 +59,9 @@ def measure(
 
 
 @contextmanager
-def running(workers: Sequence[Sequence[str]], cwd: Path) -> Iterator[None]:
-    """Worker processes (commands) for the ``with`` block, killed with their children after.
+def running(workers: Sequence[Sequence[str]], cwd: Path) -> Iterator[list[int]]:
+    """Worker processes (commands) for the ``with`` block, killed with their children after;
+    yields their pids.
 
     They find the job modules in ``cwd`` and here, then wherever the caller's PYTHONPATH
     points (so another checkout of fairq can be measured).
@@ -67,17 +74,23 @@ def running(workers: Sequence[Sequence[str]], cwd: Path) -> Iterator[None]:
         for cmd in workers
     ]  # fmt: skip
     try:
-        yield
+        yield [proc.pid for proc in procs]
     finally:
         for proc in procs:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 
 
-def wait_done(client: redis.Redis, target: int) -> tuple[float, int]:
+def done_count(client: redis.Redis) -> int:
+    """Jobs that counted themselves done (``mark_done``)."""
+    return int(client.get(DONE_KEY) or 0)
+
+
+def wait_done(count: Callable[[], int], target: int) -> tuple[float, int]:
+    """When ``count()`` first reached ``target``, and what it was then."""
     deadline = time.monotonic() + DEADLINE
     while True:
-        done = int(client.get(DONE_KEY) or 0)
+        done = count()
         if done >= target:
             return time.perf_counter(), done
         if time.monotonic() > deadline:

@@ -15,5 +15,10 @@ def noop(tenant: str) -> None:
 
 
 @dramatiq.actor
+def empty(tenant: str) -> None:
+    """Nothing at all: what Dramatiq itself costs per message (see dramatiq_bench.py)."""
+
+
+@dramatiq.actor
 def stamp(tenant: str, enqueued_at: float) -> None:
     run_job(_client, tenant, enqueued_at)
