@@ -3,8 +3,9 @@
 The hot functions' statements are planned once per connection (generic plans, kept for its
 life) from the statistics of that moment. On tables of a page or two, reading a whole index
 or table costs what one key lookup does, and a plan that does so would read every queued job
-on each dispatch once a flood arrives (schema 11). Counted in buffers read per statement
-(auto_explain with BUFFERS), not in time.
+on each dispatch once a flood arrives (schema 11), or every running job on each ack once many
+workers hold leases (schema 13). Counted in buffers read per statement (auto_explain with
+BUFFERS), not in time.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ TENANTS = 10
 # index entries: about 120 for the 10 tenant rows of an UPDATE); reading the flood's ready jobs
 # or the jobs table is hundreds to thousands (18,130 for the picks before schema 11).
 MAX_BUFFERS = 200
+RUNNING = 5_000  # leases other workers hold
 
 
 def _job(n: int) -> NewJob:
@@ -54,34 +56,89 @@ def _call(
         return [row for row in cur.execute(backend.q[name], args).fetchall() if row["l_id"]]
 
 
+def _flood(backend: DisposableBackend, start: int) -> None:
+    for first in range(start, FLOOD, 1_000):
+        jobs = [_job(n) for n in range(first, min(FLOOD, first + 1_000))]
+        backend.enqueue(EnqueueParams(jobs=jobs, now=0.0))
+
+
+def _ack_many(
+    backend: DisposableBackend, conn: psycopg.Connection[Any], rows: list[Any]
+) -> list[str]:
+    args = {
+        "ids": [r["l_id"] for r in rows], "leases": [r["l_leases"] for r in rows], "now": 1.0,
+        "seed": schema_seed(backend.schema), "salt": channel_salt(backend.schema),
+    }  # fmt: skip
+    ((statuses,),) = conn.execute(backend.q["ack_many"], args).fetchall()
+    return list(statuses)
+
+
+def _explained(conn: psycopg.Connection[Any]) -> list[str]:
+    """Turn on auto_explain for ``conn``; the plans it logs from then on."""
+    plans: list[str] = []
+    conn.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
+    for setting in AUTO_EXPLAIN:
+        conn.execute(setting)
+    return plans
+
+
+def _no_autovacuum(backend: DisposableBackend) -> None:
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        for table in ("jobs", "tenants"):  # no ANALYZE may replan the statements meanwhile
+            conn.execute(f'ALTER TABLE "{backend.schema}".{table} SET (autovacuum_enabled = false)')
+
+
 def test_plans_made_on_an_empty_queue_read_by_key_after_a_flood(
     pg: DisposableBackend,
 ) -> None:
-    with psycopg.connect(server_url(), autocommit=True) as conn:
-        for table in ("jobs", "tenants"):  # no ANALYZE may replan the statements meanwhile
-            conn.execute(f'ALTER TABLE "{pg.schema}".{table} SET (autovacuum_enabled = false)')
+    _no_autovacuum(pg)
     pg.enqueue(EnqueueParams(jobs=[_job(n) for n in range(TENANTS)], now=0.0))
     with psycopg.connect(server_url(), autocommit=True) as worker:
         # the worker's first calls plan every statement of both on the near-empty tables
         _call(pg, worker, "ack_and_dequeue", _call(pg, worker, "dequeue", [], 1), 1)
-        for start in range(TENANTS, FLOOD, 1_000):
-            jobs = [_job(n) for n in range(start, min(FLOOD, start + 1_000))]
-            pg.enqueue(EnqueueParams(jobs=jobs, now=0.0))
+        _flood(pg, TENANTS)
         leases = _call(pg, worker, "dequeue", [])
-        plans: list[str] = []
-        worker.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
-        for setting in AUTO_EXPLAIN:
-            worker.execute(setting)
+        plans = _explained(worker)
         assert len(_call(pg, worker, "ack_and_dequeue", leases)) == 10
-    read = {
-        plan["Query Text"]: int(plan["Plan"]["Shared Hit Blocks"])
-        + int(plan["Plan"]["Shared Read Blocks"])
-        for message in plans
-        if (text := message.split("plan:", 1)[-1].strip()).startswith("{")
-        and (plan := json.loads(text))
-    }
+    _check_nested(plans)
+
+
+def test_acks_read_by_key_while_many_jobs_run(pg: DisposableBackend) -> None:
+    """Other workers hold thousands of leases; a worker's acks (both ways a worker acks)
+    still find its own jobs by key, however small the tables were when it planned them."""
+    _no_autovacuum(pg)
+    pg.enqueue(EnqueueParams(jobs=[_job(n) for n in range(TENANTS)], now=0.0))
+    with psycopg.connect(server_url(), autocommit=True) as worker:
+        _call(pg, worker, "ack_and_dequeue", _call(pg, worker, "dequeue", [], 1), 1)
+        assert _ack_many(pg, worker, _call(pg, worker, "dequeue", [], 1)) == ["ok"]
+        _flood(pg, TENANTS)
+        with psycopg.connect(server_url(), autocommit=True) as others:
+            held = sum(len(_call(pg, others, "dequeue", [], 50)) for _ in range(RUNNING // 50))
+        assert held == RUNNING
+        leases = _call(pg, worker, "dequeue", [])
+        plans = _explained(worker)
+        again = _call(pg, worker, "ack_and_dequeue", leases)
+        assert _ack_many(pg, worker, again) == ["ok"] * 10
+    _check_nested(plans)
+    assert any("DELETE FROM" in text for text in _buffers(plans))  # the acks' moves
+
+
+def _buffers(plans: list[str]) -> dict[str, int]:
+    """The most shared buffers a run of each statement read (its nested statements
+    included), by statement text."""
+    read: dict[str, int] = {}
+    for message in plans:
+        if (text := message.split("plan:", 1)[-1].strip()).startswith("{"):
+            plan = json.loads(text)
+            used = int(plan["Plan"]["Shared Hit Blocks"]) + int(plan["Plan"]["Shared Read Blocks"])
+            read[plan["Query Text"]] = max(used, read.get(plan["Query Text"], 0))
+    return read
+
+
+def _check_nested(plans: list[str]) -> None:
+    read = _buffers(plans)
     # each statement on its own: not the calls whose counts hold their functions' statements
-    calls = ("ack_dequeue(", "dispatch(", "lock_ack_dequeue(")
+    calls = ("ack_dequeue(", "dispatch(", "ack_many(", "ack_held(", "ack_exclusive(")
     nested = {text: n for text, n in read.items() if not any(c in text for c in calls)}
     assert any("ORDER BY x.start_tag, x.head_seq" in text for text in nested)  # the picks
     assert any("WITH started AS" in text for text in nested)  # the leases

@@ -573,21 +573,31 @@ DECLARE
     v_weight double precision[];
     v_half_life double precision[];
     v_vclock double precision[];
-    v_wake text[] := ARRAY[]::text[];  -- queues whose workers a freed capped slot wakes
     v_new double precision;
     r record;
     i integer;
 BEGIN
-    -- running -> succeeded: the jobs whose first token holds the lease, moved in one statement
+    IF coalesce(cardinality(p_ids), 0) = 0 THEN
+        RETURN v_statuses;
+    END IF;
+    -- running -> succeeded: the jobs whose first token holds the lease, found by id alone
+    -- (schema 13: a cached plan that joined the tokens to jobs_running read every running job
+    -- of the queue, on every call), then moved in one statement
     WITH tokens AS (
         SELECT p.id, p.lease, min(p.ord) AS ord
         FROM unnest(p_ids, p_leases) WITH ORDINALITY AS p(id, lease, ord)
         GROUP BY p.id, p.lease
+    ), held AS MATERIALIZED (
+        SELECT p.ord, j.seq
+        FROM tokens p
+        CROSS JOIN LATERAL (
+            SELECT x.seq, x.leases, x.state, x.deadline, x.queue FROM {schema}.jobs x
+            WHERE x.id = p.id OFFSET 0) j
+        WHERE j.leases = p.lease AND j.state = 'running' AND p_now < j.deadline
+          AND j.queue = ANY(p_queues)
     ), moved AS (
-        DELETE FROM {schema}.jobs x USING tokens p
-        WHERE x.id = p.id AND x.leases = p.lease AND x.state = 'running'
-          AND p_now < x.deadline AND x.queue = ANY(p_queues)
-        RETURNING p.ord, x.id, x.seq, x.tenant_id, x.priority, x.attempts, x.max_attempts,
+        DELETE FROM {schema}.jobs x WHERE x.seq = ANY(ARRAY(SELECT h.seq FROM held h))
+        RETURNING x.id, x.seq, x.tenant_id, x.priority, x.attempts, x.max_attempts,
                   x.enqueued_at, x.run_at, x.started_at, x.name, x.payload, x.last_error,
                   x.charged
     ), stored AS (
@@ -598,10 +608,10 @@ BEGIN
                m.enqueued_at, m.run_at, m.started_at, p_now, m.name, m.payload, m.last_error
         FROM moved m
     )
-    SELECT array_agg(m.ord ORDER BY m.ord), array_agg(m.tenant_id ORDER BY m.ord),
-           array_agg(m.started_at ORDER BY m.ord), array_agg(m.charged ORDER BY m.ord)
+    SELECT array_agg(h.ord ORDER BY h.ord), array_agg(m.tenant_id ORDER BY h.ord),
+           array_agg(m.started_at ORDER BY h.ord), array_agg(m.charged ORDER BY h.ord)
     INTO v_ords, v_tenants, v_started, v_charged
-    FROM moved m;
+    FROM moved m JOIN held h ON h.seq = m.seq;
 
     -- the rest, in order, to ack_held
     SELECT array_agg(p.ord ORDER BY p.ord) INTO v_rest
