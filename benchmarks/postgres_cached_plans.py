@@ -5,9 +5,11 @@ starts a "worker" connection on a queue of 10 jobs (its calls plan everything th
 the queue with --jobs more over 10 tenants from another connection, then times dequeue +
 ack_many of 10 on the old connection and on a new one. Before schema 11 the old connection's
 plans read the whole flood on every call. Autovacuum's ANALYZE would replan them, so the
-script turns it off for its tables.
+script turns it off for its tables. With --running N, another connection then takes N leases
+(other workers' jobs, running) and the worker's busy path is timed, ack_and_dequeue of 10:
+before schema 13 its acks read every running job of the queue.
 
-    .venv/bin/python benchmarks/postgres_cached_plans.py --jobs 50000
+    .venv/bin/python benchmarks/postgres_cached_plans.py --jobs 50000 --running 5000
 """
 
 from __future__ import annotations
@@ -45,10 +47,24 @@ def call_ms(backend: PostgresBackend, calls: int, limit: int = 10) -> float:
     return (time.perf_counter() - started) / calls * 1000
 
 
+def busy_ms(backend: PostgresBackend, calls: int, limit: int = 10) -> float:
+    """Mean milliseconds of an ack_and_dequeue of ``limit`` (the acks of the call before)."""
+    params = DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=limit)
+    leases = backend.dequeue(params)
+    started = time.perf_counter()
+    for _ in range(calls):
+        acks = AckManyParams(tokens=[lease.token for lease in leases], now=1.0)
+        _, leases = backend.ack_and_dequeue(acks, params)
+    elapsed = time.perf_counter() - started
+    backend.ack_many(AckManyParams(tokens=[lease.token for lease in leases], now=1.0))
+    return elapsed / calls * 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--url", default=os.environ.get("FAIRQ_BENCH_POSTGRES_URL", DEFAULT_URL))
     parser.add_argument("--jobs", type=int, default=50_000)
+    parser.add_argument("--running", type=int, default=0, help="leases held by another worker")
     args = parser.parse_args()
     with psycopg.connect(args.url, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
@@ -69,6 +85,15 @@ def main() -> None:
             print(f"new worker, after {args.jobs:,}:  {call_ms(fresh, CALLS):6.2f} ms a call")
         finally:
             fresh.close()
+        if args.running:
+            print(f"same worker, ack_and_dequeue:  {busy_ms(worker, CALLS):6.2f} ms a call")
+            others = PostgresBackend(args.url, schema=SCHEMA)
+            try:
+                params = DequeueParams(queues=["default"], worker_id="o", now=1.0, limit=100)
+                held = sum(len(others.dequeue(params)) for _ in range(args.running // 100))
+            finally:
+                others.close()
+            print(f"  with {held:,} leases held elsewhere: {busy_ms(worker, CALLS):6.2f} ms a call")
     finally:
         worker.close()
         producer.close()

@@ -4,7 +4,9 @@ Each system gets N no-op jobs enqueued (its own batch API), then W worker proces
 standard worker drain them; the clock runs from starting the workers until the last job is
 done. fairq runs with fairness on: jobs are spread over --tenants tenants and every dequeue
 picks the fairest tenant. Every run starts from a freshly created database. Prints the median
-jobs/s over --runs runs and the ratio to fairq.
+jobs/s over --runs runs and the ratio to fairq. --queues N spreads fairq's jobs over N queues
+(every tenant in each); with --dedicated, worker i serves queue i only, so dispatches of
+different queues run side by side where those of one queue take turns on its lock.
 
 Setup (once): bash benchmarks/peers_pg/setup.sh
 Run:          benchmarks/peers_pg/.venv/bin/python benchmarks/postgres_throughput.py
@@ -112,20 +114,31 @@ def env(url: str) -> dict[str, str]:
 # -- fairq -------------------------------------------------------------------------------------
 
 
-def fairq_enqueue(url: str, jobs: int, tenants: int) -> None:
+def fairq_queues(count: int) -> list[str]:
+    """The queues fairq's jobs are spread over: the job's own queue, or q0, q1, … ."""
+    return ["default"] if count == 1 else [f"q{n}" for n in range(count)]
+
+
+def fairq_enqueue(url: str, jobs: int, tenants: int, queues: int = 1) -> None:
     os.environ.update(env(url))
     sys.path.insert(0, str(APPS))
     from apps.fairq_app import app, noop
 
-    calls = [noop.call(f"tenant-{n % tenants}", n) for n in range(jobs)]
+    names = fairq_queues(queues)  # every tenant has jobs in every queue
+    calls = [
+        noop.options(queue=names[n // tenants % queues]).call(f"tenant-{n % tenants}", n)
+        for n in range(jobs)
+    ]
     for start in range(0, jobs, 1000):
         app.enqueue_many(calls[start : start + 1000])
     app.close()
 
 
-def fairq_workers(args: argparse.Namespace) -> list[str]:
+def fairq_workers(args: argparse.Namespace, index: int) -> list[str]:
+    queues = fairq_queues(args.queues)
+    served = [queues[index % len(queues)]] if args.dedicated else queues
     return [str(BIN / "fairq"), "--log-level", "warning", "worker", "apps.fairq_app:app",
-            "--concurrency", str(args.concurrency)]  # fmt: skip
+            "--concurrency", str(args.concurrency), "--queues", ",".join(served)]  # fmt: skip
 
 
 # the tenants' counters (what `fairq stats` reads): count(*) over the succeeded jobs, polled
@@ -157,7 +170,7 @@ def pgqueuer_install(url: str) -> None:
                    stdout=subprocess.DEVNULL)  # fmt: skip
 
 
-def pgqueuer_workers(args: argparse.Namespace) -> list[str]:
+def pgqueuer_workers(args: argparse.Namespace, index: int) -> list[str]:
     return [sys.executable, "-m", "apps.pgqueuer_app", str(args.concurrency)]
 
 
@@ -182,7 +195,7 @@ def procrastinate_enqueue(url: str, jobs: int, tenants: int) -> None:
             noop.batch_defer(*({"n": n} for n in range(start, min(jobs, start + 1000))))
 
 
-def procrastinate_workers(args: argparse.Namespace) -> list[str]:
+def procrastinate_workers(args: argparse.Namespace, index: int) -> list[str]:
     return [str(BIN / "procrastinate"), "--app=apps.procrastinate_app.app", "worker",
             "--concurrency", str(args.concurrency)]  # fmt: skip
 
@@ -193,8 +206,8 @@ PROCRASTINATE_DONE = "SELECT count(*) FROM procrastinate_jobs WHERE status = 'su
 @dataclass
 class System:
     install: Callable[[str], None] | None
-    enqueue: Callable[[str, int, int], None]
-    workers: Callable[[argparse.Namespace], list[str]]
+    enqueue: Callable[..., None]
+    workers: Callable[[argparse.Namespace, int], list[str]]  # the command of worker i
     done_sql: str
 
 
@@ -223,8 +236,10 @@ def measure(name: str, args: argparse.Namespace) -> Result:
         system.install(args.url)
     started = time.perf_counter()
     # enqueue in a child process: each library keeps its own connections and event loops
+    call = f"{args.url!r}, {args.jobs}, {args.tenants}"
+    call += f", queues={args.queues}" if name == "fairq" else ""
     code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); import postgres_throughput as b; "
-            f"b.SYSTEMS[{name!r}].enqueue({args.url!r}, {args.jobs}, {args.tenants})")  # fmt: skip
+            f"b.SYSTEMS[{name!r}].enqueue({call})")  # fmt: skip
     # (run from here: from the checkout's root, its fairq would shadow PYTHONPATH's)
     subprocess.run([sys.executable, "-c", code], env=env(args.url), check=True, cwd=HERE)
     enqueue_s = time.perf_counter() - started
@@ -232,13 +247,13 @@ def measure(name: str, args: argparse.Namespace) -> Result:
     started = time.perf_counter()
     procs = [
         subprocess.Popen(
-            system.workers(args),
+            system.workers(args, index),
             env=env(args.url),
             cwd=APPS,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        for _ in range(args.workers)
+        for index in range(args.workers)
     ]
     try:
         servers: set[int] = set()
@@ -269,6 +284,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="worker processes per system")
     parser.add_argument("--concurrency", type=int, default=10, help="jobs in flight per worker")
     parser.add_argument("--tenants", type=int, default=10, help="fairq tenants (fairness on)")
+    parser.add_argument(
+        "--queues", type=int, default=1,
+        help="fairq queues the jobs are spread over (each tenant has jobs in each); every "
+        "worker serves all of them unless --dedicated",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dedicated", action="store_true",
+        help="fairq worker i serves queue i only (queues: dispatches of different queues run "
+        "side by side, those of one queue take turns)",
+    )  # fmt: skip
     parser.add_argument("--systems", default=",".join(available()))
     args = parser.parse_args()
     names = args.systems.split(",")
@@ -285,8 +310,10 @@ def main() -> None:
                   f"job: workers {result.client_cpu_s / result.jobs * 1e6:.0f} µs, server "
                   f"{result.server_cpu_s / result.jobs * 1e6:.0f} µs)", flush=True)  # fmt: skip
     base = statistics.median(r.rate for r in results[names[0]])
+    spread = f", fairq's jobs in {args.queues} queues" if args.queues > 1 else ""
+    spread += " (a worker per queue)" if args.dedicated else ""
     print(f"\n{args.jobs} no-op jobs, {args.workers} worker processes x {args.concurrency}, "
-          f"median of {args.runs} runs")  # fmt: skip
+          f"median of {args.runs} runs{spread}")  # fmt: skip
     print("| system | jobs/s (median) | runs | vs " + names[0] + " | worker CPU µs/job | "
           "server CPU µs/job |")  # fmt: skip
     print("| --- | ---: | --- | ---: | ---: | ---: |")

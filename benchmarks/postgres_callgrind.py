@@ -1,0 +1,176 @@
+"""Instructions PostgreSQL executes per job for fairq and pgqueuer: a repeatable cost figure.
+
+Seconds of server CPU swing by ±30 % on a shared 2-core machine; instructions counted by
+callgrind do not (the same drain twice gives the same count within 0.2 %). Run a private
+PostgreSQL under callgrind, every backend it forks traced into its own file, then this script:
+
+    initdb -D /tmp/fq-pgcg/data -A trust -U postgres          # as the postgres OS user
+    valgrind --tool=callgrind --trace-children=yes --callgrind-out-file=/tmp/fq-pgcg/cg.%p \\
+        /usr/lib/postgresql/15/bin/postgres -D /tmp/fq-pgcg/data -p 5499 -k /tmp/fq-pgcg \\
+        -c listen_addresses=127.0.0.1 -c autovacuum=off &
+    benchmarks/peers_pg/.venv/bin/python benchmarks/postgres_callgrind.py \\
+        --url postgresql://postgres@127.0.0.1:5499/postgres --out /tmp/fq-pgcg
+
+A backend writes its file when it exits. Each system drains N and then 2N no-op jobs, each
+drain on connections of its own; the difference of the two totals over N is the cost of one
+more job, without connecting, planning and other fixed costs. fairq: one connection calls
+``ack_dequeue`` as a busy worker does (the acks of the batch before, the next batch of
+``--limit``), 10 tenants. pgqueuer (where installed): its worker, batch size ``--limit``,
+every backend it opened during the drain counted. Both run against fresh schemas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import postgres_throughput as throughput
+import psycopg
+from psycopg import sql
+
+from fairq.backends.postgres import PostgresBackend
+from fairq.backends.postgres.keys import channel_salt, schema_seed
+from fairq.contract import EnqueueParams
+from fairq.job import NewJob
+
+TENANTS = 10
+DRAIN = sql.SQL(
+    "SELECT * FROM {}.ack_dequeue(%(ids)s, %(leases)s, %(now)s, %(queues)s, 'cg', %(now)s, "
+    "%(limit)s, %(seed)s, %(salt)s)"
+)
+
+
+def instructions(out: str, pid: int) -> int:
+    """The total a traced backend wrote when it exited (waits for the file)."""
+    path = Path(out) / f"cg.{pid}"
+    for _ in range(300):
+        if path.exists() and (
+            found := re.search(r"^(?:totals|summary):\s+(\d+)", path.read_text(), re.M)
+        ):
+            return int(found.group(1))
+        time.sleep(0.1)
+    raise RuntimeError(
+        f"{path}: no callgrind totals; is the server at --url running under "
+        f"callgrind, writing to --out as the docstring says?"
+    )
+
+
+def fairq_drain(url: str, out: str, jobs: int, limit: int) -> int:
+    """Instructions of one connection draining ``jobs`` jobs with ack_dequeue."""
+    schema = f"fq_cg_{uuid.uuid4().hex[:8]}"
+    backend = PostgresBackend(url, schema=schema)
+    now = time.time()
+    try:
+        for start in range(0, jobs, 1000):
+            batch = [
+                NewJob(id=uuid.uuid4().hex, name="noop", queue="default",
+                       tenant=f"tenant-{n % TENANTS}", payload="[]", run_at=now,
+                       max_attempts=3, lease_timeout=600.0, cost=1.0)
+                for n in range(start, min(jobs, start + 1000))
+            ]  # fmt: skip
+            backend.enqueue(EnqueueParams(jobs=batch, now=now))
+    finally:
+        backend.close()
+    fixed = {"queues": ["default"], "limit": limit, "seed": schema_seed(schema),
+             "salt": channel_salt(schema)}  # fmt: skip
+    leases: list[tuple[str, int]] = []
+    done = 0
+    with psycopg.connect(url, autocommit=True) as conn:
+        pid = conn.info.backend_pid
+        call = DRAIN.format(sql.Identifier(schema))
+        while True:
+            acks = {"ids": [i for i, _ in leases], "leases": [n for _, n in leases]}
+            rows = conn.execute(call, {**fixed, **acks, "now": time.time()}).fetchall()
+            assert not rows[0][1], "maintenance due: not a busy drain"
+            done += len(leases)
+            leases = [(row[2], row[8]) for row in rows[1:]]
+            if not leases:
+                break
+    assert done == jobs, (done, jobs)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+    return instructions(out, pid)
+
+
+def pgqueuer_drain(url: str, out: str, jobs: int, limit: int) -> int:
+    """Instructions of every backend pgqueuer's worker opened while draining ``jobs``."""
+    import asyncpg
+    from pgqueuer import AsyncpgDriver, Queries
+
+    database = f"pgq_cg_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    dsn = str(urlsplit(url)._replace(path=f"/{database}").geturl())
+    env = throughput.env(dsn)  # what postgres_throughput.py gives pgqueuer's worker
+    subprocess.run([str(Path(sys.executable).parent / "pgq"), "install"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)  # fmt: skip
+
+    async def enqueue() -> None:
+        conn = await asyncpg.connect(dsn)
+        for start in range(0, jobs, 1000):
+            size = min(1000, jobs - start)
+            await Queries(AsyncpgDriver(conn)).enqueue(["noop"] * size, [None] * size, [0] * size)
+        await conn.close()
+
+    asyncio.run(enqueue())
+    pids: set[int] = set()
+    with psycopg.connect(dsn, autocommit=True) as watch:
+        mine = watch.info.backend_pid
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "apps.pgqueuer_app", str(limit)], env=env,
+            cwd=throughput.APPS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            while watch.execute("SELECT count(*) FROM pgqueuer").fetchone() != (0,):
+                pids.update(_others(watch, database, mine))
+                time.sleep(0.05)
+            pids.update(_others(watch, database, mine))
+        finally:
+            worker.terminate()
+            worker.wait(30)
+    total = sum(instructions(out, pid) for pid in pids)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(database)))
+    return total
+
+
+def _others(conn: psycopg.Connection[tuple[int]], database: str, mine: int) -> set[int]:
+    rows = conn.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> %s", (database, mine)
+    ).fetchall()
+    return {row[0] for row in rows}
+
+
+def per_job(drain: Callable[[str, str, int, int], int], args: argparse.Namespace) -> float:
+    """One more job's instructions: (drain of 2N - drain of N) / N."""
+    small = drain(args.url, args.out, args.jobs, args.limit)
+    large = drain(args.url, args.out, 2 * args.jobs, args.limit)
+    return (large - small) / args.jobs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5499/postgres")
+    parser.add_argument("--out", default="/tmp/fq-pgcg", help="callgrind's output folder")
+    parser.add_argument("--jobs", type=int, default=1000, help="N: drains of N and 2N jobs")
+    parser.add_argument("--limit", type=int, default=10, help="jobs per call / batch size")
+    parser.add_argument("--systems", default="fairq,pgqueuer")
+    args = parser.parse_args()
+    drains = {"fairq": fairq_drain, "pgqueuer": pgqueuer_drain}
+    results = {name: per_job(drains[name], args) for name in args.systems.split(",")}
+    base = results.get("fairq")
+    for name, cost in results.items():
+        ratio = f" ({cost / base:.2f}x fairq)" if base and name != "fairq" else ""
+        print(f"{name:9} {cost:12,.0f} instructions per job, batches of {args.limit}{ratio}")
+
+
+if __name__ == "__main__":
+    main()
