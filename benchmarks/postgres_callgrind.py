@@ -16,7 +16,9 @@ drain on connections of its own; the difference of the two totals over N is the 
 more job, without connecting, planning and other fixed costs. fairq: one connection calls
 ``ack_dequeue`` as a busy worker does (the acks of the batch before, the next batch of
 ``--limit``), 10 tenants. pgqueuer (where installed): its worker, batch size ``--limit``,
-every backend it opened during the drain counted. Both run against fresh schemas.
+every backend it opened during the drain counted. Both run against fresh schemas. --hook FILE
+runs an SQL file on fairq's schema after its migrations (``{schema}`` in it is replaced): a
+way to price a part of the hot path by removing or doubling it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -63,7 +66,7 @@ def instructions(out: str, pid: int) -> int:
     )
 
 
-def fairq_drain(url: str, out: str, jobs: int, limit: int) -> int:
+def fairq_drain(url: str, out: str, jobs: int, limit: int, hook: str | None = None) -> int:
     """Instructions of one connection draining ``jobs`` jobs with ack_dequeue."""
     schema = f"fq_cg_{uuid.uuid4().hex[:8]}"
     backend = PostgresBackend(url, schema=schema)
@@ -79,6 +82,10 @@ def fairq_drain(url: str, out: str, jobs: int, limit: int) -> int:
             backend.enqueue(EnqueueParams(jobs=batch, now=now))
     finally:
         backend.close()
+    if hook:
+        with psycopg.connect(url, autocommit=True) as conn:
+            script = Path(hook).read_text().replace("{schema}", f'"{schema}"')
+            conn.execute(script.encode())
     fixed = {"queues": ["default"], "limit": limit, "seed": schema_seed(schema),
              "salt": channel_salt(schema)}  # fmt: skip
     leases: list[tuple[str, int]] = []
@@ -149,7 +156,7 @@ def _others(conn: psycopg.Connection[tuple[int]], database: str, mine: int) -> s
     return {row[0] for row in rows}
 
 
-def per_job(drain: Callable[[str, str, int, int], int], args: argparse.Namespace) -> float:
+def per_job(drain: Callable[..., int], args: argparse.Namespace) -> float:
     """One more job's instructions: (drain of 2N - drain of N) / N."""
     small = drain(args.url, args.out, args.jobs, args.limit)
     large = drain(args.url, args.out, 2 * args.jobs, args.limit)
@@ -163,8 +170,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1000, help="N: drains of N and 2N jobs")
     parser.add_argument("--limit", type=int, default=10, help="jobs per call / batch size")
     parser.add_argument("--systems", default="fairq,pgqueuer")
+    parser.add_argument("--hook", help="an SQL file run on fairq's schema before its drains")
     args = parser.parse_args()
-    drains = {"fairq": fairq_drain, "pgqueuer": pgqueuer_drain}
+    drains = {"fairq": partial(fairq_drain, hook=args.hook), "pgqueuer": pgqueuer_drain}
     results = {name: per_job(drains[name], args) for name in args.systems.split(",")}
     base = results.get("fairq")
     for name, cost in results.items():
