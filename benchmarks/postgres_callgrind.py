@@ -24,10 +24,8 @@ way to price a part of the hot path by removing or doubling it.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -35,20 +33,12 @@ from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import postgres_job_cost as job_cost
 import postgres_throughput as throughput
 import psycopg
 from psycopg import sql
 
-from fairq.backends.postgres import PostgresBackend
-from fairq.backends.postgres.keys import channel_salt, schema_seed
-from fairq.contract import EnqueueParams
-from fairq.job import NewJob
-
 TENANTS = 10
-DRAIN = sql.SQL(
-    "SELECT * FROM {}.ack_dequeue(%(ids)s, %(leases)s, %(now)s, %(queues)s, 'cg', %(now)s, "
-    "%(limit)s, %(seed)s, %(salt)s)"
-)
 
 
 def instructions(out: str, pid: int) -> int:
@@ -69,74 +59,39 @@ def instructions(out: str, pid: int) -> int:
 def fairq_drain(url: str, out: str, jobs: int, limit: int, hook: str | None = None) -> int:
     """Instructions of one connection draining ``jobs`` jobs with ack_dequeue."""
     schema = f"fq_cg_{uuid.uuid4().hex[:8]}"
-    backend = PostgresBackend(url, schema=schema)
-    now = time.time()
+    job_cost.enqueue(url, schema, jobs, TENANTS)
     try:
-        for start in range(0, jobs, 1000):
-            batch = [
-                NewJob(id=uuid.uuid4().hex, name="noop", queue="default",
-                       tenant=f"tenant-{n % TENANTS}", payload="[]", run_at=now,
-                       max_attempts=3, lease_timeout=600.0, cost=1.0)
-                for n in range(start, min(jobs, start + 1000))
-            ]  # fmt: skip
-            backend.enqueue(EnqueueParams(jobs=batch, now=now))
-    finally:
-        backend.close()
-    if hook:
         with psycopg.connect(url, autocommit=True) as conn:
-            script = Path(hook).read_text().replace("{schema}", f'"{schema}"')
-            conn.execute(script.encode())
-    fixed = {"queues": ["default"], "limit": limit, "seed": schema_seed(schema),
-             "salt": channel_salt(schema)}  # fmt: skip
-    leases: list[tuple[str, int]] = []
-    done = 0
-    with psycopg.connect(url, autocommit=True) as conn:
-        pid = conn.info.backend_pid
-        call = DRAIN.format(sql.Identifier(schema))
-        while True:
-            acks = {"ids": [i for i, _ in leases], "leases": [n for _, n in leases]}
-            rows = conn.execute(call, {**fixed, **acks, "now": time.time()}).fetchall()
-            assert not rows[0][1], "maintenance due: not a busy drain"
-            done += len(leases)
-            leases = [(row[2], row[8]) for row in rows[1:]]
-            if not leases:
-                break
-    assert done == jobs, (done, jobs)
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+            if hook:
+                conn.execute(Path(hook).read_text().replace("{schema}", f'"{schema}"').encode())
+            pid = conn.info.backend_pid
+            done, _ = job_cost.drain_plain(conn, schema, limit, combined=True)
+        assert done == jobs, (done, jobs)
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
     return instructions(out, pid)
 
 
 def pgqueuer_drain(url: str, out: str, jobs: int, limit: int) -> int:
     """Instructions of every backend pgqueuer's worker opened while draining ``jobs``."""
-    import asyncpg
-    from pgqueuer import AsyncpgDriver, Queries
-
     database = f"pgq_cg_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
     dsn = str(urlsplit(url)._replace(path=f"/{database}").geturl())
-    env = throughput.env(dsn)  # what postgres_throughput.py gives pgqueuer's worker
-    subprocess.run([str(Path(sys.executable).parent / "pgq"), "install"], env=env, check=True,
-                   stdout=subprocess.DEVNULL)  # fmt: skip
-
-    async def enqueue() -> None:
-        conn = await asyncpg.connect(dsn)
-        for start in range(0, jobs, 1000):
-            size = min(1000, jobs - start)
-            await Queries(AsyncpgDriver(conn)).enqueue(["noop"] * size, [None] * size, [0] * size)
-        await conn.close()
-
-    asyncio.run(enqueue())
+    throughput.pgqueuer_install(dsn)
+    throughput.pgqueuer_enqueue(dsn, jobs, TENANTS)
     pids: set[int] = set()
     with psycopg.connect(dsn, autocommit=True) as watch:
         mine = watch.info.backend_pid
         worker = subprocess.Popen(
-            [sys.executable, "-m", "apps.pgqueuer_app", str(limit)], env=env,
-            cwd=throughput.APPS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            throughput.pgqueuer_workers(argparse.Namespace(concurrency=limit), 0),
+            env=throughput.env(dsn), cwd=throughput.APPS,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
-            while watch.execute("SELECT count(*) FROM pgqueuer").fetchone() != (0,):
+            done = throughput.PGQUEUER_DONE % jobs
+            while watch.execute(done).fetchone() != (jobs,):
                 pids.update(_others(watch, database, mine))
                 time.sleep(0.05)
             pids.update(_others(watch, database, mine))

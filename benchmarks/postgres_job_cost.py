@@ -121,6 +121,19 @@ def drain_combined(url: str, schema: str, limit: int) -> tuple[Counter[str], int
 def drain_cpu(url: str, schema: str, limit: int, combined: bool) -> tuple[float, int, int]:
     """Drain with plain calls, leases read from their results; the serving process's CPU
     seconds (utime + stime), the number of jobs and of calls."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        pid = conn.info.backend_pid
+        cpu0 = process_cpu(pid)
+        jobs, calls = drain_plain(conn, schema, limit, combined)
+        cpu = process_cpu(pid) - cpu0
+    return cpu, jobs, calls
+
+
+def drain_plain(
+    conn: psycopg.Connection[Any], schema: str, limit: int, combined: bool
+) -> tuple[int, int]:
+    """Drain on ``conn`` as a busy worker does: ``dequeue`` and ``ack_many`` of the batch
+    before, or one ``ack_dequeue`` for both when ``combined``; the jobs and calls made."""
     ident = sql.Identifier(schema)
     dequeue = sql.SQL(
         "SELECT * FROM {}.dequeue(%(queues)s, %(seed)s, 'bench', %(now)s, %(limit)s)"
@@ -136,28 +149,25 @@ def drain_cpu(url: str, schema: str, limit: int, combined: bool) -> tuple[float,
              "salt": channel_salt(schema)}  # fmt: skip
     jobs = calls = 0
     leases: list[tuple[str, int]] = []
-    with psycopg.connect(url, autocommit=True) as conn:
-        pid = conn.info.backend_pid
-        cpu0 = process_cpu(pid)
-        while True:
-            acks = {"ids": [i for i, _ in leases], "leases": [n for _, n in leases]}
-            args = {**fixed, **acks, "now": time.time()}
-            if combined:
-                rows = conn.execute(both, args).fetchall()[1:]
+    while True:
+        acks = {"ids": [i for i, _ in leases], "leases": [n for _, n in leases]}
+        args = {**fixed, **acks, "now": time.time()}
+        if combined:
+            statuses, *rows = conn.execute(both, args).fetchall()
+            due = statuses[1]
+            calls += 1
+        else:
+            if leases:
+                conn.execute(ack_many, args).fetchall()
                 calls += 1
-            else:
-                if leases:
-                    conn.execute(ack_many, args).fetchall()
-                    calls += 1
-                rows = conn.execute(dequeue, args).fetchall()
-                calls += 1
-            assert not any(row[0] for row in rows), "maintenance due: not a busy drain"
-            jobs += len(leases)
-            leases = [(row[-12], row[-6]) for row in rows]
-            if not leases:
-                break
-        cpu = process_cpu(pid) - cpu0
-    return cpu, jobs, calls
+            rows = conn.execute(dequeue, args).fetchall()
+            due = any(row[0] for row in rows)
+            calls += 1
+        assert not due, "maintenance due: not a busy drain"
+        jobs += len(leases)
+        leases = [(row[-12], row[-6]) for row in rows]
+        if not leases:
+            return jobs, calls
 
 
 def process_cpu(pid: int) -> float:
