@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fairq.app import App, Call, Options
+from fairq.contract import GetJobsParams
 from fairq.demo.jobs import NOOP, make_app
 from fairq.demo.workers import start_workers
 from fairq.job import JobState
@@ -68,7 +69,7 @@ def _span(app: App, ids: list[str]) -> tuple[float, float]:
     """First start and last finish over all jobs; every job must have succeeded."""
     first, last, done = float("inf"), 0.0, 0
     for i in range(0, len(ids), CHUNK):
-        for job in app.backend.get_jobs(ids[i : i + CHUNK]):
+        for job in app.backend.get_jobs(GetJobsParams(ids=ids[i : i + CHUNK])):
             if job.state is JobState.SUCCEEDED and job.started_at and job.finished_at:
                 first, last, done = min(first, job.started_at), max(last, job.finished_at), done + 1
     if done != len(ids):

@@ -22,7 +22,7 @@ import uuid
 import psycopg
 
 from fairq.backends.postgres import PostgresBackend
-from fairq.contract import AckManyParams, DequeueParams, EnqueueParams
+from fairq.contract import AckAndDequeueParams, AckManyParams, DequeueParams, EnqueueParams
 from fairq.job import NewJob
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/perf_pg"
@@ -42,7 +42,7 @@ def call_ms(backend: PostgresBackend, calls: int, limit: int = 10) -> float:
     started = time.perf_counter()
     for _ in range(calls):
         params = DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=limit)
-        leases = backend.dequeue(params)
+        leases = backend.dequeue(params).leases
         backend.ack_many(AckManyParams(tokens=[lease.token for lease in leases], now=1.0))
     return (time.perf_counter() - started) / calls * 1000
 
@@ -50,11 +50,11 @@ def call_ms(backend: PostgresBackend, calls: int, limit: int = 10) -> float:
 def busy_ms(backend: PostgresBackend, calls: int, limit: int = 10) -> float:
     """Mean milliseconds of an ack_and_dequeue of ``limit`` (the acks of the call before)."""
     params = DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=limit)
-    leases = backend.dequeue(params)
+    leases = backend.dequeue(params).leases
     started = time.perf_counter()
     for _ in range(calls):
         acks = AckManyParams(tokens=[lease.token for lease in leases], now=1.0)
-        _, leases = backend.ack_and_dequeue(acks, params)
+        _, leases = backend.ack_and_dequeue(AckAndDequeueParams(acks=acks, dequeue=params))
     elapsed = time.perf_counter() - started
     backend.ack_many(AckManyParams(tokens=[lease.token for lease in leases], now=1.0))
     return elapsed / calls * 1000
@@ -90,7 +90,7 @@ def main() -> None:
             others = PostgresBackend(args.url, schema=SCHEMA)
             try:
                 params = DequeueParams(queues=["default"], worker_id="o", now=1.0, limit=100)
-                held = sum(len(others.dequeue(params)) for _ in range(args.running // 100))
+                held = sum(len(others.dequeue(params).leases) for _ in range(args.running // 100))
             finally:
                 others.close()
             print(f"  with {held:,} leases held elsewhere: {busy_ms(worker, CALLS):6.2f} ms a call")

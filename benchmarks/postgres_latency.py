@@ -22,7 +22,7 @@ from pathlib import Path
 import psycopg
 
 from fairq.backends.postgres import PostgresBackend
-from fairq.contract import AckParams, DequeueParams, EnqueueParams
+from fairq.contract import AckManyParams, DequeueParams, EnqueueParams, GetJobsParams
 from fairq.job import NewJob, encode_payload
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -61,9 +61,9 @@ def cost_per_cycle(url: str, tenants: int, cycles: int) -> tuple[float, float]:
             started = time.perf_counter()
             (lease,) = backend.dequeue(
                 DequeueParams(queues=["default"], worker_id="bench", now=time.time())
-            )
+            ).leases
             taken = time.perf_counter()
-            backend.ack(AckParams(token=lease.token, now=time.time()))
+            backend.ack_many(AckManyParams(tokens=[lease.token], now=time.time()))
             done = time.perf_counter()
             dequeue_us.append((taken - started) * 1e6)
             ack_us.append((done - taken) * 1e6)
@@ -104,11 +104,13 @@ def idle_latency(url: str, samples: int) -> list[float]:
                 ids.append(job.id)
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
-                infos = backend.get_jobs(ids)
+                infos = backend.get_jobs(GetJobsParams(ids=ids))
                 if all(info.started_at is not None for info in infos):
                     break
                 time.sleep(0.05)
-            infos = backend.get_jobs(ids)[5:]  # the first few include the worker's start-up
+            infos = backend.get_jobs(GetJobsParams(ids=ids))[
+                5:
+            ]  # the first few include the worker's start-up
             return sorted(((info.started_at or 0.0) - info.enqueued_at) * 1000 for info in infos)
         finally:
             worker.terminate()

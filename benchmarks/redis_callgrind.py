@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 
 from fairq.backends.redis import RedisBackend
-from fairq.contract import AckManyParams, AckParams, DequeueParams, EnqueueParams
+from fairq.contract import AckManyParams, DequeueParams, EnqueueParams
 from fairq.job import NewJob
 
 PAYLOAD = '{"args":["t"],"kwargs":{}}'
@@ -60,10 +60,10 @@ def instructions(out: str, before: set[str]) -> int:
 def pairs(backend: RedisBackend, rounds: int, batch: int) -> None:
     for _ in range(rounds):
         params = DequeueParams(queues=["default"], worker_id="w", now=time.time(), limit=batch)
-        leases = backend.dequeue(params)
+        leases = backend.dequeue(params).leases
         assert len(leases) == batch
         if batch == 1:
-            backend.ack(AckParams(token=leases[0].token, now=time.time()))
+            backend.ack_many(AckManyParams(tokens=[leases[0].token], now=time.time()))
         else:
             backend.ack_many(AckManyParams(tokens=[x.token for x in leases], now=time.time()))
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 import redis
 
 from fairq.backends.redis import RedisBackend
-from fairq.contract import AckManyParams, AckParams, DequeueParams, EnqueueParams, MaintainParams
+from fairq.contract import AckManyParams, DequeueParams, EnqueueParams, MaintainParams
 from fairq.job import NewJob
 from fairq.policy.metrics import percentile
 
@@ -84,9 +84,9 @@ def latency(tenants: int, ops: int, batch: int) -> tuple[float, float, float, fl
     for _ in range(ops):
         began = time.perf_counter()
         params = DequeueParams(queues=["default"], worker_id="w", now=time.time(), limit=batch)
-        leases = backend.dequeue(params)
+        leases = backend.dequeue(params).leases
         if batch == 1:
-            backend.ack(AckParams(token=leases[0].token, now=time.time()))
+            backend.ack_many(AckManyParams(tokens=[leases[0].token], now=time.time()))
         else:
             backend.ack_many(AckManyParams(tokens=[x.token for x in leases], now=time.time()))
         times.append((time.perf_counter() - began) * 1e6)
@@ -146,9 +146,9 @@ def bytes_per_idle_tenant(count: int) -> tuple[float, float]:
     fill(backend, count, 1)
     while leases := backend.dequeue(
         DequeueParams(queues=["default"], worker_id="w", now=time.time(), limit=1000)
-    ):
+    ).leases:
         for lease in leases:
-            backend.ack(AckParams(token=lease.token, now=time.time()))
+            backend.ack_many(AckManyParams(tokens=[lease.token], now=time.time()))
     kept = memory(backend.client, "{default}:t")  # tenants, tids, tnames
     backend.maintain(MaintainParams(now=time.time() + 10, retention=1.0))
     pruned = memory(backend.client)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from fairq.backends.sqlite import SQLiteBackend
-from fairq.contract import AckParams, DequeueParams, EnqueueParams
+from fairq.contract import AckManyParams, DequeueParams, EnqueueParams
 from fairq.job import NewJob
 from fairq.policy.metrics import percentile
 
@@ -89,8 +89,8 @@ def one_pair(backend: SQLiteBackend, i: int) -> float:
     """µs for one dequeue and the ack of the job it gave."""
     now = 1.0 + i * 0.001
     started = time.perf_counter()
-    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="bench", now=now))
-    backend.ack(AckParams(token=lease.token, now=now + 0.0005))
+    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="bench", now=now)).leases
+    backend.ack_many(AckManyParams(tokens=[lease.token], now=now + 0.0005))
     return (time.perf_counter() - started) * 1e6
 
 

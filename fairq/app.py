@@ -21,9 +21,11 @@ from fairq.contract import (
     KEEP,
     Backend,
     EnqueueParams,
+    GetJobsParams,
     JobType,
     Keep,
     ListDeadParams,
+    PublishJobTypesParams,
     QueueSettings,
     RequeueParams,
     SetQueueParams,
@@ -276,7 +278,8 @@ class App:
 
     def publish(self) -> None:
         """Record the declared jobs in the store, so producers can enqueue them by name."""
-        self.backend.publish_job_types([d.job_type for d in self.jobs.values()])
+        types = [d.job_type for d in self.jobs.values()]
+        self.backend.publish_job_types(PublishJobTypesParams(types=types))
 
     # -- enqueueing ------------------------------------------------------------------------
 
@@ -302,7 +305,7 @@ class App:
         specs = self._job_types([call.name for call in calls])
         jobs = [self._new_job(call, spec, now) for call, spec in zip(calls, specs, strict=True)]
         if jobs:
-            chosen = self.backend.enqueue(EnqueueParams(jobs=jobs, now=now))
+            chosen = self.backend.enqueue(EnqueueParams(jobs=jobs, now=now)).queues
             for job, went in zip(jobs, chosen, strict=True):
                 if went != job.queue:
                     log.debug(
@@ -454,7 +457,7 @@ class App:
     # -- inspection ------------------------------------------------------------------------
 
     def job_info(self, job_id: str) -> JobInfo | None:
-        found = self.backend.get_jobs([job_id])
+        found = self.backend.get_jobs(GetJobsParams(ids=[job_id]))
         return found[0] if found else None
 
     def stats(self, queue: str | None = None, tenant: str | None = None) -> list[TenantStats]:

@@ -36,6 +36,11 @@ class EnqueueParams:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EnqueueResult:
+    queues: Sequence[str]  # the queue each job went to, in order: its own or a throttle rule's
+
+
+@dataclass(frozen=True, kw_only=True)
 class DequeueParams:
     """Take up to ``limit`` jobs; each is what one single dequeue would have given, in order.
 
@@ -55,9 +60,23 @@ class DequeueParams:
 
 
 @dataclass(frozen=True, kw_only=True)
-class AckParams:
-    token: str
-    now: float
+class ExpiredLease:
+    """A run whose lease ran out before its worker reported: the worker died, hung, or lost
+    the store for longer than the lease. The job is ready again, or dead when ``dead``."""
+
+    job_id: str
+    name: str
+    queue: str
+    tenant: str
+    attempt: int  # the attempt that expired (1 for the first run)
+    deadline: float
+    dead: bool  # that was its last attempt
+
+
+@dataclass(frozen=True, kw_only=True)
+class DequeueResult:
+    leases: Sequence[Lease] = ()
+    expired: Sequence[ExpiredLease] = ()  # the leases its maintenance expired, in that order
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +91,20 @@ class AckManyParams:
 class AckManyResult:
     acked: Sequence[str] = ()  # tokens acked, in the order given
     lost: Sequence[str] = ()  # tokens that are expired or unknown; nothing was changed for them
+
+
+@dataclass(frozen=True, kw_only=True)
+class AckAndDequeueParams:
+    """A busy worker's one round trip: its finished jobs, then the jobs that replace them."""
+
+    acks: AckManyParams
+    dequeue: DequeueParams  # must not wait: a store cannot wait between the two
+
+
+@dataclass(frozen=True, kw_only=True)
+class AckAndDequeueResult:
+    acks: AckManyResult
+    dequeue: DequeueResult
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,7 +149,7 @@ class MaintainParams:
 @dataclass(frozen=True, kw_only=True)
 class MaintainResult:
     promoted: int = 0
-    expired: int = 0
+    expired: Sequence[ExpiredLease] = ()  # in the order expired: (deadline, seq) per queue
     pruned: int = 0
     next_due: float | None = None  # earliest scheduled run-at or lease deadline still pending
 
@@ -131,6 +164,11 @@ class QueueSettings:
     rate: Rate | None = None  # None: no rate limit
     half_life: float | None = None  # None: idle tenants carry no history (the default rule)
     max_debt: float = 60.0  # with a half-life: the most recent service a tenant carries back
+
+
+@dataclass(frozen=True, kw_only=True)
+class GetQueueParams:
+    queue: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -179,6 +217,11 @@ class TenantStats:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GetJobsParams:
+    ids: Sequence[str]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ListDeadParams:
     queue: str | None = None
     tenant: str | None = None
@@ -206,47 +249,53 @@ class JobType:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PublishJobTypesParams:
+    types: Sequence[JobType]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ThrottleWindowsParams:
     keys: Sequence[tuple[str, str]]  # (job name, tenant)
     now: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitParams:
+    """Block up to ``timeout`` seconds or until new work may have arrived in ``queues``."""
+
+    queues: Sequence[str]
+    timeout: float
 
 
 @runtime_checkable
 class Backend(Protocol):
     """A store of fair per-tenant queues. Every method is atomic; none reads a clock."""
 
-    def enqueue(self, params: EnqueueParams) -> list[str]:
-        """Store all jobs or none (a used id raises DuplicateJob). ``run_at <= now``: ready.
+    def enqueue(self, params: EnqueueParams) -> EnqueueResult:
+        """Store all jobs or none (a used id raises DuplicateJob). ``run_at <= now``: ready."""
 
-        Returns the queue each job went to (its own, or the one its throttle rules chose).
-        """
-
-    def dequeue(self, params: DequeueParams) -> list[Lease]:
+    def dequeue(self, params: DequeueParams) -> DequeueResult:
         """Maintain the queues (as ``maintain``), then hand out up to ``limit`` jobs fairly."""
 
-    def ack(self, params: AckParams) -> None:
-        """Mark a job succeeded. Raises LeaseExpired / LeaseNotFound and changes nothing."""
-
     def ack_many(self, params: AckManyParams) -> AckManyResult:
-        """Ack each token in order, atomically: exactly what single acks in that order would do.
+        """Mark jobs succeeded: each token in order, atomically, exactly as one by one.
 
         A token that is expired or unknown (or repeated: its second ack finds it finished) is
         reported in ``lost`` and changes nothing; nothing is raised for it. One transaction
         (one script) for the whole batch, so a worker pays one round trip per batch of jobs.
         """
 
-    def ack_and_dequeue(
-        self, acks: AckManyParams, params: DequeueParams
-    ) -> tuple[AckManyResult, list[Lease]]:
-        """``ack_many(acks)`` then ``dequeue(params)``, as one atomic step (one round trip): a
-        busy worker stores its finished jobs and fills their slots at once. Its dequeue does
-        not wait (``params.wait`` > 0 raises ValueError)."""
+    def ack_and_dequeue(self, params: AckAndDequeueParams) -> AckAndDequeueResult:
+        """``ack_many`` then ``dequeue``, as one atomic step (one round trip): a busy worker
+        stores its finished jobs and fills their slots at once. Its dequeue does not wait
+        (``wait`` > 0 raises ValueError)."""
 
     def fail(self, params: FailParams) -> JobInfo:
-        """End a failed attempt: scheduled for retry, or dead. Raises like ``ack``."""
+        """End a failed attempt: scheduled for retry, or dead. Raises LeaseExpired /
+        LeaseNotFound and changes nothing when the lease is not held."""
 
     def release(self, params: ReleaseParams) -> None:
-        """Hand a job back unfinished. Raises like ``ack``."""
+        """Hand a job back unfinished. Raises like ``fail``."""
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
         """Extend each held lease to ``now + lease_timeout``."""
@@ -256,14 +305,14 @@ class Backend(Protocol):
     def set_queue(self, params: SetQueueParams) -> None:
         """Store a queue's defaults; every tenant without its own setting follows them."""
 
-    def get_queue(self, queue: str) -> QueueSettings: ...
+    def get_queue(self, params: GetQueueParams) -> QueueSettings: ...
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats: ...
 
     def stats(self, params: StatsParams) -> list[TenantStats]:
         """One row per (queue, tenant) the store has seen, sorted by queue then tenant."""
 
-    def get_jobs(self, ids: Sequence[str]) -> list[JobInfo]:
+    def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         """The jobs that exist among ``ids``, in the order asked."""
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
@@ -275,11 +324,11 @@ class Backend(Protocol):
     def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
         """The recent enqueue times that throttle rules count, per (job name, tenant) asked."""
 
-    def publish_job_types(self, types: Sequence[JobType]) -> None: ...
+    def publish_job_types(self, params: PublishJobTypesParams) -> None: ...
 
     def job_types(self) -> dict[str, JobType]: ...
 
-    def wait(self, queues: Sequence[str], timeout: float) -> None:
+    def wait(self, params: WaitParams) -> None:
         """Block up to ``timeout`` seconds or until new work may have arrived in ``queues``."""
 
     def close(self) -> None: ...
@@ -291,13 +340,11 @@ def no_wait(params: DequeueParams) -> None:
         raise ValueError(f"ack_and_dequeue does not wait; got wait={params.wait}")
 
 
-def waited_first(
-    params: DequeueParams, wait: Callable[[Sequence[str], float], None]
-) -> DequeueParams:
+def waited_first(params: DequeueParams, wait: Callable[[WaitParams], None]) -> DequeueParams:
     """Do a dequeue's wait with ``wait`` (a store's ``Backend.wait``); the params to dequeue
     with then. For the stores that have no way to dequeue the moment a wait ends."""
     if params.wait <= 0:
         return params
     started = time.monotonic()
-    wait(params.queues, params.wait)
+    wait(WaitParams(queues=params.queues, timeout=params.wait))
     return replace(params, now=params.now + (time.monotonic() - started), wait=0.0)

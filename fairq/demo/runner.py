@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fairq.app import App, Call, Options
+from fairq.contract import GetJobsParams
 from fairq.demo.figures import JobRecord, ModeFigures, mode_figures
 from fairq.demo.jobs import WORK, make_app
 from fairq.demo.scenario import GREEDY, Mode, Scenario
@@ -136,7 +137,7 @@ def _enqueue(app: App, scenario: Scenario, run: _Run, tenants: Sequence[str], ea
 def _snapshot(
     app: App, scenario: Scenario, run: _Run, finished: int, arrived: bool, elapsed: float
 ) -> Snapshot:
-    small = app.backend.get_jobs(run.small_ids) if run.small_ids else []
+    small = app.backend.get_jobs(GetJobsParams(ids=run.small_ids)) if run.small_ids else []
     small_done = sum(1 for j in small if j.state is JobState.SUCCEEDED)
     return Snapshot(
         mode=run.mode,
@@ -159,7 +160,7 @@ def _records(app: App, run: _Run) -> list[JobRecord]:
     ids = list(run.customers)
     records = []
     for i in range(0, len(ids), CHUNK):
-        for job in app.backend.get_jobs(ids[i : i + CHUNK]):
+        for job in app.backend.get_jobs(GetJobsParams(ids=ids[i : i + CHUNK])):
             if job.started_at is None or job.finished_at is None:
                 continue
             records.append(

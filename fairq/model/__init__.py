@@ -12,19 +12,24 @@ import threading
 from collections.abc import Callable, Sequence
 
 from fairq.contract import (
+    AckAndDequeueParams,
+    AckAndDequeueResult,
     AckManyParams,
     AckManyResult,
-    AckParams,
     DequeueParams,
+    DequeueResult,
     EnqueueParams,
+    EnqueueResult,
+    ExpiredLease,
     FailParams,
+    GetJobsParams,
     HeartbeatParams,
     HeartbeatResult,
-    JobType,
     Keep,
     ListDeadParams,
     MaintainParams,
     MaintainResult,
+    PublishJobTypesParams,
     ReleaseParams,
     RequeueParams,
     SetQueueParams,
@@ -32,6 +37,7 @@ from fairq.contract import (
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
+    WaitParams,
     no_wait,
     waited_first,
 )
@@ -60,14 +66,14 @@ class ReferenceModel(Reads):
 
     # -- producing -------------------------------------------------------------------------
 
-    def enqueue(self, params: EnqueueParams) -> list[str]:
+    def enqueue(self, params: EnqueueParams) -> EnqueueResult:
         with self._changed:
             duplicate = [j.id for j in params.jobs if j.id in self._jobs]
             if duplicate or len({j.id for j in params.jobs}) != len(params.jobs):
                 raise DuplicateJob(f"job ids already stored or repeated: {duplicate}")
             queues = [self._store(new, params.now) for new in params.jobs]
             self._changed.notify_all()
-            return queues
+            return EnqueueResult(queues=queues)
 
     def _store(self, new: NewJob, now: float) -> str:
         self._seq += 1
@@ -114,17 +120,17 @@ class ReferenceModel(Reads):
 
     # -- consuming -------------------------------------------------------------------------
 
-    def dequeue(self, params: DequeueParams) -> list[Lease]:
+    def dequeue(self, params: DequeueParams) -> DequeueResult:
         params = waited_first(params, self.wait)
         with self._changed:
-            self._maintain(params.now, params.queues)
+            _, expired = self._maintain(params.now, params.queues)
             leases: list[Lease] = []
             while len(leases) < params.limit:
                 lease = self._dispatch_first(params.queues, params.worker_id, params.now)
                 if lease is None:
                     break
                 leases.append(lease)
-            return leases
+            return DequeueResult(leases=leases, expired=expired)
 
     def _dispatch_first(self, queues: Sequence[str], worker: str, now: float) -> Lease | None:
         for name in queues:
@@ -147,11 +153,6 @@ class ReferenceModel(Reads):
         rules.dispatch(queue, tenant, job, now)
         return job.lease()
 
-    def ack(self, params: AckParams) -> None:
-        with self._changed:
-            self._ack(self._held(params.token, params.now), params.now)
-            self._changed.notify_all()
-
     def ack_many(self, params: AckManyParams) -> AckManyResult:
         with self._changed:
             acked: list[str] = []
@@ -163,12 +164,12 @@ class ReferenceModel(Reads):
                 self._changed.notify_all()
             return AckManyResult(acked=acked, lost=lost)
 
-    def ack_and_dequeue(
-        self, acks: AckManyParams, params: DequeueParams
-    ) -> tuple[AckManyResult, list[Lease]]:
-        no_wait(params)
+    def ack_and_dequeue(self, params: AckAndDequeueParams) -> AckAndDequeueResult:
+        no_wait(params.dequeue)
         with self._changed:
-            return self.ack_many(acks), self.dequeue(params)
+            return AckAndDequeueResult(
+                acks=self.ack_many(params.acks), dequeue=self.dequeue(params.dequeue)
+            )
 
     def _ack(self, job: Job, now: float) -> None:
         queue, tenant = self._end_run(job, now, now)
@@ -228,14 +229,14 @@ class ReferenceModel(Reads):
             )
         return job
 
-    def _end_run(self, job: Job, ended_at: float, now: float) -> tuple[Queue, Tenant]:
+    def _end_run(self, job: Job, ended_at: float | None, now: float) -> tuple[Queue, Tenant]:
         queue = self._queues[job.queue]
         tenant = queue.tenants[job.tenant]
         rules.end_run(queue, tenant, job, ended_at, now)
         return queue, tenant
 
     def _fail(
-        self, job: Job, now: float, ended_at: float, error: str, retry_at: float | None
+        self, job: Job, now: float, ended_at: float | None, error: str, retry_at: float | None
     ) -> None:
         queue, tenant = self._end_run(job, ended_at, now)
         tenant.failed += 1
@@ -269,9 +270,10 @@ class ReferenceModel(Reads):
                 next_due=self._next_due(names),
             )
 
-    def _maintain(self, now: float, names: Sequence[str]) -> tuple[int, int]:
+    def _maintain(self, now: float, names: Sequence[str]) -> tuple[int, list[ExpiredLease]]:
         """Promote due jobs, expire overdue leases, then end rate limits that are over."""
-        promoted = expired = 0
+        promoted = 0
+        expired: list[ExpiredLease] = []
         for name in names:
             queue = self._queues.get(name)
             if queue is not None:
@@ -291,16 +293,28 @@ class ReferenceModel(Reads):
             count += 1
         return count
 
-    def _expire(self, queue: Queue, now: float) -> int:
-        count = 0
+    def _expire(self, queue: Queue, now: float) -> list[ExpiredLease]:
+        """Overdue leases, in (deadline, seq) order: failed attempts, charged no more than
+        the run was charged so far (a crash is not consumption)."""
+        expired: list[ExpiredLease] = []
         while (job := self._first_running(queue)) is not None:
             deadline = job.deadline
             if deadline is None or deadline > now:
                 break
             heapq.heappop(queue.running)
-            self._fail(job, now, deadline, LEASE_EXPIRED_ERROR, now)
-            count += 1
-        return count
+            self._fail(job, now, None, LEASE_EXPIRED_ERROR, now)
+            expired.append(
+                ExpiredLease(
+                    job_id=job.id,
+                    name=job.name,
+                    queue=job.queue,
+                    tenant=job.tenant,
+                    attempt=job.attempts,
+                    deadline=deadline,
+                    dead=job.state is JobState.DEAD,
+                )
+            )
+        return expired
 
     def _unlimit(self, queue: Queue, now: float) -> None:
         while (tenant := rules.first_limited(queue, now)) is not None:
@@ -389,9 +403,9 @@ class ReferenceModel(Reads):
         rules.limit_until(queue, tenant, now)
         rules.refresh(queue, tenant, now)
 
-    def publish_job_types(self, types: Sequence[JobType]) -> None:
+    def publish_job_types(self, params: PublishJobTypesParams) -> None:
         with self._changed:
-            self._types.update({t.name: t for t in types})
+            self._types.update({t.name: t for t in params.types})
 
     # -- inspection (see Reads) -------------------------------------------------------------
 
@@ -399,9 +413,9 @@ class ReferenceModel(Reads):
         with self._changed:
             return self._stats(params)
 
-    def get_jobs(self, ids: Sequence[str]) -> list[JobInfo]:
+    def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         with self._changed:
-            return [self._jobs[i].info() for i in ids if i in self._jobs]
+            return [self._jobs[i].info() for i in params.ids if i in self._jobs]
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         with self._changed:
@@ -430,9 +444,9 @@ class ReferenceModel(Reads):
 
     # -- waiting ---------------------------------------------------------------------------
 
-    def wait(self, queues: Sequence[str], timeout: float) -> None:
+    def wait(self, params: WaitParams) -> None:
         with self._changed:
-            self._changed.wait(timeout)
+            self._changed.wait(params.timeout)
 
     def close(self) -> None:
         with self._changed:

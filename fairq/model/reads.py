@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fairq.contract import (
+    GetQueueParams,
     JobType,
     ListDeadParams,
     QueueSettings,
@@ -74,7 +75,8 @@ class Reads:
             found[key] = [t for t in times if t >= params.now - span]
         return found
 
-    def get_queue(self, queue: str) -> QueueSettings:
+    def get_queue(self, params: GetQueueParams) -> QueueSettings:
+        queue = params.queue
         found = self._queues.get(queue)
         if found is None:
             return QueueSettings(queue=queue)

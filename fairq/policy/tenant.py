@@ -181,16 +181,23 @@ def dispatch(queue: QueueState[T], tenant: T, job: RunState, now: float) -> floa
     return hold
 
 
-def end_run(queue: QueueState[T], tenant: T, job: RunState, ended_at: float, now: float) -> None:
-    """Charge the run's real cost in place of what it was charged so far; free its slot."""
+def end_run(
+    queue: QueueState[T], tenant: T, job: RunState, ended_at: float | None, now: float
+) -> None:
+    """Charge the run's real cost in place of what it was charged so far; free its slot.
+
+    ``ended_at=None``: the run's end is unknown (its lease expired: the worker died or lost
+    the store). A crash is not consumption, so the run stays charged what it was so far (the
+    estimate, raised by heartbeats) and ``F`` and usage are left as they are."""
     assert job.started_at is not None
-    finish = fairness.finish_after_run(
-        tenant.finish,
-        job.charged,
-        fairness.run_charge(job.started_at, ended_at),
-        queue.weight_of(tenant),
-    )
-    set_finish(queue, tenant, finish, now)
+    if ended_at is not None:
+        finish = fairness.finish_after_run(
+            tenant.finish,
+            job.charged,
+            fairness.run_charge(job.started_at, ended_at),
+            queue.weight_of(tenant),
+        )
+        set_finish(queue, tenant, finish, now)
     tenant.running -= 1
     job.deadline = None
 

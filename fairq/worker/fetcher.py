@@ -23,7 +23,16 @@ import queue
 import threading
 from collections.abc import Callable
 
-from fairq.contract import Backend, DequeueParams, MaintainParams, ReleaseParams, StatsParams
+from fairq.contract import (
+    AckAndDequeueParams,
+    AckManyParams,
+    AckManyResult,
+    Backend,
+    DequeueParams,
+    MaintainParams,
+    ReleaseParams,
+    StatsParams,
+)
 from fairq.job import Lease
 from fairq.policy.queues import QueueOrder
 from fairq.worker.joblog import describe
@@ -125,10 +134,14 @@ class Fetcher:
         done = completions.take()
         free = self.running.free() + len(done)
         if not done:
-            return self.backend.dequeue(self._asking(free)) if free else None
-        return completions.store_with(
-            done, lambda acks: self.backend.ack_and_dequeue(acks, self._asking(free))
-        )
+            return list(self.backend.dequeue(self._asking(free)).leases) if free else None
+
+        def ack_and_dequeue(acks: AckManyParams) -> tuple[AckManyResult, list[Lease]]:
+            both = AckAndDequeueParams(acks=acks, dequeue=self._asking(free))
+            result = self.backend.ack_and_dequeue(both)
+            return result.acks, list(result.dequeue.leases)
+
+        return completions.store_with(done, ack_and_dequeue)
 
     def _asking(self, free: int, wait: float = 0.0) -> DequeueParams:
         return DequeueParams(
@@ -179,7 +192,7 @@ class Fetcher:
             self._no_wait.clear()  # before the look at `stopping`: see wait_ended
             began.set()
             try:
-                leases = [] if self.stopping.is_set() else self.backend.dequeue(params)
+                leases = [] if self.stopping.is_set() else list(self.backend.dequeue(params).leases)
                 first = self._start_waited(leases)
             except BaseException as exc:  # the fetch loop's to handle (back-off, stop)
                 handoff.put(exc)

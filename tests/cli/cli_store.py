@@ -46,7 +46,7 @@ class Store:
         now = self.app.clock()
         leases = self.app.backend.dequeue(
             DequeueParams(queues=[queue], worker_id="test", now=now, limit=1)
-        )
+        ).leases
         (lease,) = leases
         assert lease.job_id == job_id
         self.app.backend.fail(FailParams(token=lease.token, now=now, error=error, retry_at=None))

@@ -18,7 +18,7 @@ from cli_store import Store
 import fairq.cli.admin.stats
 import fairq.cli.admin.tenants
 from fairq.app import App
-from fairq.contract import DequeueParams
+from fairq.contract import DequeueParams, GetQueueParams
 from fairq.demo.jobs import make_app
 from fairq.policy.rate import Rate
 
@@ -75,15 +75,15 @@ def test_queue_rate_and_history_keep_what_is_not_given(any_store: Store) -> None
     assert store.run("queue", "demo", "--max-running", "3", "--weight", "2").exit_code == 0
     result = store.run("queue", "demo", "--rate", "5/s", "--burst", "2", "--half-life", "600")
     assert result.exit_code == 0, result.output
-    settings = store.app.backend.get_queue("demo")
+    settings = store.app.backend.get_queue(GetQueueParams(queue="demo"))
     assert (settings.weight, settings.max_running) == (2.0, 3)
     assert (settings.rate, settings.half_life, settings.max_debt) == (Rate(5, 1.0, 2), 600, 60)
     assert store.run("queue", "demo", "--max-debt", "30").exit_code == 0
-    settings = store.app.backend.get_queue("demo")
+    settings = store.app.backend.get_queue(GetQueueParams(queue="demo"))
     assert (settings.rate, settings.half_life, settings.max_debt) == (Rate(5, 1.0, 2), 600, 30)
     shown = store.run("queue", "demo", "--half-life", "none", "--rate", "none").stdout
     assert "default rate none, half-life none, max debt 30 s" in shown
-    assert store.app.backend.get_queue("demo").max_running == 3
+    assert store.app.backend.get_queue(GetQueueParams(queue="demo")).max_running == 3
 
 
 @pytest.mark.parametrize(
@@ -116,11 +116,11 @@ def test_bad_limits_exit_2_and_change_nothing(any_store: Store, args: list[str])
     store.enqueue("acme")
     store.app.set_tenant("demo", "acme", weight=2, rate="1/s")
     store.app.set_queue("demo", rate="9/minute", half_life=60.0)
-    before = (store.snapshot(), store.app.backend.get_queue("demo"))
+    before = (store.snapshot(), store.app.backend.get_queue(GetQueueParams(queue="demo")))
     result = store.run(*args)
     assert result.exit_code == 2, result.output
     assert "Error" in result.output and "Traceback" not in result.output
-    assert (store.snapshot(), store.app.backend.get_queue("demo")) == before
+    assert (store.snapshot(), store.app.backend.get_queue(GetQueueParams(queue="demo"))) == before
 
 
 def test_stats_shows_status_and_share_in_the_table_and_in_json(any_store: Store) -> None:

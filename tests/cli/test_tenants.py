@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from cli_store import Store
 
+from fairq.contract import GetQueueParams
+
 
 def _settings(store: Store, tenant: str = "acme") -> tuple[float, int | None]:
     (row,) = store.app.stats(queue="demo", tenant=tenant)
@@ -72,8 +74,8 @@ BAD_CAPS = ["0", "-1", "1.5", "abc", "", "nan"]
 def test_bad_values_exit_2_and_change_nothing(store: Store, args: list[str]) -> None:
     store.enqueue("acme")
     store.app.set_tenant("demo", "acme", weight=2, max_running=3)
-    before = (store.snapshot(), store.app.backend.get_queue("demo"))
+    before = (store.snapshot(), store.app.backend.get_queue(GetQueueParams(queue="demo")))
     result = store.run(*args)
     assert result.exit_code == 2, result.output
     assert "Error" in result.output and "Traceback" not in result.output
-    assert (store.snapshot(), store.app.backend.get_queue("demo")) == before
+    assert (store.snapshot(), store.app.backend.get_queue(GetQueueParams(queue="demo"))) == before

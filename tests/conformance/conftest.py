@@ -25,9 +25,10 @@ def _model(tmp: Path) -> Backend:
 
 
 def _sqlite(tmp: Path) -> Backend:
+    from fairq.backends.clock import Clock
     from fairq.backends.sqlite import SQLiteBackend
 
-    return SQLiteBackend.from_url(f"sqlite:///{tmp}/q.db")
+    return SQLiteBackend(tmp / "q.db", clock=Clock.CALLER)
 
 
 def _redis(tmp: Path) -> Backend:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from fairq.contract import (
-    AckParams,
+    AckManyParams,
     Backend,
     DequeueParams,
     EnqueueParams,
+    GetJobsParams,
     StatsParams,
     TenantSettingsParams,
     TenantStats,
@@ -54,7 +55,9 @@ def enqueue(backend: Backend, jobs: Sequence[NewJob], now: float = 0.0) -> None:
 def take(
     backend: Backend, now: float = 0.0, limit: int = 1, queues: Sequence[str] = (Q,)
 ) -> list[Lease]:
-    return backend.dequeue(DequeueParams(queues=queues, worker_id="w1", now=now, limit=limit))
+    return backend.dequeue(
+        DequeueParams(queues=queues, worker_id="w1", now=now, limit=limit)
+    ).leases
 
 
 def take_one(backend: Backend, now: float = 0.0) -> Lease:
@@ -69,7 +72,15 @@ def tenants_taken(backend: Backend, count: int, now: float = 0.0) -> list[str]:
 
 
 def ack(backend: Backend, lease: Lease, now: float) -> None:
-    backend.ack(AckParams(token=lease.token, now=now))
+    """Ack one job whose lease must still be held."""
+    result = backend.ack_many(AckManyParams(tokens=[lease.token], now=now))
+    assert list(result.acked) == [lease.token], f"lease {lease.token} was lost at {now}"
+
+
+def ack_lost(backend: Backend, token: str, now: float) -> bool:
+    """Ack one token; whether the store reported it lost (and so changed nothing)."""
+    result = backend.ack_many(AckManyParams(tokens=[token], now=now))
+    return list(result.lost) == [token] and not result.acked
 
 
 def stat(backend: Backend, tenant: str, queue: str = Q) -> TenantStats:
@@ -79,7 +90,7 @@ def stat(backend: Backend, tenant: str, queue: str = Q) -> TenantStats:
 
 
 def job(backend: Backend, job_id: str) -> JobInfo:
-    (found,) = backend.get_jobs([job_id])
+    (found,) = backend.get_jobs(GetJobsParams(ids=[job_id]))
     return found
 
 
@@ -92,7 +103,7 @@ def set_tenant(
 
 def snapshot(backend: Backend, ids: Sequence[str]) -> tuple[object, ...]:
     """Everything observable about a store, to show that a refused call changed nothing."""
-    return (backend.stats(StatsParams()), backend.get_jobs(ids))
+    return (backend.stats(StatsParams()), backend.get_jobs(GetJobsParams(ids=ids)))
 
 
 def longest_run(items: Sequence[str], value: str) -> int:

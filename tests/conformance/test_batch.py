@@ -9,15 +9,14 @@ from collections.abc import Callable
 import pytest
 
 from fairq.contract import (
+    AckAndDequeueParams,
     AckManyParams,
-    AckParams,
     Backend,
     DequeueParams,
     QueueSettings,
     SetQueueParams,
     StatsParams,
 )
-from fairq.errors import LeaseExpired, LeaseNotFound
 
 from .helpers import Q, enqueue, new_job, new_jobs, set_tenant, snapshot, stat, take
 
@@ -60,16 +59,13 @@ def _ack_many(backend: Backend, tokens: list[str], now: float) -> tuple[list[str
 
 
 def _ack_singly(backend: Backend, tokens: list[str], now: float) -> tuple[list[str], list[str]]:
-    """(acked, lost) of single acks in order."""
+    """(acked, lost) of single acks in order (one ack_many per token)."""
     acked: list[str] = []
     lost: list[str] = []
     for token in tokens:
-        try:
-            backend.ack(AckParams(token=token, now=now))
-        except (LeaseExpired, LeaseNotFound):
-            lost.append(token)
-        else:
-            acked.append(token)
+        result = backend.ack_many(AckManyParams(tokens=[token], now=now))
+        acked += result.acked
+        lost += result.lost
     return acked, lost
 
 
@@ -132,9 +128,12 @@ def test_ack_and_dequeue_equals_ack_many_then_dequeue(make_backend: Callable[[],
     for now, queues in [(0.4, (Q,)), (1.1, (Q, "other")), (2.5, ("other", Q))]:
         tokens = [lease.token for lease in reversed(leases)] + ["j99:1"]
         params = DequeueParams(queues=queues, worker_id="w1", now=now, limit=len(leases) + 1)
-        result, leases = together.ack_and_dequeue(AckManyParams(tokens=tokens, now=now), params)
+        both = together.ack_and_dequeue(
+            AckAndDequeueParams(acks=AckManyParams(tokens=tokens, now=now), dequeue=params)
+        )
+        result, leases = both.acks, list(both.dequeue.leases)
         assert (list(result.acked), list(result.lost)) == _ack_many(apart, tokens, now)
-        assert apart.dequeue(params) == leases
+        assert list(apart.dequeue(params).leases) == leases
         assert snapshot(together, ids) == snapshot(apart, ids)
     assert any(lease.tenant == "c" for lease in leases)  # the capped tenant was served again
     stats_at = StatsParams(now=5.0)
@@ -162,10 +161,13 @@ def test_ack_and_dequeue_treats_lost_tokens_and_other_queues_as_ack_many_does(
     stale = held[1].rsplit(":", 1)[0] + ":7"
     tokens = [elsewhere[0], held[0], short[0], "j99:1", held[0], stale, held[1], short[1]]
     params = DequeueParams(queues=(Q,), worker_id="w1", now=1.9, limit=4)
-    result, got = together.ack_and_dequeue(AckManyParams(tokens=tokens, now=2.0), params)
+    both = together.ack_and_dequeue(
+        AckAndDequeueParams(acks=AckManyParams(tokens=tokens, now=2.0), dequeue=params)
+    )
+    result, got = both.acks, list(both.dequeue.leases)
     assert (list(result.acked), list(result.lost)) == _ack_many(apart, tokens, 2.0)
     assert list(result.acked) == [elsewhere[0], held[0], held[1]]
-    assert got == apart.dequeue(params)
+    assert got == list(apart.dequeue(params).leases)
     assert any(lease.tenant == "a" for lease in got)  # the capped tenant's slots were freed
     ids = [f"j{n}" for n in range(9)]
     assert snapshot(together, ids) == snapshot(apart, ids)
@@ -178,5 +180,7 @@ def test_ack_and_dequeue_does_not_wait(backend: Backend) -> None:
     (lease,) = take(backend, 0.0, 1)
     params = DequeueParams(queues=(Q,), worker_id="w1", now=1.0, wait=0.5)
     with pytest.raises(ValueError, match="does not wait"):
-        backend.ack_and_dequeue(AckManyParams(tokens=[lease.token], now=1.0), params)
+        backend.ack_and_dequeue(
+            AckAndDequeueParams(acks=AckManyParams(tokens=[lease.token], now=1.0), dequeue=params)
+        )
     assert stat(backend, "a").running == 1  # nothing was acked

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairq.contract import Backend, QueueSettings, SetQueueParams
+from fairq.contract import Backend, GetQueueParams, QueueSettings, SetQueueParams
 
 from .helpers import Q, ack, enqueue, new_jobs, set_tenant, stat, take, take_one
 
@@ -47,7 +47,9 @@ def test_a_tenant_alone_at_its_cap_gets_nothing_more(backend: Backend) -> None:
 
 def test_queue_default_cap_applies_to_new_tenants(backend: Backend) -> None:
     backend.set_queue(SetQueueParams(settings=QueueSettings(queue=Q, max_running=2), now=0.0))
-    assert backend.get_queue(Q) == QueueSettings(queue=Q, weight=1.0, max_running=2)
+    assert backend.get_queue(GetQueueParams(queue=Q)) == QueueSettings(
+        queue=Q, weight=1.0, max_running=2
+    )
     enqueue(backend, new_jobs("new", range(5)))
     assert stat(backend, "new").max_running == 2
     assert len(take(backend, limit=5)) == 2
@@ -93,4 +95,6 @@ def test_set_tenant_keeps_what_it_is_not_told_to_change(backend: Backend) -> Non
 
 
 def test_an_unknown_queue_has_the_default_settings(backend: Backend) -> None:
-    assert backend.get_queue("never-seen") == QueueSettings(queue="never-seen")
+    assert backend.get_queue(GetQueueParams(queue="never-seen")) == QueueSettings(
+        queue="never-seen"
+    )

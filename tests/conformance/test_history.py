@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from fairq.contract import Backend, QueueSettings, SetQueueParams, StatsParams
+from fairq.contract import Backend, GetQueueParams, QueueSettings, SetQueueParams, StatsParams
 from fairq.policy import history
 
 from .helpers import Q, ack, enqueue, new_jobs, stat, take, take_one
@@ -56,7 +56,9 @@ def test_with_a_half_life_a_tenant_just_served_starts_behind_by_at_most_max_debt
     backend: Backend,
 ) -> None:
     set_queue(backend, half_life=3600.0, max_debt=10.0)
-    assert backend.get_queue(Q) == QueueSettings(queue=Q, half_life=3600.0, max_debt=10.0)
+    assert backend.get_queue(GetQueueParams(queue=Q)) == QueueSettings(
+        queue=Q, half_life=3600.0, max_debt=10.0
+    )
     now = serve_a_batch(backend)
     assert stat(backend, "a").usage > 10.0  # its debt is capped below
     bound = 2 * (math.floor(10.0 * 1.0 / 1.0) + 1)  # b and c: weight 1, cost 1
@@ -66,7 +68,7 @@ def test_with_a_half_life_a_tenant_just_served_starts_behind_by_at_most_max_debt
 def test_the_default_debt_cap_bounds_the_wait_too(backend: Backend) -> None:
     set_queue(backend, half_life=1e6)  # hardly decays: a's usage is about 200
     now = serve_a_batch(backend)
-    assert backend.get_queue(Q).max_debt == 60.0
+    assert backend.get_queue(GetQueueParams(queue=Q)).max_debt == 60.0
     assert first_turn_after_returning(backend, now) == 2 * (60 + 1)
 
 

@@ -7,10 +7,13 @@ import pytest
 from fairq.contract import (
     Backend,
     FailParams,
+    GetJobsParams,
     JobType,
     MaintainParams,
+    PublishJobTypesParams,
     StatsParams,
     TenantStats,
+    WaitParams,
 )
 from fairq.errors import DuplicateJob
 from fairq.job import JobState
@@ -81,7 +84,7 @@ def test_stats_rows_are_sorted_by_queue_then_tenant_and_filter(backend: Backend)
 
 def test_get_jobs_returns_the_jobs_that_exist_in_the_order_asked(backend: Backend) -> None:
     enqueue(backend, [new_job(0, "a", priority=3), new_job(1, "b", run_at=9.0)], now=2.0)
-    found = backend.get_jobs(["j1", "nope", "j0"])
+    found = backend.get_jobs(GetJobsParams(ids=["j1", "nope", "j0"]))
     assert [info.id for info in found] == ["j1", "j0"]
     j1, j0 = found
     assert (j0.name, j0.queue, j0.tenant, j0.state, j0.priority) == (
@@ -105,11 +108,11 @@ def test_published_job_types_round_trip(backend: Backend) -> None:
         JobType(name="mail", queue=Q, tenant_arg=None, params=(), max_attempts=1,
                 lease_timeout=60.0, cost=1.0),
     ]  # fmt: skip
-    backend.publish_job_types(types)
+    backend.publish_job_types(PublishJobTypesParams(types=types))
     assert backend.job_types() == {t.name: t for t in types}
     changed = JobType(name="mail", queue="mail", tenant_arg="to", params=("to",), max_attempts=2,
                       lease_timeout=5.0, cost=0.5)  # fmt: skip
-    backend.publish_job_types([changed])
+    backend.publish_job_types(PublishJobTypesParams(types=[changed]))
     assert backend.job_types()["mail"] == changed
     assert backend.job_types()["imports.run"] == types[0]
 
@@ -123,7 +126,10 @@ def test_retention_prunes_old_succeeded_jobs_only(backend: Backend) -> None:
     assert backend.maintain(MaintainParams(now=50.0, retention=100.0)).pruned == 0
     assert backend.maintain(MaintainParams(now=50.0)).pruned == 0
     assert backend.maintain(MaintainParams(now=200.0, retention=100.0)).pruned == 1
-    assert [info.id for info in backend.get_jobs(["j0", "j1", "j2"])] == ["j1", "j2"]
+    assert [info.id for info in backend.get_jobs(GetJobsParams(ids=["j0", "j1", "j2"]))] == [
+        "j1",
+        "j2",
+    ]
     assert stat(backend, "a").succeeded == 1  # a lifetime counter survives pruning
 
 
@@ -200,4 +206,4 @@ def test_an_enqueue_with_a_duplicate_id_stores_nothing_of_its_batch(backend: Bac
 
 @pytest.mark.timeout(10)  # a wait that ignored its timeout would fail here
 def test_wait_returns_by_its_timeout(backend: Backend) -> None:
-    backend.wait(["default"], 0.0)
+    backend.wait(WaitParams(queues=["default"], timeout=0.0))

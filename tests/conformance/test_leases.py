@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from fairq.contract import (
-    AckParams,
     Backend,
     FailParams,
     HeartbeatParams,
@@ -18,6 +17,7 @@ from fairq.job import JobState
 
 from .helpers import (
     ack,
+    ack_lost,
     enqueue,
     job,
     new_job,
@@ -58,7 +58,9 @@ def test_an_expired_lease_puts_the_job_back_and_frees_the_slot(backend: Backend)
     take_one(backend, 0.0)
     assert take(backend, 9.0) == []  # at the cap until the lease expires
     result = backend.maintain(MaintainParams(now=10.0))
-    assert result.expired == 1
+    assert [
+        (e.job_id, e.name, e.queue, e.tenant, e.attempt, e.deadline, e.dead) for e in result.expired
+    ] == [("j0", "task", "default", "a", 1, 10.0, False)]
     info = job(backend, "j0")
     assert (info.state, info.attempts, info.last_error) == (JobState.READY, 1, "lease expired")
     row = stat(backend, "a")
@@ -73,7 +75,7 @@ def test_dequeue_expires_overdue_leases_first(backend: Backend) -> None:
     assert (again.job_id, again.attempt, again.deadline) == ("j0", 2, 20.0)
 
 
-@pytest.mark.parametrize("end", ["ack", "fail", "release"])
+@pytest.mark.parametrize("end", ["fail", "release"])
 def test_ending_an_expired_lease_raises_lease_expired_and_changes_nothing(
     backend: Backend, end: str
 ) -> None:
@@ -85,7 +87,7 @@ def test_ending_an_expired_lease_raises_lease_expired_and_changes_nothing(
     assert snapshot(backend, ["j0", "j1"]) == before
 
 
-@pytest.mark.parametrize("end", ["ack", "fail", "release"])
+@pytest.mark.parametrize("end", ["fail", "release"])
 def test_ending_an_unknown_lease_raises_lease_not_found_and_changes_nothing(
     backend: Backend, end: str
 ) -> None:
@@ -105,8 +107,7 @@ def test_a_stale_lease_never_matches_the_jobs_next_attempt(backend: Backend) -> 
     enqueue(backend, [new_job(0, "a", lease=10.0)])
     stale = take_one(backend, 0.0)
     fresh = take_one(backend, 10.0)
-    with pytest.raises(LeaseNotFound):
-        ack(backend, stale, 11.0)
+    assert ack_lost(backend, stale.token, 11.0)
     ack(backend, fresh, 11.0)
     assert job(backend, "j0").state is JobState.SUCCEEDED
 
@@ -118,7 +119,7 @@ def test_heartbeat_extends_the_deadline(backend: Backend) -> None:
     assert dict(result.deadlines) == {lease.token: 18.0}
     assert list(result.lost) == []
     assert job(backend, "j0").deadline == 18.0
-    assert backend.maintain(MaintainParams(now=15.0)).expired == 0
+    assert backend.maintain(MaintainParams(now=15.0)).expired == []
     ack(backend, lease, 17.0)
     assert job(backend, "j0").state is JobState.SUCCEEDED
 
@@ -162,7 +163,8 @@ def test_a_released_jobs_next_lease_has_a_new_token_and_the_old_one_is_refused(
     assert (first.token, second.token) == ("j0:1", "j0:2")
     assert (first.attempt, second.attempt) == (1, 1)
     before = snapshot(backend, ["j0"])
-    for how in ("ack", "fail", "release"):
+    assert ack_lost(backend, first.token, 3.0)
+    for how in ("fail", "release"):
         with pytest.raises(LeaseNotFound):
             _end(backend, how, first.token, now=3.0)
     lost = backend.heartbeat(HeartbeatParams(tokens=[first.token], now=3.0)).lost
@@ -182,9 +184,7 @@ def test_release_frees_the_slot(backend: Backend) -> None:
 
 
 def _end(backend: Backend, how: str, token: str, now: float) -> None:
-    if how == "ack":
-        backend.ack(AckParams(token=token, now=now))
-    elif how == "fail":
+    if how == "fail":
         backend.fail(FailParams(token=token, now=now, error="boom", retry_at=now))
     else:
         backend.release(ReleaseParams(token=token, now=now))

@@ -4,7 +4,7 @@ attempt burnt."""
 
 from __future__ import annotations
 
-from fairq.contract import Backend, MaintainParams, QueueSettings, SetQueueParams
+from fairq.contract import Backend, GetQueueParams, MaintainParams, QueueSettings, SetQueueParams
 from fairq.job import JobState
 from fairq.policy.rate import Rate
 
@@ -71,7 +71,7 @@ def test_maintain_reports_limited_until_as_due_and_readmits_on_its_own(backend: 
 
 def test_the_queue_default_rate_applies_to_tenants_without_their_own(backend: Backend) -> None:
     set_queue(backend, rate=ONE_PER_10S)
-    assert backend.get_queue(Q).rate == ONE_PER_10S
+    assert backend.get_queue(GetQueueParams(queue=Q)).rate == ONE_PER_10S
     enqueue(backend, new_jobs("a", range(5)))
     enqueue(backend, new_jobs("b", range(10, 15)))
     set_tenant(backend, "b", rate=Rate(2, 10.0))  # its own, faster: one start every 5 s
@@ -134,7 +134,7 @@ def test_a_queue_default_rate_change_resettles_its_tenants(backend: Backend) -> 
     take_one(backend, 0.0)
     assert stat(backend, "a").limited_until == 10.0
     set_queue(backend, now=1.0, rate=None)
-    assert backend.get_queue(Q).rate is None
+    assert backend.get_queue(GetQueueParams(queue=Q)).rate is None
     row = stat(backend, "a")
     assert (row.rate, row.limited_until) == (None, None)
     assert len(take(backend, 1.0, limit=5)) == 2

@@ -42,7 +42,8 @@ def test_expired_leases_count_as_attempts_up_to_dead(backend: Backend) -> None:
     enqueue(backend, [new_job(0, "a", max_attempts=2, lease=10.0)])
     take_one(backend, 0.0)
     take_one(backend, 10.0)
-    assert backend.maintain(MaintainParams(now=20.0)).expired == 1
+    (expired,) = backend.maintain(MaintainParams(now=20.0)).expired
+    assert (expired.job_id, expired.attempt, expired.dead) == ("j0", 2, True)
     info = job(backend, "j0")
     assert (info.state, info.attempts, info.last_error) == (JobState.DEAD, 2, "lease expired")
     assert (stat(backend, "a").failed, stat(backend, "a").dead) == (2, 1)

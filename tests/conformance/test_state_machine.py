@@ -27,12 +27,15 @@ from hypothesis.stateful import (
 
 from fairq.contract import (
     KEEP,
+    AckAndDequeueParams,
     AckManyParams,
-    AckParams,
     Backend,
     DequeueParams,
     EnqueueParams,
+    ExpiredLease,
     FailParams,
+    GetJobsParams,
+    GetQueueParams,
     HeartbeatParams,
     ListDeadParams,
     MaintainParams,
@@ -93,7 +96,7 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
     def live_tokens(self) -> set[str]:
         return {
             self.latest[j.id]
-            for j in self.spec.get_jobs(self.ids)
+            for j in self.spec.get_jobs(GetJobsParams(ids=self.ids))
             if j.state is JobState.RUNNING and j.deadline is not None and j.deadline > self.now
         }
 
@@ -104,7 +107,7 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
         return data.draw(st.one_of(st.sampled_from(live), anything) if live else anything)
 
     def add(self, jobs: list[NewJob]) -> None:
-        self.both(lambda b: b.enqueue(EnqueueParams(jobs=jobs, now=self.now)))
+        self.both(lambda b: b.enqueue(EnqueueParams(jobs=jobs, now=self.now)).queues)
         self.ids += [j.id for j in jobs]
 
     def take(
@@ -115,11 +118,11 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
         before = {(row.queue, row.tenant): row for row in self.spec.stats(StatsParams())}
         params = DequeueParams(queues=queues, worker_id="w", now=self.now, limit=limit)
         if acks is None:
-            status, found = self.both(lambda b: b.dequeue(params))
+            status, found = self.both(lambda b: _dequeue(b, params))
         else:
             done = AckManyParams(tokens=acks, now=self.now)
             status, (_, _, found) = self.both(lambda b: _ack_and_dequeue(b, done, params))
-        leases: list[Lease] = found
+        leases: list[Lease] = found[0]
         assert status == "ok"
         job_ids = [lease.job_id for lease in leases]
         assert len(set(job_ids)) == len(job_ids), "one job handed out twice in a batch"
@@ -141,7 +144,7 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
     def end(self, token: str, how: str) -> None:
         now = self.now
         if how == "ack":
-            self.both(lambda b: b.ack(AckParams(token=token, now=now)))
+            self.both(lambda b: b.ack_many(AckManyParams(tokens=[token], now=now)))
         elif how == "release":
             self.both(lambda b: b.release(ReleaseParams(token=token, now=now)))
         elif how != "keep":
@@ -260,7 +263,7 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
         """With a retention, pruning may forget tenants: the stores must forget the same."""
         params = MaintainParams(now=self.now, queues=queues, retention=retention)
         self.both(lambda b: b.maintain(params))
-        kept = {j.id for j in self.spec.get_jobs(self.ids)}
+        kept = {j.id for j in self.spec.get_jobs(GetJobsParams(ids=self.ids))}
         self.pruned = set(self.ids) - kept
 
     @precondition(lambda self: bool(self.ids))
@@ -317,7 +320,7 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
             max_debt=max_debt,
         )
         self.both(lambda b: b.set_queue(SetQueueParams(settings=defaults, now=self.now)))
-        self.both(lambda b: b.get_queue(queue))
+        self.both(lambda b: b.get_queue(GetQueueParams(queue=queue)))
 
     @precondition(lambda self: bool(self.ids))
     @rule(data=st.data())
@@ -333,7 +336,7 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
         """Same stats, jobs and dead letters; every job counted once; runs match leases."""
         _, rows = self.both(lambda b: b.stats(StatsParams()))
         self.both(lambda b: b.stats(StatsParams(now=self.now)))  # usage decayed to now
-        _, jobs = self.both(lambda b: b.get_jobs(self.ids))
+        _, jobs = self.both(lambda b: b.get_jobs(GetJobsParams(ids=self.ids)))
         self.both(lambda b: b.list_dead(ListDeadParams(limit=1000)))
         states = Counter(j.state for j in jobs)
         assert len(jobs) == len(self.ids) - len(self.pruned)
@@ -390,11 +393,17 @@ def _ack_many(backend: Backend, params: AckManyParams) -> tuple[list[str], list[
     return list(result.acked), list(result.lost)
 
 
+def _dequeue(backend: Backend, params: DequeueParams) -> tuple[list[Lease], list[ExpiredLease]]:
+    result = backend.dequeue(params)
+    return list(result.leases), list(result.expired)
+
+
 def _ack_and_dequeue(
     backend: Backend, acks: AckManyParams, params: DequeueParams
-) -> tuple[list[str], list[str], list[Lease]]:
-    result, leases = backend.ack_and_dequeue(acks, params)
-    return list(result.acked), list(result.lost), leases
+) -> tuple[list[str], list[str], tuple[list[Lease], list[ExpiredLease]]]:
+    result = backend.ack_and_dequeue(AckAndDequeueParams(acks=acks, dequeue=params))
+    dequeued = (list(result.dequeue.leases), list(result.dequeue.expired))
+    return list(result.acks.acked), list(result.acks.lost), dequeued
 
 
 def test_every_store_agrees_with_the_reference(make_backend: Callable[[], Backend]) -> None:

@@ -29,7 +29,7 @@ class Jobs:
 
 
 def route(backend: Backend, jobs: Sequence[NewJob], now: float) -> list[str]:
-    return backend.enqueue(EnqueueParams(jobs=jobs, now=now))
+    return backend.enqueue(EnqueueParams(jobs=jobs, now=now)).queues
 
 
 def windows(backend: Backend, keys: list[tuple[str, str]], now: float) -> Windows:

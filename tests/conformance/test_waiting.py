@@ -21,7 +21,7 @@ BOUND = 10.0  # only so a wake-up that never comes fails the test instead of han
 
 
 def waiting_take(backend: Backend, now: float, wait: float) -> list[Lease]:
-    return backend.dequeue(DequeueParams(queues=[Q], worker_id="w1", now=now, wait=wait))
+    return backend.dequeue(DequeueParams(queues=[Q], worker_id="w1", now=now, wait=wait)).leases
 
 
 def take_when_it_comes(backend: Backend, now: float, into: list[Lease]) -> None:

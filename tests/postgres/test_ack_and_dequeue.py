@@ -13,9 +13,11 @@ import psycopg
 import pytest
 
 from fairq.contract import (
+    AckAndDequeueParams,
     AckManyParams,
     DequeueParams,
     EnqueueParams,
+    GetJobsParams,
     QueueSettings,
     SetQueueParams,
     StatsParams,
@@ -29,7 +31,7 @@ from .helpers import Q, new_job
 def take(
     pg: DisposableBackend, now: float, limit: int, queues: tuple[str, ...] = (Q,)
 ) -> list[Lease]:
-    return pg.dequeue(DequeueParams(queues=queues, worker_id="w", now=now, limit=limit))
+    return pg.dequeue(DequeueParams(queues=queues, worker_id="w", now=now, limit=limit)).leases
 
 
 def xmins(pg: DisposableBackend, table: str, ids: list[str]) -> set[int]:
@@ -53,7 +55,7 @@ def test_the_acks_and_the_dequeue_commit_in_one_transaction(
     done = take(pg, 0.5, 3)
     acks = AckManyParams(tokens=[lease.token for lease in done], now=now)
     params = DequeueParams(queues=(Q,), worker_id="w", now=now, limit=4)
-    result, leases = pg.ack_and_dequeue(acks, params)
+    result, leases = pg.ack_and_dequeue(AckAndDequeueParams(acks=acks, dequeue=params))
     assert list(result.acked) == acks.tokens
     assert len(leases) == 4 and ("j9" in {lease.job_id for lease in leases}) == (now > 5.0)
     acked = xmins(pg, "succeeded_jobs", [lease.job_id for lease in done])
@@ -72,10 +74,14 @@ def test_a_failing_dispatch_undoes_the_acks_of_its_call(pg: DisposableBackend) -
         )
     acks = AckManyParams(tokens=[lease.token for lease in done], now=1.0)
     with pytest.raises(psycopg.errors.RaiseException, match=r"head job .* is not ready"):
-        pg.ack_and_dequeue(acks, DequeueParams(queues=(Q,), worker_id="w", now=1.0, limit=2))
+        pg.ack_and_dequeue(
+            AckAndDequeueParams(
+                acks=acks, dequeue=DequeueParams(queues=(Q,), worker_id="w", now=1.0, limit=2)
+            )
+        )
     (stats,) = pg.stats(StatsParams(queue=Q))
     assert (stats.running, stats.succeeded) == (2, 0)
-    assert {job.state for job in pg.get_jobs(["j0", "j1"])} == {JobState.RUNNING}
+    assert {job.state for job in pg.get_jobs(GetJobsParams(ids=["j0", "j1"]))} == {JobState.RUNNING}
 
 
 def test_workers_acking_across_queues_never_share_a_job_or_break_a_cap(
@@ -99,7 +105,9 @@ def test_workers_acking_across_queues_never_share_a_job_or_break_a_cap(
         try:
             while True:
                 params = DequeueParams(queues=order, worker_id=f"w{worker}", now=1.0, limit=3)
-                result, leases = pg.ack_and_dequeue(AckManyParams(tokens=held, now=1.0), params)
+                result, leases = pg.ack_and_dequeue(
+                    AckAndDequeueParams(acks=AckManyParams(tokens=held, now=1.0), dequeue=params)
+                )
                 assert list(result.lost) == []
                 with guard:
                     taken.update(lease.job_id for lease in leases)

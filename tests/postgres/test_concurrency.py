@@ -9,9 +9,10 @@ from collections import Counter
 import psycopg
 
 from fairq.contract import (
-    AckParams,
+    AckManyParams,
     DequeueParams,
     EnqueueParams,
+    GetJobsParams,
     MaintainParams,
     QueueSettings,
     SetQueueParams,
@@ -49,7 +50,7 @@ def test_concurrent_workers_never_share_a_job_or_break_a_cap(pg: DisposableBacke
             while True:
                 leases = pg.dequeue(
                     DequeueParams(queues=["default"], worker_id=f"w{worker}", now=1.0, limit=2)
-                )
+                ).leases
                 if not leases:
                     with guard:
                         if len(taken) == len(TENANTS) * JOBS_PER_TENANT:
@@ -64,7 +65,7 @@ def test_concurrent_workers_never_share_a_job_or_break_a_cap(pg: DisposableBacke
                 for lease in leases:
                     with guard:
                         held[lease.tenant] -= 1
-                    pg.ack(AckParams(token=lease.token, now=2.0))
+                    pg.ack_many(AckManyParams(tokens=[lease.token], now=2.0))
         except BaseException as exc:  # reported by the main thread
             errors.append(exc)
 
@@ -78,7 +79,7 @@ def test_concurrent_workers_never_share_a_job_or_break_a_cap(pg: DisposableBacke
     assert sorted(taken) == sorted(job.id for job in jobs())  # each exactly once
     for row in pg.stats(StatsParams(queue="default")):
         assert (row.ready, row.running, row.succeeded) == (0, 0, JOBS_PER_TENANT)
-    infos = pg.get_jobs([job.id for job in jobs()])
+    infos = pg.get_jobs(GetJobsParams(ids=[job.id for job in jobs()]))
     assert {info.state for info in infos} == {JobState.SUCCEEDED}
     assert {info.attempts for info in infos} == {1}
 
@@ -102,14 +103,14 @@ def test_interleaved_dequeues_leave_the_tags_a_single_worker_would() -> None:
             store.enqueue(EnqueueParams(jobs=jobs(), now=0.0))
         expected = single.dequeue(
             DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=10_000)
-        )
+        ).leases
         order: list[tuple[float, str]] = []
         guard = threading.Lock()
 
         def work() -> None:
             while leases := concurrent.dequeue(
                 DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=3)
-            ):
+            ).leases:
                 with guard:
                     order.extend((lease.started_at, lease.job_id) for lease in leases)
 
@@ -143,8 +144,8 @@ def test_a_prune_forgetting_tenants_races_enqueues_of_those_tenants(pg: Disposab
                              payload="{}", run_at=0.0, max_attempts=3, lease_timeout=600.0,
                              cost=1.0)  # fmt: skip
                 pg.enqueue(EnqueueParams(jobs=[job], now=float(n)))
-                (lease,) = pg.dequeue(DequeueParams(queues=["other"], worker_id="w", now=n))
-                pg.ack(AckParams(token=lease.token, now=float(n)))
+                (lease,) = pg.dequeue(DequeueParams(queues=["other"], worker_id="w", now=n)).leases
+                pg.ack_many(AckManyParams(tokens=[lease.token], now=float(n)))
         except BaseException as exc:  # reported below
             errors.append(exc)
         finally:

@@ -10,7 +10,7 @@ import pytest
 from fairq.backends import open_backend
 from fairq.backends.postgres import PostgresBackend
 from fairq.backends.postgres.url import parse_url, redact
-from fairq.contract import EnqueueParams
+from fairq.contract import EnqueueParams, GetJobsParams
 from fairq.errors import ConfigError, StoreUnavailable
 
 from ._store import DisposableBackend, fresh_schema, server_url
@@ -71,4 +71,4 @@ def test_statements_never_depend_on_the_search_path(pg: DisposableBackend) -> No
     """Everything is schema-qualified: a connection whose search_path is elsewhere works."""
     with psycopg.connect(server_url(), options="-c search_path=pg_catalog") as conn:
         pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(0)], now=0.0))
-    assert [job.id for job in pg.get_jobs(["j0"])] == ["j0"]
+    assert [job.id for job in pg.get_jobs(GetJobsParams(ids=["j0"]))] == ["j0"]

@@ -100,7 +100,7 @@ def test_a_dequeue_does_not_walk_the_entries_of_jobs_already_handed_out(
         fresh = measure(pg, conn)
         for _ in range(0, HANDED_OUT, 100):
             params = DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=100)
-            tokens = [lease.token for lease in pg.dequeue(params)]
+            tokens = [lease.token for lease in pg.dequeue(params).leases]
             pg.ack_many(AckManyParams(tokens=tokens, now=2.0))
         measure(pg, conn)  # the first visit marks the dead entries dead
         after = measure(pg, conn)

@@ -19,7 +19,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from fairq.contract import EnqueueParams, StatsParams, TenantSettingsParams
+from fairq.contract import EnqueueParams, GetJobsParams, StatsParams, TenantSettingsParams
 from fairq.job import JobState, NewJob, encode_payload
 
 from ._store import DisposableBackend, server_url
@@ -127,12 +127,14 @@ def test_a_worker_killed_mid_job_loses_nothing_and_leaks_no_slot(
     survivor = workers("--concurrency", "2")
 
     def both_done() -> bool:
-        return {i.state for i in pg.get_jobs([first, second])} == {JobState.SUCCEEDED}
+        return {i.state for i in pg.get_jobs(GetJobsParams(ids=[first, second]))} == {
+            JobState.SUCCEEDED
+        }
 
     wait_for("both jobs succeeded", both_done, survivor)
     survivor.send_signal(signal.SIGTERM)
     assert survivor.wait(WAIT) == 0
-    done = {info.id: info for info in pg.get_jobs([first, second])}
+    done = {info.id: info for info in pg.get_jobs(GetJobsParams(ids=[first, second]))}
     assert done[first].state is JobState.SUCCEEDED and done[first].attempts == 2
     assert done[second].state is JobState.SUCCEEDED
     (stats,) = pg.stats(StatsParams(queue="default", tenant="acme"))
@@ -169,7 +171,7 @@ def test_workers_ride_out_terminated_connections_and_lose_nothing(
         assert proc.poll() is None  # still serving
         proc.send_signal(signal.SIGTERM)
     assert [proc.wait(WAIT) for proc in procs] == [0, 0]
-    infos = pg.get_jobs(ids)
+    infos = pg.get_jobs(GetJobsParams(ids=ids))
     assert len(infos) == len(ids)
     assert {info.state for info in infos} == {JobState.SUCCEEDED}
     (row,) = {(r.ready, r.running, r.scheduled, r.dead) for r in pg.stats(StatsParams())}

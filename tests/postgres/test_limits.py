@@ -13,12 +13,14 @@ import pytest
 
 from fairq.backends.postgres.sql import quote_ident
 from fairq.contract import (
-    AckParams,
+    AckManyParams,
     Backend,
     DequeueParams,
     EnqueueParams,
+    GetJobsParams,
     JobType,
     MaintainParams,
+    PublishJobTypesParams,
     QueueSettings,
     ReleaseParams,
     SetQueueParams,
@@ -86,9 +88,9 @@ def test_history_on_a_real_clock_matches_the_model(pg: DisposableBackend) -> Non
     def step(store: Backend, k: int) -> object:
         now = t0 + 1100.0 * k + 0.25
         store.enqueue(EnqueueParams(jobs=[new_job(2 * k), new_job(2 * k + 1, "b")], now=now))
-        leases = store.dequeue(DequeueParams(queues=[Q], worker_id="w", now=now, limit=2))
+        leases = store.dequeue(DequeueParams(queues=[Q], worker_id="w", now=now, limit=2)).leases
         for lease in leases:
-            store.ack(AckParams(token=lease.token, now=now + 0.75))
+            store.ack_many(AckManyParams(tokens=[lease.token], now=now + 0.75))
         return [lease.token for lease in leases], store.stats(StatsParams(now=now + 2000))
 
     for k in range(6):
@@ -99,7 +101,7 @@ def test_rate_limits_end_in_limited_until_then_code_point_order(pg: DisposableBa
     tenants = ["ｚ", "😀", "é", "a", "Z", "zz", "z"]
     pg.set_queue(SetQueueParams(settings=QueueSettings(queue=Q, rate=Rate(1, 10.0)), now=0.0))
     pg.enqueue(EnqueueParams(jobs=[new_job(n, t) for n, t in enumerate(tenants)], now=0.0))
-    assert len(pg.dequeue(DequeueParams(queues=[Q], worker_id="w", now=0.0, limit=10))) == 7
+    assert len(pg.dequeue(DequeueParams(queues=[Q], worker_id="w", now=0.0, limit=10)).leases) == 7
     with psycopg.connect(server_url(), autocommit=True) as conn:
         conn.execute(f"UPDATE {quote_ident(pg.schema)}.tenants SET limited_until = 5.0")
         conn.execute(
@@ -117,7 +119,7 @@ def test_a_window_stores_at_most_threshold_plus_one_times_and_is_pruned(
     pg: DisposableBackend,
 ) -> None:
     jobs = [replace(new_job(n), throttle=RULES) for n in range(10)]
-    queues = pg.enqueue(EnqueueParams(jobs=jobs, now=100.0))
+    queues = pg.enqueue(EnqueueParams(jobs=jobs, now=100.0)).queues
     assert queues == [Q, Q] + ["slow"] * 8
     with psycopg.connect(server_url()) as conn:
         stored = conn.execute(
@@ -132,7 +134,9 @@ def test_a_window_stores_at_most_threshold_plus_one_times_and_is_pruned(
     with psycopg.connect(server_url()) as conn:
         left = conn.execute(f"SELECT count(*) FROM {quote_ident(pg.schema)}.throttle_windows")
         assert left.fetchone() == (0,)
-    assert pg.enqueue(EnqueueParams(jobs=[replace(new_job(10), throttle=RULES)], now=161.0)) == [Q]
+    assert pg.enqueue(
+        EnqueueParams(jobs=[replace(new_job(10), throttle=RULES)], now=161.0)
+    ).queues == [Q]
 
 
 def test_an_enqueue_in_the_callers_transaction_is_routed_and_counted_only_if_it_commits(
@@ -152,33 +156,33 @@ def test_an_enqueue_in_the_callers_transaction_is_routed_and_counted_only_if_it_
                 pg.enqueue_in(conn, EnqueueParams(jobs=throttled(n), now=1.0)) for n in range(5, 8)
             ]
         with pg.bound_to(conn), conn.transaction():
-            routed.append(pg.enqueue(EnqueueParams(jobs=throttled(8), now=1.0)))
+            routed.append(pg.enqueue(EnqueueParams(jobs=throttled(8), now=1.0)).queues)
     assert routed == [[Q], [Q], ["slow"], ["slow"]]
-    taken = pg.dequeue(DequeueParams(queues=["slow"], worker_id="w", now=2.0, limit=5))
+    taken = pg.dequeue(DequeueParams(queues=["slow"], worker_id="w", now=2.0, limit=5)).leases
     assert [lease.job_id for lease in taken] == ["j7", "j8"]
-    assert [job.queue for job in pg.get_jobs(["j5", "j7"])] == [Q, "slow"]
+    assert [job.queue for job in pg.get_jobs(GetJobsParams(ids=["j5", "j7"]))] == [Q, "slow"]
 
 
 def test_a_paused_tenant_keeps_its_jobs_and_is_not_served(pg: DisposableBackend) -> None:
     pg.enqueue(EnqueueParams(jobs=[new_job(0), new_job(1, "b")], now=0.0))
     pg.set_tenant(TenantSettingsParams(queue=Q, tenant="a", now=0.0, weight=0.0))
-    (lease,) = pg.dequeue(DequeueParams(queues=[Q], worker_id="w", now=1.0, limit=5))
+    (lease,) = pg.dequeue(DequeueParams(queues=[Q], worker_id="w", now=1.0, limit=5)).leases
     assert lease.tenant == "b"
     pg.set_tenant(TenantSettingsParams(queue=Q, tenant="a", now=2.0, weight=None))
-    (lease,) = pg.dequeue(DequeueParams(queues=[Q], worker_id="w", now=2.0, limit=5))
+    (lease,) = pg.dequeue(DequeueParams(queues=[Q], worker_id="w", now=2.0, limit=5)).leases
     assert lease.tenant == "a"
 
 
 @pytest.mark.parametrize("now", [0.0, 1.7e9])
 def test_a_handed_back_job_gets_a_new_token(pg: DisposableBackend, now: float) -> None:
     pg.enqueue(EnqueueParams(jobs=[new_job(0)], now=now))
-    (first,) = pg.dequeue(DequeueParams(queues=[Q], worker_id="w", now=now))
+    (first,) = pg.dequeue(DequeueParams(queues=[Q], worker_id="w", now=now)).leases
     pg.release(ReleaseParams(token=first.token, now=now + 1))
-    (second,) = pg.dequeue(DequeueParams(queues=[Q], worker_id="w", now=now + 2))
+    (second,) = pg.dequeue(DequeueParams(queues=[Q], worker_id="w", now=now + 2)).leases
     assert (first.token, second.token, second.attempt) == ("j0:1", "j0:2", 1)
     with pytest.raises(LeaseNotFound):
-        pg.ack(AckParams(token=first.token, now=now + 3))
-    pg.ack(AckParams(token=second.token, now=now + 3))
+        pg.ack_many(AckManyParams(tokens=[first.token], now=now + 3))
+    pg.ack_many(AckManyParams(tokens=[second.token], now=now + 3))
 
 
 def test_published_job_types_carry_their_throttle_rules(pg: DisposableBackend) -> None:
@@ -189,5 +193,5 @@ def test_published_job_types_carry_their_throttle_rules(pg: DisposableBackend) -
         JobType(name="plain", queue=Q, tenant_arg=None, max_attempts=1, lease_timeout=5.0,
                 cost=2.0),
     ]  # fmt: skip
-    pg.publish_job_types(types)
+    pg.publish_job_types(PublishJobTypesParams(types=types))
     assert pg.job_types() == {t.name: t for t in types}

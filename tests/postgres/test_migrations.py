@@ -15,10 +15,12 @@ from fairq.backends.postgres.url import parse_url
 from fairq.cli import cli
 from fairq.cli import migrate as _registers_migrate  # noqa: F401
 from fairq.contract import (
+    AckAndDequeueParams,
     AckManyParams,
-    AckParams,
     DequeueParams,
     EnqueueParams,
+    GetJobsParams,
+    GetQueueParams,
     ListDeadParams,
     MaintainParams,
     QueueSettings,
@@ -176,7 +178,7 @@ def test_a_role_without_rights_on_an_existing_schema_gets_a_clear_error(
     backend = PostgresBackend(url, schema=schema, migrate=False)  # opens: the version is readable
     try:
         with pytest.raises(PermissionDenied, match="lacks a privilege"):
-            backend.get_queue("default")
+            backend.get_queue(GetQueueParams(queue="default"))
     finally:
         backend.close()
 
@@ -186,7 +188,10 @@ def test_a_version_1_schema_holding_jobs_upgrades_with_its_jobs_intact(schema: s
     stored_at_version(schema, 1, V1_JOBS)
     backend = PostgresBackend(server_url(), schema=schema)
     try:
-        jobs = {job.id: job for job in backend.get_jobs(["r1", "r2", "run", "sch", "dead"])}
+        jobs = {
+            job.id: job
+            for job in backend.get_jobs(GetJobsParams(ids=["r1", "r2", "run", "sch", "dead"]))
+        }
         states = {job_id: job.state.value for job_id, job in jobs.items()}
         assert states == {
             "r1": "ready", "r2": "ready", "run": "running", "sch": "scheduled", "dead": "dead",
@@ -197,10 +202,12 @@ def test_a_version_1_schema_holding_jobs_upgrades_with_its_jobs_intact(schema: s
         (stats,) = backend.stats(StatsParams(queue="default", tenant="acme"))
         assert (stats.ready, stats.scheduled, stats.running, stats.dead) == (2, 1, 1, 1)
         assert (stats.rate, stats.limited_until, stats.usage) == (None, None, 0.0)
-        backend.ack(AckParams(token="run:2", now=11.0))  # the token handed out before
-        leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=12.0))
+        backend.ack_many(AckManyParams(tokens=["run:2"], now=11.0))  # the token handed out before
+        leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=12.0)).leases
         assert [(lease.job_id, lease.token) for lease in leases] == [("r1", "r1:1")]
-        assert backend.get_queue("default") == QueueSettings(queue="default", max_running=5)
+        assert backend.get_queue(GetQueueParams(queue="default")) == QueueSettings(
+            queue="default", max_running=5
+        )
     finally:
         backend.close()
 
@@ -271,7 +278,7 @@ def test_version_8_moves_succeeded_jobs_out_keeping_every_job(schema: str) -> No
     backend = PostgresBackend(server_url(), schema=schema)
     try:
         ids = ["r1", "run", "sch", "dead", "s1", "s2"]
-        before = {job.id: job for job in backend.get_jobs(ids)}
+        before = {job.id: job for job in backend.get_jobs(GetJobsParams(ids=ids))}
         assert {i: job.state.value for i, job in before.items()} == {
             "r1": "ready", "run": "running", "sch": "scheduled", "dead": "dead",
             "s1": "succeeded", "s2": "succeeded",
@@ -286,15 +293,22 @@ def test_version_8_moves_succeeded_jobs_out_keeping_every_job(schema: str) -> No
         assert left == (4,)
         with pytest.raises(DuplicateJob):
             backend.enqueue(EnqueueParams(jobs=[_v7_job("s2")], now=20.0))
-        backend.ack(AckParams(token="run:1", now=11.0))
-        assert [job.state.value for job in backend.get_jobs(["run"])] == ["succeeded"]
+        backend.ack_many(AckManyParams(tokens=["run:1"], now=11.0))
+        assert [job.state.value for job in backend.get_jobs(GetJobsParams(ids=["run"]))] == [
+            "succeeded"
+        ]
         assert [job.id for job in backend.list_dead(ListDeadParams())] == ["dead"]
         assert backend.maintain(MaintainParams(now=30.0, retention=10.0)).pruned == 2  # s1, run
         (stats,) = backend.stats(StatsParams(queue="default", tenant="acme"))
         assert (stats.ready, stats.scheduled, stats.running, stats.dead, stats.succeeded) == (
             1, 1, 0, 1, 3,
         )  # fmt: skip
-        assert [job.id for job in backend.get_jobs(ids)] == ["r1", "sch", "dead", "s2"]
+        assert [job.id for job in backend.get_jobs(GetJobsParams(ids=ids))] == [
+            "r1",
+            "sch",
+            "dead",
+            "s2",
+        ]
     finally:
         backend.close()
 
@@ -352,13 +366,15 @@ def test_version_9_acks_and_dequeues_a_version_8_store_in_one_call(schema: str) 
         for now, limit in [(20.0, 1), (21.0, 5)]:
             acks = AckManyParams(tokens=tokens, now=now)
             params = DequeueParams(queues=["default"], worker_id="w", now=now, limit=limit)
-            result, leases = together.ack_and_dequeue(acks, params)
-            assert (result, leases) == (apart.ack_many(acks), apart.dequeue(params))
+            result, leases = together.ack_and_dequeue(
+                AckAndDequeueParams(acks=acks, dequeue=params)
+            )
+            assert (result, leases) == (apart.ack_many(acks), apart.dequeue(params).leases)
             answers.append((list(result.acked), [lease.token for lease in leases]))
             tokens = [lease.token for lease in leases]
         assert answers == [(["run:1"], ["r1:1"]), (["r1:1"], ["sch:1"])]
         ids = ["r1", "run", "sch", "dead", "s1"]
-        assert together.get_jobs(ids) == apart.get_jobs(ids)
+        assert together.get_jobs(GetJobsParams(ids=ids)) == apart.get_jobs(GetJobsParams(ids=ids))
         assert together.stats(StatsParams(now=22.0)) == apart.stats(StatsParams(now=22.0))
         (stats,) = together.stats(StatsParams(queue="default", tenant="acme"))
         assert (stats.ready, stats.scheduled, stats.running, stats.dead, stats.succeeded) == (

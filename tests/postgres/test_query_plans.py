@@ -19,7 +19,6 @@ from fairq.backends.postgres.records import tenant_key
 from fairq.backends.postgres.throttling import window_key
 from fairq.contract import (
     AckManyParams,
-    AckParams,
     DequeueParams,
     EnqueueParams,
     FailParams,
@@ -63,9 +62,11 @@ def filled() -> Iterator[DisposableBackend]:
                 jobs.append(_job(n, f"tenant-{t}", run_at, throttled=k == 0))
                 n += 1
         backend.enqueue(EnqueueParams(jobs=jobs, now=1.0))
-    leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=2.0, limit=600))
+    leases = backend.dequeue(
+        DequeueParams(queues=["default"], worker_id="w", now=2.0, limit=600)
+    ).leases
     for lease in leases[:300]:
-        backend.ack(AckParams(token=lease.token, now=3.0))
+        backend.ack_many(AckManyParams(tokens=[lease.token], now=3.0))
     for lease in leases[300:400]:
         backend.fail(FailParams(token=lease.token, now=3.0, error="x", retry_at=None))
     finish_many(backend, 5_000)
@@ -92,7 +93,7 @@ def finish_many(backend: DisposableBackend, count: int) -> None:
     ]  # fmt: skip
     backend.enqueue(EnqueueParams(jobs=done, now=1.0))
     params = DequeueParams(queues=["history"], worker_id="w", now=2.0, limit=count)
-    tokens = [lease.token for lease in backend.dequeue(params)]
+    tokens = [lease.token for lease in backend.dequeue(params).leases]
     assert len(backend.ack_many(AckManyParams(tokens=tokens, now=3.0)).acked) == count
 
 

@@ -9,6 +9,7 @@ from fairq.contract import (
     AckManyParams,
     DequeueParams,
     EnqueueParams,
+    GetJobsParams,
     MaintainParams,
     StatsParams,
 )
@@ -21,7 +22,7 @@ from .helpers import new_job
 
 def run_to_success(pg: DisposableBackend, n: int, now: float) -> None:
     pg.enqueue(EnqueueParams(jobs=[new_job(n)], now=now))
-    leases = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=now, limit=5))
+    leases = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=now, limit=5)).leases
     tokens = [lease.token for lease in leases]
     assert pg.ack_many(AckManyParams(tokens=tokens, now=now)).acked == tokens
 
@@ -32,7 +33,7 @@ def test_a_plain_enqueue_of_a_succeeded_id_stores_nothing_of_its_batch(
     run_to_success(pg, 0, 1.0)
     with pytest.raises(DuplicateJob, match="succeeded"):
         pg.enqueue(EnqueueParams(jobs=[new_job(1), new_job(0)], now=2.0))
-    assert [job.id for job in pg.get_jobs(["j0", "j1"])] == ["j0"]
+    assert [job.id for job in pg.get_jobs(GetJobsParams(ids=["j0", "j1"]))] == ["j0"]
     (stats,) = pg.stats(StatsParams(queue="default"))
     assert (stats.ready, stats.succeeded) == (0, 1)
 
@@ -62,7 +63,7 @@ def test_an_inbox_job_whose_id_succeeded_meanwhile_is_dropped_when_taken_in(
             "('j5', 'default', 'a', 'task', '[]', 0, 3, 30.0, 1.0, 0.5, 0.5)"
         )
     pg.maintain(MaintainParams(now=2.0))
-    jobs = pg.get_jobs(["j0", "j5"])
+    jobs = pg.get_jobs(GetJobsParams(ids=["j0", "j5"]))
     assert [(job.state, job.finished_at) for job in jobs] == [
         (JobState.SUCCEEDED, 1.0), (JobState.READY, None),
     ]  # fmt: skip
@@ -74,5 +75,5 @@ def test_a_pruned_succeeded_id_may_be_used_again(pg: DisposableBackend) -> None:
     run_to_success(pg, 0, 1.0)
     assert pg.maintain(MaintainParams(now=100.0, retention=10.0)).pruned == 1
     pg.enqueue(EnqueueParams(jobs=[new_job(0)], now=101.0))
-    (job,) = pg.get_jobs(["j0"])
+    (job,) = pg.get_jobs(GetJobsParams(ids=["j0"]))
     assert job.state is JobState.READY

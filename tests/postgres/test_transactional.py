@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from fairq.app import App
-from fairq.contract import DequeueParams, EnqueueParams, MaintainParams, StatsParams
+from fairq.contract import DequeueParams, EnqueueParams, GetJobsParams, MaintainParams, StatsParams
 from fairq.errors import DuplicateJob
 from fairq.job import JobState
 
@@ -26,7 +26,7 @@ def conn(pg: DisposableBackend) -> Iterator[psycopg.Connection[tuple[object, ...
 
 
 def take_ids(pg: DisposableBackend, now: float = 1.0) -> list[str]:
-    leases = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=now, limit=10))
+    leases = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=now, limit=10)).leases
     return [lease.job_id for lease in leases]
 
 
@@ -37,7 +37,7 @@ def test_a_rolled_back_enqueue_leaves_no_job(
         conn.execute(f'INSERT INTO "{pg.schema}".orders VALUES (1)')
         pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(0)], now=0.0))
     assert take_ids(pg) == []
-    assert pg.get_jobs(["j0"]) == []
+    assert pg.get_jobs(GetJobsParams(ids=["j0"])) == []
     assert pg.maintain(MaintainParams(now=1.0)).promoted == 0
 
 
@@ -48,9 +48,9 @@ def test_a_committed_enqueue_runs_and_keeps_its_place_in_enqueue_order(
     with conn.transaction():
         conn.execute(f'INSERT INTO "{pg.schema}".orders VALUES (1)')
         pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(1)], now=0.0))
-        assert pg.get_jobs(["j1"]) == []  # not visible before the commit
+        assert pg.get_jobs(GetJobsParams(ids=["j1"])) == []  # not visible before the commit
     pg.enqueue(EnqueueParams(jobs=[new_job(2)], now=0.0))
-    (seen,) = pg.get_jobs(["j1"])  # committed, not yet taken in: shown as ready
+    (seen,) = pg.get_jobs(GetJobsParams(ids=["j1"]))  # committed, not yet taken in: shown as ready
     assert (seen.state, seen.tenant, seen.attempts) == (JobState.READY, "a", 0)
     assert take_ids(pg) == ["j0", "j1", "j2"]
     (stats,) = pg.stats(StatsParams(queue="default", tenant="a"))
@@ -62,7 +62,7 @@ def test_the_first_jobs_of_a_new_queue_can_come_through_the_inbox(
 ) -> None:
     with conn.transaction():
         pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(0, queue="fresh")], now=0.0))
-    leases = pg.dequeue(DequeueParams(queues=["fresh"], worker_id="w", now=1.0, limit=5))
+    leases = pg.dequeue(DequeueParams(queues=["fresh"], worker_id="w", now=1.0, limit=5)).leases
     assert [lease.job_id for lease in leases] == ["j0"]
     assert [row.queue for row in pg.stats(StatsParams())] == ["fresh"]
 
@@ -119,6 +119,8 @@ def test_bound_to_routes_app_enqueues_into_the_callers_transaction(
     with conn.transaction(), pg.bound_to(conn):
         kept = receipt.enqueue("s1", 2)
     outside = receipt.enqueue("s2", 3)  # outside the block: an ordinary enqueue
-    assert pg.get_jobs([dropped]) == []
-    leases = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=app.clock(), limit=5))
+    assert pg.get_jobs(GetJobsParams(ids=[dropped])) == []
+    leases = pg.dequeue(
+        DequeueParams(queues=["default"], worker_id="w", now=app.clock(), limit=5)
+    ).leases
     assert sorted(lease.job_id for lease in leases) == sorted([kept, outside])

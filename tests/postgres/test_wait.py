@@ -12,11 +12,12 @@ import psycopg
 import pytest
 
 from fairq.contract import (
-    AckParams,
+    AckManyParams,
     DequeueParams,
     EnqueueParams,
     QueueSettings,
     SetQueueParams,
+    WaitParams,
 )
 
 from ._store import DisposableBackend, server_url
@@ -27,7 +28,9 @@ JOIN = 60.0
 
 
 def waiting(pg: DisposableBackend, queues: list[str]) -> threading.Thread:
-    pg.wait(queues, 0.01)  # the first wait on a queue subscribes and returns at once
+    pg.wait(
+        WaitParams(queues=queues, timeout=0.01)
+    )  # the first wait on a queue subscribes and returns at once
     thread = threading.Thread(target=pg.wait, args=(queues, LONG), daemon=True)
     thread.start()
     return thread
@@ -51,9 +54,9 @@ def test_a_wait_ends_when_a_transactional_enqueue_commits(pg: DisposableBackend)
 def test_a_wait_ends_when_an_ack_frees_a_capped_tenants_slot(pg: DisposableBackend) -> None:
     pg.set_queue(SetQueueParams(settings=QueueSettings(queue="default", max_running=1), now=0.0))
     pg.enqueue(EnqueueParams(jobs=[new_job(0), new_job(1)], now=0.0))
-    (lease,) = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0))
+    (lease,) = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0)).leases
     thread = waiting(pg, ["default"])
-    pg.ack(AckParams(token=lease.token, now=2.0))
+    pg.ack_many(AckManyParams(tokens=[lease.token], now=2.0))
     thread.join(JOIN)
     assert not thread.is_alive()
 
@@ -70,6 +73,6 @@ def test_work_in_another_queue_does_not_matter_to_a_fresh_listener(
     pg: DisposableBackend,
 ) -> None:
     """Only subscribed queues wake a waiter; a timeout still ends the wait."""
-    pg.wait(["default"], 0.01)
+    pg.wait(WaitParams(queues=["default"], timeout=0.01))
     pg.enqueue(EnqueueParams(jobs=[new_job(0, queue="other")], now=0.0))
-    pg.wait(["default"], 0.2)  # returns by its timeout
+    pg.wait(WaitParams(queues=["default"], timeout=0.2))  # returns by its timeout

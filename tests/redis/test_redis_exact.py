@@ -5,7 +5,7 @@ from __future__ import annotations
 from fairq.backends.redis import RedisBackend
 from fairq.backends.redis.records import TenantRecord
 from fairq.contract import (
-    AckParams,
+    AckManyParams,
     Backend,
     DequeueParams,
     EnqueueParams,
@@ -33,14 +33,14 @@ def _run(backend: Backend) -> list[tuple[str, float, float]]:
     now, taken = 0.1, []
     for step in range(40):
         now += 0.1 * (step % 3) + 1e-9
-        for lease in backend.dequeue(DequeueParams(queues=["q"], worker_id="w", now=now)):
+        for lease in backend.dequeue(DequeueParams(queues=["q"], worker_id="w", now=now)).leases:
             taken.append((lease.job_id, lease.started_at, lease.deadline))
             end = now + 0.123456789 * (step % 4)
             try:
                 if step % 5 == 0:
                     backend.fail(FailParams(token=lease.token, now=end, error="e", retry_at=end))
                 elif step % 7 != 0:
-                    backend.ack(AckParams(token=lease.token, now=end))
+                    backend.ack_many(AckManyParams(tokens=[lease.token], now=end))
             except LeaseExpired:
                 taken.append((lease.job_id, -1.0, end))
     return taken

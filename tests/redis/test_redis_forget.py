@@ -10,7 +10,7 @@ from redis_helpers import new_job
 from fairq.backends.redis import RedisBackend
 from fairq.backends.redis.keys import PART_TYPES, QUEUE_PARTS
 from fairq.contract import (
-    AckParams,
+    AckManyParams,
     DequeueParams,
     EnqueueParams,
     MaintainParams,
@@ -37,9 +37,9 @@ def sizes(raw: redis.Redis, backend: RedisBackend) -> dict[str, int]:
 
 def run(backend: RedisBackend, n: int, now: float) -> None:
     """Dispatch tenant b's next job at ``now`` and ack it a second later."""
-    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=now))
+    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=now)).leases
     assert lease.job_id == f"j{n}"
-    backend.ack(AckParams(token=lease.token, now=now + 1.0))
+    backend.ack_many(AckManyParams(tokens=[lease.token], now=now + 1.0))
 
 
 def test_a_forgotten_tenant_leaves_no_field_or_member(

@@ -21,6 +21,7 @@ from fairq.contract import (
     DequeueParams,
     EnqueueParams,
     FailParams,
+    GetJobsParams,
     MaintainParams,
     QueueSettings,
     SetQueueParams,
@@ -47,7 +48,7 @@ def test_every_key_of_a_queue_is_in_the_queues_slot(
     for queue in ("default", "reports.v2", "x-y_z"):
         settings = QueueSettings(queue=queue, max_running=3)
         backend.set_queue(SetQueueParams(settings=settings, now=0.0))
-        leases = backend.dequeue(DequeueParams(queues=[queue], worker_id="w", now=1.0))
+        leases = backend.dequeue(DequeueParams(queues=[queue], worker_id="w", now=1.0)).leases
         backend.fail(FailParams(token=leases[0].token, now=2.0, error="e", retry_at=None))
     layout = Layout(prefix)
     for queue in ("default", "reports.v2", "x-y_z"):
@@ -91,5 +92,5 @@ def test_two_prefixes_share_a_database_without_seeing_each_other(
     one, two = make_backend(prefix="one"), make_backend(prefix="two")
     one.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
     two.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))  # the same id: no clash
-    assert len(one.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0))) == 1
-    assert two.get_jobs(["j0"])[0].state.value == "ready"
+    assert len(one.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0)).leases) == 1
+    assert two.get_jobs(GetJobsParams(ids=["j0"]))[0].state.value == "ready"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from fairq.backends.redis import RedisBackend
 from fairq.backends.redis.records import JobRecord, TenantRecord
 from fairq.contract import (
-    AckParams,
+    AckManyParams,
     Backend,
     DequeueParams,
     EnqueueParams,
@@ -57,14 +57,16 @@ def _scenario(backend: Backend) -> list[Any]:
                 5, 1.0, 1), half_life=3.0), now=now))  # fmt: skip
         if step == 60:
             backend.enqueue(EnqueueParams(jobs=[_job(100 + n, "d") for n in range(5)], now=now))
-        leases = backend.dequeue(DequeueParams(queues=["q"], worker_id="w", now=now, limit=2))
+        leases = backend.dequeue(
+            DequeueParams(queues=["q"], worker_id="w", now=now, limit=2)
+        ).leases
         seen.append([(x.token, x.tenant, x.started_at) for x in leases])
         held += leases
         if step % 3 == 0 and held:
             seen.append(backend.heartbeat(HeartbeatParams(tokens=[x.token for x in held],
                                                           now=now)))  # fmt: skip
         if step % 4 == 1 and held:
-            backend.ack(AckParams(token=held.pop(0).token, now=now))
+            backend.ack_many(AckManyParams(tokens=[held.pop(0).token], now=now))
         if step % 11 == 5 and held:
             backend.release(ReleaseParams(token=held.pop().token, now=now))
         seen.append(backend.maintain(MaintainParams(now=now)))
@@ -96,9 +98,9 @@ def test_rates_history_pauses_and_heartbeats_match_the_model_exactly(
 
 def test_a_released_job_gets_a_new_token(backend: RedisBackend) -> None:
     backend.enqueue(EnqueueParams(jobs=[_job(0, "a")], now=0.0))
-    (first,) = backend.dequeue(DequeueParams(queues=["q"], worker_id="w", now=1.0))
+    (first,) = backend.dequeue(DequeueParams(queues=["q"], worker_id="w", now=1.0)).leases
     backend.release(ReleaseParams(token=first.token, now=1.5))
-    (second,) = backend.dequeue(DequeueParams(queues=["q"], worker_id="w", now=2.0))
+    (second,) = backend.dequeue(DequeueParams(queues=["q"], worker_id="w", now=2.0)).leases
     assert (first.attempt, second.attempt) == (1, 1)
     assert first.token != second.token
     assert backend.heartbeat(HeartbeatParams(tokens=[first.token], now=2.1)).lost == [first.token]
@@ -121,7 +123,7 @@ def test_limited_ties_order_by_tenant_code_points(names: list[str], backend: Red
                                      now=0.0))  # fmt: skip
     jobs = [_job(n, name) for n, name in enumerate(names * 2)]
     backend.enqueue(EnqueueParams(jobs=jobs, now=0.0))
-    leases = backend.dequeue(DequeueParams(queues=["q"], worker_id="w", now=0.0, limit=99))
+    leases = backend.dequeue(DequeueParams(queues=["q"], worker_id="w", now=0.0, limit=99)).leases
     assert len(leases) == len(names)
     members = backend.client.zrange(backend.layout.queue_key("q", "limited"), 0, -1,
                                     withscores=True)  # fmt: skip
@@ -139,8 +141,8 @@ def test_ties_in_limited_until_readmit_in_the_models_order(
         store.set_queue(SetQueueParams(settings=settings, now=0.0))
         store.enqueue(EnqueueParams(jobs=[_job(n, m) for n, m in enumerate(names * 2)], now=0.0))
         store.dequeue(DequeueParams(queues=["q"], worker_id="w", now=0.0, limit=99))
-    got = backend.dequeue(DequeueParams(queues=["q"], worker_id="w", now=5.0, limit=99))
-    want = model.dequeue(DequeueParams(queues=["q"], worker_id="w", now=5.0, limit=99))
+    got = backend.dequeue(DequeueParams(queues=["q"], worker_id="w", now=5.0, limit=99)).leases
+    want = model.dequeue(DequeueParams(queues=["q"], worker_id="w", now=5.0, limit=99)).leases
     assert [x.tenant for x in got] == [x.tenant for x in want]
 
 

@@ -41,7 +41,7 @@ def test_a_lease_lost_to_an_outage_is_reported_as_one(
     job = NewJob(id="j1", name="task", queue="default", tenant="t", payload='{"args":[]}',
                  run_at=now, max_attempts=3, lease_timeout=60.0, cost=1.0)  # fmt: skip
     backend.enqueue(EnqueueParams(jobs=[job], now=now))
-    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=now))
+    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=now)).leases
     running = RunningJobs(1)
     running.add(lease)
     beat = Heartbeat(backend, running, clock=time.time, interval=0.05)

@@ -25,10 +25,11 @@ from fairq import JobState
 from fairq.backends.redis import RedisBackend
 from fairq.backends.redis.scripts import library
 from fairq.contract import (
+    AckAndDequeueParams,
     AckManyParams,
-    AckParams,
     DequeueParams,
     EnqueueParams,
+    GetJobsParams,
     StatsParams,
     ThrottleWindowsParams,
 )
@@ -78,7 +79,7 @@ def sent_twice_as_once(
     assert proxy.cuts == 1  # the first sending reached the server, and its reply was lost
     once = make_backend(prefix=f"{cut.layout.prefix}once")
     assert result == scenario(once, lambda op: None)
-    assert cut.get_jobs(IDS) == once.get_jobs(IDS)
+    assert cut.get_jobs(GetJobsParams(ids=IDS)) == once.get_jobs(GetJobsParams(ids=IDS))
     assert cut.stats(StatsParams()) == once.stats(StatsParams())
     return result
 
@@ -89,9 +90,9 @@ def test_an_enqueue_sent_again_after_its_reply_was_lost_succeeds_once(
     cut.enqueue(EnqueueParams(jobs=[new_job(0)], now=1.0))  # loads the library
     arming(proxy)("enqueue")
     jobs = [new_job(1, "a"), new_job(2, "b", queue="other")]
-    assert cut.enqueue(EnqueueParams(jobs=jobs, now=time.time())) == ["default", "other"]
+    assert cut.enqueue(EnqueueParams(jobs=jobs, now=time.time())).queues == ["default", "other"]
     assert proxy.cuts == 1
-    assert [info.id for info in cut.get_jobs(["j1", "j2"])] == ["j1", "j2"]
+    assert [info.id for info in cut.get_jobs(GetJobsParams(ids=["j1", "j2"]))] == ["j1", "j2"]
     # A real duplicate is still refused, even one identical to what is stored: only a
     # command redis-py sent again gets its first sending's reply.
     with pytest.raises(DuplicateJob, match="j0"):
@@ -106,11 +107,15 @@ def test_a_dequeue_sent_again_leases_one_batch(
     def scenario(backend: RedisBackend, arm: Arm) -> Any:
         backend.enqueue(EnqueueParams(jobs=[new_job(n, "ab"[n % 2]) for n in range(4)], now=0.0))
         arm("dequeue")
-        return backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=2))
+        return backend.dequeue(
+            DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=2)
+        ).leases
 
     leases = sent_twice_as_once(scenario, cut, proxy, make_backend)
     assert [lease.job_id for lease in leases] == ["j0", "j1"]  # no other job leased to nobody
-    assert [info.state.value for info in cut.get_jobs(IDS)] == ["running"] * 2 + ["ready"] * 2
+    assert [info.state.value for info in cut.get_jobs(GetJobsParams(ids=IDS))] == [
+        "running"
+    ] * 2 + ["ready"] * 2
 
 
 def test_an_ack_and_dequeue_sent_again_acks_and_leases_once(
@@ -118,17 +123,23 @@ def test_an_ack_and_dequeue_sent_again_acks_and_leases_once(
 ) -> None:
     def scenario(backend: RedisBackend, arm: Arm) -> Any:
         backend.enqueue(EnqueueParams(jobs=[new_job(n) for n in range(3)], now=0.0))
-        (first,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0))
+        (first,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0)).leases
         arm("ack_dequeue")
         return backend.ack_and_dequeue(
-            AckManyParams(tokens=[first.token], now=2.0),
-            DequeueParams(queues=["default"], worker_id="w", now=2.0),
+            AckAndDequeueParams(
+                acks=AckManyParams(tokens=[first.token], now=2.0),
+                dequeue=DequeueParams(queues=["default"], worker_id="w", now=2.0),
+            )
         )
 
     result, leases = sent_twice_as_once(scenario, cut, proxy, make_backend)
     assert (result.acked, result.lost) == (["j0:1"], [])
     assert [lease.job_id for lease in leases] == ["j1"]
-    assert [info.state.value for info in cut.get_jobs(IDS[:3])] == ["succeeded", "running", "ready"]
+    assert [info.state.value for info in cut.get_jobs(GetJobsParams(ids=IDS[:3]))] == [
+        "succeeded",
+        "running",
+        "ready",
+    ]
 
 
 def test_an_ack_sent_again_succeeds(
@@ -136,12 +147,12 @@ def test_an_ack_sent_again_succeeds(
 ) -> None:
     def scenario(backend: RedisBackend, arm: Arm) -> Any:
         backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
-        (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0))
+        (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0)).leases
         arm("ack")
-        return backend.ack(AckParams(token=lease.token, now=2.0))  # no LeaseNotFound
+        return backend.ack_many(AckManyParams(tokens=[lease.token], now=2.0))  # no LeaseNotFound
 
     sent_twice_as_once(scenario, cut, proxy, make_backend)
-    assert cut.get_jobs(["j0"])[0].state.value == "succeeded"
+    assert cut.get_jobs(GetJobsParams(ids=["j0"]))[0].state.value == "succeeded"
 
 
 def test_an_ack_many_sent_again_reports_no_lease_lost(
@@ -150,7 +161,7 @@ def test_an_ack_many_sent_again_reports_no_lease_lost(
     def scenario(backend: RedisBackend, arm: Arm) -> Any:
         backend.enqueue(EnqueueParams(jobs=[new_job(0), new_job(1, "b")], now=0.0))
         params = DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=2)
-        tokens = [lease.token for lease in backend.dequeue(params)]
+        tokens = [lease.token for lease in backend.dequeue(params).leases]
         arm("ack_many")
         return backend.ack_many(AckManyParams(tokens=tokens, now=2.0))
 
@@ -165,7 +176,7 @@ def test_a_throttled_enqueue_sent_again_counts_its_window_once(
         backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))  # loads the library
         arm("route")
         job = replace(new_job(1), throttle=(Throttle(1, 60.0, "slow"),))
-        queues = backend.enqueue(EnqueueParams(jobs=[job], now=5.0))
+        queues = backend.enqueue(EnqueueParams(jobs=[job], now=5.0)).queues
         return queues, backend.throttle_windows(
             ThrottleWindowsParams(keys=[("task", "a")], now=5.0)
         )
@@ -180,10 +191,12 @@ def test_a_dequeue_pipelined_behind_its_wait_and_sent_again_leases_one_batch(
     cut.enqueue(EnqueueParams(jobs=[new_job(n, "ab"[n % 2]) for n in range(4)], now=0.0))
     arming(proxy)("dequeue")
     params = DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=2, wait=2.0)
-    leases = cut.dequeue(params)  # its start times are the server's: compared by job only
+    leases = cut.dequeue(params).leases  # its start times are the server's: compared by job only
     assert proxy.cuts == 1
     assert [lease.job_id for lease in leases] == ["j0", "j1"]
-    assert [info.state.value for info in cut.get_jobs(IDS)] == ["running"] * 2 + ["ready"] * 2
+    assert [info.state.value for info in cut.get_jobs(GetJobsParams(ids=IDS))] == [
+        "running"
+    ] * 2 + ["ready"] * 2
 
 
 def test_a_worker_whose_ack_is_sent_again_logs_no_lost_lease(
@@ -198,4 +211,4 @@ def test_a_worker_whose_ack_is_sent_again_logs_no_lost_lease(
     app.close()
     assert proxy.cuts == 1
     assert [r.getMessage() for r in caplog.records] == []  # no "lease lost"
-    assert [i.state for i in cut.get_jobs(ids)] == [JobState.SUCCEEDED] * 6
+    assert [i.state for i in cut.get_jobs(GetJobsParams(ids=ids))] == [JobState.SUCCEEDED] * 6

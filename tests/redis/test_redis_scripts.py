@@ -11,7 +11,7 @@ from redis_helpers import new_job
 
 from fairq.backends.redis import RedisBackend
 from fairq.backends.redis.scripts import NAMES, library
-from fairq.contract import AckParams, DequeueParams, EnqueueParams
+from fairq.contract import AckManyParams, DequeueParams, EnqueueParams, GetJobsParams
 
 CONTRACT = ("KEYS:", "ARGV:", "Touches:", "Returns:")
 
@@ -32,11 +32,14 @@ def test_the_library_is_reloaded_after_function_flush(
     backend.enqueue(EnqueueParams(jobs=[new_job(0), new_job(1)], now=0.0))
     raw.function_flush()
     assert _loaded(raw) == []
-    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0))
+    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0)).leases
     assert _loaded(raw) == sorted(library().function(name) for name in NAMES)
     raw.function_flush()
-    backend.ack(AckParams(token=lease.token, now=2.0))
-    assert [job.state.value for job in backend.get_jobs(["j0", "j1"])] == ["succeeded", "ready"]
+    backend.ack_many(AckManyParams(tokens=[lease.token], now=2.0))
+    assert [job.state.value for job in backend.get_jobs(GetJobsParams(ids=["j0", "j1"]))] == [
+        "succeeded",
+        "ready",
+    ]
 
 
 def test_each_operation_is_one_fcall_once_loaded(backend: RedisBackend, raw: redis.Redis) -> None:

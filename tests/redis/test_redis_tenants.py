@@ -10,7 +10,14 @@ from collections.abc import Callable
 from redis_helpers import new_job
 
 from fairq.backends.redis import RedisBackend
-from fairq.contract import AckParams, DequeueParams, EnqueueParams, MaintainParams, StatsParams
+from fairq.contract import (
+    AckManyParams,
+    DequeueParams,
+    EnqueueParams,
+    GetJobsParams,
+    MaintainParams,
+    StatsParams,
+)
 
 ALPHABET = ":{}[]*?\\\"' \t\n%_-ü\u0308日本🚀\x00\x7f" + "abc"
 
@@ -29,7 +36,9 @@ def test_random_tenant_ids_round_trip_through_stats_and_leases(backend: RedisBac
     jobs = [new_job(n, t) for n, t in enumerate(tenants)]
     backend.enqueue(EnqueueParams(jobs=jobs, now=0.0))
     assert [row.tenant for row in backend.stats(StatsParams())] == tenants
-    leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=400))
+    leases = backend.dequeue(
+        DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=400)
+    ).leases
     assert sorted(lease.tenant for lease in leases) == tenants
     assert {lease.job_id: lease.tenant for lease in leases} == {j.id: j.tenant for j in jobs}
     for tenant in tenants[:20]:
@@ -42,21 +51,21 @@ def test_a_token_is_routed_to_the_queue_that_holds_its_job_now(
 ) -> None:
     first, second = make_backend(), make_backend()
     first.enqueue(EnqueueParams(jobs=[new_job(0, queue="a")], now=0.0))
-    (old,) = first.dequeue(DequeueParams(queues=["a"], worker_id="w", now=0.0))
-    first.ack(AckParams(token=old.token, now=1.0))
+    (old,) = first.dequeue(DequeueParams(queues=["a"], worker_id="w", now=0.0)).leases
+    first.ack_many(AckManyParams(tokens=[old.token], now=1.0))
     first.maintain(MaintainParams(now=100.0, retention=1.0))  # j0 is pruned: its id is free
     second.enqueue(EnqueueParams(jobs=[new_job(0, queue="b")], now=100.0))
-    (new,) = second.dequeue(DequeueParams(queues=["b"], worker_id="w", now=100.0))
+    (new,) = second.dequeue(DequeueParams(queues=["b"], worker_id="w", now=100.0)).leases
     assert new.token == old.token  # same id, same attempt: first still routes it to "a"
-    first.ack(AckParams(token=new.token, now=101.0))
-    (info,) = second.get_jobs(["j0"])
+    first.ack_many(AckManyParams(tokens=[new.token], now=101.0))
+    (info,) = second.get_jobs(GetJobsParams(ids=["j0"]))
     assert (info.queue, info.state.value) == ("b", "succeeded")
 
 
 def test_a_queue_named_twice_in_a_dequeue_is_served_as_once(backend: RedisBackend) -> None:
     backend.enqueue(EnqueueParams(jobs=[new_job(n, f"t{n % 2}") for n in range(4)], now=0.0))
     params = DequeueParams(queues=["default", "default"], worker_id="w", now=0.0, limit=4)
-    leases = backend.dequeue(params)
+    leases = backend.dequeue(params).leases
     assert [lease.job_id for lease in leases] == ["j0", "j1", "j2", "j3"]
     (row0,) = backend.stats(StatsParams(tenant="t0"))
     assert (row0.ready, row0.running) == (0, 2)

@@ -11,7 +11,13 @@ from redis_helpers import keys_of, new_job
 
 from fairq.backends.redis import RedisBackend
 from fairq.backends.redis.keys import key_slot
-from fairq.contract import EnqueueParams, JobType, ThrottleWindowsParams
+from fairq.contract import (
+    EnqueueParams,
+    GetJobsParams,
+    JobType,
+    PublishJobTypesParams,
+    ThrottleWindowsParams,
+)
 from fairq.errors import DuplicateJob
 from fairq.job import NewJob
 from fairq.model import ReferenceModel
@@ -56,13 +62,15 @@ def test_routing_agrees_with_the_model_in_mixed_batches_and_when_time_goes_back(
         for now in steps:
             batch = [_job(n, "a"), _job(n + 1, "b"), new_job(n + 2, "a"), _job(n + 3, "a")]
             n += 4
-            assert store.enqueue(EnqueueParams(jobs=batch, now=now)) is not None
+            assert store.enqueue(EnqueueParams(jobs=batch, now=now)).queues is not None
     keys = [("task", "a"), ("task", "b"), ("task", "c")]
     for now in (200.0, 230.0, 261.0):
         params = ThrottleWindowsParams(keys=keys, now=now)
         assert backend.throttle_windows(params) == model.throttle_windows(params)
     for n in range(len(steps) * 4):
-        assert backend.get_jobs([f"j{n}"]) == model.get_jobs([f"j{n}"])
+        assert backend.get_jobs(GetJobsParams(ids=[f"j{n}"])) == model.get_jobs(
+            GetJobsParams(ids=[f"j{n}"])
+        )
 
 
 def test_a_duplicate_id_records_nothing(backend: RedisBackend) -> None:
@@ -76,5 +84,7 @@ def test_a_duplicate_id_records_nothing(backend: RedisBackend) -> None:
 def test_job_types_keep_their_rules(backend: RedisBackend) -> None:
     typed = JobType(name="t", queue="default", tenant_arg="tenant", params=("tenant",),
                     max_attempts=3, lease_timeout=30.0, cost=1.0, throttle=RULES)  # fmt: skip
-    backend.publish_job_types([typed, replace(typed, name="u", throttle=())])
+    backend.publish_job_types(
+        PublishJobTypesParams(types=[typed, replace(typed, name="u", throttle=())])
+    )
     assert backend.job_types() == {"t": typed, "u": replace(typed, name="u", throttle=())}

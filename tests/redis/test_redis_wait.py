@@ -12,7 +12,13 @@ from redis_helpers import new_job
 
 from fairq.backends.redis import RedisBackend
 from fairq.backends.redis.waiting import Waiter
-from fairq.contract import AckParams, DequeueParams, EnqueueParams, TenantSettingsParams
+from fairq.contract import (
+    AckManyParams,
+    DequeueParams,
+    EnqueueParams,
+    TenantSettingsParams,
+    WaitParams,
+)
 
 BOUND = 30.0  # only so a broken wake-up fails the test instead of hanging it
 
@@ -23,7 +29,7 @@ def test_a_waiting_worker_wakes_when_a_job_is_enqueued(backend: RedisBackend) ->
 
     def idle_worker() -> None:
         started.set()
-        backend.wait(["default"], timeout=BOUND)
+        backend.wait(WaitParams(queues=["default"], timeout=BOUND))
         woke.set()
 
     thread = threading.Thread(target=idle_worker)
@@ -32,20 +38,22 @@ def test_a_waiting_worker_wakes_when_a_job_is_enqueued(backend: RedisBackend) ->
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
     assert woke.wait(BOUND)
     thread.join()
-    assert backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0))
+    assert backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0)).leases
 
 
 @pytest.mark.timeout(10)  # a lost wake-up would block for the hour below and fail here
 def test_a_wake_up_left_before_waiting_is_not_lost(backend: RedisBackend) -> None:
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
-    backend.wait(["default"], timeout=3600.0)  # returns at once: the token is already there
+    backend.wait(
+        WaitParams(queues=["default"], timeout=3600.0)
+    )  # returns at once: the token is already there
 
 
 @pytest.mark.timeout(10)  # a wait that ignored its timeout would fail here
 def test_waiting_on_other_queues_times_out(backend: RedisBackend) -> None:
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
-    backend.wait(["elsewhere"], timeout=0.05)
-    backend.wait(["elsewhere"], timeout=0.0)
+    backend.wait(WaitParams(queues=["elsewhere"], timeout=0.05))
+    backend.wait(WaitParams(queues=["elsewhere"], timeout=0.0))
 
 
 def test_the_wake_list_stays_bounded(backend: RedisBackend, raw: redis.Redis, prefix: str) -> None:
@@ -57,7 +65,7 @@ def test_the_wake_list_stays_bounded(backend: RedisBackend, raw: redis.Redis, pr
 def test_close_ends_a_wait(backend: RedisBackend) -> None:
     waiter = Waiter(backend.options, backend.layout)
     waiter.close()
-    waiter.wait(["default"], timeout=BOUND)
+    waiter.wait(["default"], BOUND)
 
 
 def test_a_waiting_dequeue_runs_at_the_servers_clock_when_the_senders_is_older(
@@ -67,7 +75,9 @@ def test_a_waiting_dequeue_runs_at_the_servers_clock_when_the_senders_is_older(
     lease (and so shorten it) by the stale time it was sent at."""
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
     before = time.time()
-    leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0, wait=BOUND))
+    leases = backend.dequeue(
+        DequeueParams(queues=["default"], worker_id="w", now=0.0, wait=BOUND)
+    ).leases
     assert [lease.job_id for lease in leases] == [new_job(0).id]
     assert leases[0].started_at >= before - 0.001  # the same machine's clock, in Redis's µs
 
@@ -77,7 +87,9 @@ def test_a_waiting_dequeue_loads_the_library_when_the_server_lost_it(
 ) -> None:
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
     raw.function_flush()
-    leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0, wait=BOUND))
+    leases = backend.dequeue(
+        DequeueParams(queues=["default"], worker_id="w", now=1.0, wait=BOUND)
+    ).leases
     assert [lease.job_id for lease in leases] == [new_job(0).id]
 
 
@@ -94,7 +106,7 @@ def test_one_token_per_job_that_became_ready_and_one_per_tenant_freed(
     assert raw.llen(wake) == 3
     raw.delete(wake)
     backend.set_tenant(TenantSettingsParams(queue="default", tenant="a", max_running=1, now=0.0))
-    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0))
+    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0)).leases
     assert lease.tenant == "a" and raw.llen(wake) == 0
-    backend.ack(AckParams(token=lease.token, now=1.0))  # "a" is under its cap again
+    backend.ack_many(AckManyParams(tokens=[lease.token], now=1.0))  # "a" is under its cap again
     assert raw.llen(wake) == 1

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from fairq.backends.clock import Clock
 from fairq.backends.sqlite import SQLiteBackend
 
 
@@ -17,6 +18,6 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def backend(db_path: Path) -> Iterator[SQLiteBackend]:
-    opened = SQLiteBackend(db_path)
+    opened = SQLiteBackend(db_path, clock=Clock.CALLER)  # tests here run on a virtual clock
     yield opened
     opened.close()

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from fairq.backends.sqlite import SQLiteBackend
-from fairq.contract import AckParams, DequeueParams
+from fairq.contract import AckManyParams, DequeueParams
 from fairq.job import Lease
 
 
@@ -28,7 +28,7 @@ def main(path: str, index: str) -> None:
     _await_other(path, index)
     while batch:
         for lease in batch:
-            backend.ack(AckParams(token=lease.token, now=2.0))
+            backend.ack_many(AckManyParams(tokens=[lease.token], now=2.0))
             done.append(lease.job_id)
         batch = _take(backend, 1 + len(done) % 3)
     backend.close()
@@ -45,7 +45,7 @@ def _await_other(path: str, index: str, limit: float = 60.0) -> None:
 
 def _take(backend: SQLiteBackend, limit: int) -> list[Lease]:
     params = DequeueParams(queues=["default"], worker_id="proc", now=1.0, limit=limit)
-    return list(backend.dequeue(params))
+    return list(backend.dequeue(params).leases)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ import pytest
 
 from fairq.backends.sqlite import SQLiteBackend
 from fairq.contract import (
-    AckParams,
+    AckManyParams,
     DequeueParams,
     EnqueueParams,
+    GetJobsParams,
     MaintainParams,
     StatsParams,
 )
@@ -28,9 +29,9 @@ def test_threads_sharing_one_backend_never_get_the_same_job(backend: SQLiteBacke
     def work(mine: list[str]) -> None:
         start.wait()
         params = DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=2)
-        while leases := backend.dequeue(params):
+        while leases := backend.dequeue(params).leases:
             for lease in leases:
-                backend.ack(AckParams(token=lease.token, now=2.0))
+                backend.ack_many(AckManyParams(tokens=[lease.token], now=2.0))
                 mine.append(lease.job_id)
 
     threads = [threading.Thread(target=work, args=(mine,)) for mine in taken]
@@ -45,11 +46,13 @@ def test_threads_sharing_one_backend_never_get_the_same_job(backend: SQLiteBacke
 def test_retention_prunes_old_succeeded_jobs_but_keeps_counters(backend: SQLiteBackend) -> None:
     backend.enqueue(EnqueueParams(jobs=[new_job(f"j{i}") for i in range(3)], now=0.0))
     for finished in (10.0, 20.0, 30.0):
-        (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=finished))
-        backend.ack(AckParams(token=lease.token, now=finished))
+        (lease,) = backend.dequeue(
+            DequeueParams(queues=["default"], worker_id="w", now=finished)
+        ).leases
+        backend.ack_many(AckManyParams(tokens=[lease.token], now=finished))
     result = backend.maintain(MaintainParams(now=100.0, retention=75.0))
     assert result.pruned == 2  # finished at 10 and 20, before 100 - 75
-    assert [j.id for j in backend.get_jobs(["j0", "j1", "j2"])] == ["j2"]
+    assert [j.id for j in backend.get_jobs(GetJobsParams(ids=["j0", "j1", "j2"]))] == ["j2"]
     (row,) = backend.stats(StatsParams())
     assert row.succeeded == 3
 
@@ -75,7 +78,9 @@ def test_bulk_enqueue_of_many_tenants_in_one_call(backend: SQLiteBackend) -> Non
     backend.enqueue(EnqueueParams(jobs=jobs, now=0.0))
     rows = backend.stats(StatsParams())
     assert len(rows) == 500 and {r.ready for r in rows} == {3}
-    leases = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1, limit=500))
+    leases = backend.dequeue(
+        DequeueParams(queues=["default"], worker_id="w", now=1, limit=500)
+    ).leases
     assert len({lease.tenant for lease in leases}) == 500  # one turn each before any second
 
 

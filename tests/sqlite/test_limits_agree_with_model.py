@@ -23,14 +23,17 @@ from hypothesis.stateful import (
     rule,
 )
 
+from fairq.backends.clock import Clock
 from fairq.backends.sqlite import SQLiteBackend
 from fairq.contract import (
     KEEP,
-    AckParams,
+    AckManyParams,
     Backend,
     DequeueParams,
     EnqueueParams,
     FailParams,
+    GetJobsParams,
+    GetQueueParams,
     HeartbeatParams,
     MaintainParams,
     QueueSettings,
@@ -63,7 +66,9 @@ class LimitsAgree(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.spec = ReferenceModel()
-        self.store = SQLiteBackend(self.directory / f"{uuid.uuid4().hex}.db")  # fresh per run
+        self.store = SQLiteBackend(
+            self.directory / f"{uuid.uuid4().hex}.db", clock=Clock.CALLER
+        )  # fresh per run
         self.now = 1000.0
         self.ids: list[str] = []
         self.live: list[str] = []
@@ -99,13 +104,13 @@ class LimitsAgree(RuleBasedStateMachine):
             )
             for i in range(count)
         ]
-        self.both(lambda b: b.enqueue(EnqueueParams(jobs=jobs, now=self.now)))
+        self.both(lambda b: b.enqueue(EnqueueParams(jobs=jobs, now=self.now)).queues)
         self.ids += [job.id for job in jobs]
 
     @rule(limit=st.integers(1, 3), queues=st.sampled_from([("default",), ("slow", "default")]))
     def dequeue(self, limit: int, queues: tuple[str, ...]) -> None:
         params = DequeueParams(queues=queues, worker_id="w", now=self.now, limit=limit)
-        _, leases = self.both(lambda b: b.dequeue(params))
+        _, leases = self.both(lambda b: b.dequeue(params).leases)
         self.live += [lease.token for lease in leases]
 
     @precondition(lambda self: bool(self.live))
@@ -114,7 +119,7 @@ class LimitsAgree(RuleBasedStateMachine):
         token = data.draw(st.sampled_from(self.live))
         now = self.now
         if how == "ack":
-            self.both(lambda b: b.ack(AckParams(token=token, now=now)))
+            self.both(lambda b: b.ack_many(AckManyParams(tokens=[token], now=now)))
         elif how == "release":
             self.both(lambda b: b.release(ReleaseParams(token=token, now=now)))
         elif how == "keep":
@@ -165,13 +170,13 @@ class LimitsAgree(RuleBasedStateMachine):
             queue="default", rate=rate, half_life=half_life, max_debt=max_debt
         )
         self.both(lambda b: b.set_queue(SetQueueParams(settings=settings_, now=self.now)))
-        self.both(lambda b: b.get_queue("default"))
+        self.both(lambda b: b.get_queue(GetQueueParams(queue="default")))
 
     @invariant()
     def both_agree(self) -> None:
         self.both(lambda b: b.stats(StatsParams(now=self.now)))
         self.both(lambda b: b.stats(StatsParams()))
-        _, jobs = self.both(lambda b: b.get_jobs(self.ids))
+        _, jobs = self.both(lambda b: b.get_jobs(GetJobsParams(ids=self.ids)))
         keys = [(kind, tenant) for kind in RULES for tenant in TENANTS]
         self.both(lambda b: b.throttle_windows(ThrottleWindowsParams(keys=keys, now=self.now)))
         running = {j.id for j in jobs if j.state is JobState.RUNNING}

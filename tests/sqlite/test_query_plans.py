@@ -16,7 +16,7 @@ import pytest
 from fairq.backends.sqlite import SQLiteBackend
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import (
-    AckParams,
+    AckManyParams,
     DequeueParams,
     EnqueueParams,
     FailParams,
@@ -151,7 +151,7 @@ def run_hot_paths(backend: SQLiteBackend) -> None:
     jobs = [new_job(f"j{i}", f"t{i % 3}") for i in range(6)]
     jobs += [replace(new_job(f"th{i}", "t9"), throttle=rules) for i in range(3)]
     jobs.append(new_job("later", "t0", run_at=5.0))
-    assert backend.enqueue(EnqueueParams(jobs=jobs, now=0.0))[-4:] == [
+    assert backend.enqueue(EnqueueParams(jobs=jobs, now=0.0)).queues[-4:] == [
         "default",
         "slow",
         "slower",
@@ -159,10 +159,12 @@ def run_hot_paths(backend: SQLiteBackend) -> None:
     ]
     wider = (Throttle(1, 90.0, "slow"),)
     backend.enqueue(EnqueueParams(jobs=[replace(new_job("w", "t9"), throttle=wider)], now=1.0))
-    taken = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=5))
+    taken = backend.dequeue(
+        DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=5)
+    ).leases
     assert [lease.job_id for lease in taken] == ["j0", "j1", "j2", "th0", "j3"]
     assert backend.stats(StatsParams(queue="default", tenant="t0"))[0].limited_until == 6.0
-    backend.ack(AckParams(token=taken[0].token, now=2.0))
+    backend.ack_many(AckManyParams(tokens=[taken[0].token], now=2.0))
     backend.fail(FailParams(token=taken[1].token, now=2.0, error="boom", retry_at=3.0))
     backend.release(ReleaseParams(token=taken[2].token, now=2.0))
     backend.heartbeat(HeartbeatParams(tokens=[taken[3].token, "nope:1"], now=2.0))

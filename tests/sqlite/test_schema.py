@@ -7,12 +7,14 @@ from pathlib import Path
 import pytest
 
 from fairq.backends._sql import parse_queries, split_statements
+from fairq.backends.clock import Clock
 from fairq.backends.sqlite import SQLiteBackend
 from fairq.backends.sqlite.sql import LATEST_VERSION, Q, migrations
 from fairq.contract import (
-    AckParams,
+    AckManyParams,
     DequeueParams,
     EnqueueParams,
+    GetJobsParams,
     MaintainParams,
     RequeueParams,
     StatsParams,
@@ -129,12 +131,12 @@ def test_a_version_1_store_with_jobs_upgrades_and_keeps_them(db_path: Path) -> N
         (_, first), *_ = migrations()
         for statement in [*first, *VERSION_1_ROWS]:
             db.execute(statement)
-    backend = SQLiteBackend(db_path)
+    backend = SQLiteBackend(db_path, clock=Clock.CALLER)
     try:
         assert meta(db_path)["schema_version"] == str(LATEST_VERSION)
         assert schema_of(db_path) == EXPECTED_OBJECTS
         ids = ["next", "run", "later", "gone"]
-        jobs = backend.get_jobs(ids)
+        jobs = backend.get_jobs(GetJobsParams(ids=ids))
         assert [j.state for j in jobs] == [
             JobState.READY,
             JobState.RUNNING,
@@ -147,14 +149,16 @@ def test_a_version_1_store_with_jobs_upgrades_and_keeps_them(db_path: Path) -> N
         assert counts == (1, 1, 1, 4, 3, 1)
         assert (row.rate, row.limited_until, row.usage) == (None, None, 0.0)
         # the lease handed out by version 1 is still held, and charged its estimate so far
-        backend.ack(AckParams(token="run:1", now=3.0))  # ran 2 s: F = 2 + (2 - 1) / 1
+        backend.ack_many(AckManyParams(tokens=["run:1"], now=3.0))  # ran 2 s: F = 2 + (2 - 1) / 1
         assert backend.stats(StatsParams(now=3.0))[0].usage == 1.0  # that change of F
-        (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=3.0))
+        (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=3.0)).leases
         assert (lease.job_id, lease.token) == ("next", "next:4")  # past any version 1 token
-        backend.ack(AckParams(token=lease.token, now=4.0))
+        backend.ack_many(AckManyParams(tokens=[lease.token], now=4.0))
         assert backend.maintain(MaintainParams(now=50.0)).promoted == 1
         assert backend.requeue(RequeueParams(ids=["gone"], now=50.0)) == 1
-        taken = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=50.0, limit=2))
+        taken = backend.dequeue(
+            DequeueParams(queues=["default"], worker_id="w", now=50.0, limit=2)
+        ).leases
         assert [t.token for t in taken] == ["later:4", "gone:4"]
     finally:
         backend.close()
@@ -181,7 +185,7 @@ def test_version_3_counts_the_succeeded_jobs_already_stored(db_path: Path) -> No
                 db.execute(statement)
         for statement in VERSION_2_ROWS:
             db.execute(statement)
-    backend = SQLiteBackend(db_path)
+    backend = SQLiteBackend(db_path, clock=Clock.CALLER)
     try:
         assert backend.maintain(MaintainParams(now=30.0, retention=10.0)).pruned == 1
         assert backend.stats(StatsParams())[0].succeeded == 2

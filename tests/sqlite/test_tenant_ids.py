@@ -5,7 +5,13 @@ from __future__ import annotations
 import unicodedata
 
 from fairq.backends.sqlite import SQLiteBackend
-from fairq.contract import DequeueParams, EnqueueParams, StatsParams, TenantSettingsParams
+from fairq.contract import (
+    DequeueParams,
+    EnqueueParams,
+    GetJobsParams,
+    StatsParams,
+    TenantSettingsParams,
+)
 from tests.sqlite.helpers import new_job
 
 NASTY = [
@@ -46,12 +52,12 @@ def test_tenant_ids_round_trip_exactly_and_never_collide(backend: SQLiteBackend)
     assert [r.tenant for r in rows] == sorted(NASTY)
     assert all(r.ready == 1 for r in rows)
 
-    infos = backend.get_jobs([j.id for j in jobs])
+    infos = backend.get_jobs(GetJobsParams(ids=[j.id for j in jobs]))
     assert [i.tenant for i in infos] == NASTY
 
     leases = backend.dequeue(
         DequeueParams(queues=["default"], worker_id="w", now=1.0, limit=len(NASTY) + 1)
-    )
+    ).leases
     assert sorted(lease.tenant for lease in leases) == sorted(NASTY)
     assert {lease.job_id: lease.tenant for lease in leases} == {j.id: j.tenant for j in jobs}
 

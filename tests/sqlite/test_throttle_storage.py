@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fairq.backends.sqlite import SQLiteBackend
-from fairq.contract import EnqueueParams, JobType, MaintainParams, ThrottleWindowsParams
+from fairq.contract import (
+    EnqueueParams,
+    JobType,
+    MaintainParams,
+    PublishJobTypesParams,
+    ThrottleWindowsParams,
+)
 from fairq.policy.throttle import Throttle
 from tests.sqlite.helpers import new_job
 
@@ -25,7 +31,7 @@ def test_a_window_keeps_at_most_its_size_and_routes_as_the_rules_say(
     queues = [
         backend.enqueue(
             EnqueueParams(jobs=[replace(new_job(f"j{i}", "a"), throttle=RULES)], now=20.0 * i)
-        )[0]
+        ).queues[0]
         for i in range(8)
     ]
     assert queues == ["default", "default", "slow", "slow", "slow", "slow", "slow", "slow"]
@@ -58,7 +64,9 @@ def test_maintenance_prunes_windows_whose_every_time_is_out_of_span(
 def test_a_wider_rule_set_respans_the_window(backend: SQLiteBackend) -> None:
     backend.enqueue(EnqueueParams(jobs=[replace(new_job("j0"), throttle=RULES)], now=0.0))
     wider = (Throttle(1, 600.0, "slow"),)  # window size 2, span 600
-    routed = backend.enqueue(EnqueueParams(jobs=[replace(new_job("j1"), throttle=wider)], now=1.0))
+    routed = backend.enqueue(
+        EnqueueParams(jobs=[replace(new_job("j1"), throttle=wider)], now=1.0)
+    ).queues
     assert routed == ["slow"]
     assert rows(backend) == [("task", "a", 0.0, 600.0), ("task", "a", 1.0, 600.0)]
     backend.maintain(MaintainParams(now=500.0))
@@ -70,7 +78,9 @@ def test_job_types_keep_their_throttle_rules(backend: SQLiteBackend) -> None:
         name="imports.run", queue="default", tenant_arg="account", params=("account",),
         max_attempts=3, lease_timeout=30.0, cost=1.0, throttle=RULES,
     )  # fmt: skip
-    backend.publish_job_types([declared, replace(declared, name="plain", throttle=())])
+    backend.publish_job_types(
+        PublishJobTypesParams(types=[declared, replace(declared, name="plain", throttle=())])
+    )
     assert backend.job_types() == {
         "imports.run": declared,
         "plain": replace(declared, name="plain", throttle=()),

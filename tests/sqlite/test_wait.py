@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fairq.backends.sqlite import SQLiteBackend
-from fairq.contract import DequeueParams, EnqueueParams
+from fairq.contract import DequeueParams, EnqueueParams, WaitParams
 from tests.sqlite.helpers import new_job
 
 
@@ -18,7 +18,7 @@ def _wait_in_thread(backend: SQLiteBackend) -> threading.Event:
     returned = threading.Event()
 
     def run() -> None:
-        backend.wait(["default"], timeout=60.0)
+        backend.wait(WaitParams(queues=["default"], timeout=60.0))
         returned.set()
 
     threading.Thread(target=run, daemon=True).start()
@@ -52,7 +52,7 @@ def test_wait_returns_when_this_object_commits_from_another_thread(
 
 def test_wait_returns_at_its_timeout(backend: SQLiteBackend) -> None:
     started = time.monotonic()
-    backend.wait(["default"], timeout=0.05)
+    backend.wait(WaitParams(queues=["default"], timeout=0.05))
     assert time.monotonic() - started >= 0.05
 
 
@@ -69,12 +69,12 @@ def test_empty_dequeues_do_not_wake_waiters(backend: SQLiteBackend) -> None:
 
     def run() -> None:
         started = time.monotonic()
-        backend.wait(["default"], timeout=0.2)
+        backend.wait(WaitParams(queues=["default"], timeout=0.2))
         waited.append(time.monotonic() - started)
 
     waiter = threading.Thread(target=run)
     waiter.start()
     params = DequeueParams(queues=["default"], worker_id="idle", now=0.0)
     while waiter.is_alive():
-        assert backend.dequeue(params) == []
+        assert backend.dequeue(params).leases == []
     assert waited[0] >= 0.2

@@ -6,7 +6,14 @@ import threading
 
 import pytest
 
-from fairq.contract import AckManyParams, AckManyResult, DequeueParams, EnqueueParams, StatsParams
+from fairq.contract import (
+    AckAndDequeueParams,
+    AckManyParams,
+    AckManyResult,
+    DequeueParams,
+    EnqueueParams,
+    StatsParams,
+)
 from fairq.job import Lease
 from fairq.model import ReferenceModel
 from fairq.worker.completions import Completions
@@ -39,7 +46,7 @@ def _all_taken(jobs: int) -> tuple[CountingModel, RunningJobs, list[Lease], Comp
     running = RunningJobs(jobs)
     params = DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=jobs)
     buffer = Completions(store, running, clock=lambda: 1.0, max_wait=60.0)
-    return store, running, store.dequeue(params), buffer
+    return store, running, store.dequeue(params).leases, buffer
 
 
 def test_successes_hold_their_slots_until_one_ack_many_stores_them() -> None:
@@ -78,7 +85,7 @@ def test_lost_tokens_free_their_slots_too() -> None:
 def test_the_flusher_stores_a_lone_success_after_max_wait() -> None:
     store = _store(1)
     running = RunningJobs(4)
-    (lease,) = store.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0))
+    (lease,) = store.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0)).leases
     buffer = Completions(store, running, clock=lambda: 1.0, max_wait=0.002)
     try:
         entry = running.add(lease)
@@ -154,7 +161,7 @@ def test_the_flusher_leaves_acks_due_to_a_fetch_loop_waiting_for_room() -> None:
     store = _store(3)
     running = RunningJobs(2)
     params = DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=2)
-    leases = store.dequeue(params)
+    leases = store.dequeue(params).leases
     buffer = Completions(store, running, clock=lambda: 1.0, max_wait=0.2)
     try:
         entries = [running.add(lease) for lease in leases]
@@ -168,7 +175,10 @@ def test_the_flusher_leaves_acks_due_to_a_fetch_loop_waiting_for_room() -> None:
         assert not waiter.is_alive()  # woken by the timer, though a job still runs
         batch = buffer.take()
         assert batch == [entries[0]] and store.batches == []  # the flusher stored nothing
-        refill = buffer.store_with(batch, lambda acks: store.ack_and_dequeue(acks, params))
+        refill = buffer.store_with(
+            batch,
+            lambda acks: store.ack_and_dequeue(AckAndDequeueParams(acks=acks, dequeue=params)),
+        )
         assert [lease.job_id for lease in refill] == ["j2"]
         assert running.free() == 1 and store.stats(StatsParams())[0].succeeded == 1
     finally:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fairq.contract import AckParams, DequeueParams, EnqueueParams
+from fairq.contract import AckManyParams, DequeueParams, EnqueueParams
 from fairq.model import ReferenceModel
 from fairq.worker.heartbeat import Heartbeat
 from fairq.worker.running import RunningJobs
@@ -24,7 +24,7 @@ def test_the_heartbeat_is_woken_only_by_a_first_or_a_shorter_lease() -> None:
     store.enqueue(EnqueueParams(jobs=jobs, now=0.0))
     first, same, shorter = store.dequeue(
         DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=3)
-    )
+    ).leases
     running = RunningJobs(3)
     running.add(first)
     assert running.changed.is_set()  # the first lease after none
@@ -43,13 +43,13 @@ def test_a_job_acked_between_look_and_beat_is_not_reported_lost(
     store.enqueue(EnqueueParams(jobs=[new_job("j1"), new_job("j2")], now=time.time()))
     finished, taken_away = store.dequeue(
         DequeueParams(queues=["default"], worker_id="w", now=time.time(), limit=2)
-    )
+    ).leases
     running = RunningJobs(2)
     running.add(finished)
     running.add(taken_away)
     running.claim(finished.token)  # it succeeded; its ack is stored below, its slot not yet freed
     for lease in (finished, taken_away):  # both leases are gone from the store
-        store.ack(AckParams(token=lease.token, now=time.time()))
+        store.ack_many(AckManyParams(tokens=[lease.token], now=time.time()))
     beat = Heartbeat(store, running, clock=time.time, interval=0.01)
     with caplog.at_level(logging.WARNING, logger="fairq.worker"):
         beat.start()

@@ -16,12 +16,15 @@ import pytest
 
 from fairq import App, ConfigError, JobInfo, JobState
 from fairq.contract import (
+    AckAndDequeueParams,
     AckManyParams,
     AckManyResult,
     DequeueParams,
     EnqueueParams,
     FailParams,
+    GetJobsParams,
     MaintainParams,
+    WaitParams,
     waited_first,
 )
 from fairq.job import Lease, NewJob, encode_payload
@@ -229,7 +232,7 @@ def test_a_lost_lease_is_logged_and_the_worker_goes_on(
         with Worker(app, heartbeat_interval=3600.0).in_thread():
             wait_for(lambda: "slow" in marks(tmp_path, "started"), "the job to start")
             lapsed = app.clock() + 10.0  # as if the worker had stalled past the lease
-            assert app.backend.maintain(MaintainParams(now=lapsed)).expired == 1
+            assert len(app.backend.maintain(MaintainParams(now=lapsed)).expired) == 1
             go(tmp_path, "slow")  # the first run ends; its ack is refused; the job runs again
             info = wait_state(app, job_id, JobState.SUCCEEDED)
         outcomes = [getattr(r, "outcome", None) for r in caplog.records]
@@ -327,7 +330,7 @@ def test_a_job_taken_by_a_wait_that_ends_after_stop_is_handed_back(app: App) -> 
     for thread in fetchers:
         thread.join(10)
         assert not thread.is_alive()
-    [info] = app.backend.get_jobs([job_id])
+    [info] = app.backend.get_jobs(GetJobsParams(ids=[job_id]))
     assert (info.state, info.attempts) == (JobState.READY, 0)
 
 
@@ -357,7 +360,7 @@ def test_a_busy_worker_acks_and_refills_in_one_call() -> None:
         ) -> tuple[AckManyResult, list[Lease]]:
             if acks.tokens:
                 self.acks_with_dequeue += 1
-            return super().ack_and_dequeue(acks, params)
+            return super().ack_and_dequeue(AckAndDequeueParams(acks=acks, dequeue=params))
 
     store = Counting()
     app = App(backend=store)
@@ -380,13 +383,13 @@ def test_a_job_handed_back_at_stop_is_not_left_to_a_wait_still_under_way() -> No
 
         def wait(self, queues: Sequence[str], timeout: float) -> None:
             self.waiting.set()
-            super().wait(queues, timeout)
+            super().wait(WaitParams(queues=queues, timeout=timeout))
 
         def dequeue(self, params: DequeueParams) -> list[Lease]:
             if params.wait > 0:
                 params = waited_first(params, self.wait)
                 time.sleep(0.3)  # long enough for a shutdown that does not wait for this
-            leases = super().dequeue(params)
+            leases = super().dequeue(params).leases
             if leases:
                 self.last_taken = time.monotonic()
             return leases

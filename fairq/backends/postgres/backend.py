@@ -33,12 +33,18 @@ from fairq.backends.postgres.transactional import InboxWriter, binding, bound_co
 from fairq.backends.postgres.url import PostgresUrl, parse_url
 from fairq.backends.postgres.waiting import Waiter
 from fairq.contract import (
+    AckAndDequeueParams,
+    AckAndDequeueResult,
     AckManyParams,
     AckManyResult,
-    AckParams,
     DequeueParams,
+    DequeueResult,
     EnqueueParams,
+    EnqueueResult,
+    ExpiredLease,
     FailParams,
+    GetJobsParams,
+    GetQueueParams,
     HeartbeatParams,
     HeartbeatResult,
     JobType,
@@ -46,6 +52,7 @@ from fairq.contract import (
     ListDeadParams,
     MaintainParams,
     MaintainResult,
+    PublishJobTypesParams,
     QueueSettings,
     ReleaseParams,
     RequeueParams,
@@ -54,6 +61,7 @@ from fairq.contract import (
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
+    WaitParams,
     no_wait,
     waited_first,
 )
@@ -97,18 +105,19 @@ class PostgresBackend:
 
     # -- producing -------------------------------------------------------------------------
 
-    def enqueue(self, params: EnqueueParams) -> list[str]:
+    def enqueue(self, params: EnqueueParams) -> EnqueueResult:
         jobs = list(params.jobs)
         _check_distinct(jobs)
         if not jobs:
-            return []
+            return EnqueueResult(queues=[])
         conn = bound_connection(self)
         if conn is not None:
-            return self._inbox.write(conn, jobs, params.now)
+            return EnqueueResult(queues=self._inbox.write(conn, jobs, params.now))
         try:
-            return self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
+            queues = self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
         except psycopg.errors.UniqueViolation as exc:
             raise _duplicate(exc) from None
+        return EnqueueResult(queues=queues)
 
     def enqueue_in(self, conn: Connection[Any], params: EnqueueParams) -> list[str]:
         """Enqueue inside the caller's transaction on ``conn``: the jobs exist if and only if
@@ -144,7 +153,7 @@ class PostgresBackend:
 
     # -- consuming -------------------------------------------------------------------------
 
-    def dequeue(self, params: DequeueParams) -> list[Lease]:
+    def dequeue(self, params: DequeueParams) -> DequeueResult:
         """One statement when nothing is due (the usual case); else maintenance first.
 
         The fast path is the server-side ``dequeue`` function in autocommit: locks, the
@@ -160,29 +169,30 @@ class PostgresBackend:
             "limit": max(params.limit, 0),
         }
         rows = self.db.run_one(self.q["dequeue"], args)
+        expired: list[ExpiredLease] = []
         if rows and rows[0]["due"]:
-            rows = self.db.run(lambda cur: self._dequeue(cur, names, args))
-        return [_lease(row) for row in rows]
+            expired, rows = self.db.run(lambda cur: self._dequeue(cur, names, args))
+        return DequeueResult(leases=[_lease(row) for row in rows], expired=expired)
 
-    def _dequeue(self, cur: Cursor[Row], names: list[str], args: dict[str, object]) -> list[Row]:
+    def _dequeue(
+        self, cur: Cursor[Row], names: list[str], args: dict[str, object]
+    ) -> tuple[list[ExpiredLease], list[Row]]:
         self._lock(cur, names, exclusive=True)
         return self._maintain_and_dispatch(cur, names, args)
 
     def _maintain_and_dispatch(
         self, cur: Cursor[Row], names: list[str], args: dict[str, object]
-    ) -> list[Row]:
+    ) -> tuple[list[ExpiredLease], list[Row]]:
         """A dequeue's slow path, under the queues' exclusive locks: maintenance, then
         dispatch, in the caller's transaction."""
         events = Events(cur, self.q)
         now = args["now"]
         assert isinstance(now, float | int)
-        self._maintain(cur, events, names, float(now))
+        _, expired = self._maintain(cur, events, names, float(now))
         self._notify(cur, events.woken)
-        return cur.execute(self.q["dispatch"], args).fetchall()
+        return expired, cur.execute(self.q["dispatch"], args).fetchall()
 
-    def ack_and_dequeue(
-        self, acks: AckManyParams, params: DequeueParams
-    ) -> tuple[AckManyResult, list[Lease]]:
+    def ack_and_dequeue(self, both: AckAndDequeueParams) -> AckAndDequeueResult:
         """One statement when no maintenance is due: the server-side ``ack_dequeue``
         (migrations/0009_ack_dequeue.sql), one round trip and one commit for both calls.
 
@@ -190,6 +200,7 @@ class PostgresBackend:
         takes the same locks, acks, maintains and dispatches, as ``dequeue``'s slow path does.
         Retried like ``ack_many`` and ``dequeue`` when the connection was lost before the reply.
         """
+        acks, params = both.acks, both.dequeue
         no_wait(params)
         names = list(dict.fromkeys(params.queues))
         parsed, args = self._ack_args(acks)
@@ -201,38 +212,26 @@ class PostgresBackend:
             "limit": max(params.limit, 0),
         }
         rows = self.db.run_one(self.q["ack_and_dequeue"], args)
+        expired: list[ExpiredLease] = []
         if rows[0]["due"]:
-            statuses, rows = self.db.run(lambda cur: self._ack_and_dequeue(cur, names, args))
+            statuses, expired, rows = self.db.run(
+                lambda cur: self._ack_and_dequeue(cur, names, args)
+            )
         else:
             statuses, rows = list(rows[0]["statuses"]), rows[1:]
-        return _ack_result(acks.tokens, parsed, statuses), [_lease(row) for row in rows]
+        return AckAndDequeueResult(
+            acks=_ack_result(acks.tokens, parsed, statuses),
+            dequeue=DequeueResult(leases=[_lease(row) for row in rows], expired=expired),
+        )
 
     def _ack_and_dequeue(
         self, cur: Cursor[Row], names: list[str], args: dict[str, object]
-    ) -> tuple[list[str], list[Row]]:
+    ) -> tuple[list[str], list[ExpiredLease], list[Row]]:
         """The slow path of ``ack_and_dequeue``: locks (exclusive and shared in one pass, in
         key order), ``ack_many`` (which finds its locks held), maintenance, dispatch."""
         cur.execute(self.q["lock_ack_dequeue"], args)
         (row,) = cur.execute(self.q["ack_many"], {**args, "now": args["ack_now"]}).fetchall()
-        return list(row["statuses"]), self._maintain_and_dispatch(cur, names, args)
-
-    def ack(self, params: AckParams) -> None:
-        """One statement: the server-side ``ack`` function (migrations/0004_limits.sql)."""
-        parsed = parse_token(params.token)
-        if parsed is None:
-            raise _not_found(params.token)
-        args = {
-            "id": parsed[0],
-            "lease": parsed[1],
-            "now": params.now,
-            "seed": self.seed,
-            "salt": channel_salt(self.schema),
-        }
-        (row,) = self.db.run_one(self.q["ack"], args)
-        if row["status"] == "not_found":
-            raise _not_found(params.token)
-        if row["status"] == "expired":
-            raise _expired(params.token, row["lease_deadline"], params.now)
+        return list(row["statuses"]), *self._maintain_and_dispatch(cur, names, args)
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
         """One statement: the server-side ``ack_many`` function (migrations/0005_ack_many.sql).
@@ -373,7 +372,7 @@ class PostgresBackend:
 
     def _maintain(
         self, cur: Cursor[Row], events: Events, names: list[str], now: float
-    ) -> tuple[int, int]:
+    ) -> tuple[int, list[ExpiredLease]]:
         """Take in the inbox; then per queue promote due scheduled jobs, expire overdue leases,
         and end rate limits that are over."""
         state = cur.execute(self.q["queues_dispatch_state"], {"names": names, "now": now})
@@ -384,7 +383,8 @@ class PostgresBackend:
         if any(due[name]["inbox_due"] for name in due):
             state = cur.execute(self.q["queues_dispatch_state"], {"names": names, "now": now})
             due = {row["name"]: row for row in state.fetchall()}
-        promoted = expired = 0
+        promoted = 0
+        expired: list[ExpiredLease] = []
         for name in names:
             row = due.get(name)
             if row is None:
@@ -400,8 +400,7 @@ class PostgresBackend:
                 for job in cur.execute(
                     self.q["jobs_overdue_running"], {"queue": name, "now": now}
                 ).fetchall():
-                    events.expire(JobRow.from_row(job), now)
-                    expired += 1
+                    expired.append(events.expire(JobRow.from_row(job), now))
             if row["unlimit_due"]:
                 for limited in cur.execute(
                     self.q["tenants_limited_due"], {"queue": name, "now": now}
@@ -441,8 +440,8 @@ class PostgresBackend:
 
         self.db.run(work)
 
-    def get_queue(self, queue: str) -> QueueSettings:
-        return self.db.run(lambda cur: inspect.queue_settings(cur, self.q, queue))
+    def get_queue(self, params: GetQueueParams) -> QueueSettings:
+        return self.db.run(lambda cur: inspect.queue_settings(cur, self.q, params.queue))
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
         def work(cur: Cursor[Row]) -> TenantStats:
@@ -471,8 +470,8 @@ class PostgresBackend:
 
         return self.db.run(work)
 
-    def publish_job_types(self, types: Sequence[JobType]) -> None:
-        self.db.run(lambda cur: inspect.publish_job_types(cur, self.q, types))
+    def publish_job_types(self, params: PublishJobTypesParams) -> None:
+        self.db.run(lambda cur: inspect.publish_job_types(cur, self.q, params.types))
 
     def job_types(self) -> dict[str, JobType]:
         return self.db.run(lambda cur: inspect.job_types(cur, self.q))
@@ -482,8 +481,8 @@ class PostgresBackend:
     def stats(self, params: StatsParams) -> list[TenantStats]:
         return self.db.run(lambda cur: inspect.stats(cur, self.q, params))
 
-    def get_jobs(self, ids: Sequence[str]) -> list[JobInfo]:
-        return self.db.run(lambda cur: inspect.get_jobs(cur, self.q, ids))
+    def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
+        return self.db.run(lambda cur: inspect.get_jobs(cur, self.q, params.ids))
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         return self.db.run(lambda cur: inspect.list_dead(cur, self.q, params))
@@ -506,8 +505,8 @@ class PostgresBackend:
 
     # -- waiting ---------------------------------------------------------------------------
 
-    def wait(self, queues: Sequence[str], timeout: float) -> None:
-        self._waiter.wait(queues, timeout)
+    def wait(self, params: WaitParams) -> None:
+        self._waiter.wait(params.queues, params.timeout)
 
     def close(self) -> None:
         def wake(channel: str) -> None:

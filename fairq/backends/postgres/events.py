@@ -15,6 +15,7 @@ from psycopg import Cursor
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import JobRow, QueueRow, Row, TenantRow, tenant_key
+from fairq.contract import ExpiredLease
 from fairq.job import JobState, NewJob
 from fairq.policy import tenant as transitions
 
@@ -158,7 +159,7 @@ class Events:
         self.save(job, tenant)
 
     def fail(
-        self, job: JobRow, now: float, ended_at: float, error: str, retry_at: float | None
+        self, job: JobRow, now: float, ended_at: float | None, error: str, retry_at: float | None
     ) -> None:
         tenant = self.end_run(job, ended_at, now)
         tenant.failed += 1
@@ -176,7 +177,7 @@ class Events:
         transitions.retag(self.queue(tenant.queue), tenant)
         self.save(job, tenant)
 
-    def end_run(self, job: JobRow, ended_at: float, now: float) -> TenantRow:
+    def end_run(self, job: JobRow, ended_at: float | None, now: float) -> TenantRow:
         """Charge the run's real cost in place of what it was charged and free its slot."""
         tenant = self.lock_tenant(job.tenant_id)
         queue = self.queue(tenant.queue)
@@ -204,9 +205,21 @@ class Events:
         self.make_ready(tenant, job, now, job.run_at)
         self.save(job, tenant)
 
-    def expire(self, job: JobRow, now: float) -> None:
-        assert job.deadline is not None
-        self.fail(job, now, job.deadline, LEASE_EXPIRED_ERROR, now)
+    def expire(self, job: JobRow, now: float) -> ExpiredLease:
+        """A failed attempt, retried at once, charged what the run was charged so far (a crash
+        is not consumption: no end-of-run correction)."""
+        deadline = job.deadline
+        assert deadline is not None
+        self.fail(job, now, None, LEASE_EXPIRED_ERROR, now)
+        return ExpiredLease(
+            job_id=job.id,
+            name=job.name,
+            queue=job.queue,
+            tenant=job.tenant,
+            attempt=job.attempts,
+            deadline=deadline,
+            dead=job.state is JobState.DEAD,
+        )
 
     def requeue(self, job: JobRow, now: float) -> None:
         tenant = self.lock_tenant(job.tenant_id)

@@ -21,12 +21,17 @@ from functools import partial
 from typing import Any
 
 from fairq.contract import (
+    AckAndDequeueParams,
+    AckAndDequeueResult,
     AckManyParams,
     AckManyResult,
-    AckParams,
     DequeueParams,
+    DequeueResult,
     EnqueueParams,
+    EnqueueResult,
     FailParams,
+    GetJobsParams,
+    GetQueueParams,
     HeartbeatParams,
     HeartbeatResult,
     JobType,
@@ -34,6 +39,7 @@ from fairq.contract import (
     ListDeadParams,
     MaintainParams,
     MaintainResult,
+    PublishJobTypesParams,
     QueueSettings,
     ReleaseParams,
     RequeueParams,
@@ -42,6 +48,7 @@ from fairq.contract import (
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
+    WaitParams,
     no_wait,
 )
 from fairq.errors import (
@@ -118,12 +125,12 @@ class RedisBackend:
 
     # -- producing -------------------------------------------------------------------------
 
-    def enqueue(self, params: EnqueueParams) -> list[str]:
+    def enqueue(self, params: EnqueueParams) -> EnqueueResult:
         """Route jobs with throttle rules (throttling.py: its own script, in the home queue's
         slot), then store every job in its queue with one enqueue.lua call."""
         jobs = list(params.jobs)
         if not jobs:
-            return []
+            return EnqueueResult(queues=[])
         self._check_jobs(jobs)
         queues = [job.queue for job in jobs]
         if any(job.throttle for job in jobs):
@@ -138,7 +145,7 @@ class RedisBackend:
         reply = self._run_once("enqueue", queues[0], keys, args)
         if reply:
             raise _duplicate([text(i) for i in reply[1:]])
-        return queues
+        return EnqueueResult(queues=queues)
 
     def _refuse_stored(self, ids: list[str]) -> None:
         """DuplicateJob before a throttle window records anything (enqueue.lua checks again)."""
@@ -168,9 +175,9 @@ class RedisBackend:
 
     # -- consuming -------------------------------------------------------------------------
 
-    def dequeue(self, params: DequeueParams) -> list[Lease]:
+    def dequeue(self, params: DequeueParams) -> DequeueResult:
         if params.limit < 1 or not params.queues:
-            return []
+            return DequeueResult()
         blocks = _blocks(params.queues)
         order = list(blocks.values())  # a queue named twice is tried once: same result
         keys = self._keys(blocks)
@@ -179,7 +186,7 @@ class RedisBackend:
             reply = self._dequeue_after_wait(params, keys, rest)
         else:
             reply = self._run_once("dequeue", params.queues[0], keys, [num(params.now), *rest])
-        return self._leases(blocks, reply)
+        return DequeueResult(leases=self._leases(blocks, reply))
 
     def _leases(self, blocks: dict[str, int], reply: list[Any]) -> list[Lease]:
         """The leases of a dequeue's reply (dequeue.lua), their routes remembered."""
@@ -212,29 +219,26 @@ class RedisBackend:
             if woke or len(reply) > 2 or params.wait - waited <= SLICE:
                 return reply
 
-    def ack(self, params: AckParams) -> None:
-        queue, job_id, attempt = self._route(params.token)
-        self._end("ack", queue, [job_id, attempt, num(params.now)], params.token, params.now)
-
     def ack_many(self, params: AckManyParams) -> AckManyResult:
         """One script (ack_many.lua) for every token, with a key block per queue involved."""
         return _ack_result(self._per_lease("ack_many", params.tokens, params.now))
 
-    def ack_and_dequeue(
-        self, acks: AckManyParams, params: DequeueParams
-    ) -> tuple[AckManyResult, list[Lease]]:
+    def ack_and_dequeue(self, both: AckAndDequeueParams) -> AckAndDequeueResult:
         """One script (ack_dequeue.lua): the acks' queues join the dequeue's key blocks."""
+        acks, params = both.acks, both.dequeue
         no_wait(params)
         if params.limit < 1 or not params.queues:
-            return self.ack_many(acks), []
+            return AckAndDequeueResult(acks=self.ack_many(acks), dequeue=DequeueResult())
         routed = self._routed(acks.tokens)
         blocks = _blocks([*params.queues, *(q for _, q, _, _ in routed if q is not None)])
         order = list(dict.fromkeys(blocks[q] for q in params.queues))
         args: list[Arg] = [num(params.now), params.limit, params.worker_id, len(order), *order]
         args += [num(acks.now), *_held_args(routed, blocks)]
         reply = self._run_once("ack_dequeue", params.queues[0], self._keys(blocks), args)
-        result = _ack_result(_answers(routed, reply[0]))
-        return result, self._leases(blocks, reply[1:])
+        return AckAndDequeueResult(
+            acks=_ack_result(_answers(routed, reply[0])),
+            dequeue=DequeueResult(leases=self._leases(blocks, reply[1:])),
+        )
 
     def fail(self, params: FailParams) -> JobInfo:
         queue, job_id, attempt = self._route(params.token)
@@ -310,7 +314,7 @@ class RedisBackend:
         due = text(reply[3])
         return MaintainResult(
             promoted=int(reply[0]),
-            expired=int(reply[1]),
+            expired=(),
             pruned=int(reply[2]),
             next_due=float(due) if due else None,
         )
@@ -326,9 +330,9 @@ class RedisBackend:
         args: list[Arg] = [settings.queue, num(settings.weight), cap, *rate, half_life]
         self._run("set_queue", keys, [*args, num(settings.max_debt), num(params.now)])
 
-    def get_queue(self, queue: str) -> QueueSettings:
+    def get_queue(self, params: GetQueueParams) -> QueueSettings:
         with self._translated():
-            return reads.get_queue(self.client, self.layout, queue)
+            return reads.get_queue(self.client, self.layout, params.queue)
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
         keys = [self.layout.queues, *self._keys({params.queue: 1})]
@@ -354,7 +358,8 @@ class RedisBackend:
             params.queue, params.tenant, defaults, oldest_at, params.now
         )
 
-    def publish_job_types(self, types: Sequence[JobType]) -> None:
+    def publish_job_types(self, params: PublishJobTypesParams) -> None:
+        types = params.types
         if types:
             mapping = {t.name: reads.job_type_json(t) for t in types}
             with self._translated():
@@ -370,9 +375,9 @@ class RedisBackend:
         with self._translated():
             return reads.stats(self.client, self.layout, params)
 
-    def get_jobs(self, ids: Sequence[str]) -> list[JobInfo]:
+    def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         with self._translated():
-            return reads.get_jobs(self.client, self.layout, list(ids))
+            return reads.get_jobs(self.client, self.layout, list(params.ids))
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         with self._translated():
@@ -400,9 +405,9 @@ class RedisBackend:
 
     # -- waiting ---------------------------------------------------------------------------
 
-    def wait(self, queues: Sequence[str], timeout: float) -> None:
+    def wait(self, params: WaitParams) -> None:
         with self._translated():
-            self._waiter.wait(queues, timeout)
+            self._waiter.wait(params.queues, params.timeout)
 
     def close(self) -> None:
         self._waiter.close()

@@ -8,26 +8,35 @@ atomic from its first read, so the read-modify-write of tags cannot interleave.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sqlite3
+import time
+from dataclasses import replace
 from pathlib import Path
 
+from fairq.backends.clock import Clock
 from fairq.backends.sqlite import admin, leases, maintenance, producing, throttling
 from fairq.backends.sqlite.schema import connect, prepare
 from fairq.backends.sqlite.store import Store
 from fairq.backends.sqlite.url import path_from_url
 from fairq.contract import (
+    AckAndDequeueParams,
+    AckAndDequeueResult,
     AckManyParams,
     AckManyResult,
-    AckParams,
     DequeueParams,
+    DequeueResult,
     EnqueueParams,
+    EnqueueResult,
     FailParams,
+    GetJobsParams,
+    GetQueueParams,
     HeartbeatParams,
     HeartbeatResult,
     JobType,
     ListDeadParams,
     MaintainParams,
     MaintainResult,
+    PublishJobTypesParams,
     QueueSettings,
     ReleaseParams,
     RequeueParams,
@@ -36,23 +45,31 @@ from fairq.contract import (
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
+    WaitParams,
     no_wait,
     waited_first,
 )
-from fairq.job import JobInfo, Lease
+from fairq.job import JobInfo
 
 
 class SQLiteBackend:
     """Fair per-tenant queues in a SQLite file (WAL mode). Safe across threads and processes.
 
     ``busy_timeout``: seconds SQLite itself waits for another connection's write lock;
-    ``lock_wait``: seconds fairq keeps retrying after that before raising StoreUnavailable.
+    ``lock_wait``: seconds fairq keeps retrying after that before raising StoreUnavailable;
+    ``clock``: whose clock stamps events (fairq.backends.clock).
     """
 
     def __init__(
-        self, path: str | Path, *, busy_timeout: float = 5.0, lock_wait: float = 30.0
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = 5.0,
+        lock_wait: float = 30.0,
+        clock: Clock = Clock.STORE,
     ) -> None:
         self.path = Path(path)
+        self.clock = clock
         conn = connect(self.path, busy_timeout=busy_timeout)
         self._store = Store(conn, self.path, lock_wait=lock_wait)
         try:
@@ -63,98 +80,118 @@ class SQLiteBackend:
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteBackend:
-        """``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``."""
+        """``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db`` (the path is taken
+        verbatim, so there are no URL options: pass ``clock`` to the constructor)."""
         return cls(path_from_url(url))
 
     def __repr__(self) -> str:
         return f"SQLiteBackend({str(self.path)!r})"
 
+    def _at(self, now: float) -> float:
+        """An event's time. Called inside a write, so the clock is read once the write lock
+        is held: a transaction that waited for another process's lock starts its leases
+        after the wait and charges no run for it."""
+        return max(now, time.time()) if self.clock is Clock.STORE else now
+
     # -- producing and consuming -----------------------------------------------------------------
 
-    def enqueue(self, params: EnqueueParams) -> list[str]:
+    def enqueue(self, params: EnqueueParams) -> EnqueueResult:
         if not params.jobs:
-            return []
-        return self._store.write(lambda db: producing.enqueue(db, params.jobs, params.now))
+            return EnqueueResult(queues=[])
+        queues = self._store.write(
+            lambda db: producing.enqueue(db, params.jobs, self._at(params.now))
+        )
+        return EnqueueResult(queues=queues)
 
-    def dequeue(self, params: DequeueParams) -> list[Lease]:
+    def dequeue(self, params: DequeueParams) -> DequeueResult:
         params = waited_first(params, self.wait)
-        return self._store.write(lambda db: leases.dequeue(db, params))
-
-    def ack(self, params: AckParams) -> None:
-        self._store.write(lambda db: leases.ack(db, params.token, params.now))
+        return self._store.write(
+            lambda db: leases.dequeue(db, replace(params, now=self._at(params.now)))
+        )
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
         if not params.tokens:
             return AckManyResult()
-        return self._store.write(lambda db: leases.ack_many(db, params.tokens, params.now))
-
-    def ack_and_dequeue(
-        self, acks: AckManyParams, params: DequeueParams
-    ) -> tuple[AckManyResult, list[Lease]]:
-        no_wait(params)
-        tokens = acks.tokens
         return self._store.write(
-            lambda db: (
-                leases.ack_many(db, tokens, acks.now) if tokens else AckManyResult(),
-                leases.dequeue(db, params),
-            )
+            lambda db: leases.ack_many(db, params.tokens, self._at(params.now))
         )
+
+    def ack_and_dequeue(self, params: AckAndDequeueParams) -> AckAndDequeueResult:
+        no_wait(params.dequeue)
+
+        def both(db: sqlite3.Connection) -> AckAndDequeueResult:
+            tokens = params.acks.tokens
+            acked = leases.ack_many(db, tokens, self._at(params.acks.now)) if tokens else None
+            dequeue = replace(params.dequeue, now=self._at(params.dequeue.now))
+            return AckAndDequeueResult(
+                acks=acked or AckManyResult(), dequeue=leases.dequeue(db, dequeue)
+            )
+
+        return self._store.write(both)
 
     def fail(self, params: FailParams) -> JobInfo:
         return self._store.write(
-            lambda db: leases.fail(db, params.token, params.now, params.error, params.retry_at)
+            lambda db: leases.fail(
+                db, params.token, self._at(params.now), params.error, params.retry_at
+            )
         )
 
     def release(self, params: ReleaseParams) -> None:
-        self._store.write(lambda db: leases.release(db, params.token, params.now))
+        self._store.write(lambda db: leases.release(db, params.token, self._at(params.now)))
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
-        return self._store.write(lambda db: leases.heartbeat(db, params.tokens, params.now))
+        return self._store.write(
+            lambda db: leases.heartbeat(db, params.tokens, self._at(params.now))
+        )
 
     def maintain(self, params: MaintainParams) -> MaintainResult:
-        return self._store.write(lambda db: maintenance.maintain(db, params))
+        return self._store.write(
+            lambda db: maintenance.maintain(db, replace(params, now=self._at(params.now)))
+        )
 
     # -- settings --------------------------------------------------------------------------------
 
     def set_queue(self, params: SetQueueParams) -> None:
-        self._store.write(lambda db: admin.set_queue(db, params))
+        self._store.write(lambda db: admin.set_queue(db, replace(params, now=self._at(params.now))))
 
-    def get_queue(self, queue: str) -> QueueSettings:
-        return self._store.read(lambda db: admin.get_queue(db, queue))
+    def get_queue(self, params: GetQueueParams) -> QueueSettings:
+        return self._store.read(lambda db: admin.get_queue(db, params.queue))
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
-        return self._store.write(lambda db: admin.set_tenant(db, params))
+        return self._store.write(
+            lambda db: admin.set_tenant(db, replace(params, now=self._at(params.now)))
+        )
 
     # -- inspection ------------------------------------------------------------------------------
 
     def stats(self, params: StatsParams) -> list[TenantStats]:
         return self._store.read(lambda db: admin.stats(db, params))
 
-    def get_jobs(self, ids: Sequence[str]) -> list[JobInfo]:
-        return self._store.read(lambda db: admin.get_jobs(db, ids))
+    def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
+        return self._store.read(lambda db: admin.get_jobs(db, params.ids))
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         return self._store.read(lambda db: admin.list_dead(db, params))
 
     def requeue(self, params: RequeueParams) -> int:
-        return self._store.write(lambda db: admin.requeue(db, params.ids, params.now))
+        return self._store.write(lambda db: admin.requeue(db, params.ids, self._at(params.now)))
 
     def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
         return self._store.read(lambda db: throttling.windows(db, params))
 
     # -- job declarations --------------------------------------------------------------------------
 
-    def publish_job_types(self, types: Sequence[JobType]) -> None:
-        self._store.write(lambda db: admin.publish_job_types(db, types))
+    def publish_job_types(self, params: PublishJobTypesParams) -> None:
+        self._store.write(lambda db: admin.publish_job_types(db, params.types))
 
     def job_types(self) -> dict[str, JobType]:
         return self._store.read(admin.job_types)
 
     # -- waiting and closing -----------------------------------------------------------------------
 
-    def wait(self, queues: Sequence[str], timeout: float) -> None:
+    def wait(self, params: WaitParams) -> None:
         """Return on any commit to the file (any queue: cheap, and "may have arrived" allows it)."""
-        self._store.wait_for_change(timeout)
+        self._store.wait_for_change(params.timeout)
 
     def close(self) -> None:
         self._store.close()

@@ -62,7 +62,7 @@ def fail_run(
     tenant: TenantRow,
     *,
     now: float,
-    ended_at: float,
+    ended_at: float | None,
     error: str,
     retry_at: float | None,
 ) -> None:

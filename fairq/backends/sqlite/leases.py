@@ -13,7 +13,7 @@ from fairq.backends.sqlite.events import fail_run, make_ready, update_head
 from fairq.backends.sqlite.maintenance import maintain_queues
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
-from fairq.contract import AckManyResult, DequeueParams, HeartbeatResult
+from fairq.contract import AckManyResult, DequeueParams, DequeueResult, HeartbeatResult
 from fairq.errors import LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease, held_leases
 from fairq.policy.tenant import charge_progress, dispatch, end_run, retag
@@ -67,10 +67,6 @@ def held(db: sqlite3.Connection, token: str, now: float) -> JobRow:
             "back to its queue, so its result is not recorded"
         )
     return job
-
-
-def ack(db: sqlite3.Connection, token: str, now: float) -> None:
-    _ack(db, held(db, token, now), now)
 
 
 def ack_many(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> AckManyResult:
@@ -130,17 +126,17 @@ def heartbeat(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> Hear
     return HeartbeatResult(deadlines=deadlines, lost=lost)
 
 
-def dequeue(db: sqlite3.Connection, params: DequeueParams) -> list[Lease]:
+def dequeue(db: sqlite3.Connection, params: DequeueParams) -> DequeueResult:
     """Maintain the queues asked, then up to ``limit`` single dispatches at the same ``now``.
 
     Maintenance runs once: a dispatch at ``now`` creates nothing due at ``now`` (leases end
     later), so repeating it before each dispatch would find nothing.
     """
-    maintain_queues(db, params.queues, params.now)
+    _, expired = maintain_queues(db, params.queues, params.now)
     taken: list[Lease] = []
     while len(taken) < params.limit:
         lease = dispatch_first(db, params.queues, params.worker_id, params.now)
         if lease is None:
             break
         taken.append(lease)
-    return taken
+    return DequeueResult(leases=taken, expired=expired)

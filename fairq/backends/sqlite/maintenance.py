@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from fairq.backends.sqlite.events import fail_run, make_ready
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
-from fairq.contract import MaintainParams, MaintainResult
+from fairq.contract import ExpiredLease, MaintainParams, MaintainResult
+from fairq.job import JobState
 from fairq.policy.tenant import forgettable, refresh
 
 LEASE_EXPIRED_ERROR = "lease expired"
@@ -51,10 +52,13 @@ def queue_names(db: sqlite3.Connection) -> list[str]:
     return [row["name"] for row in db.execute(Q["queue_names"])]
 
 
-def maintain_queues(db: sqlite3.Connection, names: Sequence[str], now: float) -> tuple[int, int]:
+def maintain_queues(
+    db: sqlite3.Connection, names: Sequence[str], now: float
+) -> tuple[int, list[ExpiredLease]]:
     """Per queue: promote, then expire, then end rate limits that are over (queues share no
     state, so their order is free)."""
-    promoted = expired = 0
+    promoted = 0
+    expired: list[ExpiredLease] = []
     for name in names:
         queue = QueueRow.load(db, name)
         if queue is None:
@@ -77,17 +81,29 @@ def _promote(db: sqlite3.Connection, queue: QueueRow, now: float) -> int:
     return len(due)
 
 
-def _expire(db: sqlite3.Connection, queue: str, now: float) -> int:
-    """An expired lease counts as a failed attempt that ended at its deadline, retried at once."""
+def _expire(db: sqlite3.Connection, queue: str, now: float) -> list[ExpiredLease]:
+    """An expired lease is a failed attempt, retried at once, charged what the run was
+    charged so far (a crash is not consumption: no end-of-run correction)."""
     overdue = [row["seq"] for row in db.execute(Q["jobs_expired"], {"queue": queue, "now": now})]
+    expired: list[ExpiredLease] = []
     for seq in overdue:
         job = JobRow.by_seq(db, seq)
-        assert job.deadline is not None
+        deadline = job.deadline
+        assert deadline is not None
         tenant = TenantRow.load(db, job.tenant_id)
-        fail_run(
-            db, job, tenant, now=now, ended_at=job.deadline, error=LEASE_EXPIRED_ERROR, retry_at=now
+        fail_run(db, job, tenant, now=now, ended_at=None, error=LEASE_EXPIRED_ERROR, retry_at=now)
+        expired.append(
+            ExpiredLease(
+                job_id=job.id,
+                name=job.name,
+                queue=job.queue,
+                tenant=job.tenant,
+                attempt=job.attempts,
+                deadline=deadline,
+                dead=job.state is JobState.DEAD,
+            )
         )
-    return len(overdue)
+    return expired
 
 
 def _unlimit(db: sqlite3.Connection, queue: QueueRow, now: float) -> None:

@@ -23,6 +23,7 @@ from fairq.cli.admin._common import (
     safe_text,
     store_options,
 )
+from fairq.contract import GetJobsParams
 from fairq.job import JobInfo, JobState
 
 #: ``--all`` requeues in batches of this many, so a huge dead set never loads at once.
@@ -141,7 +142,7 @@ def requeue(
 
 def _requeue_ids(app: App, ids: tuple[str, ...]) -> int:
     """Check every id first, so a typo changes nothing; jobs not dead are only reported."""
-    found = {job.id: job for job in app.backend.get_jobs(list(ids))}
+    found = {job.id: job for job in app.backend.get_jobs(GetJobsParams(ids=list(ids)))}
     unknown = [i for i in ids if i not in found]
     if unknown:
         raise InputError(f"no job with id {', '.join(map(repr, unknown))}; nothing was requeued")

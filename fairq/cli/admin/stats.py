@@ -32,7 +32,7 @@ from fairq.cli.admin._common import (
     store_options,
 )
 from fairq.cli.admin.tenants import format_weight
-from fairq.contract import QueueSettings, TenantStats
+from fairq.contract import GetQueueParams, QueueSettings, TenantStats
 from fairq.policy.status import TenantReport, format_span
 from fairq.urls import redact_url
 
@@ -104,7 +104,7 @@ def queue_reports(app: App, queue: str | None, tenant: str | None, at: float) ->
     verdicts = {(r.queue, r.tenant): r for r in app.tenant_report(queue=queue, tenant=tenant)}
     reports = []
     for name, rows in by_queue.items():
-        defaults = app.backend.get_queue(name)
+        defaults = app.backend.get_queue(GetQueueParams(queue=name))
         report = _queue_report(defaults)
         report.tenants = [_tenant_row(row, verdicts.get((name, row.tenant)), at) for row in rows]
         report.totals = _totals(report.tenants)

@@ -31,7 +31,7 @@ from fairq.cli.admin.values import (
     parse_weight,
     with_burst,
 )
-from fairq.contract import KEEP, Keep, QueueSettings, TenantStats
+from fairq.contract import KEEP, GetQueueParams, Keep, QueueSettings, TenantStats
 from fairq.policy.queues import check_queue_name
 from fairq.policy.rate import Rate
 
@@ -235,7 +235,7 @@ def queue(
     with reported_errors():
         app = open_app(url, app_ref)
         try:
-            current = app.backend.get_queue(check_queue_name(queue))
+            current = app.backend.get_queue(GetQueueParams(queue=check_queue_name(queue)))
             changes = (weight, rate, half_life, max_debt)
             if cap_given or any(value is not None for value in changes):
                 app.set_queue(
@@ -246,7 +246,7 @@ def queue(
                     half_life=_half_life(half_life, current),
                     max_debt=max_debt if max_debt is not None else current.max_debt,
                 )
-                current = app.backend.get_queue(queue)
+                current = app.backend.get_queue(GetQueueParams(queue=queue))
         finally:
             app.close()
     half = "none" if current.half_life is None else f"{current.half_life:g} s"
