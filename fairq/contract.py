@@ -119,10 +119,14 @@ class FailParams:
 
 @dataclass(frozen=True, kw_only=True)
 class ReleaseParams:
-    """Hand a job back unfinished (worker shutdown): ready again, the attempt not counted."""
+    """Hand a job back unfinished, the attempt not counted: ready again at once (a worker's
+    shutdown), or scheduled until ``run_at`` (a worker that cannot run it: it waits for one
+    that can). ``note``, when given, is kept as the job's last error, to say why."""
 
     token: str
     now: float
+    run_at: float | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

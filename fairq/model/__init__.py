@@ -191,7 +191,15 @@ class ReferenceModel(Reads):
             job = self._held(params.token, params.now)
             queue, tenant = self._end_run(job, params.now, params.now)
             job.attempts -= 1
-            self._make_ready(queue, tenant, job, params.now, params.now)
+            if params.note is not None:
+                job.last_error = params.note
+            if params.run_at is None or params.run_at <= params.now:
+                self._make_ready(queue, tenant, job, params.now, params.now)
+            else:
+                job.state = JobState.SCHEDULED
+                job.run_at = params.run_at
+                tenant.scheduled += 1
+                heapq.heappush(queue.scheduled, (params.run_at, job.seq))
             rules.retag(queue, tenant)
             self._changed.notify_all()
 

@@ -196,3 +196,27 @@ def test_maintain_reports_the_next_lease_deadline_as_due(backend: Backend) -> No
     assert backend.maintain(MaintainParams(now=1.0)).next_due == 10.0
     backend.heartbeat(HeartbeatParams(tokens=["j0:1"], now=5.0))
     assert backend.maintain(MaintainParams(now=6.0)).next_due == 15.0
+
+
+def test_release_with_a_later_run_at_schedules_the_job_without_counting_the_attempt(
+    backend: Backend,
+) -> None:
+    """A worker that cannot run a job hands it back for later, saying why."""
+    enqueue(backend, [new_job(0, "a"), new_job(1, "a")])
+    set_tenant(backend, "a", max_running=1)
+    lease = take_one(backend, 0.0)
+    note = "no worker here knows job 'task'"
+    backend.release(ReleaseParams(token=lease.token, now=1.0, run_at=5.0, note=note))
+    info = job(backend, "j0")
+    assert (info.state, info.attempts, info.run_at, info.last_error) == (
+        JobState.SCHEDULED,
+        0,
+        5.0,
+        note,
+    )
+    row = stat(backend, "a")
+    assert (row.ready, row.scheduled, row.running, row.failed) == (1, 1, 0, 0)
+    assert take_one(backend, 1.0).job_id == "j1"  # the slot it held is free
+    assert backend.maintain(MaintainParams(now=1.5)).next_due == 5.0
+    assert backend.maintain(MaintainParams(now=5.0)).promoted == 1
+    assert job(backend, "j0").state is JobState.READY

@@ -267,7 +267,7 @@ class PostgresBackend:
         return self._end(params.token, params.now, end).info()
 
     def release(self, params: ReleaseParams) -> None:
-        self._end(params.token, params.now, lambda ev, job: ev.release(job, params.now))
+        self._end(params.token, params.now, lambda ev, job: ev.release(job, params))
 
     def _end(self, token: str, now: float, apply: Callable[[Events, JobRow], None]) -> JobRow:
         def work(cur: Cursor[Row]) -> JobRow:

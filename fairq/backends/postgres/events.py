@@ -15,7 +15,7 @@ from psycopg import Cursor
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import JobRow, QueueRow, Row, TenantRow, tenant_key
-from fairq.contract import ExpiredLease
+from fairq.contract import ExpiredLease, ReleaseParams
 from fairq.job import JobState, NewJob
 from fairq.policy import tenant as transitions
 
@@ -151,10 +151,18 @@ class Events:
 
     # -- ending runs (dispatch and ack run server-side: migrations/0004_limits.sql) - ----------
 
-    def release(self, job: JobRow, now: float) -> None:
+    def release(self, job: JobRow, params: ReleaseParams) -> None:
+        now = params.now
         tenant = self.end_run(job, now, now)
         job.attempts -= 1
-        self.make_ready(tenant, job, now, now)
+        if params.note is not None:
+            job.last_error = params.note
+        if params.run_at is None or params.run_at <= now:
+            self.make_ready(tenant, job, now, now)
+        else:
+            job.state = JobState.SCHEDULED
+            job.run_at = params.run_at
+            tenant.scheduled += 1
         transitions.retag(self.queue(tenant.queue), tenant)
         self.save(job, tenant)
 

@@ -137,7 +137,7 @@ class SQLiteBackend:
         )
 
     def release(self, params: ReleaseParams) -> None:
-        self._store.write(lambda db: leases.release(db, params.token, self._at(params.now)))
+        self._store.write(lambda db: leases.release(db, replace(params, now=self._at(params.now))))
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
         return self._store.write(

@@ -13,7 +13,13 @@ from fairq.backends.sqlite.events import fail_run, make_ready, update_head
 from fairq.backends.sqlite.maintenance import maintain_queues
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
-from fairq.contract import AckManyResult, DequeueParams, DequeueResult, HeartbeatResult
+from fairq.contract import (
+    AckManyResult,
+    DequeueParams,
+    DequeueResult,
+    HeartbeatResult,
+    ReleaseParams,
+)
 from fairq.errors import LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease, held_leases
 from fairq.policy.tenant import charge_progress, dispatch, end_run, retag
@@ -101,13 +107,22 @@ def fail(
     return job.info()
 
 
-def release(db: sqlite3.Connection, token: str, now: float) -> None:
-    job = held(db, token, now)
+def release(db: sqlite3.Connection, params: ReleaseParams) -> None:
+    now = params.now
+    job = held(db, params.token, now)
     tenant = TenantRow.load(db, job.tenant_id)
     queue = QueueRow.get(db, job.queue)
     end_run(queue, tenant, job, now, now)
     job.attempts -= 1
-    make_ready(db, job, tenant, queue, now, now)
+    if params.note is not None:
+        job.last_error = params.note
+    if params.run_at is None or params.run_at <= now:
+        make_ready(db, job, tenant, queue, now, now)
+    else:
+        job.state = JobState.SCHEDULED
+        job.run_at = params.run_at
+        tenant.scheduled += 1
+        job.save(db)
     retag(queue, tenant)
     tenant.save(db)
 
