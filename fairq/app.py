@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ParamSpec, TypeVar, overload
 
 from fairq.backends import check_url, open_backend
+from fairq.backends.clock import Clock
 from fairq.contract import (
     KEEP,
     Backend,
@@ -125,7 +126,10 @@ class App:
         if self._backend is None:
             with self._lock:
                 if self._backend is None:
-                    self._backend = open_backend(self.url)
+                    # A clock of the caller's own (a test's, a simulation's) is followed
+                    # exactly; the real one is bounded by the store's (backends/clock.py).
+                    own = self.clock is not time.time
+                    self._backend = open_backend(self.url, clock=Clock.CALLER if own else None)
         return self._backend
 
     def close(self) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from fairq.backends.clock import Clock
 from fairq.contract import Backend
 from fairq.errors import ConfigError
 
@@ -31,8 +32,10 @@ def check_url(url: object) -> str:
     return kind
 
 
-def open_backend(url: str) -> Backend:
-    """Open the store a URL names. Raises ConfigError naming the problem for a bad URL."""
+def open_backend(url: str, *, clock: Clock | None = None) -> Backend:
+    """Open the store a URL names. Raises ConfigError naming the problem for a bad URL.
+
+    ``clock`` overrides the URL's ``clock`` option (fairq.backends.clock)."""
     scheme = check_url(url)
     if scheme == "memory":
         from fairq.model import ReferenceModel
@@ -41,14 +44,23 @@ def open_backend(url: str) -> Backend:
     if scheme == "sqlite":
         from fairq.backends.sqlite import SQLiteBackend
 
-        return SQLiteBackend.from_url(url)
+        return SQLiteBackend.from_url(url, clock=clock or Clock.STORE)
     if scheme == "redis":
         from fairq.backends.redis import RedisBackend
 
-        return RedisBackend.from_url(url)
+        return RedisBackend.from_url(_with_clock(url, clock))
     from fairq.backends.postgres import PostgresBackend
 
-    return PostgresBackend.from_url(url)
+    return PostgresBackend.from_url(_with_clock(url, clock))
+
+
+def _with_clock(url: str, clock: Clock | None) -> str:
+    """The URL with its ``clock`` option set to ``clock`` (unchanged when None)."""
+    if clock is None:
+        return url
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "clock"]
+    return urlunsplit(parts._replace(query=urlencode([*query, ("clock", clock.value)])))
 
 
 def _expected() -> str:

@@ -55,7 +55,8 @@ def test_the_acks_and_the_dequeue_commit_in_one_transaction(
     done = take(pg, 0.5, 3)
     acks = AckManyParams(tokens=[lease.token for lease in done], now=now)
     params = DequeueParams(queues=(Q,), worker_id="w", now=now, limit=4)
-    result, leases = pg.ack_and_dequeue(AckAndDequeueParams(acks=acks, dequeue=params))
+    both = pg.ack_and_dequeue(AckAndDequeueParams(acks=acks, dequeue=params))
+    result, leases = both.acks, list(both.dequeue.leases)
     assert list(result.acked) == acks.tokens
     assert len(leases) == 4 and ("j9" in {lease.job_id for lease in leases}) == (now > 5.0)
     acked = xmins(pg, "succeeded_jobs", [lease.job_id for lease in done])
@@ -105,9 +106,10 @@ def test_workers_acking_across_queues_never_share_a_job_or_break_a_cap(
         try:
             while True:
                 params = DequeueParams(queues=order, worker_id=f"w{worker}", now=1.0, limit=3)
-                result, leases = pg.ack_and_dequeue(
+                both = pg.ack_and_dequeue(
                     AckAndDequeueParams(acks=AckManyParams(tokens=held, now=1.0), dequeue=params)
                 )
+                result, leases = both.acks, list(both.dequeue.leases)
                 assert list(result.lost) == []
                 with guard:
                     taken.update(lease.job_id for lease in leases)

@@ -366,9 +366,8 @@ def test_version_9_acks_and_dequeues_a_version_8_store_in_one_call(schema: str) 
         for now, limit in [(20.0, 1), (21.0, 5)]:
             acks = AckManyParams(tokens=tokens, now=now)
             params = DequeueParams(queues=["default"], worker_id="w", now=now, limit=limit)
-            result, leases = together.ack_and_dequeue(
-                AckAndDequeueParams(acks=acks, dequeue=params)
-            )
+            both = together.ack_and_dequeue(AckAndDequeueParams(acks=acks, dequeue=params))
+            result, leases = both.acks, list(both.dequeue.leases)
             assert (result, leases) == (apart.ack_many(acks), apart.dequeue(params).leases)
             answers.append((list(result.acked), [lease.token for lease in leases]))
             tokens = [lease.token for lease in leases]

@@ -31,7 +31,9 @@ def waiting(pg: DisposableBackend, queues: list[str]) -> threading.Thread:
     pg.wait(
         WaitParams(queues=queues, timeout=0.01)
     )  # the first wait on a queue subscribes and returns at once
-    thread = threading.Thread(target=pg.wait, args=(queues, LONG), daemon=True)
+    thread = threading.Thread(
+        target=pg.wait, args=(WaitParams(queues=queues, timeout=LONG),), daemon=True
+    )
     thread.start()
     return thread
 

@@ -79,10 +79,10 @@ class SQLiteBackend:
             raise
 
     @classmethod
-    def from_url(cls, url: str) -> SQLiteBackend:
+    def from_url(cls, url: str, *, clock: Clock = Clock.STORE) -> SQLiteBackend:
         """``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db`` (the path is taken
-        verbatim, so there are no URL options: pass ``clock`` to the constructor)."""
-        return cls(path_from_url(url))
+        verbatim, so there are no URL options: ``clock`` is a parameter)."""
+        return cls(path_from_url(url), clock=clock)
 
     def __repr__(self) -> str:
         return f"SQLiteBackend({str(self.path)!r})"
