@@ -1,10 +1,12 @@
 """The Backend contract: what every store (and the reference model) implements.
 
-One frozen, keyword-only parameter object per operation, so adding a field never breaks a caller
-and every backend reads alike. Time is always a parameter (``now``): stores never read a clock,
-which is what lets the conformance suite drive them all on one virtual clock (the one exception:
-a dequeue that waits first takes its jobs when the wait ends). The rules behind each operation
-are in docs/internals/scheduler.md; ``fairq.model`` is their executable form.
+One frozen, keyword-only parameter object per operation and a result type, so adding a field
+never breaks a caller and every backend reads alike. Time is always a parameter (``now``), which
+is what lets the conformance suite drive every store on one virtual clock; a store opened with
+its own clock (the default, fairq.backends.clock) performs each event at the later of ``now``
+and that clock, so a call that waited (for a lock, a reconnect) never acts in the past. The rules
+behind each operation are in docs/internals/scheduler.md; ``fairq.model`` is their executable
+form.
 """
 
 from __future__ import annotations
@@ -273,7 +275,7 @@ class WaitParams:
 
 @runtime_checkable
 class Backend(Protocol):
-    """A store of fair per-tenant queues. Every method is atomic; none reads a clock."""
+    """A store of fair per-tenant queues. Every method is atomic."""
 
     def enqueue(self, params: EnqueueParams) -> EnqueueResult:
         """Store all jobs or none (a used id raises DuplicateJob). ``run_at <= now``: ready."""
