@@ -8,6 +8,7 @@ import pytest
 
 from fairq.contract import (
     AckAndDequeueParams,
+    AckAndDequeueResult,
     AckManyParams,
     AckManyResult,
     DequeueParams,
@@ -177,9 +178,14 @@ def test_the_flusher_leaves_acks_due_to_a_fetch_loop_waiting_for_room() -> None:
         assert batch == [entries[0]] and store.batches == []  # the flusher stored nothing
         refill = buffer.store_with(
             batch,
-            lambda acks: store.ack_and_dequeue(AckAndDequeueParams(acks=acks, dequeue=params)),
+            lambda acks: _both(store, AckAndDequeueParams(acks=acks, dequeue=params)),
         )
         assert [lease.job_id for lease in refill] == ["j2"]
         assert running.free() == 1 and store.stats(StatsParams())[0].succeeded == 1
     finally:
         buffer.close()
+
+
+def _both(store: ReferenceModel, params: AckAndDequeueParams) -> tuple[AckManyResult, list[Lease]]:
+    result: AckAndDequeueResult = store.ack_and_dequeue(params)
+    return result.acks, list(result.dequeue.leases)

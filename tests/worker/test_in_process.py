@@ -8,7 +8,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,9 @@ import pytest
 from fairq import App, ConfigError, JobInfo, JobState
 from fairq.contract import (
     AckAndDequeueParams,
-    AckManyParams,
-    AckManyResult,
+    AckAndDequeueResult,
     DequeueParams,
+    DequeueResult,
     EnqueueParams,
     FailParams,
     GetJobsParams,
@@ -27,7 +27,7 @@ from fairq.contract import (
     WaitParams,
     waited_first,
 )
-from fairq.job import Lease, NewJob, encode_payload
+from fairq.job import NewJob, encode_payload
 from fairq.model import ReferenceModel
 from fairq.worker import Worker
 
@@ -355,12 +355,10 @@ def test_a_busy_worker_acks_and_refills_in_one_call() -> None:
     class Counting(ReferenceModel):
         acks_with_dequeue = 0
 
-        def ack_and_dequeue(
-            self, acks: AckManyParams, params: DequeueParams
-        ) -> tuple[AckManyResult, list[Lease]]:
-            if acks.tokens:
+        def ack_and_dequeue(self, params: AckAndDequeueParams) -> AckAndDequeueResult:
+            if params.acks.tokens:
                 self.acks_with_dequeue += 1
-            return super().ack_and_dequeue(AckAndDequeueParams(acks=acks, dequeue=params))
+            return super().ack_and_dequeue(params)
 
     store = Counting()
     app = App(backend=store)
@@ -381,18 +379,18 @@ def test_a_job_handed_back_at_stop_is_not_left_to_a_wait_still_under_way() -> No
         waiting = threading.Event()
         last_taken = 0.0  # monotonic time the last dequeue that took a job returned
 
-        def wait(self, queues: Sequence[str], timeout: float) -> None:
+        def wait(self, params: WaitParams) -> None:
             self.waiting.set()
-            super().wait(WaitParams(queues=queues, timeout=timeout))
+            super().wait(params)
 
-        def dequeue(self, params: DequeueParams) -> list[Lease]:
+        def dequeue(self, params: DequeueParams) -> DequeueResult:
             if params.wait > 0:
                 params = waited_first(params, self.wait)
                 time.sleep(0.3)  # long enough for a shutdown that does not wait for this
-            leases = super().dequeue(params).leases
-            if leases:
+            result = super().dequeue(params)
+            if result.leases:
                 self.last_taken = time.monotonic()
-            return leases
+            return result
 
     store = SlowAfterWaking()
     app = App(backend=store)
