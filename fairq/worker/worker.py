@@ -39,6 +39,7 @@ from fairq.contract import ReleaseParams
 from fairq.errors import ConfigError, LeaseError
 from fairq.policy.queues import QueueOrder
 from fairq.urls import redact_url
+from fairq.worker.expiries import Expiries
 from fairq.worker.fetcher import Fetcher
 from fairq.worker.heartbeat import Heartbeat
 from fairq.worker.joblog import Outcome, describe, log_job_end
@@ -116,6 +117,7 @@ class Worker:
         self._check_heartbeat()
         self.app_name = app_name or f"App({redact_url(app.url)!r})"
         self.running = RunningJobs(concurrency)
+        self.expiries = Expiries(app.clock)
         self._stopping = threading.Event()
         self._stop_requested_at: float | None = None
         self._signals = 0
@@ -203,6 +205,7 @@ class Worker:
             clock=self.app.clock,
             interval=self.maintenance_interval,
             retention=self.retention,
+            expiries=self.expiries,
         )
 
     def _weights(self) -> WeightRefresher:
@@ -235,6 +238,7 @@ class Worker:
             idle_wait=self.poll_interval,
             burst=self.burst,
             stopping=self._stopping,
+            expiries=self.expiries,
         )
 
     def _log_start(self) -> None:
@@ -279,7 +283,19 @@ class Worker:
             beat.stop()
         if runner is not None:
             runner.shutdown()
-        log.info("worker %s stopped", self.worker_id, extra={"action": "worker_stop"})
+        expiries = self.expiries
+        log.info(
+            "worker %s stopped; expired leases found: %d (jobs dead of it: %d)",
+            self.worker_id,
+            expiries.count,
+            expiries.dead,
+            extra={
+                "action": "worker_stop",
+                "worker_id": self.worker_id,
+                "expired_leases": expiries.count,
+                "expired_dead": expiries.dead,
+            },
+        )
 
     def _hand_back(self) -> int:
         """Release the jobs still running: ready again at once, this attempt not counted.
