@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -13,8 +14,11 @@ from fairq.cli.loader import load_app, rebind
 from fairq.errors import FairqError
 from fairq.worker import Worker
 from fairq.worker.joblog import describe
+from fairq.worker.startup import StartupSignals
 from fairq.worker.supervisor import Supervisor, watch_parent
 from fairq.worker.worker import DEFAULT_CONCURRENCY, DEFAULT_RETENTION
+
+log = logging.getLogger("fairq.worker")
 
 
 @cli.command("worker")
@@ -100,6 +104,8 @@ def worker(
       fairq worker myproject.jobs:app --queues reports:3,default:1 --processes 4
       fairq worker myproject.jobs:app --url sqlite:///jobs.db --burst
     """
+    startup = StartupSignals.install()  # before anything slow: a SIGTERM now stops it cleanly
+    log.info("loading %s", app_ref, extra={"action": "loading"})
     app = _load(app_ref, url)
     try:
         built = Worker(
@@ -114,11 +120,13 @@ def worker(
     except FairqError as exc:
         raise click.UsageError(str(exc)) from None
     if processes > 1:
+        if startup.received:
+            ctx.exit(0)
         _supervise(ctx, app, processes)
     if supervised_by is not None:
         watch_parent(supervised_by, built.stop)
     try:
-        built.run()
+        built.run(startup=startup)
     except FairqError as exc:
         raise click.ClickException(f"the worker stopped: {describe(exc)}") from None
 

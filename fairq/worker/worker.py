@@ -46,6 +46,7 @@ from fairq.worker.joblog import Outcome, describe, log_job_end
 from fairq.worker.maintenance import Maintenance
 from fairq.worker.runner import JobRunner
 from fairq.worker.running import RunningJobs
+from fairq.worker.startup import STOP_SIGNALS, StartupSignals
 from fairq.worker.weights import WeightRefresher
 
 log = logging.getLogger("fairq.worker")
@@ -57,7 +58,6 @@ DEFAULT_RETENTION = 24 * 3600.0
 DEFAULT_CONCURRENCY = 8
 STORE_WAIT = 5.0  # how long shutdown waits for outcomes already being stored
 _DONE = b"\0"  # written to the wake-up pipe when the worker has stopped
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def _noted(signum: int, frame: FrameType | None) -> None:
@@ -127,14 +127,18 @@ class Worker:
 
     # -- running and stopping -------------------------------------------------------------
 
-    def run(self) -> None:
+    def run(self, *, startup: StartupSignals | None = None) -> None:
         """Serve jobs until stopped, then shut down gracefully; re-raises a startup failure.
 
         In the main thread, SIGTERM and SIGINT stop the worker (a second one hands the running
-        jobs back at once).
+        jobs back at once). ``startup``: the stop signals caught while the process started;
+        with one, the worker stops before it takes any job.
         """
         in_main = threading.current_thread() is threading.main_thread()
         previous = self._install_signals() if in_main else {}
+        for name in startup.received if startup is not None else ():
+            self._signals += 1  # from here on, signals come through the wake-up pipe
+            self._handle_signal(name)
         thread = threading.Thread(target=self._serve, name="fairq-worker")
         try:
             thread.start()
@@ -173,6 +177,9 @@ class Worker:
         fetcher: Fetcher | None = None
         beats: list[Heartbeat | Maintenance | WeightRefresher] = []
         try:
+            if self._stopping.is_set():
+                log.info("stopped before it started: no job taken", extra={"action": "stopped"})
+                return
             self.app.publish()
             runner = JobRunner(self.app, self.running, app_name=self.app_name, clock=self.app.clock)
             beats = [self._heartbeat(), self._maintenance(), self._weights()]

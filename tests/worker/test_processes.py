@@ -131,6 +131,22 @@ def test_sigterm_hands_back_the_async_jobs_still_running(
     assert worker.log().count("outcome=handed_back") == 2
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_during_start_up_exits_0_having_taken_nothing(
+    store: Store, signum: signal.Signals
+) -> None:
+    job_id = store.app.jobs["record"].enqueue("t1", str(store.workdir), "a")
+    worker = store.worker(app="tests.worker.slow_app:app")  # loads until we create "loaded"
+    worker.wait_log("loading tests.worker.slow_app:app")
+    worker.signal(signum)
+    (store.workdir / "loaded").touch()
+    assert worker.exit_code() == 0
+    assert "stopped before it started: no job taken" in worker.log()
+    assert "Traceback" not in worker.log()
+    info = job(store.app, job_id)
+    assert (info.state, info.attempts) == (JobState.READY, 0)
+
+
 def test_sigkill_mid_job_the_job_comes_back_after_its_lease_and_frees_the_slot(
     store: Store,
 ) -> None:
