@@ -7,8 +7,8 @@ no store call blocks the loop.
 
 A job that cannot run at all (its name is not declared in this worker's app, its payload cannot
 be decoded, its arguments do not fit the function) fails at once without a retry: running it
-again would fail the same way. ``LeaseExpired``/``LeaseNotFound`` when storing an outcome only
-means the job already went back to its queue; that is logged, never raised.
+again would fail the same way. ``LeaseExpired``/``LeaseNotFound`` when storing an outcome is
+logged with what became of the job (``lost.why_lost``), never raised.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from fairq.job import JobState, Lease, decode_payload
 from fairq.policy.retry import backoff
 from fairq.worker.completions import Completions
 from fairq.worker.joblog import ERROR_CHARS, Outcome, describe, job_fields, log_job_end
+from fairq.worker.lost import why_lost
 from fairq.worker.pools import CLEANUP_WAIT, DaemonPool, LoopThread
 from fairq.worker.running import Running, RunningJobs
 
@@ -225,8 +226,9 @@ class JobRunner:
         )
         try:
             info = self.backend.fail(params)
-        except LeaseError as lost:
-            log_job_end(lease, Outcome.LEASE_LOST, entry.duration, error=f"{error}; {_lost(lost)}")
+        except LeaseError:
+            why = why_lost(self.backend, [(lease, entry.deadline)], self.clock())[lease.token]
+            log_job_end(lease, Outcome.LEASE_LOST, entry.duration, error=f"{error}; {why}")
             return
         except Exception as failed:
             log_job_end(
@@ -238,10 +240,6 @@ class JobRunner:
         log_job_end(lease, outcome, entry.duration, error=error, exc_info=exc if dead else None)
         if exc is not None and not dead:
             log.debug("traceback of job %s", lease.job_id, exc_info=exc)
-
-
-def _lost(exc: LeaseError) -> str:
-    return f"lease lost ({describe(exc)}); the job went back to its queue"
 
 
 def _cut(text: str) -> str:

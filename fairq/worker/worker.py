@@ -43,6 +43,7 @@ from fairq.worker.expiries import Expiries
 from fairq.worker.fetcher import Fetcher
 from fairq.worker.heartbeat import Heartbeat
 from fairq.worker.joblog import Outcome, describe, log_job_end
+from fairq.worker.lost import why_lost
 from fairq.worker.maintenance import Maintenance
 from fairq.worker.runner import JobRunner
 from fairq.worker.running import RunningJobs
@@ -315,8 +316,9 @@ class Worker:
             ran = time.monotonic() - entry.started
             try:
                 self.app.backend.release(ReleaseParams(token=lease.token, now=self.app.clock()))
-            except LeaseError as exc:
-                log_job_end(lease, Outcome.LEASE_LOST, ran, error=describe(exc))
+            except LeaseError:
+                why = why_lost(self.app.backend, [(lease, entry.deadline)], self.app.clock())
+                log_job_end(lease, Outcome.LEASE_LOST, ran, error=why[lease.token])
             except Exception as exc:
                 log_job_end(lease, Outcome.ERROR, ran, error=describe(exc), exc_info=exc)
             else:
