@@ -16,6 +16,7 @@ from fairq.worker import Worker
 from fairq.worker.joblog import describe
 from fairq.worker.startup import StartupSignals
 from fairq.worker.supervisor import Supervisor, watch_parent
+from fairq.worker.unknown import DEFAULT_TIMEOUT as DEFAULT_UNKNOWN_JOB_TIMEOUT
 from fairq.worker.worker import DEFAULT_CONCURRENCY, DEFAULT_RETENTION
 
 log = logging.getLogger("fairq.worker")
@@ -77,6 +78,15 @@ log = logging.getLogger("fairq.worker")
     metavar="SECONDS",
     help="How long succeeded jobs are kept before they are deleted.",
 )
+@click.option(
+    "--unknown-job-timeout",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_UNKNOWN_JOB_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="A job this app does not declare is handed back (with a growing back-off) for a worker "
+    "that does, e.g. during a rolling deploy; it is dead once this old, counted from its enqueue.",
+)
 @click.option("--supervised-by", type=int, default=None, hidden=True)
 @click.pass_context
 def worker(
@@ -89,6 +99,7 @@ def worker(
     url: str | None,
     burst: bool,
     retention: float,
+    unknown_job_timeout: float,
     supervised_by: int | None,
 ) -> None:
     """Run the jobs of APP, a fairq App given as 'module:attribute'.
@@ -116,6 +127,7 @@ def worker(
             burst=burst,
             retention=retention,
             app_name=app_ref,
+            unknown_job_timeout=unknown_job_timeout,
         )
     except FairqError as exc:
         raise click.UsageError(str(exc)) from None
@@ -158,6 +170,7 @@ def _child_args(ctx: click.Context) -> list[str]:
     args = [params["app_ref"], "--concurrency", str(params["concurrency"])]
     args += ["--grace-period", repr(params["grace_period"])]
     args += ["--retention", repr(params["retention"])]
+    args += ["--unknown-job-timeout", repr(params["unknown_job_timeout"])]
     if params["queues"] is not None:
         args += ["--queues", params["queues"]]
     if params["url"] is not None:

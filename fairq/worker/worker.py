@@ -48,6 +48,7 @@ from fairq.worker.maintenance import Maintenance
 from fairq.worker.runner import JobRunner
 from fairq.worker.running import RunningJobs
 from fairq.worker.startup import STOP_SIGNALS, StartupSignals
+from fairq.worker.unknown import DEFAULT_TIMEOUT as DEFAULT_UNKNOWN_JOB_TIMEOUT
 from fairq.worker.weights import WeightRefresher
 
 log = logging.getLogger("fairq.worker")
@@ -80,6 +81,9 @@ class Worker:
     extension also charges running jobs' elapsed time to their tenants).
     ``poll_interval``: the longest wait for new work before looking again. ``burst``: return once
     no job is ready or scheduled. ``retention``: seconds succeeded jobs are kept.
+    ``unknown_job_timeout``: a job whose name the app does not declare is handed back for a
+    worker that knows it (a rolling deploy, apps sharing a queue) until it is this many seconds
+    old (since its enqueue); then it is dead.
     """
 
     def __init__(
@@ -96,6 +100,7 @@ class Worker:
         retention: float | None = DEFAULT_RETENTION,
         maintenance_interval: float = 5.0,
         app_name: str | None = None,
+        unknown_job_timeout: float = DEFAULT_UNKNOWN_JOB_TIMEOUT,
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(
@@ -115,6 +120,9 @@ class Worker:
         self.maintenance_interval = _seconds("maintenance_interval", maintenance_interval)
         self.retention = None if retention is None else _seconds("retention", retention)
         self.burst = burst
+        self.unknown_job_timeout = _seconds(
+            "unknown_job_timeout", unknown_job_timeout, zero_ok=True
+        )
         self._check_heartbeat()
         self.app_name = app_name or f"App({redact_url(app.url)!r})"
         self.running = RunningJobs(concurrency)
@@ -182,7 +190,13 @@ class Worker:
                 log.info("stopped before it started: no job taken", extra={"action": "stopped"})
                 return
             self.app.publish()
-            runner = JobRunner(self.app, self.running, app_name=self.app_name, clock=self.app.clock)
+            runner = JobRunner(
+                self.app,
+                self.running,
+                app_name=self.app_name,
+                clock=self.app.clock,
+                unknown_job_timeout=self.unknown_job_timeout,
+            )
             beats = [self._heartbeat(), self._maintenance(), self._weights()]
             for beat in beats:
                 beat.start()
