@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -13,8 +14,12 @@ from fairq.cli.loader import load_app, rebind
 from fairq.errors import FairqError
 from fairq.worker import Worker
 from fairq.worker.joblog import describe
+from fairq.worker.startup import StartupSignals
 from fairq.worker.supervisor import Supervisor, watch_parent
+from fairq.worker.unknown import DEFAULT_TIMEOUT as DEFAULT_UNKNOWN_JOB_TIMEOUT
 from fairq.worker.worker import DEFAULT_CONCURRENCY, DEFAULT_RETENTION
+
+log = logging.getLogger("fairq.worker")
 
 
 @cli.command("worker")
@@ -73,6 +78,15 @@ from fairq.worker.worker import DEFAULT_CONCURRENCY, DEFAULT_RETENTION
     metavar="SECONDS",
     help="How long succeeded jobs are kept before they are deleted.",
 )
+@click.option(
+    "--unknown-job-timeout",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_UNKNOWN_JOB_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="A job this app does not declare is handed back (with a growing back-off) for a worker "
+    "that does, e.g. during a rolling deploy; it is dead once this old, counted from its enqueue.",
+)
 @click.option("--supervised-by", type=int, default=None, hidden=True)
 @click.pass_context
 def worker(
@@ -85,6 +99,7 @@ def worker(
     url: str | None,
     burst: bool,
     retention: float,
+    unknown_job_timeout: float,
     supervised_by: int | None,
 ) -> None:
     """Run the jobs of APP, a fairq App given as 'module:attribute'.
@@ -100,6 +115,8 @@ def worker(
       fairq worker myproject.jobs:app --queues reports:3,default:1 --processes 4
       fairq worker myproject.jobs:app --url sqlite:///jobs.db --burst
     """
+    startup = StartupSignals.install()  # before anything slow: a SIGTERM now stops it cleanly
+    log.info("loading %s", app_ref, extra={"action": "loading"})
     app = _load(app_ref, url)
     try:
         built = Worker(
@@ -110,15 +127,18 @@ def worker(
             burst=burst,
             retention=retention,
             app_name=app_ref,
+            unknown_job_timeout=unknown_job_timeout,
         )
     except FairqError as exc:
         raise click.UsageError(str(exc)) from None
     if processes > 1:
+        if startup.received:
+            ctx.exit(0)
         _supervise(ctx, app, processes)
     if supervised_by is not None:
         watch_parent(supervised_by, built.stop)
     try:
-        built.run()
+        built.run(startup=startup)
     except FairqError as exc:
         raise click.ClickException(f"the worker stopped: {describe(exc)}") from None
 
@@ -150,6 +170,7 @@ def _child_args(ctx: click.Context) -> list[str]:
     args = [params["app_ref"], "--concurrency", str(params["concurrency"])]
     args += ["--grace-period", repr(params["grace_period"])]
     args += ["--retention", repr(params["retention"])]
+    args += ["--unknown-job-timeout", repr(params["unknown_job_timeout"])]
     if params["queues"] is not None:
         args += ["--queues", params["queues"]]
     if params["url"] is not None:

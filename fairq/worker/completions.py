@@ -35,6 +35,7 @@ from typing import TypeVar
 
 from fairq.contract import AckManyParams, AckManyResult, Backend
 from fairq.worker.joblog import Outcome, describe, log_job_end
+from fairq.worker.lost import why_lost
 from fairq.worker.running import Running, RunningJobs
 
 log = logging.getLogger("fairq.worker")
@@ -154,15 +155,12 @@ class Completions:
         self._retry_wait = 0.0
         try:
             lost = set(result.lost)
+            held = [(e.lease, e.deadline) for e in batch if e.lease.token in lost]
+            why = why_lost(self.backend, held, self.clock()) if held else {}
             for entry in batch:
                 if entry.lease.token in lost:
-                    log_job_end(
-                        entry.lease,
-                        Outcome.LEASE_LOST,
-                        entry.duration,
-                        error="lease lost (it expired or was taken back before the ack was "
-                        "stored); the job went back to its queue",
-                    )
+                    error = f"the ack was refused; {why[entry.lease.token]}"
+                    log_job_end(entry.lease, Outcome.LEASE_LOST, entry.duration, error=error)
                 else:
                     log_job_end(entry.lease, Outcome.SUCCEEDED, entry.duration)
         finally:

@@ -29,12 +29,14 @@ from fairq.contract import (
     AckManyResult,
     Backend,
     DequeueParams,
+    DequeueResult,
     MaintainParams,
     ReleaseParams,
     StatsParams,
 )
 from fairq.job import Lease
 from fairq.policy.queues import QueueOrder
+from fairq.worker.expiries import Expiries
 from fairq.worker.joblog import describe
 from fairq.worker.runner import JobRunner
 from fairq.worker.running import RunningJobs
@@ -61,8 +63,10 @@ class Fetcher:
         idle_wait: float,
         burst: bool,
         stopping: threading.Event,
+        expiries: Expiries,
     ) -> None:
         self.backend = backend
+        self.expiries = expiries
         self.order = order
         self.running = running
         self.runner = runner
@@ -134,14 +138,22 @@ class Fetcher:
         done = completions.take()
         free = self.running.free() + len(done)
         if not done:
-            return list(self.backend.dequeue(self._asking(free)).leases) if free else None
+            return self._dequeue(self._asking(free)) if free else None
 
         def ack_and_dequeue(acks: AckManyParams) -> tuple[AckManyResult, list[Lease]]:
             both = AckAndDequeueParams(acks=acks, dequeue=self._asking(free))
             result = self.backend.ack_and_dequeue(both)
-            return result.acks, list(result.dequeue.leases)
+            return result.acks, self._taken(result.dequeue)
 
         return completions.store_with(done, ack_and_dequeue)
+
+    def _dequeue(self, params: DequeueParams) -> list[Lease]:
+        return self._taken(self.backend.dequeue(params))
+
+    def _taken(self, result: DequeueResult) -> list[Lease]:
+        """The leases a dequeue gave, once the leases its maintenance expired are reported."""
+        self.expiries.report(result.expired)
+        return list(result.leases)
 
     def _asking(self, free: int, wait: float = 0.0) -> DequeueParams:
         return DequeueParams(
@@ -166,7 +178,9 @@ class Fetcher:
         False when a burst is done."""
         while True:
             now = self.clock()
-            due = self.backend.maintain(MaintainParams(now=now, queues=self.order.queues)).next_due
+            maintained = self.backend.maintain(MaintainParams(now=now, queues=self.order.queues))
+            self.expiries.report(maintained.expired)
+            due = maintained.next_due
             if self.burst and due is None and len(self.running) == 0 and not self._any_ready():
                 log.info("no job is ready or scheduled: burst done", extra={"action": "burst_done"})
                 return False
@@ -192,7 +206,7 @@ class Fetcher:
             self._no_wait.clear()  # before the look at `stopping`: see wait_ended
             began.set()
             try:
-                leases = [] if self.stopping.is_set() else list(self.backend.dequeue(params).leases)
+                leases = [] if self.stopping.is_set() else self._dequeue(params)
                 first = self._start_waited(leases)
             except BaseException as exc:  # the fetch loop's to handle (back-off, stop)
                 handoff.put(exc)

@@ -2,9 +2,9 @@
 
 Every ``interval`` seconds (by default a third of the shortest lease among the running jobs, so
 two beats can be missed before a lease lapses) one ``heartbeat`` call extends every held lease.
-A lost lease (the store expired it: the worker stalled, or could not reach the store, for longer
-than the lease) is logged, naming which of the two it was; its job already went back to its
-queue, and storing its outcome later will be refused.
+A lost lease is logged with what became of its job (``lost.why_lost``: gone from the store,
+held by another attempt, finished, or back in its queue), and whether the beats before could
+not reach the store; storing its outcome later will be refused.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Callable
 from fairq.contract import Backend, HeartbeatParams
 from fairq.job import Lease
 from fairq.worker.joblog import describe, job_fields
+from fairq.worker.lost import why_lost
 from fairq.worker.running import RunningJobs
 
 log = logging.getLogger("fairq.worker")
@@ -83,20 +84,29 @@ class Heartbeat:
             log.error("heartbeat failed: %s; retrying", describe(exc), exc_info=exc)
             self._failed = True
             return
-        why = "the store could not be reached" if self._failed else "the worker was too slow"
+        unreachable = self._failed
         self._failed = False
+        self.running.extended(result.deadlines)
         # A job that ended meanwhile is not reported here: its ack or failure may have been
         # stored between our look at the leases and this beat, and if its lease was lost
         # indeed, whoever stores its outcome says so.
         lost = self.running.unclaimed(set(result.lost)) - self._reported
-        for lease in leases:
-            if lease.token in lost:
-                log.warning(
-                    "job %s %s lost its lease (%s to extend it in time); "
-                    "it went back to its queue and may run again elsewhere",
-                    lease.job_id,
-                    lease.name,
-                    why,
-                    extra=job_fields(lease, "lease_lost"),
-                )
+        if lost:
+            self._report([lease for lease in leases if lease.token in lost], unreachable)
         self._reported |= lost
+
+    def _report(self, leases: list[Lease], unreachable: bool) -> None:
+        held = [(lease, self.running.deadline(lease)) for lease in leases]
+        why = why_lost(self.backend, held, self.clock())
+        before = (
+            " (the heartbeats before this one could not reach the store)" if unreachable else ""
+        )
+        for lease in leases:
+            log.warning(
+                "job %s %s lost its lease%s: %s",
+                lease.job_id,
+                lease.name,
+                before,
+                why[lease.token],
+                extra=job_fields(lease, "lease_lost"),
+            )

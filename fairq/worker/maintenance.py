@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 
 from fairq.contract import Backend, MaintainParams
+from fairq.worker.expiries import Expiries
 from fairq.worker.joblog import describe
 
 log = logging.getLogger("fairq.worker")
@@ -27,8 +28,10 @@ class Maintenance:
         clock: Callable[[], float],
         interval: float,
         retention: float | None,
+        expiries: Expiries,
     ) -> None:
         self.backend = backend
+        self.expiries = expiries
         self.clock = clock
         self.interval = interval
         self.retention = retention
@@ -55,12 +58,7 @@ class Maintenance:
         except Exception as exc:
             log.error("maintenance failed: %s; retrying", describe(exc), exc_info=exc)
             return
-        if result.expired:
-            log.warning(
-                "%d job(s) of workers that stopped heartbeating went back to their queues",
-                result.expired,
-                extra={"action": "leases_expired", "count": result.expired},
-            )
+        self.expiries.report(result.expired)
         if result.promoted or result.pruned:
             log.debug(
                 "maintenance: %d promoted, %d pruned",

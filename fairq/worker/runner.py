@@ -5,10 +5,11 @@ until then); failures are stored one by one with ``fail``. An ``async def`` job'
 into that buffer from the event loop; its failure is stored by the fairq-report thread, so that
 no store call blocks the loop.
 
-A job that cannot run at all (its name is not declared in this worker's app, its payload cannot
-be decoded, its arguments do not fit the function) fails at once without a retry: running it
-again would fail the same way. ``LeaseExpired``/``LeaseNotFound`` when storing an outcome only
-means the job already went back to its queue; that is logged, never raised.
+A job whose name this worker's app does not declare is handed back for a worker that knows it
+(``UnknownJobs``). One that cannot run at all (its payload cannot be decoded, its arguments do
+not fit the function) fails at once without a retry: running it again would fail the same way.
+``LeaseExpired``/``LeaseNotFound`` when storing an outcome is logged with what became of the
+job (``lost.why_lost``), never raised.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from fairq.job import JobState, Lease, decode_payload
 from fairq.policy.retry import backoff
 from fairq.worker.completions import Completions
 from fairq.worker.joblog import ERROR_CHARS, Outcome, describe, job_fields, log_job_end
+from fairq.worker.lost import why_lost
 from fairq.worker.pools import CLEANUP_WAIT, DaemonPool, LoopThread
 from fairq.worker.running import Running, RunningJobs
+from fairq.worker.unknown import DEFAULT_TIMEOUT, UnknownJobs
 
 log = logging.getLogger("fairq.worker")
 
@@ -47,6 +50,7 @@ class JobRunner:
         *,
         app_name: str,
         clock: Callable[[], float],
+        unknown_job_timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.app = app
         self.backend: Backend = app.backend
@@ -58,6 +62,13 @@ class JobRunner:
         self._loop: LoopThread | None = None  # started with the first async job
         self._fits: set[Shape] = set()  # argument shapes known to bind (see _check_fit)
         self.completions = Completions(self.backend, running, clock=clock)
+        self.unknown = UnknownJobs(
+            self.backend,
+            clock=clock,
+            timeout=unknown_job_timeout,
+            app_name=app_name,
+            declared=app.jobs,
+        )
 
     def start(self, leases: Sequence[Lease]) -> list[Callable[[], None]]:
         """Take the jobs' slots and start them, except the ``def`` jobs: those come back as
@@ -73,6 +84,9 @@ class JobRunner:
             if log.isEnabledFor(logging.DEBUG):
                 fields = job_fields(lease, "start")
                 log.debug("job %s %s started", lease.job_id, lease.name, extra=fields)
+            if lease.name not in self.app.jobs:
+                calls.append(functools.partial(self._hand_back_unknown, entry))
+                continue
             prepared = self._prepare(lease)
             if isinstance(prepared, str):
                 self._reject(entry, prepared)
@@ -113,13 +127,7 @@ class JobRunner:
 
     def _prepare(self, lease: Lease) -> Prepared | str:
         """The job's definition and arguments, or why the job can never run here."""
-        definition = self.app.jobs.get(lease.name)
-        if definition is None:
-            declared = ", ".join(sorted(self.app.jobs)) or "(none)"
-            return (
-                f"no job named {lease.name!r} is declared in the worker's app {self.app_name} "
-                f"(it declares: {declared}); run a worker with the app that declares it"
-            )
+        definition = self.app.jobs[lease.name]
         try:
             args, kwargs = decode_payload(lease.payload)
         except Exception as exc:
@@ -142,6 +150,14 @@ class JobRunner:
             definition.signature.bind(*args, **kwargs)
             if len(self._fits) < MAX_SHAPES:
                 self._fits.add(shape)
+
+    def _hand_back_unknown(self, entry: Running) -> None:
+        if self.running.claim(entry.lease.token) is None:
+            return
+        try:
+            self.unknown.handle(entry.lease, entry.deadline)
+        finally:
+            self.running.done(entry.lease.token)
 
     def _reject(self, entry: Running, reason: str) -> None:
         if self.running.claim(entry.lease.token) is None:
@@ -225,8 +241,9 @@ class JobRunner:
         )
         try:
             info = self.backend.fail(params)
-        except LeaseError as lost:
-            log_job_end(lease, Outcome.LEASE_LOST, entry.duration, error=f"{error}; {_lost(lost)}")
+        except LeaseError:
+            why = why_lost(self.backend, [(lease, entry.deadline)], self.clock())[lease.token]
+            log_job_end(lease, Outcome.LEASE_LOST, entry.duration, error=f"{error}; {why}")
             return
         except Exception as failed:
             log_job_end(
@@ -238,10 +255,6 @@ class JobRunner:
         log_job_end(lease, outcome, entry.duration, error=error, exc_info=exc if dead else None)
         if exc is not None and not dead:
             log.debug("traceback of job %s", lease.job_id, exc_info=exc)
-
-
-def _lost(exc: LeaseError) -> str:
-    return f"lease lost ({describe(exc)}); the job went back to its queue"
 
 
 def _cut(text: str) -> str:

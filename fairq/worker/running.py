@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from fairq.job import Lease
@@ -28,6 +28,10 @@ class Running:
     cancel: Callable[[], object] | None = None
     claimed: bool = False
     duration: float = 0.0  # seconds the job ran, once it ended
+    deadline: float = 0.0  # the lease's deadline as last extended (store time)
+
+    def __post_init__(self) -> None:
+        self.deadline = self.lease.deadline
 
 
 class RunningJobs:
@@ -62,6 +66,21 @@ class RunningJobs:
                 self.changed.set()
             self._jobs[lease.token] = entry
         return entry
+
+    def extended(self, deadlines: Mapping[str, float]) -> None:
+        """Note the new deadlines a heartbeat gave (to say, if a lease is lost, by how long
+        it was missed)."""
+        with self._cond:
+            for token, deadline in deadlines.items():
+                entry = self._jobs.get(token)
+                if entry is not None:
+                    entry.deadline = deadline
+
+    def deadline(self, lease: Lease) -> float:
+        """The lease's deadline as last extended (its first one once it is gone)."""
+        with self._cond:
+            entry = self._jobs.get(lease.token)
+            return lease.deadline if entry is None else entry.deadline
 
     def claim(self, token: str) -> Running | None:
         """Take charge of a lease's outcome; ``None`` when someone else already has."""

@@ -39,12 +39,16 @@ from fairq.contract import ReleaseParams
 from fairq.errors import ConfigError, LeaseError
 from fairq.policy.queues import QueueOrder
 from fairq.urls import redact_url
+from fairq.worker.expiries import Expiries
 from fairq.worker.fetcher import Fetcher
 from fairq.worker.heartbeat import Heartbeat
 from fairq.worker.joblog import Outcome, describe, log_job_end
+from fairq.worker.lost import why_lost
 from fairq.worker.maintenance import Maintenance
 from fairq.worker.runner import JobRunner
 from fairq.worker.running import RunningJobs
+from fairq.worker.startup import STOP_SIGNALS, StartupSignals
+from fairq.worker.unknown import DEFAULT_TIMEOUT as DEFAULT_UNKNOWN_JOB_TIMEOUT
 from fairq.worker.weights import WeightRefresher
 
 log = logging.getLogger("fairq.worker")
@@ -56,7 +60,6 @@ DEFAULT_RETENTION = 24 * 3600.0
 DEFAULT_CONCURRENCY = 8
 STORE_WAIT = 5.0  # how long shutdown waits for outcomes already being stored
 _DONE = b"\0"  # written to the wake-up pipe when the worker has stopped
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def _noted(signum: int, frame: FrameType | None) -> None:
@@ -78,6 +81,9 @@ class Worker:
     extension also charges running jobs' elapsed time to their tenants).
     ``poll_interval``: the longest wait for new work before looking again. ``burst``: return once
     no job is ready or scheduled. ``retention``: seconds succeeded jobs are kept.
+    ``unknown_job_timeout``: a job whose name the app does not declare is handed back for a
+    worker that knows it (a rolling deploy, apps sharing a queue) until it is this many seconds
+    old (since its enqueue); then it is dead.
     """
 
     def __init__(
@@ -94,6 +100,7 @@ class Worker:
         retention: float | None = DEFAULT_RETENTION,
         maintenance_interval: float = 5.0,
         app_name: str | None = None,
+        unknown_job_timeout: float = DEFAULT_UNKNOWN_JOB_TIMEOUT,
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(
@@ -113,9 +120,13 @@ class Worker:
         self.maintenance_interval = _seconds("maintenance_interval", maintenance_interval)
         self.retention = None if retention is None else _seconds("retention", retention)
         self.burst = burst
+        self.unknown_job_timeout = _seconds(
+            "unknown_job_timeout", unknown_job_timeout, zero_ok=True
+        )
         self._check_heartbeat()
         self.app_name = app_name or f"App({redact_url(app.url)!r})"
         self.running = RunningJobs(concurrency)
+        self.expiries = Expiries(app.clock)
         self._stopping = threading.Event()
         self._stop_requested_at: float | None = None
         self._signals = 0
@@ -125,14 +136,18 @@ class Worker:
 
     # -- running and stopping -------------------------------------------------------------
 
-    def run(self) -> None:
+    def run(self, *, startup: StartupSignals | None = None) -> None:
         """Serve jobs until stopped, then shut down gracefully; re-raises a startup failure.
 
         In the main thread, SIGTERM and SIGINT stop the worker (a second one hands the running
-        jobs back at once).
+        jobs back at once). ``startup``: the stop signals caught while the process started;
+        with one, the worker stops before it takes any job.
         """
         in_main = threading.current_thread() is threading.main_thread()
         previous = self._install_signals() if in_main else {}
+        for name in startup.received if startup is not None else ():
+            self._signals += 1  # from here on, signals come through the wake-up pipe
+            self._handle_signal(name)
         thread = threading.Thread(target=self._serve, name="fairq-worker")
         try:
             thread.start()
@@ -171,8 +186,17 @@ class Worker:
         fetcher: Fetcher | None = None
         beats: list[Heartbeat | Maintenance | WeightRefresher] = []
         try:
+            if self._stopping.is_set():
+                log.info("stopped before it started: no job taken", extra={"action": "stopped"})
+                return
             self.app.publish()
-            runner = JobRunner(self.app, self.running, app_name=self.app_name, clock=self.app.clock)
+            runner = JobRunner(
+                self.app,
+                self.running,
+                app_name=self.app_name,
+                clock=self.app.clock,
+                unknown_job_timeout=self.unknown_job_timeout,
+            )
             beats = [self._heartbeat(), self._maintenance(), self._weights()]
             for beat in beats:
                 beat.start()
@@ -203,6 +227,7 @@ class Worker:
             clock=self.app.clock,
             interval=self.maintenance_interval,
             retention=self.retention,
+            expiries=self.expiries,
         )
 
     def _weights(self) -> WeightRefresher:
@@ -235,6 +260,7 @@ class Worker:
             idle_wait=self.poll_interval,
             burst=self.burst,
             stopping=self._stopping,
+            expiries=self.expiries,
         )
 
     def _log_start(self) -> None:
@@ -279,7 +305,19 @@ class Worker:
             beat.stop()
         if runner is not None:
             runner.shutdown()
-        log.info("worker %s stopped", self.worker_id, extra={"action": "worker_stop"})
+        expiries = self.expiries
+        log.info(
+            "worker %s stopped; expired leases found: %d (jobs dead of it: %d)",
+            self.worker_id,
+            expiries.count,
+            expiries.dead,
+            extra={
+                "action": "worker_stop",
+                "worker_id": self.worker_id,
+                "expired_leases": expiries.count,
+                "expired_dead": expiries.dead,
+            },
+        )
 
     def _hand_back(self) -> int:
         """Release the jobs still running: ready again at once, this attempt not counted.
@@ -292,8 +330,9 @@ class Worker:
             ran = time.monotonic() - entry.started
             try:
                 self.app.backend.release(ReleaseParams(token=lease.token, now=self.app.clock()))
-            except LeaseError as exc:
-                log_job_end(lease, Outcome.LEASE_LOST, ran, error=describe(exc))
+            except LeaseError:
+                why = why_lost(self.app.backend, [(lease, entry.deadline)], self.app.clock())
+                log_job_end(lease, Outcome.LEASE_LOST, ran, error=why[lease.token])
             except Exception as exc:
                 log_job_end(lease, Outcome.ERROR, ran, error=describe(exc), exc_info=exc)
             else:

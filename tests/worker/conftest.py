@@ -58,13 +58,14 @@ class Store:
     workdir: Path
     started: list[WorkerProcess] = field(default_factory=list)
 
-    def worker(self, *args: str, log_level: str = "info") -> WorkerProcess:
+    def worker(self, *args: str, log_level: str = "info", app: str = APP) -> WorkerProcess:
         log_path = self.workdir / f"worker{len(self.started)}.log"
         env = {**os.environ, "FAIRQ_TEST_URL": self.url}
+        env["FAIRQ_TEST_LOADED"] = str(self.workdir / "loaded")  # tests.worker.slow_app
         env.pop("FAIRQ_URL", None)
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "fairq", "--log-level", log_level, "worker", APP, *args],
+                [sys.executable, "-m", "fairq", "--log-level", log_level, "worker", app, *args],
                 cwd=ROOT,
                 env=env,
                 stdout=log,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 
 import pytest
 
 from fairq.contract import (
     AckAndDequeueParams,
+    AckAndDequeueResult,
     AckManyParams,
     AckManyResult,
     DequeueParams,
@@ -176,13 +176,16 @@ def test_the_flusher_leaves_acks_due_to_a_fetch_loop_waiting_for_room() -> None:
         assert not waiter.is_alive()  # woken by the timer, though a job still runs
         batch = buffer.take()
         assert batch == [entries[0]] and store.batches == []  # the flusher stored nothing
-
-        def ack_and_dequeue(acks: AckManyParams) -> tuple[AckManyResult, Sequence[Lease]]:
-            both = store.ack_and_dequeue(AckAndDequeueParams(acks=acks, dequeue=params))
-            return both.acks, both.dequeue.leases
-
-        refill = buffer.store_with(batch, ack_and_dequeue)
+        refill = buffer.store_with(
+            batch,
+            lambda acks: _both(store, AckAndDequeueParams(acks=acks, dequeue=params)),
+        )
         assert [lease.job_id for lease in refill] == ["j2"]
         assert running.free() == 1 and store.stats(StatsParams())[0].succeeded == 1
     finally:
         buffer.close()
+
+
+def _both(store: ReferenceModel, params: AckAndDequeueParams) -> tuple[AckManyResult, list[Lease]]:
+    result: AckAndDequeueResult = store.ack_and_dequeue(params)
+    return result.acks, list(result.dequeue.leases)

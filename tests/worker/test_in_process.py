@@ -112,15 +112,17 @@ def test_failing_job_is_retried_then_dead(app: App) -> None:
     assert "Traceback" in info.last_error
 
 
-def test_unknown_job_name_is_dead_with_a_clear_error(app: App) -> None:
+def test_a_job_the_app_does_not_declare_is_dead_after_the_unknown_job_timeout(app: App) -> None:
     producer = App(backend=app.backend)
     producer.job(name="elsewhere", tenant="tenant")(lambda tenant: None)
     job_id = producer.jobs["elsewhere"].enqueue("t1")
-    with Worker(app, queues="default", app_name="tests:app").in_thread():
+    worker = Worker(app, queues="default", app_name="tests:app", unknown_job_timeout=0.0)
+    with worker.in_thread():
         info = wait_state(app, job_id, JobState.DEAD)
     assert info.attempts == 1
-    assert "'elsewhere'" in (info.last_error or "")
+    assert "no worker here knows job 'elsewhere'" in (info.last_error or "")
     assert "tests:app" in (info.last_error or "")
+    assert "unknown_job_timeout (0 s)" in (info.last_error or "")
 
 
 def test_concurrency_runs_n_jobs_at_once_def_and_async_together(app: App, tmp_path: Path) -> None:
@@ -306,6 +308,8 @@ def test_default_queues_are_those_the_jobs_declare(app: App) -> None:
         ({"concurrency": 0}, "concurrency"),
         ({"grace_period": -1}, "grace_period"),
         ({"heartbeat_interval": 0}, "heartbeat_interval"),
+        ({"unknown_job_timeout": -1}, "unknown_job_timeout"),
+        ({"unknown_job_timeout": -1}, "unknown_job_timeout"),
         ({"queues": "a,,b"}, "empty queue name"),
     ],
 )

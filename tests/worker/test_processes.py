@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from pathlib import Path
 
 import pytest
 
-from fairq import JobState
+from fairq import App, JobState
+from fairq.worker import Worker
 
 from .apps import make_app
 from .conftest import Store
@@ -55,19 +57,44 @@ def test_failing_job_is_retried_then_dead(store: Store, name: str) -> None:
     assert "Traceback" in log
 
 
-def test_unknown_job_name_is_dead_with_a_clear_error(store: Store) -> None:
-    from fairq import App
+def _elsewhere(url: str, ran: threading.Event) -> App:
+    """Another app on the same store and queue, declaring a job ``tests.worker.apps`` does not."""
+    other = App(url)
+    other.job(name="only_elsewhere", tenant="tenant")(lambda tenant: ran.set())
+    return other
 
-    producer = App(store.url)
-    producer.job(name="not_in_the_worker_app", tenant="tenant")(lambda tenant: None)
-    job_id = producer.jobs["not_in_the_worker_app"].enqueue("t1")
-    producer.close()
-    assert store.worker("--burst").exit_code() == 0
+
+def test_a_job_this_app_does_not_declare_waits_for_a_worker_that_does(store: Store) -> None:
+    ran = threading.Event()
+    other = _elsewhere(store.url, ran)
+    job_id = other.jobs["only_elsewhere"].enqueue("t1")
+    old = store.worker()  # its app does not declare the job
+    old.wait_log("no worker here knows job 'only_elsewhere'")
+    old.signal(signal.SIGTERM)
+    assert old.exit_code() == 0
+    info = job(store.app, job_id)
+    assert info.state in (JobState.SCHEDULED, JobState.READY)
+    assert info.attempts == 0
+    assert "no worker here knows job 'only_elsewhere'" in (info.last_error or "")
+    assert "tests.worker.apps:app" in (info.last_error or "")
+    with Worker(other).in_thread():
+        wait_state(other, job_id, JobState.SUCCEEDED)
+    assert ran.is_set()
+    other.close()
+
+
+def test_a_job_no_worker_knows_is_dead_after_the_unknown_job_timeout(store: Store) -> None:
+    other = _elsewhere(store.url, threading.Event())
+    job_id = other.jobs["only_elsewhere"].enqueue("t1")
+    other.close()
+    worker = store.worker("--burst", "--unknown-job-timeout", "0.5")
+    assert worker.exit_code() == 0
     info = job(store.app, job_id)
     assert info.state is JobState.DEAD
     assert info.attempts == 1
-    assert "'not_in_the_worker_app'" in (info.last_error or "")
-    assert "tests.worker.apps:app" in (info.last_error or "")
+    error = info.last_error or ""
+    assert "no worker here knows job 'only_elsewhere'" in error
+    assert "none ran it within unknown_job_timeout (0.5 s) of its enqueue" in error
 
 
 def test_concurrency_runs_n_jobs_at_once(store: Store) -> None:
@@ -129,6 +156,22 @@ def test_sigterm_hands_back_the_async_jobs_still_running(
         info = job(store.app, ids[tag])
         assert (info.state, info.attempts) == (JobState.READY, 0)
     assert worker.log().count("outcome=handed_back") == 2
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_during_start_up_exits_0_having_taken_nothing(
+    store: Store, signum: signal.Signals
+) -> None:
+    job_id = store.app.jobs["record"].enqueue("t1", str(store.workdir), "a")
+    worker = store.worker(app="tests.worker.slow_app:app")  # loads until we create "loaded"
+    worker.wait_log("loading tests.worker.slow_app:app")
+    worker.signal(signum)
+    (store.workdir / "loaded").touch()
+    assert worker.exit_code() == 0
+    assert "stopped before it started: no job taken" in worker.log()
+    assert "Traceback" not in worker.log()
+    info = job(store.app, job_id)
+    assert (info.state, info.attempts) == (JobState.READY, 0)
 
 
 def test_sigkill_mid_job_the_job_comes_back_after_its_lease_and_frees_the_slot(
