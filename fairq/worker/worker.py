@@ -128,6 +128,8 @@ class Worker:
         self.running = RunningJobs(concurrency)
         self.expiries = Expiries(app.clock)
         self._stopping = threading.Event()
+        #: Set once the worker has published its jobs and started fetching.
+        self.started = threading.Event()
         self._stop_requested_at: float | None = None
         self._signals = 0
         self._wake_fds: tuple[int, int] | None = None
@@ -170,9 +172,12 @@ class Worker:
 
     @contextlib.contextmanager
     def in_thread(self) -> Iterator[Worker]:
-        """Run in a background thread for the ``with`` block; stop and wait for it at the end."""
+        """Run in a background thread for the ``with`` block, which starts once the worker has
+        (or has failed to); stop and wait for it at the end."""
         thread = threading.Thread(target=self.run, name="fairq-worker-main", daemon=True)
         thread.start()
+        while not self.started.wait(0.05) and thread.is_alive():
+            pass
         try:
             yield self
         finally:
@@ -203,6 +208,7 @@ class Worker:
             fetcher = self._fetcher(runner)
             self._log_start()
             fetcher.start()
+            self.started.set()
             self._stopping.wait()  # set by stop(), or by the fetcher when a burst is done
         except BaseException as exc:
             self._error = exc
