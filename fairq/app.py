@@ -32,7 +32,6 @@ from fairq.contract import (
     TenantStats,
 )
 from fairq.declare import (
-    MAX_TENANT_CHARS,
     BoundOptions,
     Call,
     JobDefinition,
@@ -42,20 +41,25 @@ from fairq.declare import (
     TenantWeights,
     WeightsFn,
     argument,
-    check_positive_float,
     check_priority,
     check_queue_weight,
-    check_tenant,
     run_at,
 )
 from fairq.errors import ConfigError, JobArgumentsError, MissingTenant, UnknownJob
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo, NewJob, encode_payload
-from fairq.policy.fairness import check_max_running, check_weight
+from fairq.policy.bounds import (
+    MAX_TENANT_CHARS,
+    check_max_running,
+    check_seconds,
+    check_tenant,
+    check_weight,
+)
 from fairq.policy.queues import QueueOrder, check_queue_name
 from fairq.policy.rate import Rate, check_rate
 from fairq.policy.status import TenantReport
 from fairq.policy.throttle import Throttle, check_rules
 from fairq.reports import tenant_report
+from fairq.signatures import check_published_call
 
 __all__ = [
     "DEFAULT_URL",
@@ -179,7 +183,7 @@ class App:
         an exception keeps the last good weights and logs an error.
         """
         queue = check_queue_name(queue)
-        every = check_positive_float("every", every)
+        every = check_seconds("every", every)
         if queue in self.weight_callbacks:
             raise ConfigError(f"queue {queue!r} already has a tenant_weights callback")
 
@@ -319,6 +323,16 @@ class App:
     def _new_job(self, call: Call, spec: JobType, now: float) -> NewJob:
         definition = self.jobs.get(spec.name)
         bound = None if definition is None else definition.check_arguments(call.args, call.kwargs)
+        if definition is None and not check_published_call(
+            spec.name, spec.params, call.args, call.kwargs
+        ):
+            log.warning(
+                "job %r: its arguments could not be checked against its signature (this App "
+                "does not declare it, and its published declaration, from an older fairq, "
+                "lacks it); arguments that do not fit make the job fail when it runs",
+                spec.name,
+                extra={"action": "arguments_unchecked"},
+            )
         opts = call.options
         queue = check_queue_name(opts.queue) if opts.queue is not None else spec.queue
         tenant, fallback = self._tenant_for(call, spec, definition, bound)
@@ -446,8 +460,8 @@ class App:
             weight=check_weight(weight),
             max_running=check_max_running(max_running),
             rate=check_rate(rate),
-            half_life=None if half_life is None else check_positive_float("half_life", half_life),
-            max_debt=check_positive_float("max_debt", max_debt),
+            half_life=None if half_life is None else check_seconds("half_life", half_life),
+            max_debt=check_seconds("max_debt", max_debt),
         )
         self.backend.set_queue(SetQueueParams(settings=settings, now=self.clock()))
 
@@ -458,7 +472,8 @@ class App:
         return found[0] if found else None
 
     def stats(self, queue: str | None = None, tenant: str | None = None) -> list[TenantStats]:
-        return self.backend.stats(StatsParams(queue=queue, tenant=tenant, now=self.clock()))
+        params = StatsParams(queue=queue, tenant=_tenant_filter(tenant), now=self.clock())
+        return self.backend.stats(params)
 
     def tenant_report(
         self, queue: str | None = None, tenant: str | None = None
@@ -468,13 +483,19 @@ class App:
         Throttling is judged from the jobs this app declares and those published to the store.
         """
         declared = [d.job_type for d in self.jobs.values()]
-        return tenant_report(self.backend, declared, queue, tenant, self.clock())
+        return tenant_report(self.backend, declared, queue, _tenant_filter(tenant), self.clock())
 
     def dead(
         self, queue: str | None = None, tenant: str | None = None, limit: int = 100
     ) -> list[JobInfo]:
-        return self.backend.list_dead(ListDeadParams(queue=queue, tenant=tenant, limit=limit))
+        params = ListDeadParams(queue=queue, tenant=_tenant_filter(tenant), limit=limit)
+        return self.backend.list_dead(params)
 
     def requeue(self, ids: Sequence[str]) -> int:
         """Give dead jobs a fresh set of attempts; returns how many were dead."""
         return self.backend.requeue(RequeueParams(ids=list(ids), now=self.clock()))
+
+
+def _tenant_filter(tenant: str | None) -> str | None:
+    """A tenant to look for: no store can hold one that ``check_tenant`` refuses."""
+    return None if tenant is None else check_tenant(tenant)

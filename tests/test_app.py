@@ -216,8 +216,10 @@ def test_a_producer_without_declarations_enqueues_published_jobs_by_name(
     assert (by_position.queue, by_position.tenant) == ("imports", "acme")
     assert by_position.max_attempts == 5
     assert by_keyword.tenant == "globex"
-    with pytest.raises(MissingTenant):
+    with pytest.raises(JobArgumentsError, match="missing a required argument: 'account'"):
         producer.enqueue("imports.run", kwargs={"rows": 1})
+    with pytest.raises(MissingTenant):
+        producer.enqueue("imports.run", kwargs={"account": None})
 
 
 def test_a_callable_finds_the_tenant_in_the_arguments(make_app: AppFactory) -> None:
@@ -385,7 +387,7 @@ def test_a_payload_over_the_limit_is_refused_naming_sizes(
     [
         ({"delay": 5, "run_at": NOW + 5}, "not both"),
         ({"run_at": datetime(2030, 1, 1)}, "timezone"),
-        ({"run_at": math.nan}, "NaN"),
+        ({"run_at": math.nan}, "finite"),
         ({"run_at": "tomorrow"}, "run_at"),
         ({"delay": -1}, "delay"),
         ({"delay": math.nan}, "delay"),

@@ -12,7 +12,7 @@ from redis_helpers import new_job
 from fairq.backends.redis import RedisBackend
 from fairq.contract import AckParams, DequeueParams, EnqueueParams, MaintainParams, StatsParams
 
-ALPHABET = ":{}[]*?\\\"' \t\n%_-ü\u0308日本🚀\x00\x7f" + "abc"
+ALPHABET = ":{}[]*?\\\"' \t\n%_-ü\u0308日本🚀\x01\x7f" + "abc"  # NUL: refused everywhere
 
 
 def random_tenants(count: int, seed: int = 7) -> list[str]:

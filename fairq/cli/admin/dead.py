@@ -24,6 +24,7 @@ from fairq.cli.admin._common import (
     store_options,
 )
 from fairq.job import JobInfo, JobState
+from fairq.policy.bounds import MAX_INT
 
 #: ``--all`` requeues in batches of this many, so a huge dead set never loads at once.
 BATCH = 500
@@ -47,7 +48,7 @@ def dead() -> None:
 @click.option("--tenant", default=None, help="Only this tenant (exact id).")
 @click.option(
     "--limit",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_INT),
     default=50,
     show_default=True,
     help="Show at most this many, oldest death first.",
