@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
 from fairq.backends import check_url, open_backend
@@ -172,7 +173,7 @@ class App:
         )
 
     def tenant_weights(
-        self, queue: str, *, every: float = 30.0
+        self, queue: str, *, every: float | timedelta = 30.0
     ) -> Callable[[WeightsFn], WeightsFn]:
         """Register a callback that gives the weights of ``queue``'s tenants at run time.
 
@@ -207,9 +208,9 @@ class App:
         queue: str = "default",
         tenant: TenantRule = None,
         max_attempts: int = 3,
-        lease: float = 60.0,
-        cost: float = 1.0,
-        retry_base: float = 1.0,
+        lease: float | timedelta = 60.0,
+        cost: float | timedelta = 1.0,
+        retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
     ) -> JobDefinition[P, R]: ...
 
@@ -223,9 +224,9 @@ class App:
         queue: str = "default",
         tenant: TenantRule = None,
         max_attempts: int = 3,
-        lease: float = 60.0,
-        cost: float = 1.0,
-        retry_base: float = 1.0,
+        lease: float | timedelta = 60.0,
+        cost: float | timedelta = 1.0,
+        retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
     ) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
 
@@ -238,9 +239,9 @@ class App:
         queue: str = "default",
         tenant: TenantRule = None,
         max_attempts: int = 3,
-        lease: float = 60.0,
-        cost: float = 1.0,
-        retry_base: float = 1.0,
+        lease: float | timedelta = 60.0,
+        cost: float | timedelta = 1.0,
+        retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
     ) -> JobDefinition[P, R] | Callable[[Callable[P, R]], JobDefinition[P, R]]:
         """Declare a job: ``@app.job(queue="imports", tenant="account_id")``.
@@ -446,14 +447,15 @@ class App:
         weight: float = 1.0,
         max_running: int | None = None,
         rate: Rate | str | None = None,
-        half_life: float | None = None,
-        max_debt: float = 60.0,
+        half_life: float | timedelta | None = None,
+        max_debt: float | timedelta = 60.0,
     ) -> None:
         """Set the defaults every tenant of ``queue`` gets unless it has its own.
 
-        ``half_life`` (seconds) turns on history-aware fairness: a tenant's recent service
-        decays instead of being forgotten when its queue drains, and a returning tenant starts
-        behind by it, at most ``max_debt`` seconds of virtual time.
+        ``half_life`` (seconds, or a ``timedelta`` like every duration) turns on history-aware
+        fairness: a tenant's recent service decays instead of being forgotten when its queue
+        drains, and a returning tenant starts behind by it, at most ``max_debt`` seconds of
+        virtual time.
         """
         settings = QueueSettings(
             queue=check_queue_name(queue),

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from fairq.contract import JobType
-from fairq.errors import ConfigError, JobArgumentsError
+from fairq.errors import ConfigError, JobArgumentsError, MissingTenant
 from fairq.policy.bounds import (
     MAX_INT,
     check_int,
@@ -103,9 +103,9 @@ class JobDefinition(Generic[P, R]):
         queue: str,
         tenant: TenantRule,
         max_attempts: int,
-        lease: float,
-        cost: float,
-        retry_base: float,
+        lease: float | timedelta,
+        cost: float | timedelta,
+        retry_base: float | timedelta,
         throttle: Sequence[Throttle] = (),
     ) -> None:
         self.app = app
@@ -156,7 +156,14 @@ class JobDefinition(Generic[P, R]):
         if rule is None:
             return None
         if callable(rule):
-            return rule(*args, **kwargs)
+            try:
+                return rule(*args, **kwargs)
+            except Exception as exc:
+                raise MissingTenant(
+                    f"job {self.name!r} has no tenant: its tenant function raised "
+                    f"{type(exc).__name__}: {exc}; pass arguments it can read the tenant from, "
+                    "or the tenant itself (tenant=… when enqueueing)"
+                ) from exc
         return bound.arguments.get(rule)
 
     @functools.cached_property

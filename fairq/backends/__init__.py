@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 from fairq.contract import Backend
@@ -16,6 +18,11 @@ SCHEMES = {
 
 
 ALIASES = {"rediss": "redis", "unix": "redis", "postgres": "postgresql"}
+#: The extra each server store needs installed, and the top-level modules it brings.
+EXTRAS = {
+    "redis": ("redis", ("redis", "hiredis")),
+    "postgresql": ("postgres", ("psycopg", "psycopg_pool")),
+}
 
 
 def check_url(url: object) -> str:
@@ -43,12 +50,29 @@ def open_backend(url: str) -> Backend:
 
         return SQLiteBackend.from_url(url)
     if scheme == "redis":
-        from fairq.backends.redis import RedisBackend
+        with needs_extra("redis"):
+            from fairq.backends.redis import RedisBackend
 
         return RedisBackend.from_url(url)
-    from fairq.backends.postgres import PostgresBackend
+    with needs_extra("postgresql"):
+        from fairq.backends.postgres import PostgresBackend
 
     return PostgresBackend.from_url(url)
+
+
+@contextmanager
+def needs_extra(kind: str) -> Iterator[None]:
+    """Imports of a server store: a missing client library becomes the pip command to run."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        extra, modules = EXTRAS[kind]
+        if (exc.name or "").partition(".")[0] not in modules:
+            raise
+        raise ConfigError(
+            f"{kind} store URLs need fairq's {extra!r} extra, which is not installed (no module "
+            f"named {exc.name!r}): pip install 'fairq[{extra}]'"
+        ) from None
 
 
 def _expected() -> str:

@@ -12,7 +12,6 @@ from fairq.cli import cli
 from fairq.cli.loader import load_app, rebind
 from fairq.errors import FairqError
 from fairq.worker import Worker
-from fairq.worker.joblog import describe
 from fairq.worker.supervisor import Supervisor, watch_parent
 from fairq.worker.worker import DEFAULT_CONCURRENCY, DEFAULT_RETENTION
 
@@ -119,8 +118,8 @@ def worker(
         watch_parent(supervised_by, built.stop)
     try:
         built.run()
-    except FairqError as exc:
-        raise click.ClickException(f"the worker stopped: {describe(exc)}") from None
+    except FairqError:
+        ctx.exit(1)  # the worker has logged why, in one line
 
 
 def _load(app_ref: str, url: str | None) -> App:

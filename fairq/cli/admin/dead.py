@@ -65,7 +65,7 @@ def list_dead(
 ) -> None:
     """List dead jobs: id, name, tenant, attempts, last error and when it died."""
     with reported_errors():
-        app = open_app(url, app_ref)
+        app = open_app(url, app_ref, existing=True)
         try:
             jobs = app.dead(queue=queue, tenant=tenant, limit=limit)
         finally:
@@ -132,7 +132,7 @@ def requeue(
     if ids and (queue is not None or tenant is not None):
         raise InputError("--queue and --tenant only go with --all")
     with reported_errors():
-        app = open_app(url, app_ref)
+        app = open_app(url, app_ref, existing=True)
         try:
             count = _requeue_all(app, queue, tenant) if everything else _requeue_ids(app, ids)
         finally:

@@ -11,6 +11,7 @@ import click
 from fairq.app import Call, Options
 from fairq.cli import cli
 from fairq.cli.admin._common import InputError, open_app, reported_errors, store_options
+from fairq.errors import MissingTenant
 from fairq.policy.bounds import MAX_INT
 
 
@@ -77,6 +78,11 @@ def enqueue(
         app = open_app(url, app_ref)
         try:
             job_id = app.enqueue_many([Call(name, tuple(args), kwargs, options)])[0]
+        except MissingTenant as exc:
+            raise InputError(
+                f"{str(exc).split(': pass ')[0]}: pass --tenant TENANT, or the job's tenant "
+                "argument in ARGS_JSON or --kwargs"
+            ) from None
         finally:
             app.close()
     click.echo(job_id)

@@ -114,7 +114,7 @@ def tenants(
     if reset:
         new_weight, new_cap, new_rate = None, None, None
     with reported_errors():
-        app = open_app(url, app_ref)
+        app = open_app(url, app_ref, existing=not changing)
         try:
             if changing:
                 assert tenant is not None
