@@ -6,7 +6,6 @@ import threading
 import time
 from collections.abc import Callable
 
-import pytest
 import redis
 from redis_helpers import new_job
 
@@ -15,6 +14,22 @@ from fairq.backends.redis.waiting import Waiter
 from fairq.contract import AckParams, DequeueParams, EnqueueParams, TenantSettingsParams
 
 BOUND = 30.0  # only so a broken wake-up fails the test instead of hanging it
+#: How long a waiter is given to (wrongly) wake: the test can only fail by waiting too
+#: little, never pass wrongly by waiting too long.
+NOT_WOKEN = 1.0
+
+
+def started(target: Callable[[], object]) -> threading.Thread:
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
+def ends(target: Callable[[], object]) -> bool:
+    """Whether ``target`` returns within BOUND (run in a thread, so a hang fails, not hangs)."""
+    thread = started(target)
+    thread.join(BOUND)
+    return not thread.is_alive()
 
 
 def test_a_waiting_worker_wakes_when_a_job_is_enqueued(backend: RedisBackend) -> None:
@@ -35,17 +50,24 @@ def test_a_waiting_worker_wakes_when_a_job_is_enqueued(backend: RedisBackend) ->
     assert backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0))
 
 
-@pytest.mark.timeout(10)  # a lost wake-up would block for the hour below and fail here
 def test_a_wake_up_left_before_waiting_is_not_lost(backend: RedisBackend) -> None:
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
-    backend.wait(["default"], timeout=3600.0)  # returns at once: the token is already there
+    # the token is already there: the hour-long wait returns at once; a lost one would not
+    assert ends(lambda: backend.wait(["default"], timeout=3600.0))
 
 
-@pytest.mark.timeout(10)  # a wait that ignored its timeout would fail here
 def test_waiting_on_other_queues_times_out(backend: RedisBackend) -> None:
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
-    backend.wait(["elsewhere"], timeout=0.05)
-    backend.wait(["elsewhere"], timeout=0.0)
+    # an hour-long wait on another queue is not woken by default's token …
+    other = started(lambda: backend.wait(["elsewhere"], timeout=3600.0))
+    other.join(NOT_WOKEN)
+    assert other.is_alive(), "a token for another queue woke the waiter"
+    # … and short ones end by their timeout (0 too: not BLPOP's "for ever")
+    assert ends(lambda: backend.wait(["elsewhere"], timeout=0.05))
+    assert ends(lambda: backend.wait(["elsewhere"], timeout=0.0))
+    backend.enqueue(EnqueueParams(jobs=[new_job(1, queue="elsewhere")], now=0.0))
+    other.join(BOUND)
+    assert not other.is_alive()
 
 
 def test_the_wake_list_stays_bounded(backend: RedisBackend, raw: redis.Redis, prefix: str) -> None:
@@ -55,9 +77,20 @@ def test_the_wake_list_stays_bounded(backend: RedisBackend, raw: redis.Redis, pr
 
 
 def test_close_ends_a_wait(backend: RedisBackend) -> None:
+    """Closed while a wait of an hour is under way, or before it starts: either way the wait
+    ends (a wait after close returns at once)."""
     waiter = Waiter(backend.options, backend.layout)
+    asking = threading.Event()
+
+    def wait() -> None:
+        asking.set()
+        waiter.wait(["default"], timeout=3600.0)
+
+    thread = started(wait)
+    assert asking.wait(BOUND)
     waiter.close()
-    waiter.wait(["default"], timeout=BOUND)
+    thread.join(BOUND)
+    assert not thread.is_alive(), "close did not end the wait"
 
 
 def test_a_waiting_dequeue_runs_at_the_servers_clock_when_the_senders_is_older(
