@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
 from fairq.backends import check_url, open_backend
@@ -35,7 +36,6 @@ from fairq.contract import (
     TenantStats,
 )
 from fairq.declare import (
-    MAX_TENANT_CHARS,
     BoundOptions,
     Call,
     JobDefinition,
@@ -45,20 +45,25 @@ from fairq.declare import (
     TenantWeights,
     WeightsFn,
     argument,
-    check_positive_float,
     check_priority,
     check_queue_weight,
-    check_tenant,
     run_at,
 )
 from fairq.errors import ConfigError, JobArgumentsError, MissingTenant, UnknownJob
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo, NewJob, encode_payload
-from fairq.policy.fairness import check_max_running, check_weight
+from fairq.policy.bounds import (
+    MAX_TENANT_CHARS,
+    check_max_running,
+    check_seconds,
+    check_tenant,
+    check_weight,
+)
 from fairq.policy.queues import QueueOrder, check_queue_name
 from fairq.policy.rate import Rate, check_rate
 from fairq.policy.status import TenantReport
 from fairq.policy.throttle import Throttle, check_rules
 from fairq.reports import tenant_report
+from fairq.signatures import check_published_call
 
 __all__ = [
     "DEFAULT_URL",
@@ -174,7 +179,7 @@ class App:
         )
 
     def tenant_weights(
-        self, queue: str, *, every: float = 30.0
+        self, queue: str, *, every: float | timedelta = 30.0
     ) -> Callable[[WeightsFn], WeightsFn]:
         """Register a callback that gives the weights of ``queue``'s tenants at run time.
 
@@ -185,7 +190,7 @@ class App:
         an exception keeps the last good weights and logs an error.
         """
         queue = check_queue_name(queue)
-        every = check_positive_float("every", every)
+        every = check_seconds("every", every)
         if queue in self.weight_callbacks:
             raise ConfigError(f"queue {queue!r} already has a tenant_weights callback")
 
@@ -209,9 +214,9 @@ class App:
         queue: str = "default",
         tenant: TenantRule = None,
         max_attempts: int = 3,
-        lease: float = 60.0,
-        cost: float = 1.0,
-        retry_base: float = 1.0,
+        lease: float | timedelta = 60.0,
+        cost: float | timedelta = 1.0,
+        retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
     ) -> JobDefinition[P, R]: ...
 
@@ -225,9 +230,9 @@ class App:
         queue: str = "default",
         tenant: TenantRule = None,
         max_attempts: int = 3,
-        lease: float = 60.0,
-        cost: float = 1.0,
-        retry_base: float = 1.0,
+        lease: float | timedelta = 60.0,
+        cost: float | timedelta = 1.0,
+        retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
     ) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
 
@@ -240,9 +245,9 @@ class App:
         queue: str = "default",
         tenant: TenantRule = None,
         max_attempts: int = 3,
-        lease: float = 60.0,
-        cost: float = 1.0,
-        retry_base: float = 1.0,
+        lease: float | timedelta = 60.0,
+        cost: float | timedelta = 1.0,
+        retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
     ) -> JobDefinition[P, R] | Callable[[Callable[P, R]], JobDefinition[P, R]]:
         """Declare a job: ``@app.job(queue="imports", tenant="account_id")``.
@@ -326,6 +331,16 @@ class App:
     def _new_job(self, call: Call, spec: JobType, now: float) -> NewJob:
         definition = self.jobs.get(spec.name)
         bound = None if definition is None else definition.check_arguments(call.args, call.kwargs)
+        if definition is None and not check_published_call(
+            spec.name, spec.params, call.args, call.kwargs
+        ):
+            log.warning(
+                "job %r: its arguments could not be checked against its signature (this App "
+                "does not declare it, and its published declaration, from an older fairq, "
+                "lacks it); arguments that do not fit make the job fail when it runs",
+                spec.name,
+                extra={"action": "arguments_unchecked"},
+            )
         opts = call.options
         queue = check_queue_name(opts.queue) if opts.queue is not None else spec.queue
         tenant, fallback = self._tenant_for(call, spec, definition, bound)
@@ -439,22 +454,23 @@ class App:
         weight: float = 1.0,
         max_running: int | None = None,
         rate: Rate | str | None = None,
-        half_life: float | None = None,
-        max_debt: float = 60.0,
+        half_life: float | timedelta | None = None,
+        max_debt: float | timedelta = 60.0,
     ) -> None:
         """Set the defaults every tenant of ``queue`` gets unless it has its own.
 
-        ``half_life`` (seconds) turns on history-aware fairness: a tenant's recent service
-        decays instead of being forgotten when its queue drains, and a returning tenant starts
-        behind by it, at most ``max_debt`` seconds of virtual time.
+        ``half_life`` (seconds, or a ``timedelta`` like every duration) turns on history-aware
+        fairness: a tenant's recent service decays instead of being forgotten when its queue
+        drains, and a returning tenant starts behind by it, at most ``max_debt`` seconds of
+        virtual time.
         """
         settings = QueueSettings(
             queue=check_queue_name(queue),
             weight=check_weight(weight),
             max_running=check_max_running(max_running),
             rate=check_rate(rate),
-            half_life=None if half_life is None else check_positive_float("half_life", half_life),
-            max_debt=check_positive_float("max_debt", max_debt),
+            half_life=None if half_life is None else check_seconds("half_life", half_life),
+            max_debt=check_seconds("max_debt", max_debt),
         )
         self.backend.set_queue(SetQueueParams(settings=settings, now=self.clock()))
 
@@ -465,7 +481,8 @@ class App:
         return found[0] if found else None
 
     def stats(self, queue: str | None = None, tenant: str | None = None) -> list[TenantStats]:
-        return self.backend.stats(StatsParams(queue=queue, tenant=tenant, now=self.clock()))
+        params = StatsParams(queue=queue, tenant=_tenant_filter(tenant), now=self.clock())
+        return self.backend.stats(params)
 
     def tenant_report(
         self, queue: str | None = None, tenant: str | None = None
@@ -475,13 +492,19 @@ class App:
         Throttling is judged from the jobs this app declares and those published to the store.
         """
         declared = [d.job_type for d in self.jobs.values()]
-        return tenant_report(self.backend, declared, queue, tenant, self.clock())
+        return tenant_report(self.backend, declared, queue, _tenant_filter(tenant), self.clock())
 
     def dead(
         self, queue: str | None = None, tenant: str | None = None, limit: int = 100
     ) -> list[JobInfo]:
-        return self.backend.list_dead(ListDeadParams(queue=queue, tenant=tenant, limit=limit))
+        params = ListDeadParams(queue=queue, tenant=_tenant_filter(tenant), limit=limit)
+        return self.backend.list_dead(params)
 
     def requeue(self, ids: Sequence[str]) -> int:
         """Give dead jobs a fresh set of attempts; returns how many were dead."""
         return self.backend.requeue(RequeueParams(ids=list(ids), now=self.clock()))
+
+
+def _tenant_filter(tenant: str | None) -> str | None:
+    """A tenant to look for: no store can hold one that ``check_tenant`` refuses."""
+    return None if tenant is None else check_tenant(tenant)

@@ -17,7 +17,15 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Protocol, runtime_checkable
 
+from fairq.errors import ConfigError
 from fairq.job import JobInfo, Lease, NewJob
+from fairq.policy.bounds import (
+    check_max_running,
+    check_seconds,
+    check_tenant,
+    check_weight,
+)
+from fairq.policy.queues import check_queue_name
 from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
 
@@ -171,6 +179,21 @@ class QueueSettings:
     half_life: float | None = None  # None: idle tenants carry no history (the default rule)
     max_debt: float = 60.0  # with a half-life: the most recent service a tenant carries back
 
+    def __post_init__(self) -> None:
+        """Refuse what some store cannot hold, before any store sees it (fairq.policy.bounds)."""
+        check_queue_name(self.queue)
+        check_weight(self.weight)
+        check_max_running(self.max_running)
+        _check_rate(self.rate)
+        if self.half_life is not None:
+            check_seconds("half_life", self.half_life)
+        check_seconds("max_debt", self.max_debt)
+
+
+def _check_rate(rate: object) -> None:
+    if rate is not None and not isinstance(rate, Rate):
+        raise ConfigError(f"rate must be a fairq.Rate or None, got {rate!r}")
+
 
 @dataclass(frozen=True, kw_only=True)
 class GetQueueParams:
@@ -193,6 +216,17 @@ class TenantSettingsParams:
     weight: float | Keep | None = KEEP  # 0 pauses the tenant: its jobs wait, nothing is lost
     max_running: int | Keep | None = KEEP
     rate: Rate | Keep | None = KEEP
+
+    def __post_init__(self) -> None:
+        """Refuse what some store cannot hold, before any store sees it (fairq.policy.bounds)."""
+        check_queue_name(self.queue)
+        check_tenant(self.tenant)
+        if not isinstance(self.weight, Keep) and self.weight is not None:
+            check_weight(self.weight, paused_ok=True)
+        if not isinstance(self.max_running, Keep):
+            check_max_running(self.max_running)
+        if not isinstance(self.rate, Keep):
+            _check_rate(self.rate)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,9 +18,16 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from fairq.contract import JobType
-from fairq.errors import ConfigError, InvalidTenant, JobArgumentsError, MissingTenant
+from fairq.errors import ConfigError, JobArgumentsError, MissingTenant
+from fairq.policy.bounds import (
+    MAX_INT,
+    check_int,
+    check_seconds,
+    seconds,
+)
 from fairq.policy.queues import check_queue_name
 from fairq.policy.throttle import Throttle
+from fairq.signatures import positional_names, published_params
 
 if TYPE_CHECKING:
     from fairq.app import App
@@ -30,8 +37,6 @@ R = TypeVar("R")
 TenantRule = str | Callable[..., object] | None
 #: ``(tenants with pending work) -> {tenant: weight}``; 0 pauses a tenant.
 WeightsFn = Callable[[list[str]], Mapping[str, float]]
-
-MAX_TENANT_CHARS = 65_536
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,9 +103,9 @@ class JobDefinition(Generic[P, R]):
         queue: str,
         tenant: TenantRule,
         max_attempts: int,
-        lease: float,
-        cost: float,
-        retry_base: float,
+        lease: float | timedelta,
+        cost: float | timedelta,
+        retry_base: float | timedelta,
         throttle: Sequence[Throttle] = (),
     ) -> None:
         self.app = app
@@ -109,10 +114,10 @@ class JobDefinition(Generic[P, R]):
         self.queue = check_queue_name(queue)
         self.signature = inspect.signature(fn)
         self.tenant_rule = check_tenant_rule(tenant, self.signature, name)
-        self.max_attempts = check_positive_int("max_attempts", max_attempts)
-        self.lease_timeout = check_positive_float("lease", lease)
-        self.cost = check_positive_float("cost", cost)
-        self.retry_base = check_positive_float("retry_base", retry_base)
+        self.max_attempts = check_int("max_attempts", max_attempts)
+        self.lease_timeout = check_seconds("lease", lease)
+        self.cost = check_seconds("cost", cost)
+        self.retry_base = check_seconds("retry_base", retry_base)
         self.throttle = tuple(throttle)
         self.is_async = inspect.iscoroutinefunction(fn)
         functools.update_wrapper(self, fn)
@@ -151,7 +156,14 @@ class JobDefinition(Generic[P, R]):
         if rule is None:
             return None
         if callable(rule):
-            return rule(*args, **kwargs)
+            try:
+                return rule(*args, **kwargs)
+            except Exception as exc:
+                raise MissingTenant(
+                    f"job {self.name!r} has no tenant: its tenant function raised "
+                    f"{type(exc).__name__}: {exc}; pass arguments it can read the tenant from, "
+                    "or the tenant itself (tenant=… when enqueueing)"
+                ) from exc
         return bound.arguments.get(rule)
 
     @functools.cached_property
@@ -161,11 +173,7 @@ class JobDefinition(Generic[P, R]):
             name=self.name,
             queue=self.queue,
             tenant_arg=self.tenant_rule if isinstance(self.tenant_rule, str) else None,
-            params=tuple(
-                p.name
-                for p in self.signature.parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-            ),
+            params=published_params(self.signature),
             max_attempts=self.max_attempts,
             lease_timeout=self.lease_timeout,
             cost=self.cost,
@@ -195,28 +203,12 @@ def argument(spec: JobType, args: Sequence[Any], kwargs: dict[str, Any]) -> obje
         return None
     if name in kwargs:
         return kwargs[name]
-    if name in spec.params:
-        index = list(spec.params).index(name)
+    positional = positional_names(spec.params)
+    if name in positional:
+        index = positional.index(name)
         if index < len(args):
             return args[index]
     return None
-
-
-def check_tenant(tenant: object) -> str:
-    if isinstance(tenant, bool) or not isinstance(tenant, (str, int)):
-        raise InvalidTenant(
-            f"tenant must be a str (or an int, stored as its decimal text), got {tenant!r}"
-        )
-    text = str(tenant)
-    if text == "":
-        raise MissingTenant("tenant must not be empty")
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        raise InvalidTenant(f"tenant id {text!r} is not valid Unicode (a lone surrogate)") from None
-    if len(text) > MAX_TENANT_CHARS:
-        raise InvalidTenant(f"tenant id is {len(text)} characters, over {MAX_TENANT_CHARS}")
-    return text
 
 
 def check_tenant_rule(rule: TenantRule, signature: inspect.Signature, name: str) -> TenantRule:
@@ -241,35 +233,17 @@ def check_queue_weight(weight: object, name: str) -> float:
 
 
 def check_priority(priority: object) -> int:
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise ConfigError(f"priority must be an int, got {priority!r}")
-    if not -(2**31) <= priority < 2**31:
-        raise ConfigError(f"priority must fit in 32 bits, got {priority}")
-    return priority
-
-
-def check_positive_int(label: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{label} must be a whole number of at least 1, got {value!r}")
-    return value
-
-
-def check_positive_float(label: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{label} must be a number of seconds, got {value!r}")
-    if not (0 < value < float("inf")):
-        raise ConfigError(f"{label} must be a positive finite number, got {value!r}")
-    return float(value)
+    return check_int("priority", priority, least=-MAX_INT - 1)
 
 
 def run_at(opts: Options, now: float) -> float:
     if opts.delay is not None and opts.run_at is not None:
         raise ConfigError("give delay or run_at, not both")
     if opts.delay is not None:
-        delay = opts.delay.total_seconds() if isinstance(opts.delay, timedelta) else opts.delay
-        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not delay >= 0:
+        delay = seconds("delay", opts.delay)
+        if not 0 <= delay < float("inf"):
             raise ConfigError(f"delay must be a non-negative number of seconds, got {delay!r}")
-        return now + float(delay)
+        return now + delay
     if opts.run_at is not None:
         if isinstance(opts.run_at, datetime):
             if opts.run_at.tzinfo is None:
@@ -277,7 +251,7 @@ def run_at(opts: Options, now: float) -> float:
             return opts.run_at.timestamp()
         if isinstance(opts.run_at, bool) or not isinstance(opts.run_at, (int, float)):
             raise ConfigError(f"run_at must be a datetime or epoch seconds, got {opts.run_at!r}")
-        if opts.run_at != opts.run_at:
-            raise ConfigError("run_at must not be NaN")
+        if not math.isfinite(opts.run_at):
+            raise ConfigError(f"run_at must be a finite number of epoch seconds, got {opts.run_at}")
         return float(opts.run_at)
     return now

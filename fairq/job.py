@@ -9,10 +9,19 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol, TypeVar
 
-from fairq.errors import JobArgumentsError, LeaseExpired, LeaseNotFound, PayloadTooLarge
+from fairq.errors import (
+    ConfigError,
+    JobArgumentsError,
+    LeaseExpired,
+    LeaseNotFound,
+    PayloadTooLarge,
+)
+from fairq.policy.bounds import MAX_INT, check_int, check_seconds, check_tenant
 from fairq.policy.throttle import Throttle
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
+#: How deep job arguments may nest: JSON readers (the worker's among them) recurse per level.
+MAX_NESTING = 200
 
 
 class JobState(str, Enum):
@@ -44,6 +53,16 @@ class NewJob:
     cost: float
     #: Re-routing rules, given only when the job is headed for its declared queue.
     throttle: Sequence[Throttle] = ()
+
+    def __post_init__(self) -> None:
+        """Refuse what some store cannot hold, before any store sees it (fairq.policy.bounds)."""
+        check_tenant(self.tenant)
+        check_int("priority", self.priority, least=-MAX_INT - 1)
+        check_int("max_attempts", self.max_attempts)
+        check_seconds("lease", self.lease_timeout)
+        check_seconds("cost", self.cost)
+        if not math.isfinite(self.run_at):
+            raise ConfigError(f"run_at must be a finite time, got {self.run_at!r}")
 
 
 class StoredJob(Protocol):
@@ -179,19 +198,27 @@ def encode_payload(
     *,
     max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
 ) -> str:
-    """Serialise a call's arguments as JSON, naming the first argument that cannot be stored."""
+    """Serialise a call's arguments as JSON, naming the first argument that cannot be stored.
+
+    Refused, not rewritten: a dict key that is not a str (``json`` would store ``1`` as
+    ``"1"``), nesting deeper than ``MAX_NESTING``, a lone surrogate, NaN, anything not JSON.
+    """
+    for key in kwargs:
+        if not isinstance(key, str):
+            raise JobArgumentsError(f"keyword argument names must be str, got {key!r}")
+    _check_shapes(args, kwargs)
     try:
-        text = _dumps({"args": list(args), "kwargs": dict(kwargs)})
-    except (TypeError, ValueError):
+        data = _dumps({"args": list(args), "kwargs": dict(kwargs)}).encode()
+    except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
         _raise_for_bad_argument(args, kwargs)
         raise  # pragma: no cover - _raise_for_bad_argument always raises
-    size = len(text.encode())
+    size = len(data)
     if size > max_bytes:
         raise PayloadTooLarge(
             f"job arguments are {size} bytes of JSON, over the limit of {max_bytes} bytes; "
             "store large data elsewhere and pass a reference, or raise App(max_payload_bytes=…)"
         )
-    return text
+    return data.decode()
 
 
 def decode_payload(payload: str) -> tuple[list[Any], dict[str, Any]]:
@@ -203,12 +230,59 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def _raise_for_bad_argument(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+def _labelled(args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[tuple[str, Any]]:
     named = [(f"positional argument {i}", v) for i, v in enumerate(args)]
-    named += [(f"argument {k!r}", v) for k, v in kwargs.items()]
-    for label, value in named:
+    return named + [(f"argument {k!r}", v) for k, v in kwargs.items()]
+
+
+def _check_shapes(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    """Refuse containers JSON would silently change or cannot nest (a cheap walk: containers
+    only, and none at all for calls of plain values)."""
+    containers = (dict, list, tuple)
+    if not any(isinstance(v, containers) for v in (*args, *kwargs.values())):
+        return
+    for label, value in _labelled(args, kwargs):
+        problem = _shape_problem(value) if isinstance(value, containers) else None
+        if problem is not None:
+            raise JobArgumentsError(f"{label} cannot be stored as JSON: it {problem}")
+
+
+def _shape_problem(value: Any) -> str | None:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return (
+                f"is nested more than {MAX_NESTING} levels deep (or contains itself); "
+                "flatten it, or store it elsewhere and pass a reference"
+            )
+        if isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, str):
+                    changed = isinstance(key, (int, float)) or key is None
+                    became = f", so it would come back as {json.dumps(key)!r}" if changed else ""
+                    return (
+                        f"has a dict key {key!r} of type {type(key).__name__}; JSON object keys "
+                        f"are str{became}: use str keys"
+                    )
+            children: Iterable[Any] = item.values()
+        else:
+            children = item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list, tuple)))
+    return None
+
+
+def _raise_for_bad_argument(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    for label, value in _labelled(args, kwargs):
         try:
-            _dumps(value)
+            _dumps(value).encode()
+            label.encode()
+        except UnicodeEncodeError as exc:
+            raise JobArgumentsError(
+                f"{label.encode(errors='backslashreplace').decode()} cannot be stored: it holds "
+                f"{exc.object[exc.start : exc.end]!a}, a lone surrogate, which is not valid "
+                "Unicode (often text decoded with errors='surrogateescape'); encode it properly"
+            ) from None
         except (TypeError, ValueError) as exc:
             kind = type(value).__name__
             if isinstance(value, float) and not math.isfinite(value):

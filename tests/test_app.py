@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import fairq
 from fairq import App, JobState, Throttle
 from fairq.app import JobDefinition
 from fairq.contract import Backend, DequeueParams, TenantStats
@@ -216,8 +217,10 @@ def test_a_producer_without_declarations_enqueues_published_jobs_by_name(
     assert (by_position.queue, by_position.tenant) == ("imports", "acme")
     assert by_position.max_attempts == 5
     assert by_keyword.tenant == "globex"
-    with pytest.raises(MissingTenant):
+    with pytest.raises(JobArgumentsError, match="missing a required argument: 'account'"):
         producer.enqueue("imports.run", kwargs={"rows": 1})
+    with pytest.raises(MissingTenant):
+        producer.enqueue("imports.run", kwargs={"account": None})
 
 
 def test_a_callable_finds_the_tenant_in_the_arguments(make_app: AppFactory) -> None:
@@ -385,7 +388,7 @@ def test_a_payload_over_the_limit_is_refused_naming_sizes(
     [
         ({"delay": 5, "run_at": NOW + 5}, "not both"),
         ({"run_at": datetime(2030, 1, 1)}, "timezone"),
-        ({"run_at": math.nan}, "NaN"),
+        ({"run_at": math.nan}, "finite"),
         ({"run_at": "tomorrow"}, "run_at"),
         ({"delay": -1}, "delay"),
         ({"delay": math.nan}, "delay"),
@@ -717,3 +720,38 @@ def test_a_throttle_hit_is_the_last_matching_rule_and_knows_when_its_count_is_a_
     assert status.throttle_hit("j", [3602.0], 90003.0, rules) is None
     wide = [Throttle(1, 60, "slow"), Throttle(5, 60, "slower")]
     assert status.throttle_hit("j", [0.0, 1.0], 1.0, wide) == ThrottleHit("j", 2, 1, 60.0, "slow")
+
+
+# -- a tenant function that raises; durations as timedelta (issue 17, part 5) ----------------
+
+
+def test_a_tenant_function_that_raises_is_a_missing_tenant_naming_job_and_cause(
+    app: App, jobs: Jobs, unchanged: None
+) -> None:
+    @app.job(name="reports.build", tenant=lambda report: report["org"])
+    def build(report: dict[str, str]) -> None: ...
+
+    with pytest.raises(MissingTenant, match=r"'reports\.build'.*KeyError: 'org'") as raised:
+        build.enqueue({"name": "q3"})
+    assert isinstance(raised.value.__cause__, KeyError)
+
+
+def test_every_duration_may_be_a_timedelta(app: App) -> None:
+    app.queue("slow")
+
+    @app.job(
+        name="timed", tenant="account", lease=timedelta(minutes=2), cost=timedelta(seconds=3),
+        retry_base=timedelta(seconds=5),
+        throttle=[Throttle(threshold=5, per=timedelta(hours=1), queue="slow")],
+    )  # fmt: skip
+    def timed(account: str) -> None: ...
+
+    assert (timed.lease_timeout, timed.cost, timed.retry_base) == (120.0, 3.0, 5.0)
+    assert timed.throttle[0].per == 3600.0
+    assert fairq.Rate(10, timedelta(minutes=1)) == fairq.Rate(10, 60)
+    app.set_queue("timed", rate=fairq.Rate(10, timedelta(minutes=1)), half_life=timedelta(hours=1),
+                  max_debt=timedelta(minutes=1))  # fmt: skip
+    settings = app.backend.get_queue("timed")
+    assert (settings.rate, settings.half_life, settings.max_debt) == (fairq.Rate(10, 60), 3600, 60)
+    info = app.job_info(timed.enqueue("acme"))
+    assert info is not None and info.state is JobState.READY

@@ -11,11 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fairq.errors import ConfigError
+from fairq.policy.bounds import MAX_INT, MAX_WEIGHT, MIN_WEIGHT, check_max_running, check_weight
 from fairq.policy.fairness import (
     MIN_CHARGE,
     charge_progress,
-    check_max_running,
-    check_weight,
     finish_after_dispatch,
     finish_after_run,
     is_eligible,
@@ -190,13 +189,15 @@ def test_eligible_means_work_waiting_a_free_slot_not_paused_and_not_rate_limited
     assert not is_eligible(ready=1, running=0, max_running=None, weight=1.0, limited=True)
 
 
-@pytest.mark.parametrize("weight", [0, -1, 0.0, math.nan, math.inf, True, "2", None])
+@pytest.mark.parametrize(
+    "weight", [0, -1, 0.0, math.nan, math.inf, True, "2", None, MIN_WEIGHT / 2, MAX_WEIGHT * 2]
+)
 def test_weights_must_be_positive_finite_numbers(weight: object) -> None:
     with pytest.raises(ConfigError, match="weight"):
         check_weight(weight)
 
 
-@pytest.mark.parametrize("cap", [0, -1, 1.5, math.nan, True, "1"])
+@pytest.mark.parametrize("cap", [0, -1, 1.5, math.nan, True, "1", MAX_INT + 1, 2**63], ids=str)
 def test_caps_must_be_whole_numbers_of_at_least_1(cap: object) -> None:
     with pytest.raises(ConfigError, match="max_running"):
         check_max_running(cap)
@@ -204,7 +205,7 @@ def test_caps_must_be_whole_numbers_of_at_least_1(cap: object) -> None:
 
 @pytest.mark.parametrize("weight", [-1, -0.5, math.nan, math.inf, True, "0", None])
 def test_a_pause_weight_is_0_or_more_and_still_a_finite_number(weight: object) -> None:
-    with pytest.raises(ConfigError, match="0 \\(paused\\) or more"):
+    with pytest.raises(ConfigError, match="0 \\(paused\\), or from"):
         check_weight(weight, paused_ok=True)
 
 
@@ -213,6 +214,9 @@ def test_valid_weights_and_caps_pass_through() -> None:
     assert check_weight(0, paused_ok=True) == 0.0
     assert check_max_running(None) is None
     assert check_max_running(2) == 2
+    assert check_max_running(MAX_INT) == MAX_INT
+    assert check_weight(MIN_WEIGHT) == MIN_WEIGHT
+    assert check_weight(MAX_WEIGHT) == MAX_WEIGHT
 
 
 # -- rate limits (GCRA) --------------------------------------------------------------------

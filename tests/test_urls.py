@@ -25,3 +25,17 @@ from fairq.urls import redact_url
 )
 def test_passwords_are_hidden_and_nothing_else_changes(url: str, shown: str) -> None:
     assert redact_url(url) == shown
+
+
+def test_a_redis_database_the_server_lacks_is_a_config_error_naming_it() -> None:
+    import os
+    from urllib.parse import urlsplit
+
+    from fairq import App
+    from fairq.errors import ConfigError
+
+    server = urlsplit(os.environ.get("FAIRQ_TEST_REDIS_URL", "redis://127.0.0.1:6379/9"))
+    app = App(f"redis://{server.netloc}/99")
+    with pytest.raises(ConfigError, match=r"has no database 99: .*use a lower number"):
+        app.stats()
+    app.close()

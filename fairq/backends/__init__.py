@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from fairq.backends.clock import Clock
@@ -17,6 +19,11 @@ SCHEMES = {
 
 
 ALIASES = {"rediss": "redis", "unix": "redis", "postgres": "postgresql"}
+#: The extra each server store needs installed, and the top-level modules it brings.
+EXTRAS = {
+    "redis": ("redis", ("redis", "hiredis")),
+    "postgresql": ("postgres", ("psycopg", "psycopg_pool")),
+}
 
 
 def check_url(url: object) -> str:
@@ -46,10 +53,12 @@ def open_backend(url: str, *, clock: Clock | None = None) -> Backend:
 
         return SQLiteBackend.from_url(url, clock=clock or Clock.STORE)
     if scheme == "redis":
-        from fairq.backends.redis import RedisBackend
+        with needs_extra("redis"):
+            from fairq.backends.redis import RedisBackend
 
         return RedisBackend.from_url(_with_clock(url, clock))
-    from fairq.backends.postgres import PostgresBackend
+    with needs_extra("postgresql"):
+        from fairq.backends.postgres import PostgresBackend
 
     return PostgresBackend.from_url(_with_clock(url, clock))
 
@@ -61,6 +70,21 @@ def _with_clock(url: str, clock: Clock | None) -> str:
     parts = urlsplit(url)
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "clock"]
     return urlunsplit(parts._replace(query=urlencode([*query, ("clock", clock.value)])))
+
+
+@contextmanager
+def needs_extra(kind: str) -> Iterator[None]:
+    """Imports of a server store: a missing client library becomes the pip command to run."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        extra, modules = EXTRAS[kind]
+        if (exc.name or "").partition(".")[0] not in modules:
+            raise
+        raise ConfigError(
+            f"{kind} store URLs need fairq's {extra!r} extra, which is not installed (no module "
+            f"named {exc.name!r}): pip install 'fairq[{extra}]'"
+        ) from None
 
 
 def _expected() -> str:

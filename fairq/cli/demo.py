@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 
@@ -14,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from fairq.cli import cli
 from fairq.cli.admin._common import InputError, StoreError, err_console, out_console
+from fairq.demo.namespace import demo_namespace
 from fairq.demo.report import render, to_json
 from fairq.demo.runner import Snapshot, run_demo
 from fairq.demo.scenario import Mode, Scenario
@@ -29,7 +31,7 @@ Examples:
   fairq demo                          # about ten seconds on a laptop
   fairq demo --jobs 1000 --small 3    # smaller and quicker
   fairq demo --json > result.json     # the same figures for scripts
-  fairq demo --url sqlite:///demo.db  # keep everything in a store you choose
+  fairq demo --url redis://localhost  # on your server, in a namespace removed at the end
 """,
 )
 @click.option(
@@ -77,9 +79,10 @@ Examples:
     "--url",
     default=None,
     metavar="URL",
-    help="Run in this store instead of a temporary SQLite file.",
+    help="Run on this store's server instead of a temporary SQLite file, in a namespace of its "
+    "own (a fresh Redis key prefix, PostgreSQL schema or SQLite file) removed at the end.",
 )
-@click.option("--keep", is_flag=True, help="Keep the temporary store and worker logs.")
+@click.option("--keep", is_flag=True, help="Keep the demo's store (or namespace) and worker logs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON (stdout).")
 def demo(
     greedy_jobs: int,
@@ -113,12 +116,19 @@ def demo(
         concurrency=concurrency,
     )
     work_dir = Path(tempfile.mkdtemp(prefix="fairq-demo-"))
-    store = url or f"sqlite:///{work_dir / 'demo.db'}"
     err = err_console()
-    err.print(f"store: {redact_url(store)}", markup=False, highlight=False)
     try:
-        with ProgressView(err) as view:
-            result = run_demo(scenario, store, work_dir, view.update)
+        with ExitStack() as namespace:
+            store = f"sqlite:///{work_dir / 'demo.db'}"
+            if url is not None:  # its own namespace there, removed at the end (Ctrl-C too)
+                store = namespace.enter_context(demo_namespace(url, keep=keep))
+            err.print(f"store: {redact_url(store)}", markup=False, highlight=False)
+            try:
+                with ProgressView(err) as view:
+                    result = run_demo(scenario, store, work_dir, view.update)
+            finally:
+                if keep and url is not None:
+                    err.print(f"kept: {redact_url(store)}", markup=False, highlight=False)
     except WorkerFailed as exc:
         keep = True  # the worker logs are the way to find out why
         raise StoreError(f"{exc}\n(worker logs kept in {work_dir})") from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 
+from fairq.backends import needs_extra
 from fairq.cli import cli
 from fairq.errors import ConfigError, FairqError
 
@@ -36,11 +37,12 @@ Examples:
 )
 def migrate(url: str, schema: str | None) -> None:
     """Apply every migration this fairq has that the schema lacks, in one transaction."""
-    from fairq.backends.postgres.migrate import migrate as apply
-    from fairq.backends.postgres.sql import latest_version
-    from fairq.backends.postgres.url import parse_url
-
     try:
+        with needs_extra("postgresql"):
+            from fairq.backends.postgres.migrate import migrate as apply
+            from fairq.backends.postgres.sql import latest_version
+            from fairq.backends.postgres.url import parse_url
+
         parsed = parse_url(url, schema=schema)
         applied = apply(parsed)
     except ConfigError as exc:

@@ -13,7 +13,6 @@ from fairq.cli import cli
 from fairq.cli.loader import load_app, rebind
 from fairq.errors import FairqError
 from fairq.worker import Worker
-from fairq.worker.joblog import describe
 from fairq.worker.startup import StartupSignals
 from fairq.worker.supervisor import Supervisor, watch_parent
 from fairq.worker.unknown import DEFAULT_TIMEOUT as DEFAULT_UNKNOWN_JOB_TIMEOUT
@@ -139,8 +138,8 @@ def worker(
         watch_parent(supervised_by, built.stop)
     try:
         built.run(startup=startup)
-    except FairqError as exc:
-        raise click.ClickException(f"the worker stopped: {describe(exc)}") from None
+    except FairqError:
+        ctx.exit(1)  # the worker has logged why, in one line
 
 
 def _load(app_ref: str, url: str | None) -> App:

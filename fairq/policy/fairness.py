@@ -14,10 +14,6 @@ that Lua and SQL can evaluate in the same order.
 
 from __future__ import annotations
 
-import math
-
-from fairq.errors import ConfigError
-
 #: Every run is charged at least this many seconds, so instant jobs still take turns.
 MIN_CHARGE = 0.001
 
@@ -68,23 +64,3 @@ def is_eligible(
     return (
         ready > 0 and (max_running is None or running < max_running) and weight > 0 and not limited
     )
-
-
-def check_weight(weight: object, *, paused_ok: bool = False) -> float:
-    """A valid weight: positive and finite; 0 (paused) too where ``paused_ok``."""
-    least = "0 (paused) or more" if paused_ok else "a positive number"
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-        raise ConfigError(f"weight must be {least}, got {weight!r}")
-    if not math.isfinite(weight) or weight < 0 or (weight == 0 and not paused_ok):
-        raise ConfigError(f"weight must be {least} and finite, got {weight!r}")
-    return float(weight)
-
-
-def check_max_running(cap: object) -> int | None:
-    if cap is None:
-        return None
-    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
-        raise ConfigError(
-            f"max_running must be a whole number of at least 1, or None for no cap; got {cap!r}"
-        )
-    return cap

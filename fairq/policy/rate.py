@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 
 from fairq.errors import ConfigError
+from fairq.policy.bounds import check_int, check_seconds
 
 _UNITS = {
     "s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
@@ -25,23 +27,20 @@ _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*$")
 MAX_PERIOD = 31 * 86400.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Rate:
-    """At most ``count`` job starts per ``period`` seconds, ``burst`` of them back to back."""
+    """At most ``count`` job starts per ``period`` seconds (or a ``timedelta``), ``burst`` of
+    them back to back."""
 
     count: int
     period: float
     burst: int = 1
 
-    def __post_init__(self) -> None:
-        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
-            raise ConfigError(f"a rate's count must be a whole number ≥ 1, got {self.count!r}")
-        if not isinstance(self.period, (int, float)) or not 0 < self.period <= MAX_PERIOD:
-            raise ConfigError(
-                f"a rate's period must be > 0 and at most 31 days, got {self.period!r}"
-            )
-        if isinstance(self.burst, bool) or not isinstance(self.burst, int) or self.burst < 1:
-            raise ConfigError(f"a rate's burst must be a whole number ≥ 1, got {self.burst!r}")
+    def __init__(self, count: int, period: float | timedelta, burst: int = 1) -> None:
+        object.__setattr__(self, "count", check_int("a rate's count", count))
+        period = check_seconds("a rate's period", period, most=MAX_PERIOD)
+        object.__setattr__(self, "period", period)
+        object.__setattr__(self, "burst", check_int("a rate's burst", burst))
 
     @property
     def interval(self) -> float:

@@ -9,35 +9,30 @@ so that is all a store keeps, and it expires with the longest window.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from fairq.errors import ConfigError
+from fairq.policy.bounds import check_int, check_seconds
 from fairq.policy.queues import check_queue_name
 from fairq.policy.rate import MAX_PERIOD
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Throttle:
-    """Above ``threshold`` enqueues within ``per`` seconds, send new jobs to ``queue``."""
+    """Above ``threshold`` enqueues within ``per`` seconds (or a ``timedelta``), send new jobs
+    to ``queue``."""
 
     threshold: int
     per: float
     queue: str
 
-    def __post_init__(self) -> None:
-        t = self.threshold
-        if isinstance(t, bool) or not isinstance(t, int) or t < 1:
-            raise ConfigError(f"a throttle threshold must be a whole number ≥ 1, got {t!r}")
-        per = self.per
-        if isinstance(per, bool) or not isinstance(per, (int, float)) or not math.isfinite(per):
-            raise ConfigError(f"a throttle's per must be a number of seconds, got {per!r}")
-        if not 0 < per <= MAX_PERIOD:
-            raise ConfigError(
-                f"a throttle's per must be > 0 and at most {MAX_PERIOD:g} s (31 days), got {per}"
-            )
-        check_queue_name(self.queue)
+    def __init__(self, threshold: int, per: float | timedelta, queue: str) -> None:
+        object.__setattr__(self, "threshold", check_int("a throttle threshold", threshold))
+        per = check_seconds("a throttle's per", per, most=MAX_PERIOD)
+        object.__setattr__(self, "per", per)
+        object.__setattr__(self, "queue", check_queue_name(queue))
 
 
 def window_size(rules: Sequence[Throttle]) -> int:

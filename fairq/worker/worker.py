@@ -36,7 +36,7 @@ from typing import Any
 
 from fairq.app import App
 from fairq.contract import ReleaseParams
-from fairq.errors import ConfigError, LeaseError
+from fairq.errors import ConfigError, FairqError, LeaseError
 from fairq.policy.queues import QueueOrder
 from fairq.urls import redact_url
 from fairq.worker.expiries import Expiries
@@ -212,7 +212,9 @@ class Worker:
             self._stopping.wait()  # set by stop(), or by the fetcher when a burst is done
         except BaseException as exc:
             self._error = exc
-            log.error("worker failed: %s", describe(exc), exc_info=exc)
+            # fairq's own errors say what is wrong and how to fix it: no traceback for them
+            trace = None if isinstance(exc, FairqError) else exc
+            log.error("worker failed: %s", describe(exc), exc_info=trace)
         finally:
             try:
                 if fetcher is not None:

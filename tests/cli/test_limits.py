@@ -34,7 +34,7 @@ def any_store(
     app.publish()
     shared = app.backend
 
-    def open_app(url: str | None, app_ref: str | None) -> App:
+    def open_app(url: str | None, app_ref: str | None, *, existing: bool = False) -> App:
         return App("memory://", backend=shared)
 
     for module in (fairq.cli.admin.stats, fairq.cli.admin.tenants):

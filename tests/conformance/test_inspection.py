@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from fairq.contract import (
@@ -204,6 +206,15 @@ def test_an_enqueue_with_a_duplicate_id_stores_nothing_of_its_batch(backend: Bac
     assert snapshot(backend, ["j0", "j1", "j2"]) == before
 
 
-@pytest.mark.timeout(10)  # a wait that ignored its timeout would fail here
 def test_wait_returns_by_its_timeout(backend: Backend) -> None:
-    backend.wait(WaitParams(queues=["default"], timeout=0.0))
+    """With nothing arriving, each wait ends by its timeout (0 too: it must not mean "for
+    ever", as BLPOP's 0 does); a wait that ignored it would still be running at the join."""
+    for timeout in (0.0, 0.05):
+        waiter = threading.Thread(
+            target=backend.wait,
+            args=(WaitParams(queues=["default"], timeout=timeout),),
+            daemon=True,
+        )
+        waiter.start()
+        waiter.join(30.0)
+        assert not waiter.is_alive(), f"wait(…, {timeout}) did not end by its timeout"

@@ -10,34 +10,42 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
-
 from fairq.contract import Backend, DequeueParams
 from fairq.job import Lease
 
 from .helpers import Q, enqueue, new_job
 
-BOUND = 10.0  # only so a wake-up that never comes fails the test instead of hanging it
+BOUND = 30.0  # only so a wake-up that never comes fails the test instead of hanging it
+#: Far beyond BOUND: a job taken within BOUND was woken for; the wait cannot have timed out.
+LONG_WAIT = 3600.0
 
 
 def waiting_take(backend: Backend, now: float, wait: float) -> list[Lease]:
     return backend.dequeue(DequeueParams(queues=[Q], worker_id="w1", now=now, wait=wait)).leases
 
 
-def take_when_it_comes(backend: Backend, now: float, into: list[Lease]) -> None:
+def take_when_it_comes(
+    backend: Backend, now: float, into: list[Lease], asking: threading.Event
+) -> None:
     end = time.monotonic() + BOUND
     while not into and time.monotonic() < end:
-        into.extend(waiting_take(backend, now, BOUND))
+        asking.set()
+        into.extend(waiting_take(backend, now, LONG_WAIT))
 
 
-@pytest.mark.timeout(60)
 def test_a_waiting_dequeue_takes_a_job_enqueued_while_it_waits(backend: Backend) -> None:
+    """The enqueue must wake the wait: the wait is an hour long, so a store that never wakes
+    leaves the taker waiting when the join below gives up, and the test fails."""
     taken: list[Lease] = []
-    taker = threading.Thread(target=take_when_it_comes, args=(backend, 100.0, taken))
+    asking = threading.Event()
+    taker = threading.Thread(
+        target=take_when_it_comes, args=(backend, 100.0, taken, asking), daemon=True
+    )
     taker.start()
-    time.sleep(0.2)  # most likely waiting by now; if not, it finds the job when its wait ends
+    assert asking.wait(BOUND)
     enqueue(backend, [new_job(1)], now=100.0)
-    taker.join()
+    taker.join(BOUND)
+    assert not taker.is_alive(), "the enqueue did not wake the waiting dequeue"
     assert [lease.job_id for lease in taken] == ["j1"]
     assert taken[0].started_at >= 100.0
 

@@ -109,7 +109,8 @@ def test_a_released_job_gets_a_new_token(backend: RedisBackend) -> None:
 # Tenant names for the tie order: code points on both sides of the UTF-16 surrogate range, so a
 # UTF-16 (JavaScript-like) order would differ from code point order; no lone surrogates (they
 # cannot be sent to Redis as UTF-8 at all).
-NAMES = st.text(st.characters(blacklist_categories=["Cs"], min_codepoint=0), min_size=1, max_size=6)
+# NUL is refused on every store (PostgreSQL cannot keep it): the lowest code point is 1
+NAMES = st.text(st.characters(blacklist_categories=["Cs"], min_codepoint=1), min_size=1, max_size=6)
 
 
 @settings(
@@ -134,7 +135,7 @@ def test_limited_ties_order_by_tenant_code_points(names: list[str], backend: Red
 def test_ties_in_limited_until_readmit_in_the_models_order(
     seed: int, backend: RedisBackend
 ) -> None:
-    names = [*["é", "e", "\U0001f680", "\uffff", "a b", "A", "\x00x"][seed:], "z"]
+    names = [*["é", "e", "\U0001f680", "\uffff", "a b", "A", "\x01x"][seed:], "z"]
     model = ReferenceModel()
     for store in (backend, model):
         settings = QueueSettings(queue="q", rate=Rate(1, 5.0))

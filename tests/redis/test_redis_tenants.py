@@ -19,7 +19,7 @@ from fairq.contract import (
     StatsParams,
 )
 
-ALPHABET = ":{}[]*?\\\"' \t\n%_-ü\u0308日本🚀\x00\x7f" + "abc"
+ALPHABET = ":{}[]*?\\\"' \t\n%_-ü\u0308日本🚀\x01\x7f" + "abc"  # NUL: refused everywhere
 
 
 def random_tenants(count: int, seed: int = 7) -> list[str]:

@@ -6,7 +6,6 @@ import threading
 import time
 from collections.abc import Callable
 
-import pytest
 import redis
 from redis_helpers import new_job
 
@@ -21,6 +20,22 @@ from fairq.contract import (
 )
 
 BOUND = 30.0  # only so a broken wake-up fails the test instead of hanging it
+#: How long a waiter is given to (wrongly) wake: the test can only fail by waiting too
+#: little, never pass wrongly by waiting too long.
+NOT_WOKEN = 1.0
+
+
+def started(target: Callable[[], object]) -> threading.Thread:
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
+def ends(target: Callable[[], object]) -> bool:
+    """Whether ``target`` returns within BOUND (run in a thread, so a hang fails, not hangs)."""
+    thread = started(target)
+    thread.join(BOUND)
+    return not thread.is_alive()
 
 
 def test_a_waiting_worker_wakes_when_a_job_is_enqueued(backend: RedisBackend) -> None:
@@ -38,22 +53,27 @@ def test_a_waiting_worker_wakes_when_a_job_is_enqueued(backend: RedisBackend) ->
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
     assert woke.wait(BOUND)
     thread.join()
-    assert backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0)).leases
+    assert backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0)).leases.leases
 
 
-@pytest.mark.timeout(10)  # a lost wake-up would block for the hour below and fail here
 def test_a_wake_up_left_before_waiting_is_not_lost(backend: RedisBackend) -> None:
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
-    backend.wait(
-        WaitParams(queues=["default"], timeout=3600.0)
-    )  # returns at once: the token is already there
+    # the token is already there: the hour-long wait returns at once; a lost one would not
+    assert ends(lambda: backend.wait(WaitParams(queues=["default"], timeout=3600.0)))
 
 
-@pytest.mark.timeout(10)  # a wait that ignored its timeout would fail here
 def test_waiting_on_other_queues_times_out(backend: RedisBackend) -> None:
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
-    backend.wait(WaitParams(queues=["elsewhere"], timeout=0.05))
-    backend.wait(WaitParams(queues=["elsewhere"], timeout=0.0))
+    # an hour-long wait on another queue is not woken by default's token …
+    other = started(lambda: backend.wait(WaitParams(queues=["elsewhere"], timeout=3600.0)))
+    other.join(NOT_WOKEN)
+    assert other.is_alive(), "a token for another queue woke the waiter"
+    # … and short ones end by their timeout (0 too: not BLPOP's "for ever")
+    assert ends(lambda: backend.wait(WaitParams(queues=["elsewhere"], timeout=0.05)))
+    assert ends(lambda: backend.wait(WaitParams(queues=["elsewhere"], timeout=0.0)))
+    backend.enqueue(EnqueueParams(jobs=[new_job(1, queue="elsewhere")], now=0.0))
+    other.join(BOUND)
+    assert not other.is_alive()
 
 
 def test_the_wake_list_stays_bounded(backend: RedisBackend, raw: redis.Redis, prefix: str) -> None:
@@ -63,9 +83,20 @@ def test_the_wake_list_stays_bounded(backend: RedisBackend, raw: redis.Redis, pr
 
 
 def test_close_ends_a_wait(backend: RedisBackend) -> None:
+    """Closed while a wait of an hour is under way, or before it starts: either way the wait
+    ends (a wait after close returns at once)."""
     waiter = Waiter(backend.options, backend.layout)
+    asking = threading.Event()
+
+    def wait() -> None:
+        asking.set()
+        waiter.wait(["default"], 3600.0)
+
+    thread = started(wait)
+    assert asking.wait(BOUND)
     waiter.close()
-    waiter.wait(["default"], BOUND)
+    thread.join(BOUND)
+    assert not thread.is_alive(), "close did not end the wait"
 
 
 def test_a_waiting_dequeue_runs_at_the_servers_clock_when_the_senders_is_older(
@@ -77,7 +108,7 @@ def test_a_waiting_dequeue_runs_at_the_servers_clock_when_the_senders_is_older(
     before = time.time()
     leases = backend.dequeue(
         DequeueParams(queues=["default"], worker_id="w", now=0.0, wait=BOUND)
-    ).leases
+    ).leases.leases
     assert [lease.job_id for lease in leases] == [new_job(0).id]
     assert leases[0].started_at >= before - 0.001  # the same machine's clock, in Redis's µs
 
@@ -89,7 +120,7 @@ def test_a_waiting_dequeue_loads_the_library_when_the_server_lost_it(
     raw.function_flush()
     leases = backend.dequeue(
         DequeueParams(queues=["default"], worker_id="w", now=1.0, wait=BOUND)
-    ).leases
+    ).leases.leases
     assert [lease.job_id for lease in leases] == [new_job(0).id]
 
 
@@ -106,7 +137,9 @@ def test_one_token_per_job_that_became_ready_and_one_per_tenant_freed(
     assert raw.llen(wake) == 3
     raw.delete(wake)
     backend.set_tenant(TenantSettingsParams(queue="default", tenant="a", max_running=1, now=0.0))
-    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0)).leases
+    (lease,) = backend.dequeue(
+        DequeueParams(queues=["default"], worker_id="w", now=0.0)
+    ).leases.leases
     assert lease.tenant == "a" and raw.llen(wake) == 0
     backend.ack_many(AckManyParams(tokens=[lease.token], now=1.0))  # "a" is under its cap again
     assert raw.llen(wake) == 1

@@ -327,15 +327,30 @@ def test_a_job_taken_by_a_wait_that_ends_after_stop_is_handed_back(app: App) -> 
     """The fetch loop waits outside its gate, so stop() does not wait for the wait; what that
     wait takes once the worker is stopping goes back to the queue, not to a lease nobody
     holds."""
+    store = app.backend
+    waiting, taken = threading.Event(), []
+    store_wait, store_dequeue = store.wait, store.dequeue
+
+    def wait(params: WaitParams) -> None:  # the real wait, observed
+        waiting.set()
+        store_wait(params)
+
+    def dequeue(params: DequeueParams) -> DequeueResult:
+        result = store_dequeue(params)
+        taken.extend(lease.job_id for lease in result.leases)
+        return result
+
+    store.wait, store.dequeue = wait, dequeue  # type: ignore[method-assign]
     with Worker(app, poll_interval=60.0).in_thread():
-        time.sleep(0.5)  # the worker is idle: its fetch loop is in a waiting dequeue
+        assert waiting.wait(60)  # the worker is idle: its fetch loop is in a waiting dequeue
     fetchers = [t for t in threading.enumerate() if t.name == "fairq-fetch"]
     job_id = app.jobs["record"].enqueue("t1", "/nonexistent", "late")
     for thread in fetchers:
         thread.join(10)
         assert not thread.is_alive()
+    assert taken == [job_id]  # the wait under way at stop took it …
     [info] = app.backend.get_jobs(GetJobsParams(ids=[job_id]))
-    assert (info.state, info.attempts) == (JobState.READY, 0)
+    assert (info.state, info.attempts) == (JobState.READY, 0)  # … and handed it back
 
 
 @pytest.mark.timeout(60)  # a lost signal leaves run() blocked: this fails the test instead
@@ -344,10 +359,15 @@ def test_a_stop_signal_delivered_to_another_thread_stops_the_worker(app: App) ->
     waiting for signals, must hear of it all the same."""
     ours = signal.getsignal(signal.SIGTERM)
 
+    main = threading.main_thread().native_id
+
+    def main_is_reading_the_signal_pipe() -> bool:
+        with open(f"/proc/self/task/{main}/wchan") as wchan:  # the kernel function it sleeps in
+            return wchan.read().endswith(("pipe_read", "pipe_wait"))
+
     def terminate_from_this_thread() -> None:
-        while signal.getsignal(signal.SIGTERM) is ours:  # until the worker has its handler
-            time.sleep(0.01)
-        time.sleep(0.2)  # the main thread is blocked in its read by now
+        while signal.getsignal(signal.SIGTERM) is ours or not main_is_reading_the_signal_pipe():
+            time.sleep(0.01)  # until the worker has its handler and the main thread blocks
         signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
 
     threading.Thread(target=terminate_from_this_thread, daemon=True).start()
@@ -390,12 +410,16 @@ def test_a_job_handed_back_at_stop_is_not_left_to_a_wait_still_under_way() -> No
         def dequeue(self, params: DequeueParams) -> DequeueResult:
             if params.wait > 0:
                 params = waited_first(params, self.wait)
-                time.sleep(0.3)  # long enough for a shutdown that does not wait for this
+                # Paused until the worker has finished, if it finishes without this dequeue;
+                # a worker that waits for it (as it must) is let go after PAUSE.
+                worker_done.wait(PAUSE)
             result = super().dequeue(params)
             if result.leases:
                 self.last_taken = time.monotonic()
             return result
 
+    PAUSE = 2.0  # only the correct worker waits this out; it can never make the test pass
+    worker_done = threading.Event()
     store = SlowAfterWaking()
     app = App(backend=store)
     started, release = threading.Event(), threading.Event()
@@ -413,7 +437,10 @@ def test_a_job_handed_back_at_stop_is_not_left_to_a_wait_still_under_way() -> No
             worker.stop()
             worker.stop(hand_back_now=True)
         done = time.monotonic()
-        time.sleep(0.6)  # a wait the worker did not wait for takes the job in this time
+        worker_done.set()  # a dequeue the worker did not wait for goes on now …
+        for thread in [t for t in threading.enumerate() if t.name == "fairq-fetch"]:
+            thread.join(60)  # … and has taken the job when its thread ends
+            assert not thread.is_alive()
         assert store.last_taken < done
         info = job(app, job_id)
         assert (info.state, info.attempts) == (JobState.READY, 0)

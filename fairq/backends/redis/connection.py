@@ -143,12 +143,23 @@ def translated(safe_url: str) -> Iterator[None]:
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         raise StoreUnavailable(f"cannot reach Redis at {safe_url}: {exc}") from exc
     except redis.ResponseError as exc:
+        if "DB index is out of range" in str(exc):
+            raise ConfigError(
+                f"Redis at {safe_url} has no database {_database(safe_url)}: the server has "
+                "fewer (its 'databases' setting, 16 by default: 0 to 15); use a lower number"
+            ) from None
         if "WRONGTYPE" in str(exc):
             raise SchemaError(
                 f"Redis at {safe_url} holds a key of another type where fairq keeps its "
                 f"data ({exc}); use another key prefix (?prefix=…) or database"
             ) from exc
         raise
+
+
+def _database(url: str) -> str:
+    """The database number a Redis URL names (its path, or ``?db=``)."""
+    parts = urlsplit(url)
+    return dict(parse_qsl(parts.query)).get("db") or parts.path.strip("/") or "0"
 
 
 def call(safe_url: str, fn: Callable[..., T], *args: Any) -> T:

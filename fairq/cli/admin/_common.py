@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -19,6 +20,8 @@ from rich.console import Console
 from rich.text import Text
 
 from fairq.app import DEFAULT_URL, App
+from fairq.backends import check_url
+from fairq.backends.sqlite.url import path_from_url
 from fairq.cli.loader import load_app, rebind
 from fairq.errors import (
     ConfigError,
@@ -85,12 +88,21 @@ def store_options(fn: F) -> F:
     return fn
 
 
-def open_app(url: str | None, app_ref: str | None) -> App:
-    """The App to work with: ``--app`` if given (rebound to ``--url`` when that differs)."""
+def open_app(url: str | None, app_ref: str | None, *, existing: bool = False) -> App:
+    """The App to work with: ``--app`` if given (rebound to ``--url`` when that differs).
+
+    ``existing``: the command only reads (or changes what is stored), so a SQLite file that is
+    not there is an error, not a new, empty store left behind in the working directory.
+    """
     app = App(url) if app_ref is None else load_app(app_ref)
     if url is not None:
         app = rebind(app, url)
     err_console().print(Text(f"store: {redact_url(app.url)}", style="dim"))
+    if existing and check_url(app.url) == "sqlite" and not path_from_url(app.url).exists():
+        raise StoreError(
+            f"no fairq store at {redact_url(app.url)} (no such file in {Path.cwd()}); point at "
+            "yours with --url sqlite:///path/to/fairq.db or $FAIRQ_URL, or --app module:app"
+        )
     return app
 
 

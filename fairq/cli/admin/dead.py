@@ -25,6 +25,7 @@ from fairq.cli.admin._common import (
 )
 from fairq.contract import GetJobsParams
 from fairq.job import JobInfo, JobState
+from fairq.policy.bounds import MAX_INT
 
 #: ``--all`` requeues in batches of this many, so a huge dead set never loads at once.
 BATCH = 500
@@ -48,7 +49,7 @@ def dead() -> None:
 @click.option("--tenant", default=None, help="Only this tenant (exact id).")
 @click.option(
     "--limit",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_INT),
     default=50,
     show_default=True,
     help="Show at most this many, oldest death first.",
@@ -65,7 +66,7 @@ def list_dead(
 ) -> None:
     """List dead jobs: id, name, tenant, attempts, last error and when it died."""
     with reported_errors():
-        app = open_app(url, app_ref)
+        app = open_app(url, app_ref, existing=True)
         try:
             jobs = app.dead(queue=queue, tenant=tenant, limit=limit)
         finally:
@@ -132,7 +133,7 @@ def requeue(
     if ids and (queue is not None or tenant is not None):
         raise InputError("--queue and --tenant only go with --all")
     with reported_errors():
-        app = open_app(url, app_ref)
+        app = open_app(url, app_ref, existing=True)
         try:
             count = _requeue_all(app, queue, tenant) if everything else _requeue_ids(app, ids)
         finally:

@@ -11,6 +11,8 @@ import click
 from fairq.app import Call, Options
 from fairq.cli import cli
 from fairq.cli.admin._common import InputError, open_app, reported_errors, store_options
+from fairq.errors import MissingTenant
+from fairq.policy.bounds import MAX_INT
 
 
 @cli.command(
@@ -45,7 +47,7 @@ Examples:
 )
 @click.option(
     "--priority",
-    type=int,
+    type=click.IntRange(-MAX_INT - 1, MAX_INT),
     default=0,
     show_default=True,
     help="Higher runs first among the same tenant's jobs.",
@@ -76,6 +78,11 @@ def enqueue(
         app = open_app(url, app_ref)
         try:
             job_id = app.enqueue_many([Call(name, tuple(args), kwargs, options)])[0]
+        except MissingTenant as exc:
+            raise InputError(
+                f"{str(exc).split(': pass ')[0]}: pass --tenant TENANT, or the job's tenant "
+                "argument in ARGS_JSON or --kwargs"
+            ) from None
         finally:
             app.close()
     click.echo(job_id)
@@ -87,6 +94,10 @@ def _parse_json(text: str, kind: type, label: str, expected: str) -> Any:
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{label} is not valid JSON ({exc.msg} at column {exc.colno}): expected {expected}"
+        ) from None
+    except (ValueError, RecursionError) as exc:  # a number of over 4,300 digits, deep nesting
+        raise InputError(
+            f"{label} cannot be read: {str(exc).split(';')[0]}; pass such a value as a string"
         ) from None
     if not isinstance(value, kind):
         raise InputError(f"{label} must be {expected}; got a JSON {type(value).__name__}")

@@ -80,7 +80,7 @@ def stats(
     turn (the fair scheduler is serving others first), or idle.
     """
     with reported_errors():
-        app = open_app(url, app_ref)
+        app = open_app(url, app_ref, existing=True)
         try:
             reports = queue_reports(app, queue, tenant, now())
         finally:

@@ -32,6 +32,7 @@ from fairq.cli.admin.values import (
     with_burst,
 )
 from fairq.contract import KEEP, GetQueueParams, Keep, QueueSettings, TenantStats
+from fairq.policy.bounds import MAX_INT
 from fairq.policy.queues import check_queue_name
 from fairq.policy.rate import Rate
 
@@ -80,7 +81,7 @@ Examples:
 )
 @click.option(
     "--burst",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_INT),
     default=None,
     help="With --rate: how many may start back to back (default 1).",
 )
@@ -113,7 +114,7 @@ def tenants(
     if reset:
         new_weight, new_cap, new_rate = None, None, None
     with reported_errors():
-        app = open_app(url, app_ref)
+        app = open_app(url, app_ref, existing=not changing)
         try:
             if changing:
                 assert tenant is not None
@@ -195,7 +196,7 @@ Examples:
 )
 @click.option(
     "--burst",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_INT),
     default=None,
     help="With --rate: how many may start back to back (default 1).",
 )

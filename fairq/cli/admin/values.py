@@ -11,9 +11,8 @@ from functools import partial
 import click
 
 from fairq.contract import KEEP, Keep
-from fairq.declare import check_positive_float
 from fairq.errors import ConfigError
-from fairq.policy.fairness import check_weight
+from fairq.policy.bounds import MAX_INT, check_max_running, check_seconds, check_weight
 from fairq.policy.rate import Rate
 
 NONE = "none"
@@ -59,9 +58,15 @@ def parse_cap(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     text = value.strip()
     if text.lower() == NONE:
         return None
-    if not text.isdigit() or int(text) < 1:
-        raise click.BadParameter(f"{value!r} is not a whole number of at least 1 (or 'none')")
-    return int(text)
+    if not text.isdigit() or not text.strip("0"):
+        raise click.BadParameter(f"{text[:40]!r} is not a whole number of at least 1 (or 'none')")
+    digits = text.lstrip("0")
+    if len(digits) > len(str(MAX_INT)):
+        raise click.BadParameter(f"a number of {len(digits)} digits is over {MAX_INT:,}")
+    try:
+        return check_max_running(int(digits))
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def parse_rate_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -85,14 +90,17 @@ def with_burst(rate: str | None, burst: int | None) -> Rate | Keep | None:
         return KEEP
     if rate == NONE:
         return None
-    return Rate.parse(rate, burst if burst is not None else 1)
+    try:
+        return Rate.parse(rate, burst if burst is not None else 1)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def parse_seconds(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
     """A positive finite number of seconds."""
     if value is None:
         return None
-    return _checked(partial(check_positive_float, param.name or "seconds"), value)
+    return _checked(partial(check_seconds, param.name or "seconds"), value)
 
 
 def parse_half_life(
