@@ -44,6 +44,7 @@ from fairq.job import JobState  # noqa: E402
 QUEUE = "default"
 GREEDY, CAPPED = "greedy", "capped"
 SMALL = [f"small-{i}" for i in range(1, 5)]
+TOP_UP = 20  # ready jobs each small tenant keeps until the last kill
 
 
 @dataclass
@@ -74,7 +75,7 @@ def main() -> int:
     workers: list[Worker] = []
     try:
         tags = enqueue(app, args)
-        run = drive(app, url, args, workers, events, work)
+        run = drive(app, tags, url, args, workers, events, work)
         report = analyse(app, args, tags, run, events)
     finally:
         for w in workers:
@@ -124,17 +125,29 @@ def enqueue(app: App, args: argparse.Namespace) -> dict[int, tuple[str, str]]:
     tenants = [GREEDY] * max(0, args.jobs - len(tenants)) + tenants
     rng.shuffle(tenants)
     tags: dict[int, tuple[str, str]] = {}  # tag -> (job id, tenant)
+    add(app, tags, tenants, args.job_ms)
+    return tags
+
+
+def add(app: App, tags: dict[int, tuple[str, str]], tenants: list[str], job_ms: float) -> None:
+    """Enqueue one job per entry of ``tenants``, tagged from ``len(tags)`` on."""
     job = app.jobs[JOB_NAME]
     for start in range(0, len(tenants), 1000):
-        chunk = list(enumerate(tenants[start : start + 1000], start))
-        calls = [job.call(t, tag, args.job_ms) for tag, t in chunk]
+        chunk = list(enumerate(tenants[start : start + 1000], len(tags)))
+        calls = [job.call(t, tag, job_ms) for tag, t in chunk]
         for (tag, t), job_id in zip(chunk, app.enqueue_many(calls), strict=True):
             tags[tag] = (job_id, t)
-    return tags
+
+
+def top_up(app: App, tags: dict[int, tuple[str, str]], job_ms: float) -> None:
+    """Keep every small tenant backlogged, so a tenant overcharged for a crash would wait."""
+    ready = {s.tenant: s.ready for s in app.stats(QUEUE)}
+    add(app, tags, [t for t in SMALL for _ in range(max(0, TOP_UP - ready.get(t, 0)))], job_ms)
 
 
 def drive(
     app: App,
+    tags: dict[int, tuple[str, str]],
     url: str,
     args: argparse.Namespace,
     workers: list[Worker],
@@ -164,7 +177,9 @@ def drive(
             workers[i] = start_worker(url, args, work, len(run.logs))
             run.logs.append(workers[i].log)
             continue
-        if not marks and finished(app):
+        if marks:
+            top_up(app, tags, args.job_ms)
+        elif finished(app):
             break
         if time.monotonic() > deadline:
             run.timed_out = True
@@ -247,13 +262,13 @@ def analyse(
     for ev in all_starts:
         by_tenant[ev["tenant"]].append(ev["mono"])
 
-    def gaps(moments: list[tuple[str, float]]) -> list[float]:
+    def gaps(moments: list[tuple[str, float]]) -> list[tuple[str, float]]:
         """For each (tenant, moment): the time to that tenant's next start anywhere."""
         found = []
         for tenant, moment in moments:
             later = [t for t in by_tenant[tenant] if t > moment]
             if later:
-                found.append(later[0] - moment)
+                found.append((tenant, later[0] - moment))
         return found
 
     # the lease of a run cut short expired at most --lease after its start (it ran for ms, so
@@ -266,6 +281,7 @@ def analyse(
     )
     return {
         "enqueued": len(tags),
+        "topped_up": len(tags) - args.jobs,
         "succeeded": succeeded,
         "dead": dead,
         "lost": len(tags) - succeeded - dead,
@@ -321,10 +337,13 @@ def max_at_once(
     return most
 
 
-def summary(gaps: list[float]) -> dict[str, float | int | None]:
+def summary(gaps: list[tuple[str, float]]) -> dict[str, float | int | str | None]:
+    """Median and max gap, and whose gap the max was."""
     if not gaps:
-        return {"n": 0, "median": None, "max": None}
-    return {"n": len(gaps), "median": round(statistics.median(gaps), 3), "max": round(max(gaps), 3)}
+        return {"n": 0, "median": None, "max": None, "max_tenant": None}
+    tenant, most = max(gaps, key=lambda g: g[1])
+    median = statistics.median(g for _, g in gaps)
+    return {"n": len(gaps), "median": round(median, 3), "max": round(most, 3), "max_tenant": tenant}
 
 
 def clean_up(url: str, work: Path) -> None:
@@ -359,12 +378,15 @@ def show(report: dict[str, Any], url: str, args: argparse.Namespace) -> None:
         return
     fe, fk = report["next_start_from_expiry_s"], report["next_start_from_kill_s"]
     print(f"store {url}: {args.processes} processes x {args.concurrency}, lease {args.lease} s")
-    for key in ("enqueued", "succeeded", "dead", "lost", "never_started", "kills",
+    for key in ("enqueued", "topped_up", "succeeded", "dead", "lost", "never_started", "kills",
                 "runs_cut_by_kills", "ran_twice", "ran_twice_after_cut_start"):  # fmt: skip
         print(f"  {key.replace('_', ' '):28} {report[key]}")
     print(f"  {'over cap (most at once)':28} {report['over_cap']} (cap {report['cap']})")
     for label, gaps in (("next start after expiry", fe), ("next start after kill", fk)):
-        print(f"  {label:28} median {gaps['median']} s, max {gaps['max']} s (n={gaps['n']})")
+        print(
+            f"  {label:28} median {gaps['median']} s, max {gaps['max']} s "
+            f"({gaps['max_tenant']}; n={gaps['n']})"
+        )
     print(f"  {'SIGTERM exit codes':28} {report['sigterm_exit_codes']}")
     print(f"  {'expired attempts (store)':28} {report['expired_attempts']}")
     print(f"  {'lease expired WARNING lines':28} {report['lease_expired_warnings']}")
