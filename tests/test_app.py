@@ -18,7 +18,7 @@ import pytest
 import fairq
 from fairq import App, JobState, Throttle
 from fairq.app import JobDefinition
-from fairq.contract import Backend, DequeueParams, TenantStats
+from fairq.contract import Backend, DequeueParams, GetQueueParams, TenantStats
 from fairq.errors import (
     ConfigError,
     InvalidTenant,
@@ -751,7 +751,7 @@ def test_every_duration_may_be_a_timedelta(app: App) -> None:
     assert fairq.Rate(10, timedelta(minutes=1)) == fairq.Rate(10, 60)
     app.set_queue("timed", rate=fairq.Rate(10, timedelta(minutes=1)), half_life=timedelta(hours=1),
                   max_debt=timedelta(minutes=1))  # fmt: skip
-    settings = app.backend.get_queue("timed")
+    settings = app.backend.get_queue(GetQueueParams(queue="timed"))
     assert (settings.rate, settings.half_life, settings.max_debt) == (fairq.Rate(10, 60), 3600, 60)
     info = app.job_info(timed.enqueue("acme"))
     assert info is not None and info.state is JobState.READY

@@ -18,7 +18,14 @@ from conformance.conftest import BACKENDS
 
 from fairq import App, Rate
 from fairq.app import JobDefinition
-from fairq.contract import JobType, QueueSettings, TenantSettingsParams
+from fairq.contract import (
+    GetJobsParams,
+    GetQueueParams,
+    JobType,
+    PublishJobTypesParams,
+    QueueSettings,
+    TenantSettingsParams,
+)
 from fairq.errors import ConfigError, InvalidTenant, JobArgumentsError
 from fairq.job import MAX_NESTING, NewJob, decode_payload
 from fairq.policy.bounds import MAX_INT, MAX_WEIGHT, MIN_WEIGHT
@@ -55,7 +62,11 @@ def unchanged(app: App, job: JobDefinition[..., None]) -> Iterator[None]:
 
 def _snapshot(app: App, ids: list[str]) -> object:
     stats = [(s.tenant, s.weight, s.max_running, s.rate, s.ready) for s in app.stats()]
-    return stats, app.backend.get_queue("imports"), app.backend.get_jobs(ids)
+    return (
+        stats,
+        app.backend.get_queue(GetQueueParams(queue="imports")),
+        app.backend.get_jobs(GetJobsParams(ids=ids)),
+    )
 
 
 def _nested(depth: int) -> list[Any]:
@@ -184,7 +195,7 @@ def test_the_largest_values_in_range_are_stored_as_given(
     assert (row.weight, row.max_running, row.rate) == (
         MAX_WEIGHT, MAX_INT, Rate(MAX_INT, 1, burst=MAX_INT)
     )  # fmt: skip
-    queue = app.backend.get_queue("imports")
+    queue = app.backend.get_queue(GetQueueParams(queue="imports"))
     assert (queue.max_running, queue.rate) == (MAX_INT, Rate(MAX_INT, 1, burst=MAX_INT))
     info = app.job_info(job.options(priority=MAX_INT).enqueue("acme"))
     assert info is not None and info.priority == MAX_INT
@@ -248,10 +259,16 @@ def test_a_published_job_without_its_signature_is_enqueued_with_a_warning(
     app: App, caplog: pytest.LogCaptureFixture
 ) -> None:
     """As published by an older fairq: only the positional names, so nothing can be checked."""
-    app.backend.publish_job_types(
-        [JobType(name="old", queue="imports", tenant_arg="account", params=("account",),
-                 max_attempts=3, lease_timeout=60.0, cost=1.0)]
-    )  # fmt: skip
+    old = JobType(
+        name="old",
+        queue="imports",
+        tenant_arg="account",
+        params=("account",),
+        max_attempts=3,
+        lease_timeout=60.0,
+        cost=1.0,
+    )
+    app.backend.publish_job_types(PublishJobTypesParams(types=[old]))
     with caplog.at_level(logging.WARNING, logger="fairq"):
         assert app.enqueue("old", ["acme", 1, 2, 3])
     assert "could not be checked" in caplog.text

@@ -58,7 +58,7 @@ def test_a_wait_ends_when_a_transactional_enqueue_commits(pg: DisposableBackend)
 def test_a_wait_ends_when_an_ack_frees_a_capped_tenants_slot(pg: DisposableBackend) -> None:
     pg.set_queue(SetQueueParams(settings=QueueSettings(queue="default", max_running=1), now=0.0))
     pg.enqueue(EnqueueParams(jobs=[new_job(0), new_job(1)], now=0.0))
-    (lease,) = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0)).leases.leases
+    (lease,) = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0)).leases
     thread = waiting(pg, ["default"])
     pg.ack_many(AckManyParams(tokens=[lease.token], now=2.0))
     thread.join(JOIN)

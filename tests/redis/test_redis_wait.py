@@ -53,7 +53,7 @@ def test_a_waiting_worker_wakes_when_a_job_is_enqueued(backend: RedisBackend) ->
     backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
     assert woke.wait(BOUND)
     thread.join()
-    assert backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0)).leases.leases
+    assert backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0)).leases
 
 
 def test_a_wake_up_left_before_waiting_is_not_lost(backend: RedisBackend) -> None:
@@ -108,7 +108,7 @@ def test_a_waiting_dequeue_runs_at_the_servers_clock_when_the_senders_is_older(
     before = time.time()
     leases = backend.dequeue(
         DequeueParams(queues=["default"], worker_id="w", now=0.0, wait=BOUND)
-    ).leases.leases
+    ).leases
     assert [lease.job_id for lease in leases] == [new_job(0).id]
     assert leases[0].started_at >= before - 0.001  # the same machine's clock, in Redis's µs
 
@@ -120,7 +120,7 @@ def test_a_waiting_dequeue_loads_the_library_when_the_server_lost_it(
     raw.function_flush()
     leases = backend.dequeue(
         DequeueParams(queues=["default"], worker_id="w", now=1.0, wait=BOUND)
-    ).leases.leases
+    ).leases
     assert [lease.job_id for lease in leases] == [new_job(0).id]
 
 
@@ -137,9 +137,7 @@ def test_one_token_per_job_that_became_ready_and_one_per_tenant_freed(
     assert raw.llen(wake) == 3
     raw.delete(wake)
     backend.set_tenant(TenantSettingsParams(queue="default", tenant="a", max_running=1, now=0.0))
-    (lease,) = backend.dequeue(
-        DequeueParams(queues=["default"], worker_id="w", now=0.0)
-    ).leases.leases
+    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0)).leases
     assert lease.tenant == "a" and raw.llen(wake) == 0
     backend.ack_many(AckManyParams(tokens=[lease.token], now=1.0))  # "a" is under its cap again
     assert raw.llen(wake) == 1
