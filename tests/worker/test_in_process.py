@@ -413,7 +413,7 @@ def test_a_job_handed_back_at_stop_is_not_left_to_a_wait_still_under_way() -> No
                 # Paused until the worker has finished, if it finishes without this dequeue;
                 # a worker that waits for it (as it must) is let go after PAUSE.
                 worker_done.wait(PAUSE)
-            result = super().dequeue(params).leases
+            result = super().dequeue(params)
             if result.leases:
                 self.last_taken = time.monotonic()
             return result
