@@ -60,9 +60,9 @@ from fairq.policy.bounds import (
 )
 from fairq.policy.queues import QueueOrder, check_queue_name
 from fairq.policy.rate import Rate, check_rate
-from fairq.policy.status import TenantReport
 from fairq.policy.throttle import Throttle, check_rules
 from fairq.reports import tenant_report
+from fairq.reports.verdicts import TenantReport
 from fairq.signatures import check_published_call
 
 __all__ = [

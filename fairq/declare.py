@@ -12,10 +12,10 @@ import functools
 import inspect
 import math
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from fairq.contract import JobType
 from fairq.errors import ConfigError, JobArgumentsError, MissingTenant
@@ -29,8 +29,12 @@ from fairq.policy.queues import check_queue_name
 from fairq.policy.throttle import Throttle
 from fairq.signatures import positional_names, published_params
 
-if TYPE_CHECKING:
-    from fairq.app import App
+
+class Enqueuer(Protocol):
+    """What a declared job needs of its App: to enqueue calls (one transaction)."""
+
+    def enqueue_many(self, calls: Iterable[Call]) -> list[str]: ...
+
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -96,7 +100,7 @@ class JobDefinition(Generic[P, R]):
 
     def __init__(
         self,
-        app: App,
+        app: Enqueuer,
         fn: Callable[P, R],
         *,
         name: str,

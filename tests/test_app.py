@@ -29,8 +29,8 @@ from fairq.errors import (
     UnknownJob,
 )
 from fairq.job import decode_payload
-from fairq.policy import status
-from fairq.policy.status import ThrottleHit
+from fairq.reports import verdicts as status
+from fairq.reports.verdicts import ThrottleHit
 
 NOW = 1_000_000.0
 AppFactory = Callable[..., App]
@@ -670,7 +670,7 @@ def test_tenant_report_says_why_each_tenant_is_not_running(make_app: AppFactory)
     assert _report(app)["greedy"].status != "throttled"
 
 
-# -- the verdicts themselves (fairq.policy.status, pure) ----------------------------------------
+# -- the verdicts themselves (fairq.reports.verdicts, pure) ----------------------------------------
 
 
 def _row(**fields: Any) -> TenantStats:

@@ -2,7 +2,7 @@
 
 The table and ``--json`` carry the same figures, computed once by ``queue_reports``; the table
 only shortens long tenant ids (JSON keeps them exact). "status" is ``App.tenant_report``'s
-verdict (see ``fairq.policy.status``): paused, capped, rate-limited, throttled, running,
+verdict (see ``fairq.reports.verdicts``): paused, capped, rate-limited, throttled, running,
 waiting its turn or idle; "share" is the tenant's part of the queue's recent service.
 """
 
@@ -33,7 +33,7 @@ from fairq.cli.admin._common import (
 )
 from fairq.cli.admin.tenants import format_weight
 from fairq.contract import GetQueueParams, QueueSettings, TenantStats
-from fairq.policy.status import TenantReport, format_span
+from fairq.reports.verdicts import TenantReport, format_span
 from fairq.urls import redact_url
 
 COUNTS = ("ready", "scheduled", "running", "succeeded", "failed", "dead")

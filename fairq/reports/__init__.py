@@ -1,6 +1,6 @@
 """Reads that combine several store calls for people: the per-tenant "why not running" report.
 
-The verdicts themselves are pure (``fairq.policy.status``); this module only fetches what they
+The verdicts themselves are pure (``fairq.reports.verdicts``); this module only fetches what they
 need — stats, and the throttle windows of the jobs whose home queue a row belongs to.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fairq.contract import Backend, JobType, StatsParams, TenantStats, ThrottleWindowsParams
-from fairq.policy import status
+from fairq.reports import verdicts as status
 
 
 def tenant_report(
