@@ -91,9 +91,16 @@ def resolve_url(url: str | None) -> str:
 class App:
     """Jobs declared against one store.
 
-    ``url``: ``sqlite:///path.db`` (default ``$FAIRQ_URL``, then ``fairq.db`` here) or
-    ``memory://`` (the reference model, one process only). ``fallback_tenant``: used, with a
-    warning, for jobs whose tenant is missing; by default a missing tenant is an error.
+    ``url`` (default ``$FAIRQ_URL``, then ``sqlite:///fairq.db`` in the working directory):
+    ``sqlite:///path.db``; ``redis://[:password@]host:6379/0[?prefix=fairq]`` (also
+    ``rediss://``, ``unix://``; extra ``fairq[redis]``);
+    ``postgresql://user:password@host:5432/db[?schema=fairq&migrate=false]`` (extra
+    ``fairq[postgres]``); or ``memory://`` (the reference model, one process only). Nothing
+    is opened until the store is first used.
+
+    ``fallback_tenant``: used, with a warning, for jobs whose tenant is missing; by default a
+    missing tenant is an error. ``clock``: the time of enqueues and settings; a clock of your
+    own (tests, simulations) is followed exactly, the real one is bounded by the store's.
     """
 
     def __init__(

@@ -453,8 +453,15 @@ class ReferenceModel(Reads):
     # -- waiting ---------------------------------------------------------------------------
 
     def wait(self, params: WaitParams) -> None:
+        """Return at once when a queue asked already has an eligible tenant (work that arrived
+        before the wait began is not a lost wake-up), else on the next change or timeout."""
         with self._changed:
-            self._changed.wait(params.timeout)
+            if not self._any_eligible(params.queues):
+                self._changed.wait(params.timeout)
+
+    def _any_eligible(self, names: Sequence[str]) -> bool:
+        queues = (self._queues.get(name) for name in names)
+        return any(queue is not None and queue.first_eligible() is not None for queue in queues)
 
     def close(self) -> None:
         with self._changed:
