@@ -184,7 +184,7 @@ class PostgresBackend:
         self, acks: AckManyParams, params: DequeueParams
     ) -> tuple[AckManyResult, list[Lease]]:
         """One statement when no maintenance is due: the server-side ``ack_dequeue``
-        (migrations/0009_ack_dequeue.sql), one round trip and one commit for both calls.
+        (functions/dequeue.sql), one round trip and one commit for both calls.
 
         When maintenance is due that statement changes nothing; then one explicit transaction
         takes the same locks, acks, maintains and dispatches, as ``dequeue``'s slow path does.
@@ -217,7 +217,7 @@ class PostgresBackend:
         return list(row["statuses"]), self._maintain_and_dispatch(cur, names, args)
 
     def ack(self, params: AckParams) -> None:
-        """One statement: the server-side ``ack`` function (migrations/0004_limits.sql)."""
+        """One statement: the server-side ``ack`` function (functions/acks.sql)."""
         parsed = parse_token(params.token)
         if parsed is None:
             raise _not_found(params.token)
@@ -235,7 +235,7 @@ class PostgresBackend:
             raise _expired(params.token, row["lease_deadline"], params.now)
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
-        """One statement: the server-side ``ack_many`` function (migrations/0005_ack_many.sql).
+        """One statement: the server-side ``ack_many`` function (functions/acks.sql).
 
         Retried like ``ack`` when the connection was lost before the reply: a batch that had
         committed then reports its tokens lost (their jobs are already succeeded).

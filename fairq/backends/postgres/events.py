@@ -148,7 +148,7 @@ class Events:
             "ready_at": now if ready else None,
         }
 
-    # -- ending runs (dispatch and ack run server-side: migrations/0004_limits.sql) - ----------
+    # -- ending runs (dispatch and ack run server-side: functions/*.sql) ----------------
 
     def release(self, job: JobRow, now: float) -> None:
         tenant = self.end_run(job, now, now)

@@ -309,7 +309,7 @@ ORDER BY j.finished_at, j.seq
 LIMIT %(limit)s
 
 -- name: inbox_insert
--- Enqueue inside the caller's transaction: one insert, no fairq locks (see 0002_inbox.sql).
+-- Enqueue inside the caller's transaction: one insert, no fairq locks (schema.sql: inbox).
 -- An id already stored (in jobs or succeeded_jobs) is refused here; the unique index refuses
 -- one in the inbox.
 INSERT INTO {schema}.inbox (
@@ -420,7 +420,7 @@ WHERE key IN (SELECT w.key FROM {schema}.throttle_windows w
               FOR UPDATE SKIP LOCKED)
 
 -- name: dequeue
--- A whole dequeue in one statement when no maintenance is due (see 0004_limits.sql).
+-- A whole dequeue in one statement when no maintenance is due (functions/dequeue.sql).
 SELECT * FROM {schema}.dequeue(%(queues)s::text[], %(seed)s, %(worker)s, %(now)s, %(limit)s)
 
 -- name: dispatch
@@ -436,7 +436,7 @@ SELECT {schema}.ack_many(
 ) AS statuses
 
 -- name: ack_and_dequeue
--- ack_many then dequeue in one statement when no maintenance is due (0009_ack_dequeue.sql).
+-- ack_many then dequeue in one statement when no maintenance is due (functions/dequeue.sql).
 SELECT * FROM {schema}.ack_dequeue(
     %(ids)s::text[], %(leases)s::integer[], %(ack_now)s, %(queues)s::text[], %(worker)s,
     %(now)s, %(limit)s, %(seed)s, %(salt)s
