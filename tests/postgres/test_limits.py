@@ -33,14 +33,14 @@ from fairq.policy import history
 from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
 
-from ._store import DisposableBackend, server_url
+from ._store import CALLER_CLOCK, DisposableBackend, server_url
 from .helpers import Q, new_job
 
 RULES = (Throttle(2, 60.0, "slow"),)
 
 
 def sql_decayed(pg: DisposableBackend, usage: float, since: float, now: float, hl: float) -> float:
-    with psycopg.connect(server_url()) as conn:
+    with psycopg.connect(server_url(), **CALLER_CLOCK) as conn:
         row = conn.execute(
             f"SELECT {quote_ident(pg.schema)}.decayed(%s, %s, %s, %s)", (usage, since, now, hl)
         ).fetchone()
@@ -100,7 +100,7 @@ def test_rate_limits_end_in_limited_until_then_code_point_order(pg: DisposableBa
     pg.set_queue(SetQueueParams(settings=QueueSettings(queue=Q, rate=Rate(1, 10.0)), now=0.0))
     pg.enqueue(EnqueueParams(jobs=[new_job(n, t) for n, t in enumerate(tenants)], now=0.0))
     assert len(pg.dequeue(DequeueParams(queues=[Q], worker_id="w", now=0.0, limit=10))) == 7
-    with psycopg.connect(server_url(), autocommit=True) as conn:
+    with psycopg.connect(server_url(), autocommit=True, **CALLER_CLOCK) as conn:
         conn.execute(f"UPDATE {quote_ident(pg.schema)}.tenants SET limited_until = 5.0")
         conn.execute(
             f"UPDATE {quote_ident(pg.schema)}.tenants SET limited_until = 4.0 WHERE tenant = 'zz'"
@@ -119,7 +119,7 @@ def test_a_window_stores_at_most_threshold_plus_one_times_and_is_pruned(
     jobs = [replace(new_job(n), throttle=RULES) for n in range(10)]
     queues = pg.enqueue(EnqueueParams(jobs=jobs, now=100.0))
     assert queues == [Q, Q] + ["slow"] * 8
-    with psycopg.connect(server_url()) as conn:
+    with psycopg.connect(server_url(), **CALLER_CLOCK) as conn:
         stored = conn.execute(
             f"SELECT times, expires_at FROM {quote_ident(pg.schema)}.throttle_windows"
         ).fetchall()
@@ -129,7 +129,7 @@ def test_a_window_stores_at_most_threshold_plus_one_times_and_is_pruned(
         ("task", "a"): [100.0, 100.0, 100.0]
     }
     pg.maintain(MaintainParams(now=160.5))
-    with psycopg.connect(server_url()) as conn:
+    with psycopg.connect(server_url(), **CALLER_CLOCK) as conn:
         left = conn.execute(f"SELECT count(*) FROM {quote_ident(pg.schema)}.throttle_windows")
         assert left.fetchone() == (0,)
     assert pg.enqueue(EnqueueParams(jobs=[replace(new_job(10), throttle=RULES)], now=161.0)) == [Q]
@@ -141,7 +141,7 @@ def test_an_enqueue_in_the_callers_transaction_is_routed_and_counted_only_if_it_
     def throttled(n: int) -> list[NewJob]:
         return [replace(new_job(n), throttle=RULES)]
 
-    with psycopg.connect(server_url()) as conn:
+    with psycopg.connect(server_url(), **CALLER_CLOCK) as conn:
         with conn.transaction(force_rollback=True):
             for n in range(5):
                 pg.enqueue_in(conn, EnqueueParams(jobs=throttled(n), now=1.0))

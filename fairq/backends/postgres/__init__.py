@@ -22,6 +22,6 @@
 from __future__ import annotations
 
 from fairq.backends.postgres.backend import PostgresBackend
-from fairq.backends.postgres.db import PermissionDenied
+from fairq.backends.postgres.db import InvalidText, PermissionDenied
 
-__all__ = ["PermissionDenied", "PostgresBackend"]
+__all__ = ["InvalidText", "PermissionDenied", "PostgresBackend"]

@@ -157,10 +157,13 @@ class Events:
         transitions.retag(self.queue(tenant.queue), tenant)
         self.save(job, tenant)
 
-    def fail(
-        self, job: JobRow, now: float, ended_at: float, error: str, retry_at: float | None
+    def fail(self, job: JobRow, now: float, error: str, retry_at: float | None) -> None:
+        self._failed(job, self.end_run(job, now, now), now, error, retry_at)
+
+    def _failed(
+        self, job: JobRow, tenant: TenantRow, now: float, error: str, retry_at: float | None
     ) -> None:
-        tenant = self.end_run(job, ended_at, now)
+        """A failed run, its slot freed: dead, ready again, or scheduled for its retry."""
         tenant.failed += 1
         job.last_error = error
         if retry_at is None or job.attempts >= job.max_attempts:
@@ -186,6 +189,15 @@ class Events:
             self.woken.add(tenant.queue)  # a freed slot may let this tenant run again
         return tenant
 
+    def free_slot(self, job: JobRow) -> TenantRow:
+        """End a run without charging it anything more than it was charged so far."""
+        tenant = self.lock_tenant(job.tenant_id)
+        if not transitions.eligible(self.queue(tenant.queue), tenant):
+            self.woken.add(tenant.queue)  # a freed slot may let this tenant run again
+        tenant.running -= 1
+        job.deadline = None
+        return tenant
+
     # -- running ---------------------------------------------------------------------------------
 
     def heartbeat(self, job: JobRow, now: float) -> float:
@@ -205,8 +217,10 @@ class Events:
         self.save(job, tenant)
 
     def expire(self, job: JobRow, now: float) -> None:
-        assert job.deadline is not None
-        self.fail(job, now, job.deadline, LEASE_EXPIRED_ERROR, now)
+        """A crash is not consumption: as fail, except that the run stays charged exactly what
+        it was (the estimate at dispatch, raised by each heartbeat), so F and usage do not
+        change; charging the whole lease would freeze the tenant for as long as the lease."""
+        self._failed(job, self.free_slot(job), now, LEASE_EXPIRED_ERROR, now)
 
     def requeue(self, job: JobRow, now: float) -> None:
         tenant = self.lock_tenant(job.tenant_id)

@@ -14,15 +14,28 @@
 -- that both read "the smallest S" concurrently would hand out out of order and could move V
 -- backwards, so dispatches of one queue take turns. A dispatch transaction is a few index
 -- probes, so the wait is short. SKIP LOCKED would skip the queue, not a job: wrong here.
-SELECT pg_advisory_xact_lock(k)
-FROM (SELECT DISTINCT hashtextextended(n, %(seed)s) AS k FROM unnest(%(names)s::text[]) AS n) s
-ORDER BY k
+-- Returns the event's time once the locks are held (functions/clock.sql): the aggregate reads
+-- every lock before the outer row is made.
+SELECT {schema}.event_time(%(now)s) AS now
+FROM (SELECT count(*) FROM (
+          SELECT pg_advisory_xact_lock(k)
+          FROM (SELECT DISTINCT hashtextextended(n, %(seed)s) AS k
+                FROM unnest(%(names)s::text[]) AS n) s
+          ORDER BY k) locks) locked
 
 -- name: lock_queues_shared
 -- Readers of V (enqueue, ack, …) may run together; they only wait for a dispatch in progress.
-SELECT pg_advisory_xact_lock_shared(k)
-FROM (SELECT DISTINCT hashtextextended(n, %(seed)s) AS k FROM unnest(%(names)s::text[]) AS n) s
-ORDER BY k
+-- Returns the event's time once the locks are held, as lock_queues_exclusive.
+SELECT {schema}.event_time(%(now)s) AS now
+FROM (SELECT count(*) FROM (
+          SELECT pg_advisory_xact_lock_shared(k)
+          FROM (SELECT DISTINCT hashtextextended(n, %(seed)s) AS k
+                FROM unnest(%(names)s::text[]) AS n) s
+          ORDER BY k) locks) locked
+
+-- name: event_time
+-- The event's time for an event that takes no queue lock (functions/clock.sql).
+SELECT {schema}.event_time(%(now)s) AS now
 
 -- name: queue_ensure
 INSERT INTO {schema}.queues (name) VALUES (%(name)s) ON CONFLICT (name) DO NOTHING

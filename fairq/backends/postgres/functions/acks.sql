@@ -40,6 +40,7 @@ BEGIN
     PERFORM 1 FROM {schema}.jobs x
     WHERE x.id = ANY(p_ids) AND x.queue <> ALL(p_exclusive)
     ORDER BY x.seq FOR UPDATE;
+    p_now := {schema}.event_time(p_now);  -- the locks are held: the event's time (clock.sql)
     -- each token's job found by id alone (a cached plan that joined the tokens to jobs on state
     -- and deadline read jobs_running for the whole queue, every running job on every call: 318
     -- buffers with 5,000 leases held, tests/postgres/test_cached_plans.py); a token is 'ok'
@@ -176,15 +177,17 @@ BEGIN
 END
 $$;
 
--- Ack of one held lease: ack_many of it, with the deadline when it is 'expired'.
+-- Ack of one held lease: ack_many of it, with the deadline and the event's time (at least
+-- the one the ack took) when it is 'expired', for the message.
 CREATE FUNCTION {schema}.ack(
     p_id text, p_lease integer, p_now double precision, p_seed bigint, p_channel_salt text
-) RETURNS TABLE (status text, lease_deadline double precision)
+) RETURNS TABLE (status text, lease_deadline double precision, event_now double precision)
 LANGUAGE plpgsql SET enable_seqscan = off AS $$  -- see dequeue.sql
 BEGIN
     status := ({schema}.ack_many(ARRAY[p_id], ARRAY[p_lease], p_now, p_seed, p_channel_salt))[1];
     IF status = 'expired' THEN
         SELECT x.deadline INTO lease_deadline FROM {schema}.jobs x WHERE x.id = p_id;
+        event_now := {schema}.event_time(p_now);
     END IF;
     RETURN NEXT;
 END

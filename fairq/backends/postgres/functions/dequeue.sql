@@ -39,6 +39,7 @@ BEGIN
     PERFORM pg_advisory_xact_lock(k)
     FROM (SELECT DISTINCT hashtextextended(n, p_seed) AS k FROM unnest(p_queues) AS n) s
     ORDER BY k;
+    p_now := {schema}.event_time(p_now);  -- the locks are held: the event's time (clock.sql)
     IF {schema}.maintenance_due(p_queues, p_now) THEN
         due := true;
         RETURN NEXT;
@@ -110,6 +111,7 @@ CREATE FUNCTION {schema}.ack_dequeue(
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- see the top of this file
     PERFORM {schema}.lock_ack_dequeue(p_queues, p_ids, p_seed);
+    p_now := {schema}.event_time(p_now);  -- the locks are held: the event's time (clock.sql)
     due := {schema}.maintenance_due(p_queues, p_now);
     IF NOT due THEN
         statuses := {schema}.ack_held(p_ids, p_leases, p_ack_now, p_queues, p_channel_salt);
