@@ -51,11 +51,12 @@ def _redis(tmp: Path) -> Backend:
 def _postgres(tmp: Path) -> Backend:
     """A fresh schema per store, dropped when it is closed (tests/postgres/_store.py).
 
-    The server is ``$FAIRQ_TEST_POSTGRES_URL``; unreachable fails, never skips.
+    The server is ``$FAIRQ_TEST_POSTGRES_URL``; unreachable fails, never skips. The scenarios
+    run on a virtual clock, so the store keeps every ``now`` given (``?clock=caller``).
     """
     from postgres._store import open_disposable
 
-    return open_disposable()
+    return open_disposable(clock="caller")
 
 
 BACKENDS: dict[str, BackendFactory] = {

@@ -18,6 +18,9 @@ from fairq.backends.postgres.sql import quote_ident
 from fairq.backends.postgres.url import parse_url
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
+# keyword arguments of psycopg.connect for a raw connection that calls fairq's functions with
+# virtual times: the session setting ?clock=caller gives a store's pool (functions/clock.sql)
+CALLER_CLOCK = {"options": "-c fairq.clock=caller"}
 
 
 def server_url() -> str:
@@ -53,8 +56,10 @@ def shared_pool(url: str) -> Pool:
     return _shared_pools[url]
 
 
-def open_disposable(url: str | None = None) -> DisposableBackend:
-    url = url or server_url()
+def open_disposable(url: str | None = None, *, clock: str = "caller") -> DisposableBackend:
+    """A store in a new schema. ``clock="caller"`` (the default here: tests drive virtual
+    clocks) keeps every ``now`` passed; ``"store"`` stamps events with the server's clock."""
+    url = with_option(url or server_url(), "clock", clock)
     schema = fresh_schema()
     try:
         return DisposableBackend(url, schema=schema, pool=shared_pool(url))
@@ -62,6 +67,11 @@ def open_disposable(url: str | None = None) -> DisposableBackend:
         with contextlib.suppress(psycopg.Error):
             drop_schema(schema, url)
         raise
+
+
+def with_option(url: str, key: str, value: str) -> str:
+    """``url`` with one more query parameter."""
+    return f"{url}{'&' if '?' in url else '?'}{key}={value}"
 
 
 def with_user(url: str, user: str) -> str:

@@ -24,7 +24,7 @@ from fairq.contract import (
 )
 from fairq.job import JobState, Lease
 
-from ._store import DisposableBackend, server_url
+from ._store import CALLER_CLOCK, DisposableBackend, server_url
 from .helpers import Q, new_job
 
 
@@ -36,7 +36,7 @@ def take(
 
 def xmins(pg: DisposableBackend, table: str, ids: list[str]) -> set[int]:
     """The transactions that wrote these rows last (xmin)."""
-    with psycopg.connect(server_url()) as conn:
+    with psycopg.connect(server_url(), **CALLER_CLOCK) as conn:
         rows = conn.execute(
             f'SELECT xmin::text::bigint FROM "{pg.schema}".{table} WHERE id = ANY(%s)', (ids,)
         ).fetchall()
@@ -68,7 +68,9 @@ def test_a_failing_dispatch_undoes_the_acks_of_its_call(pg: DisposableBackend) -
     """All or nothing: when the dequeue part raises, the acks before it are not stored."""
     pg.enqueue(EnqueueParams(jobs=[new_job(n, "a") for n in range(4)], now=0.0))
     done = take(pg, 0.5, 2)
-    with psycopg.connect(server_url(), autocommit=True) as conn:  # a head that is not ready
+    with psycopg.connect(
+        server_url(), autocommit=True, **CALLER_CLOCK
+    ) as conn:  # a head that is not ready
         conn.execute(
             f'UPDATE "{pg.schema}".tenants SET head_seq = '
             f"(SELECT seq FROM \"{pg.schema}\".jobs WHERE id = 'j0')"

@@ -19,7 +19,7 @@ from fairq.backends.postgres.keys import channel_salt, schema_seed
 from fairq.contract import EnqueueParams
 from fairq.job import NewJob
 
-from ._store import DisposableBackend, server_url
+from ._store import CALLER_CLOCK, DisposableBackend, server_url
 from .test_dead_entries import AUTO_EXPLAIN
 
 FLOOD = 20_000
@@ -83,7 +83,7 @@ def _explained(conn: psycopg.Connection[Any]) -> list[str]:
 
 
 def _no_autovacuum(backend: DisposableBackend) -> None:
-    with psycopg.connect(server_url(), autocommit=True) as conn:
+    with psycopg.connect(server_url(), autocommit=True, **CALLER_CLOCK) as conn:
         for table in ("jobs", "tenants"):  # no ANALYZE may replan the statements meanwhile
             conn.execute(f'ALTER TABLE "{backend.schema}".{table} SET (autovacuum_enabled = false)')
 
@@ -93,7 +93,7 @@ def test_plans_made_on_an_empty_queue_read_by_key_after_a_flood(
 ) -> None:
     _no_autovacuum(pg)
     pg.enqueue(EnqueueParams(jobs=[_job(n) for n in range(TENANTS)], now=0.0))
-    with psycopg.connect(server_url(), autocommit=True) as worker:
+    with psycopg.connect(server_url(), autocommit=True, **CALLER_CLOCK) as worker:
         # the worker's first calls plan every statement of both on the near-empty tables
         _call(pg, worker, "ack_and_dequeue", _call(pg, worker, "dequeue", [], 1), 1)
         _flood(pg, TENANTS)
@@ -103,16 +103,31 @@ def test_plans_made_on_an_empty_queue_read_by_key_after_a_flood(
     _check_nested(plans)
 
 
+def test_plans_first_made_by_a_slow_path_dispatch_read_by_key_after_a_flood(
+    pg: DisposableBackend,
+) -> None:
+    """dequeue's slow path (maintenance was due) calls dispatch() from Python, outside the
+    entry points' settings; plpgsql caches one plan per statement per session, whoever calls."""
+    _no_autovacuum(pg)
+    pg.enqueue(EnqueueParams(jobs=[_job(n) for n in range(TENANTS)], now=0.0))
+    with psycopg.connect(server_url(), autocommit=True, **CALLER_CLOCK) as worker:
+        _call(pg, worker, "dispatch", [], 1)
+        _flood(pg, TENANTS)
+        plans = _explained(worker)
+        assert len(_call(pg, worker, "ack_and_dequeue", [])) == 10
+    _check_nested(plans)
+
+
 def test_acks_read_by_key_while_many_jobs_run(pg: DisposableBackend) -> None:
     """Other workers hold thousands of leases; a worker's acks (both ways a worker acks)
     still find its own jobs by key, however small the tables were when it planned them."""
     _no_autovacuum(pg)
     pg.enqueue(EnqueueParams(jobs=[_job(n) for n in range(TENANTS)], now=0.0))
-    with psycopg.connect(server_url(), autocommit=True) as worker:
+    with psycopg.connect(server_url(), autocommit=True, **CALLER_CLOCK) as worker:
         _call(pg, worker, "ack_and_dequeue", _call(pg, worker, "dequeue", [], 1), 1)
         assert _ack_many(pg, worker, _call(pg, worker, "dequeue", [], 1)) == ["ok"]
         _flood(pg, TENANTS)
-        with psycopg.connect(server_url(), autocommit=True) as others:
+        with psycopg.connect(server_url(), autocommit=True, **CALLER_CLOCK) as others:
             held = sum(len(_call(pg, others, "dequeue", [], 50)) for _ in range(RUNNING // 50))
         assert held == RUNNING
         leases = _call(pg, worker, "dequeue", [])
@@ -138,7 +153,7 @@ def _buffers(plans: list[str]) -> dict[str, int]:
 def _check_nested(plans: list[str]) -> None:
     read = _buffers(plans)
     # each statement on its own: not the calls whose counts hold their functions' statements
-    calls = ("ack_dequeue(", "dispatch(", "ack_many(", "ack_held(", "ack_exclusive(")
+    calls = ("ack_dequeue(", "dispatch(", "ack_many(", "ack_held(", "succeeded_runs(")
     nested = {text: n for text, n in read.items() if not any(c in text for c in calls)}
     assert any("ORDER BY x.start_tag, x.head_seq" in text for text in nested)  # the picks
     assert any("WITH started AS" in text for text in nested)  # the leases

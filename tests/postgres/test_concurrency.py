@@ -20,7 +20,7 @@ from fairq.contract import (
 )
 from fairq.job import JobState, NewJob
 
-from ._store import DisposableBackend, open_disposable, server_url
+from ._store import CALLER_CLOCK, DisposableBackend, open_disposable, server_url
 
 WORKERS = 8
 TENANTS = ["a", "b", "c", "d"]
@@ -86,7 +86,7 @@ def test_concurrent_workers_never_share_a_job_or_break_a_cap(pg: DisposableBacke
 
 def tags(store: DisposableBackend) -> tuple[object, ...]:
     """V and every tenant's tags, as stored (bit-exact doubles)."""
-    with psycopg.connect(server_url()) as conn:
+    with psycopg.connect(server_url(), **CALLER_CLOCK) as conn:
         vclock = conn.execute(f'SELECT vclock FROM "{store.schema}".queues').fetchall()
         tenants = conn.execute(
             f'SELECT tenant, finish_tag, start_tag FROM "{store.schema}".tenants ORDER BY tenant'
@@ -166,7 +166,7 @@ def test_a_prune_forgetting_tenants_races_enqueues_of_those_tenants(pg: Disposab
     assert errors == []
     pg.maintain(MaintainParams(now=1e9, retention=0.0))
     assert pg.stats(StatsParams()) == []
-    with psycopg.connect(server_url()) as conn:
+    with psycopg.connect(server_url(), **CALLER_CLOCK) as conn:
         orphans = conn.execute(
             f'SELECT count(*) FROM "{pg.schema}".jobs j WHERE NOT EXISTS '
             f'(SELECT 1 FROM "{pg.schema}".tenants t WHERE t.id = j.tenant_id)'

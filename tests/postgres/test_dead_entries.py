@@ -21,7 +21,7 @@ from fairq.backends.postgres.keys import schema_seed
 from fairq.contract import AckManyParams, DequeueParams, EnqueueParams
 from fairq.job import NewJob
 
-from ._store import DisposableBackend, server_url
+from ._store import CALLER_CLOCK, DisposableBackend, server_url
 
 JOBS = 3_000
 HANDED_OUT = 2_000
@@ -88,13 +88,13 @@ def test_a_dequeue_does_not_walk_the_entries_of_jobs_already_handed_out(
     (about 10 here): the next head from the tenant's first entry of jobs_ready, the lease
     test from the queue's first entry of jobs_running (looking each entry not yet marked
     dead up in jobs). The leases, of 600 s, do not end during the test."""
-    with psycopg.connect(server_url(), autocommit=True) as conn:
+    with psycopg.connect(server_url(), autocommit=True, **CALLER_CLOCK) as conn:
         for table in ("jobs", "tenants"):  # keep every dead entry for the whole test
             conn.execute(f'ALTER TABLE "{pg.schema}".{table} SET (autovacuum_enabled = false)')
     for start in range(0, JOBS, 500):
         jobs = [_job(n) for n in range(start, start + 500)]
         pg.enqueue(EnqueueParams(jobs=jobs, now=0.0))
-    with psycopg.connect(server_url(), autocommit=True) as conn:
+    with psycopg.connect(server_url(), autocommit=True, **CALLER_CLOCK) as conn:
         for setting in AUTO_EXPLAIN:
             conn.execute(setting)
         fresh = measure(pg, conn)

@@ -16,7 +16,7 @@ from fairq.contract import (
 from fairq.errors import DuplicateJob
 from fairq.job import JobState
 
-from ._store import DisposableBackend, server_url
+from ._store import CALLER_CLOCK, DisposableBackend, server_url
 from .helpers import new_job
 
 
@@ -41,7 +41,7 @@ def test_a_plain_enqueue_of_a_succeeded_id_stores_nothing_of_its_batch(
 def test_an_enqueue_in_a_transaction_of_a_succeeded_id_is_refused(pg: DisposableBackend) -> None:
     run_to_success(pg, 0, 1.0)
     with (
-        psycopg.connect(server_url()) as conn,
+        psycopg.connect(server_url(), **CALLER_CLOCK) as conn,
         conn.transaction(),
         pytest.raises(DuplicateJob, match="still usable"),
     ):
@@ -55,7 +55,7 @@ def test_an_inbox_job_whose_id_succeeded_meanwhile_is_dropped_when_taken_in(
     as when an ack in another queue moves the id while the caller's transaction is open. The
     other row of the batch is taken in (one check for the batch)."""
     run_to_success(pg, 0, 1.0)
-    with psycopg.connect(server_url()) as conn, conn.transaction():
+    with psycopg.connect(server_url(), **CALLER_CLOCK) as conn, conn.transaction():
         conn.execute(
             f'INSERT INTO "{pg.schema}".inbox (id, queue, tenant, name, payload, priority, '
             "max_attempts, lease_timeout, cost, enqueued_at, run_at) "

@@ -12,14 +12,14 @@ from fairq.contract import DequeueParams, EnqueueParams, GetJobsParams, Maintain
 from fairq.errors import DuplicateJob
 from fairq.job import JobState
 
-from ._store import DisposableBackend, server_url
+from ._store import CALLER_CLOCK, DisposableBackend, server_url
 from .helpers import new_job
 
 
 @pytest.fixture
 def conn(pg: DisposableBackend) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
     """The application's connection, with a table of its own."""
-    with psycopg.connect(server_url()) as connection:
+    with psycopg.connect(server_url(), **CALLER_CLOCK) as connection:
         connection.execute(f'CREATE TABLE "{pg.schema}".orders (id int PRIMARY KEY)')
         connection.commit()
         yield connection
@@ -124,3 +124,33 @@ def test_bound_to_routes_app_enqueues_into_the_callers_transaction(
         DequeueParams(queues=["default"], worker_id="w", now=app.clock(), limit=5)
     ).leases
     assert sorted(lease.job_id for lease in leases) == sorted([kept, outside])
+
+
+def test_the_readme_example_keeps_the_job_only_if_the_block_commits(
+    pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """README.md's PostgreSQL example, word for word, with the enqueue first or second in
+    the block: an exception rolls the job back with the order; a normal exit commits both."""
+    app = App(backend=pg)
+    url = server_url()
+    orders = f'INSERT INTO "{pg.schema}".orders VALUES (%s)'
+
+    @app.job(tenant="account_id")
+    def send_invoice(order_id: int, account_id: str) -> None: ...
+
+    with pytest.raises(RuntimeError), psycopg.connect(url) as conn, app.backend.bound_to(conn):
+        first = send_invoice.enqueue(order_id=42, account_id="7")  # the block's first statement
+        conn.execute(orders, (42,))
+        raise RuntimeError("the order failed")
+    with pytest.raises(RuntimeError), psycopg.connect(url) as conn, app.backend.bound_to(conn):
+        conn.execute(orders, (43,))
+        second = send_invoice.enqueue(order_id=43, account_id="7")  # rolled back with the order
+        raise RuntimeError("the order failed")
+    with psycopg.connect(url) as conn, app.backend.bound_to(conn):
+        kept = send_invoice.enqueue(order_id=44, account_id="7")
+        conn.execute(orders, (44,))
+    assert pg.get_jobs([first, second]) == []
+    assert [job.id for job in pg.get_jobs([kept])] == [kept]
+    with psycopg.connect(url) as check:
+        stored = check.execute(f'SELECT id FROM "{pg.schema}".orders ORDER BY id').fetchall()
+    assert stored == [(44,)]

@@ -19,7 +19,7 @@ from fairq.contract import (
     WaitParams,
 )
 
-from ._store import DisposableBackend, server_url
+from ._store import CALLER_CLOCK, DisposableBackend, server_url
 from .helpers import new_job
 
 LONG = 120.0  # a wait that ends by itself would fail the join below
@@ -49,7 +49,7 @@ def test_a_wait_ends_when_a_job_is_enqueued(pg: DisposableBackend) -> None:
 
 def test_a_wait_ends_when_a_transactional_enqueue_commits(pg: DisposableBackend) -> None:
     thread = waiting(pg, ["default"])
-    with psycopg.connect(server_url()) as conn, conn.transaction():
+    with psycopg.connect(server_url(), **CALLER_CLOCK) as conn, conn.transaction():
         pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(0)], now=0.0))
     thread.join(JOIN)
     assert not thread.is_alive()

@@ -9,7 +9,7 @@
 * **Dispatch.** The eligible tenant with the smallest (start tag, head seq) is one entry of an
   index; dispatches of one queue take turns on a per-queue advisory lock, which keeps the fair
   order and the queue's virtual clock exact however many workers run (queries.sql explains the
-  locks). Dequeue and ack are one round trip each (migrations/0003_hot_paths.sql).
+  locks). Dequeue and ack are one round trip each (functions/*.sql).
 * **Enqueue in your transaction.** ``backend.enqueue_in(conn, params)``, or
   ``with backend.bound_to(conn): job.enqueue(...)`` for the App API: the job exists if and
   only if your transaction commits (transactional.py).
@@ -22,6 +22,6 @@
 from __future__ import annotations
 
 from fairq.backends.postgres.backend import PostgresBackend
-from fairq.backends.postgres.db import PermissionDenied
+from fairq.backends.postgres.db import InvalidText, PermissionDenied
 
-__all__ = ["PermissionDenied", "PostgresBackend"]
+__all__ = ["InvalidText", "PermissionDenied", "PostgresBackend"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import psycopg
@@ -136,10 +137,12 @@ class PostgresBackend:
             yield
 
     def _enqueue(self, cur: Cursor[Row], jobs: list[NewJob], now: float) -> list[str]:
+        if any(job.throttle for job in jobs):  # the windows record the event's time
+            now = self._event_time(cur, now)
         jobs = throttling.route(cur, self.q, jobs, now)
         events = Events(cur, self.q)
         queues = sorted({job.queue for job in jobs})
-        self._lock(cur, queues, exclusive=False)
+        now = self._lock(cur, queues, exclusive=False, now=now)
         for name in queues:
             cur.execute(self.q["queue_ensure"], {"name": name})
         tenants = events.lock_tenants([(job.queue, job.tenant) for job in jobs])
@@ -177,7 +180,9 @@ class PostgresBackend:
     def _dequeue(
         self, cur: Cursor[Row], names: list[str], args: dict[str, object]
     ) -> tuple[list[ExpiredLease], list[Row]]:
-        self._lock(cur, names, exclusive=True)
+        now = args["now"]
+        assert isinstance(now, float | int)
+        args = {**args, "now": self._lock(cur, names, exclusive=True, now=float(now))}
         return self._maintain_and_dispatch(cur, names, args)
 
     def _maintain_and_dispatch(
@@ -194,7 +199,7 @@ class PostgresBackend:
 
     def ack_and_dequeue(self, both: AckAndDequeueParams) -> AckAndDequeueResult:
         """One statement when no maintenance is due: the server-side ``ack_dequeue``
-        (migrations/0009_ack_dequeue.sql), one round trip and one commit for both calls.
+        (functions/dequeue.sql), one round trip and one commit for both calls.
 
         When maintenance is due that statement changes nothing; then one explicit transaction
         takes the same locks, acks, maintains and dispatches, as ``dequeue``'s slow path does.
@@ -231,10 +236,13 @@ class PostgresBackend:
         key order), ``ack_many`` (which finds its locks held), maintenance, dispatch."""
         cur.execute(self.q["lock_ack_dequeue"], args)
         (row,) = cur.execute(self.q["ack_many"], {**args, "now": args["ack_now"]}).fetchall()
+        now = args["now"]
+        assert isinstance(now, float | int)
+        args = {**args, "now": self._event_time(cur, float(now))}
         return list(row["statuses"]), *self._maintain_and_dispatch(cur, names, args)
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
-        """One statement: the server-side ``ack_many`` function (migrations/0005_ack_many.sql).
+        """One statement: the server-side ``ack_many`` function (functions/acks.sql).
 
         Retried like ``ack`` when the connection was lost before the reply: a batch that had
         committed then reports its tokens lost (their jobs are already succeeded).
@@ -261,33 +269,39 @@ class PostgresBackend:
         return parsed, args
 
     def fail(self, params: FailParams) -> JobInfo:
-        def end(events: Events, job: JobRow) -> None:
-            events.fail(job, params.now, params.now, params.error, params.retry_at)
+        def end(events: Events, job: JobRow, now: float) -> None:
+            events.fail(job, now, params.error, params.retry_at)
 
         return self._end(params.token, params.now, end).info()
 
     def release(self, params: ReleaseParams) -> None:
-        self._end(params.token, params.now, lambda ev, job: ev.release(job, params))
+        self._end(
+            params.token, params.now, lambda ev, job, now: ev.release(job, replace(params, now=now))
+        )
 
-    def _end(self, token: str, now: float, apply: Callable[[Events, JobRow], None]) -> JobRow:
+    def _end(
+        self, token: str, now: float, apply: Callable[[Events, JobRow, float], None]
+    ) -> JobRow:
         def work(cur: Cursor[Row]) -> JobRow:
-            job = self._held(cur, token, now)
+            job, at = self._held(cur, token, now)
             events = Events(cur, self.q)
-            apply(events, job)
+            apply(events, job, at)
             self._notify(cur, events.woken)
             return job
 
         return self.db.run(work)
 
-    def _held(self, cur: Cursor[Row], token: str, now: float) -> JobRow:
-        """The running job a token names, locked, under its shared queue lock; or raise."""
+    def _held(self, cur: Cursor[Row], token: str, now: float) -> tuple[JobRow, float]:
+        """The running job a token names, locked, under its shared queue lock, and the event's
+        time once they are held; or raise."""
         parsed = parse_token(token)
         row = None
         if parsed is not None:
             found = cur.execute(self.q["job_queue"], {"id": parsed[0]}).fetchone()
             if found is not None:
-                self._lock(cur, [found["queue"]], exclusive=False)
+                self._lock(cur, [found["queue"]], exclusive=False, now=now)
                 row = cur.execute(self.q["job_lock_by_id"], {"id": parsed[0]}).fetchone()
+                now = self._event_time(cur, now)
         job = None if row is None else JobRow.from_row(row)
         if (
             parsed is None
@@ -305,7 +319,7 @@ class PostgresBackend:
                 f"lease {token!r} expired at {job.deadline:.3f} (now {now:.3f}); the job goes "
                 "back to its queue, so its result is not recorded"
             )
-        return job
+        return job, now
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
         """Charge each held job's run so far to its tenant and extend its lease.
@@ -318,7 +332,7 @@ class PostgresBackend:
             ids = sorted({found[0] for found in parsed.values() if found is not None})
             named = cur.execute(self.q["jobs_queues"], {"ids": ids}).fetchall()
             queues = [row["queue"] for row in named]
-            self._lock(cur, queues, exclusive=False)
+            self._lock(cur, queues, exclusive=False, now=params.now)
             rows = cur.execute(self.q["jobs_lock_by_ids"], {"ids": ids}).fetchall()
             jobs = {row["id"]: JobRow.from_row(row) for row in rows}
             held = {
@@ -329,14 +343,15 @@ class PostgresBackend:
             events = Events(cur, self.q)
             for tenant_id in sorted({job.tenant_id for job in held.values()}):
                 events.lock_tenant(tenant_id)
+            now = self._event_time(cur, params.now)  # the rows are locked
             deadlines: dict[str, float] = {}
             lost: list[str] = []
             for token in params.tokens:
                 job = held.get(token)
-                if job is None or job.state is not JobState.RUNNING or _over(job, params.now):
+                if job is None or job.state is not JobState.RUNNING or _over(job, now):
                     lost.append(token)
                 else:
-                    deadlines[token] = events.heartbeat(job, params.now)
+                    deadlines[token] = events.heartbeat(job, now)
             return HeartbeatResult(deadlines=deadlines, lost=lost)
 
         return self.db.run(work)
@@ -352,14 +367,13 @@ class PostgresBackend:
                 names = inspect.queue_names(cur, self.q)
             else:
                 names = list(dict.fromkeys(params.queues))
-            self._lock(cur, names, exclusive=True)
+            now = self._lock(cur, names, exclusive=True, now=params.now)
             events = Events(cur, self.q)
-            promoted, expired = self._maintain(cur, events, names, params.now)
+            promoted, expired = self._maintain(cur, events, names, now)
             pruned = 0
             if params.retention is not None:
-                before = params.now - params.retention
-                pruned = pruning.prune(cur, self.q, before, params.now)
-            throttling.prune(cur, self.q, params.now)
+                pruned = pruning.prune(cur, self.q, now - params.retention, now)
+            throttling.prune(cur, self.q, now)
             self._notify(cur, events.woken)
             return MaintainResult(
                 promoted=promoted,
@@ -417,7 +431,7 @@ class PostgresBackend:
         settings = params.settings
 
         def work(cur: Cursor[Row]) -> None:
-            self._lock(cur, [settings.queue], exclusive=True)
+            now = self._lock(cur, [settings.queue], exclusive=True, now=params.now)
             events = Events(cur, self.q)
             cur.execute(
                 self.q["queue_set_defaults"],
@@ -435,7 +449,7 @@ class PostgresBackend:
                 tenant = events.find_tenant(row["id"])
                 if tenant is not None:  # else forgotten by a concurrent prune
                     _inherit(tenant, settings)
-                    events.resettle(tenant, params.now)
+                    events.resettle(tenant, now)
             self._notify(cur, events.woken)
 
         self.db.run(work)
@@ -445,7 +459,7 @@ class PostgresBackend:
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
         def work(cur: Cursor[Row]) -> TenantStats:
-            self._lock(cur, [params.queue], exclusive=False)
+            now = self._lock(cur, [params.queue], exclusive=False, now=params.now)
             cur.execute(self.q["queue_ensure"], {"name": params.queue})
             defaults = inspect.queue_settings(cur, self.q, params.queue)
             events = Events(cur, self.q)
@@ -459,12 +473,12 @@ class PostgresBackend:
             if not isinstance(params.rate, Keep):
                 tenant.own_rate = params.rate
             _inherit(tenant, defaults)
-            events.resettle(tenant, params.now)
+            events.resettle(tenant, now)
             self._notify(cur, events.woken)
             (stats,) = inspect.stats(
                 cur,
                 self.q,
-                StatsParams(queue=params.queue, tenant=params.tenant, now=params.now),
+                StatsParams(queue=params.queue, tenant=params.tenant, now=now),
             )
             return stats
 
@@ -490,13 +504,13 @@ class PostgresBackend:
     def requeue(self, params: RequeueParams) -> int:
         def work(cur: Cursor[Row]) -> int:
             queues = sorted({job.queue for job in inspect.job_rows(cur, self.q, params.ids)})
-            self._lock(cur, queues, exclusive=False)
+            now = self._lock(cur, queues, exclusive=False, now=params.now)
             events = Events(cur, self.q)
             count = 0
             for job_id in params.ids:
                 row = cur.execute(self.q["job_lock_by_id"], {"id": job_id}).fetchone()
                 if row is not None and row["state"] == JobState.DEAD.value:
-                    events.requeue(JobRow.from_row(row), params.now)
+                    events.requeue(JobRow.from_row(row), now)
                     count += 1
             self._notify(cur, events.woken)
             return count
@@ -517,10 +531,21 @@ class PostgresBackend:
 
     # -- shared steps ----------------------------------------------------------------------
 
-    def _lock(self, cur: Cursor[Row], queues: Sequence[str], *, exclusive: bool) -> None:
-        if queues:
-            name = "lock_queues_exclusive" if exclusive else "lock_queues_shared"
-            cur.execute(self.q[name], {"names": list(queues), "seed": self.seed})
+    def _lock(
+        self, cur: Cursor[Row], queues: Sequence[str], *, exclusive: bool, now: float
+    ) -> float:
+        """Take the queues' locks in key order; returns the event's time once they are held
+        (``now`` itself with ``?clock=caller``; functions/clock.sql)."""
+        if not queues:
+            return self._event_time(cur, now)
+        name = "lock_queues_exclusive" if exclusive else "lock_queues_shared"
+        args = {"names": list(queues), "seed": self.seed, "now": now}
+        (row,) = cur.execute(self.q[name], args).fetchall()
+        return float(row["now"])
+
+    def _event_time(self, cur: Cursor[Row], now: float) -> float:
+        (row,) = cur.execute(self.q["event_time"], {"now": now}).fetchall()
+        return float(row["now"])
 
     def _channel(self, queue: str) -> str:
         return queue_channel(self.schema, queue)

@@ -21,7 +21,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from fairq.backends.postgres.records import Row
 from fairq.backends.postgres.url import PostgresUrl
-from fairq.errors import StoreUnavailable
+from fairq.errors import FairqError, StoreUnavailable
 
 T = TypeVar("T")
 log = logging.getLogger("fairq.backends.postgres")
@@ -65,17 +65,35 @@ def permission_denied(url: PostgresUrl, exc: BaseException) -> PermissionDenied:
     )
 
 
+class InvalidText(FairqError, ValueError):
+    """PostgreSQL refused a value of the call (most often a NUL character in a text)."""
+
+
+def invalid_text(exc: psycopg.DataError) -> InvalidText:
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return InvalidText(
+        f"PostgreSQL refused a value of this call ({reason}); nothing was stored. Text stored "
+        "in PostgreSQL (tenant ids, job ids, job and queue names, errors) cannot contain the "
+        "NUL character '\\x00': remove it from the value."
+    )
+
+
 Pool = ConnectionPool[Connection[Row]]
 
 
 def make_pool(url: PostgresUrl) -> Pool:
     """A pool whose connections fit every statement here: autocommit (transactions are
-    explicit) and rows as dicts. Stores in several schemas of one database may share one."""
+    explicit), rows as dicts, and the URL's clock as the session setting ``fairq.clock`` that
+    functions/clock.sql reads. Stores in several schemas of one database may share one if
+    their URLs name the same clock."""
+    kwargs: dict[str, object] = {"autocommit": True, "row_factory": dict_row}
+    if url.clock != "store":
+        kwargs["options"] = f"-c fairq.clock={url.clock}"
     pool: Pool = ConnectionPool(
         url.conninfo,
         min_size=1,
         max_size=url.pool_size,
-        kwargs={"autocommit": True, "row_factory": dict_row},
+        kwargs=kwargs,
         connection_class=Connection[Row],
         open=False,
         name=f"fairq:{url.display}",
@@ -137,6 +155,8 @@ class Database:
                         committing = True
                 except psycopg.errors.InsufficientPrivilege as exc:
                     raise permission_denied(self.url, exc) from None
+                except psycopg.DataError as exc:
+                    raise invalid_text(exc) from None
                 return result
         except psycopg.OperationalError as exc:
             if committing:

@@ -149,7 +149,7 @@ class Events:
             "ready_at": now if ready else None,
         }
 
-    # -- ending runs (dispatch and ack run server-side: migrations/0004_limits.sql) - ----------
+    # -- ending runs (dispatch and ack run server-side: functions/*.sql) ----------------
 
     def release(self, job: JobRow, params: ReleaseParams) -> None:
         now = params.now
@@ -166,10 +166,13 @@ class Events:
         transitions.retag(self.queue(tenant.queue), tenant)
         self.save(job, tenant)
 
-    def fail(
-        self, job: JobRow, now: float, ended_at: float | None, error: str, retry_at: float | None
+    def fail(self, job: JobRow, now: float, error: str, retry_at: float | None) -> None:
+        self._failed(job, self.end_run(job, now, now), now, error, retry_at)
+
+    def _failed(
+        self, job: JobRow, tenant: TenantRow, now: float, error: str, retry_at: float | None
     ) -> None:
-        tenant = self.end_run(job, ended_at, now)
+        """A failed run, its slot freed: dead, ready again, or scheduled for its retry."""
         tenant.failed += 1
         job.last_error = error
         if retry_at is None or job.attempts >= job.max_attempts:
@@ -186,7 +189,8 @@ class Events:
         self.save(job, tenant)
 
     def end_run(self, job: JobRow, ended_at: float | None, now: float) -> TenantRow:
-        """Charge the run's real cost in place of what it was charged and free its slot."""
+        """Charge the run's real cost in place of what it was charged and free its slot
+        (``ended_at=None``: its end is unknown; it stays charged what it was so far)."""
         tenant = self.lock_tenant(job.tenant_id)
         queue = self.queue(tenant.queue)
         was_eligible = transitions.eligible(queue, tenant)
@@ -214,11 +218,12 @@ class Events:
         self.save(job, tenant)
 
     def expire(self, job: JobRow, now: float) -> ExpiredLease:
-        """A failed attempt, retried at once, charged what the run was charged so far (a crash
-        is not consumption: no end-of-run correction)."""
+        """A crash is not consumption: as fail, except that the run stays charged exactly what
+        it was (the estimate at dispatch, raised by each heartbeat), so F and usage do not
+        change; charging the whole lease would freeze the tenant for as long as the lease."""
         deadline = job.deadline
         assert deadline is not None
-        self.fail(job, now, None, LEASE_EXPIRED_ERROR, now)
+        self._failed(job, self.end_run(job, None, now), now, LEASE_EXPIRED_ERROR, now)
         return ExpiredLease(
             job_id=job.id,
             name=job.name,

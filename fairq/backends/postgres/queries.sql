@@ -14,15 +14,28 @@
 -- that both read "the smallest S" concurrently would hand out out of order and could move V
 -- backwards, so dispatches of one queue take turns. A dispatch transaction is a few index
 -- probes, so the wait is short. SKIP LOCKED would skip the queue, not a job: wrong here.
-SELECT pg_advisory_xact_lock(k)
-FROM (SELECT DISTINCT hashtextextended(n, %(seed)s) AS k FROM unnest(%(names)s::text[]) AS n) s
-ORDER BY k
+-- Returns the event's time once the locks are held (functions/clock.sql): the aggregate reads
+-- every lock before the outer row is made.
+SELECT {schema}.event_time(%(now)s) AS now
+FROM (SELECT count(*) FROM (
+          SELECT pg_advisory_xact_lock(k)
+          FROM (SELECT DISTINCT hashtextextended(n, %(seed)s) AS k
+                FROM unnest(%(names)s::text[]) AS n) s
+          ORDER BY k) locks) locked
 
 -- name: lock_queues_shared
 -- Readers of V (enqueue, ack, …) may run together; they only wait for a dispatch in progress.
-SELECT pg_advisory_xact_lock_shared(k)
-FROM (SELECT DISTINCT hashtextextended(n, %(seed)s) AS k FROM unnest(%(names)s::text[]) AS n) s
-ORDER BY k
+-- Returns the event's time once the locks are held, as lock_queues_exclusive.
+SELECT {schema}.event_time(%(now)s) AS now
+FROM (SELECT count(*) FROM (
+          SELECT pg_advisory_xact_lock_shared(k)
+          FROM (SELECT DISTINCT hashtextextended(n, %(seed)s) AS k
+                FROM unnest(%(names)s::text[]) AS n) s
+          ORDER BY k) locks) locked
+
+-- name: event_time
+-- The event's time for an event that takes no queue lock (functions/clock.sql).
+SELECT {schema}.event_time(%(now)s) AS now
 
 -- name: queue_ensure
 INSERT INTO {schema}.queues (name) VALUES (%(name)s) ON CONFLICT (name) DO NOTHING
@@ -309,7 +322,7 @@ ORDER BY j.finished_at, j.seq
 LIMIT %(limit)s
 
 -- name: inbox_insert
--- Enqueue inside the caller's transaction: one insert, no fairq locks (see 0002_inbox.sql).
+-- Enqueue inside the caller's transaction: one insert, no fairq locks (schema.sql: inbox).
 -- An id already stored (in jobs or succeeded_jobs) is refused here; the unique index refuses
 -- one in the inbox.
 INSERT INTO {schema}.inbox (
@@ -420,15 +433,12 @@ WHERE key IN (SELECT w.key FROM {schema}.throttle_windows w
               FOR UPDATE SKIP LOCKED)
 
 -- name: dequeue
--- A whole dequeue in one statement when no maintenance is due (see 0004_limits.sql).
+-- A whole dequeue in one statement when no maintenance is due (functions/dequeue.sql).
 SELECT * FROM {schema}.dequeue(%(queues)s::text[], %(seed)s, %(worker)s, %(now)s, %(limit)s)
 
 -- name: dispatch
 -- Dispatch only; the caller holds the exclusive queue locks and has run maintenance.
 SELECT * FROM {schema}.dispatch(%(queues)s::text[], %(worker)s, %(now)s, %(limit)s)
-
--- name: ack
-SELECT * FROM {schema}.ack(%(id)s, %(lease)s, %(now)s, %(seed)s, %(salt)s)
 
 -- name: ack_many
 SELECT {schema}.ack_many(
@@ -436,7 +446,7 @@ SELECT {schema}.ack_many(
 ) AS statuses
 
 -- name: ack_and_dequeue
--- ack_many then dequeue in one statement when no maintenance is due (0009_ack_dequeue.sql).
+-- ack_many then dequeue in one statement when no maintenance is due (functions/dequeue.sql).
 SELECT * FROM {schema}.ack_dequeue(
     %(ids)s::text[], %(leases)s::integer[], %(ack_now)s, %(queues)s::text[], %(worker)s,
     %(now)s, %(limit)s, %(seed)s, %(salt)s

@@ -7,6 +7,7 @@ schema name once per backend, so no statement depends on the connection's ``sear
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -17,6 +18,8 @@ from fairq.errors import ConfigError
 
 PACKAGE = "fairq.backends.postgres"
 _MIGRATION = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_FUNCTION_FILE = re.compile(r"^[a-z0-9_]+\.sql$")
+_DEFINES = re.compile(r"^CREATE (?:OR REPLACE )?FUNCTION \{schema\}\.([a-z0-9_]+)\(", re.MULTILINE)
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -25,6 +28,24 @@ class Migration:
     version: int
     name: str
     script: str  # still holding the {schema} placeholder
+
+
+@dataclass(frozen=True)
+class FunctionFile:
+    """One file of functions/: applied whole whenever its text changes (migrate.py)."""
+
+    name: str
+    script: str  # still holding the {schema} placeholder
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.script.encode()).hexdigest()
+
+    @property
+    def defines(self) -> list[str]:
+        """The names of the functions the file creates (dropped first, so a file may change a
+        function's arguments or result)."""
+        return _DEFINES.findall(self.script)
 
 
 def check_schema_name(name: str) -> str:
@@ -75,10 +96,22 @@ def migrations() -> tuple[Migration, ...]:
     )
 
 
+@cache
+def function_files() -> tuple[FunctionFile, ...]:
+    """Every file of functions/, by name (the order a new schema gets them in)."""
+    names = sorted(
+        entry.name
+        for entry in files(PACKAGE).joinpath("functions").iterdir()
+        if _FUNCTION_FILE.match(entry.name)
+    )
+    return tuple(FunctionFile(name, read_resource(PACKAGE, f"functions/{name}")) for name in names)
+
+
 def latest_version() -> int:
     return len(migrations())
 
 
 def schema_snapshot() -> str:
-    """schema.sql: the whole current schema in one file (checked against the migrations)."""
+    """schema.sql: the current tables and indexes in one file (checked against the
+    migrations)."""
     return read_resource(PACKAGE, "schema.sql")

@@ -29,10 +29,12 @@ from typing import Any
 
 import psycopg
 from psycopg import Connection, Cursor
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres import throttling
+from fairq.backends.postgres.db import invalid_text
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.records import Row
 from fairq.errors import DuplicateJob
@@ -69,6 +71,7 @@ class InboxWriter:
 
     def write(self, conn: Connection[Any], jobs: Sequence[NewJob], now: float) -> list[str]:
         """Insert the jobs into the inbox; returns the queue each went to."""
+        _join_callers_transaction(conn)
         try:
             with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
                 jobs = throttling.route(cur, self.q, jobs, now)
@@ -84,6 +87,8 @@ class InboxWriter:
                 for queue in sorted({job.queue for job in jobs}):
                     cur.execute(self.q["notify"], {"channel": self.channel(queue)})
             return [job.queue for job in jobs]
+        except psycopg.DataError as exc:
+            raise invalid_text(exc) from None
         except psycopg.errors.UniqueViolation as exc:
             raise DuplicateJob(
                 f"a job id is already waiting to be taken in ({exc.diag.message_detail}); "
@@ -113,6 +118,16 @@ class InboxWriter:
         for tenant in tenants.values():
             events.save(None, tenant)
         return len(rows) - len(dropped)
+
+
+def _join_callers_transaction(conn: Connection[Any]) -> None:
+    """Outside autocommit, an idle connection's ``conn.transaction()`` would start a
+    transaction of its own and commit it at the end of the block: an enqueue that is the first
+    statement of ``with psycopg.connect(url) as conn, backend.bound_to(conn):`` would survive
+    the rollback of everything after it. So the caller's transaction is opened first, as its
+    own next statement would open it, and the enqueue becomes a savepoint inside it."""
+    if not conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+        conn.execute("SELECT 1")
 
 
 def _inbox_args(job: NewJob, now: float) -> dict[str, object]:

@@ -10,7 +10,8 @@ from fairq.errors import ConfigError
 
 DEFAULT_SCHEMA = "fairq"
 DEFAULT_POOL_SIZE = 10
-_FAIRQ_OPTIONS = {"schema", "migrate", "pool_size"}
+_FAIRQ_OPTIONS = {"schema", "migrate", "pool_size", "clock"}
+CLOCKS = ("store", "caller")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -22,6 +23,10 @@ class PostgresUrl:
     ``?schema=NAME`` puts fairq's tables in their own schema (default ``fairq``) beside the
     application's; ``?migrate=false`` forbids creating or upgrading it on first use (then run
     ``fairq migrate``); ``?pool_size=N`` caps the connections one backend object opens.
+    ``?clock=store`` (the default) stamps every event with the later of the caller's ``now``
+    and the server's clock once the event's locks are held, so a call re-sent after an outage
+    or kept waiting for a lock never hands out a lease that started in the past;
+    ``?clock=caller`` keeps the caller's ``now`` exactly (tests on a virtual clock).
     Every other query parameter goes to libpq unchanged (``sslmode``, ``connect_timeout``, …).
     """
 
@@ -30,6 +35,7 @@ class PostgresUrl:
     schema: str = DEFAULT_SCHEMA
     migrate: bool = True
     pool_size: int = DEFAULT_POOL_SIZE
+    clock: str = "store"
 
 
 def parse_url(url: str, *, schema: str | None = None, migrate: bool | None = None) -> PostgresUrl:
@@ -53,6 +59,7 @@ def parse_url(url: str, *, schema: str | None = None, migrate: bool | None = Non
         ),
         migrate=migrate if migrate is not None else _flag(ours.get("migrate", "true"), url),
         pool_size=_pool_size(ours.get("pool_size", str(DEFAULT_POOL_SIZE)), url),
+        clock=_clock(ours.get("clock", "store"), url),
     )
 
 
@@ -93,3 +100,12 @@ def _pool_size(value: str, url: str) -> int:
     if size < 1:
         raise ConfigError(f"pool_size={value!r} in {redact(url)!r} must be a whole number ≥ 1")
     return size
+
+
+def _clock(value: str, url: str) -> str:
+    if value not in CLOCKS:
+        raise ConfigError(
+            f"clock={value!r} in {redact(url)!r} must be store (events take the server's time) "
+            "or caller (events take the now the caller passes)"
+        )
+    return value

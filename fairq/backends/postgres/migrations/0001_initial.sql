@@ -1,18 +1,25 @@
--- fairq PostgreSQL schema, version 1.
+-- fairq PostgreSQL schema, version 1 (the tables and indexes; equal to schema.sql).
 --
 -- Every name is qualified with {schema} (replaced by the quoted schema name when the file is
 -- loaded), so fairq can live beside an application's own tables and never depends on the
--- caller's search_path. The runner (fairq/backends/postgres/migrate.py) applies this file and
--- records it in fairq_migrations in one transaction.
---
--- The scheduler reads only indexes: tenants carry their counters, start tag and head job, so
--- no hot-path statement counts or scans jobs (tests/postgres/test_query_plans.py checks it).
+-- caller's search_path. The runner (migrate.py) applies this file and records it in
+-- fairq_migrations in one transaction. The scheduler reads only indexes: tenants carry their
+-- counters, start tag and head job, so no hot-path statement counts or scans jobs
+-- (tests/postgres/test_query_plans.py checks it).
 
 CREATE SCHEMA IF NOT EXISTS {schema};
 
 CREATE TABLE {schema}.fairq_migrations (
     version    integer PRIMARY KEY,
     name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- The plpgsql/SQL functions (functions/*.sql) are not migrations: each file is (re)created
+-- when its text changes, and this table keeps the sha256 of the text last applied (migrate.py).
+CREATE TABLE {schema}.fairq_functions (
+    file       text PRIMARY KEY,
+    sha256     text NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
 );
 
@@ -23,7 +30,12 @@ CREATE TABLE {schema}.queues (
     name        text COLLATE "C" PRIMARY KEY,
     weight      double precision NOT NULL DEFAULT 1.0 CHECK (weight > 0),
     max_running integer CHECK (max_running >= 1),   -- NULL: no cap
-    vclock      double precision NOT NULL DEFAULT 0.0
+    vclock      double precision NOT NULL DEFAULT 0.0,
+    rate_count  integer CHECK (rate_count >= 1),      -- NULL: no rate limit
+    rate_period double precision CHECK (rate_period > 0),
+    rate_burst  integer CHECK (rate_burst >= 1),
+    half_life   double precision CHECK (half_life > 0), -- NULL: no history
+    max_debt    double precision NOT NULL DEFAULT 60.0
 );
 
 -- One row per (queue, tenant). weight/max_running are the effective settings (own setting,
@@ -49,6 +61,17 @@ CREATE TABLE {schema}.tenants (
     succeeded       bigint NOT NULL DEFAULT 0,
     failed          bigint NOT NULL DEFAULT 0,
     dead            bigint NOT NULL DEFAULT 0 CHECK (dead >= 0),
+    own_rate_count  integer,                        -- NULL: the queue's default
+    own_rate_period double precision,
+    own_rate_burst  integer,
+    rate_count      integer,                        -- effective; NULL: no rate limit
+    rate_period     double precision,
+    rate_burst      integer,
+    tat             double precision,               -- GCRA theoretical arrival time
+    limited_until   double precision,               -- set while waiting on its rate
+    usage           double precision NOT NULL DEFAULT 0.0,  -- recent service, decaying
+    usage_at        double precision NOT NULL DEFAULT 0.0,
+    kept            bigint NOT NULL DEFAULT 0 CHECK (kept >= 0),  -- succeeded jobs stored
     UNIQUE (queue, tenant_key)
 );
 
@@ -56,16 +79,23 @@ CREATE TABLE {schema}.tenants (
 CREATE INDEX tenants_eligible ON {schema}.tenants (queue, start_tag, head_seq)
     WHERE start_tag IS NOT NULL;
 
+-- Maintenance ends rate limits in (limited_until, tenant) order: a range of this index, the
+-- ties sorted by the tenant text (COLLATE "C": UTF-8 byte order, which is code-point order).
+-- The tenant text is not an index column: btree entries are limited in size, tenant ids not.
+CREATE INDEX tenants_limited ON {schema}.tenants (queue, limited_until)
+    WHERE limited_until IS NOT NULL;
+
 -- seq is enqueue order (a sequence value is never reused, even after pruning). tenant_id names
--- the (queue, tenant) row, so a long tenant id is stored once, not in every job.
+-- the (queue, tenant) row, so a long tenant id is stored once, not in every job. A succeeded
+-- job is moved to succeeded_jobs by its ack, so jobs holds only jobs still to run, running or
+-- dead: every later dispatch and ack walks a table and indexes not swollen by finished jobs.
 CREATE TABLE {schema}.jobs (
     seq           bigserial PRIMARY KEY,
     id            text NOT NULL UNIQUE,
     tenant_id     bigint NOT NULL,
     queue         text COLLATE "C" NOT NULL,
     name          text NOT NULL,
-    state         text NOT NULL
-                  CHECK (state IN ('scheduled', 'ready', 'running', 'succeeded', 'dead')),
+    state         text NOT NULL CHECK (state IN ('scheduled', 'ready', 'running', 'dead')),
     payload       text NOT NULL,
     priority      integer NOT NULL,
     attempts      integer NOT NULL DEFAULT 0,
@@ -79,14 +109,38 @@ CREATE TABLE {schema}.jobs (
     deadline      double precision,                -- set only while running
     finished_at   double precision,
     last_error    text,
-    worker_id     text
+    worker_id     text,
+    leases        integer NOT NULL DEFAULT 0,      -- dispatches so far; names the lease
+    charged       double precision NOT NULL DEFAULT 0.0  -- what this run was charged so far
 );
 
 CREATE INDEX jobs_ready ON {schema}.jobs (tenant_id, priority DESC, seq) WHERE state = 'ready';
 CREATE INDEX jobs_scheduled ON {schema}.jobs (queue, run_at, seq) WHERE state = 'scheduled';
 CREATE INDEX jobs_running ON {schema}.jobs (queue, deadline, seq) WHERE state = 'running';
 CREATE INDEX jobs_dead ON {schema}.jobs (finished_at, seq) WHERE state = 'dead';
-CREATE INDEX jobs_succeeded ON {schema}.jobs (finished_at) WHERE state = 'succeeded';
+
+-- Succeeded jobs, kept for the retention (get_jobs, duplicate ids), moved here by the ack:
+-- insert-only. The queue of a succeeded job is its tenant row's: a tenant is kept while it has
+-- succeeded jobs (kept). An id is unique across both tables: an enqueue inserts into jobs
+-- first (waiting for an ack moving the same id), then looks its ids up here in a new
+-- statement, which sees that ack's row (queries.sql: succeeded_ids, jobs_drop_if_succeeded).
+CREATE TABLE {schema}.succeeded_jobs (
+    id           text PRIMARY KEY,
+    seq          bigint NOT NULL,
+    tenant_id    bigint NOT NULL,
+    priority     integer NOT NULL,
+    attempts     integer NOT NULL,
+    max_attempts integer NOT NULL,
+    enqueued_at  double precision NOT NULL,
+    run_at       double precision NOT NULL,
+    started_at   double precision,
+    finished_at  double precision,
+    name         text NOT NULL,
+    payload      text NOT NULL,
+    last_error   text
+);
+
+CREATE INDEX succeeded_jobs_finished ON {schema}.succeeded_jobs (finished_at);
 
 -- Job declarations published by workers, so producers can enqueue by name alone.
 CREATE TABLE {schema}.job_types (
@@ -96,5 +150,41 @@ CREATE TABLE {schema}.job_types (
     params        text[] NOT NULL,                -- positional parameter names, in order
     max_attempts  integer NOT NULL,
     lease_timeout double precision NOT NULL,
-    cost          double precision NOT NULL
+    cost          double precision NOT NULL,
+    throttle      text NOT NULL DEFAULT '[]'      -- [{"threshold", "per", "queue"}, …] as JSON
 );
+
+-- Enqueues made inside the caller's transaction wait here until a dispatch of their queue takes
+-- them in (transactional.py). Such an enqueue must not take fairq's locks (the queue lock, the
+-- tenant row): it would hold them until the application commits and stall the queue's workers.
+-- seq comes from the jobs sequence, so enqueue order is one order across both paths.
+CREATE TABLE {schema}.inbox (
+    seq           bigint PRIMARY KEY DEFAULT nextval('{schema}.jobs_seq_seq'),
+    id            text NOT NULL UNIQUE,
+    queue         text COLLATE "C" NOT NULL,
+    tenant        text COLLATE "C" NOT NULL,
+    name          text NOT NULL,
+    payload       text NOT NULL,
+    priority      integer NOT NULL,
+    max_attempts  integer NOT NULL,
+    lease_timeout double precision NOT NULL,
+    cost          double precision NOT NULL,
+    enqueued_at   double precision NOT NULL,
+    run_at        double precision NOT NULL
+);
+
+CREATE INDEX inbox_queue ON {schema}.inbox (queue, seq);
+
+-- Throttle windows: the newest enqueue times per (job name, tenant), at most max threshold + 1,
+-- deleted once older than the longest rule's window (throttling.py).
+CREATE TABLE {schema}.throttle_windows (
+    key        bytea PRIMARY KEY,
+    name       text NOT NULL,
+    tenant     text COLLATE "C" NOT NULL,
+    times      double precision[] NOT NULL,
+    span       double precision NOT NULL,
+    last_at    double precision NOT NULL,
+    expires_at double precision NOT NULL
+);
+
+CREATE INDEX throttle_windows_expiry ON {schema}.throttle_windows (expires_at);

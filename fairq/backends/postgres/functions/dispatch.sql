@@ -1,27 +1,25 @@
--- fairq PostgreSQL schema, version 11: the hot paths' cached plans stay key lookups however
--- small the tables were when they were planned.
+-- Hands out up to p_limit head jobs, each of the eligible tenant with the smallest
+-- (start_tag, head_seq), trying p_queues in order. The caller holds the queues' exclusive
+-- locks: no other transaction writes these tenants or their ready jobs meanwhile, so the
+-- rows need no row locks (and SKIP LOCKED would skip the order we must keep). The arithmetic
+-- is fairness.finish_after_dispatch, history.add_usage and rate.after_start / limited_until,
+-- in their order, pick after pick; V = S of the last pick of each queue.
 --
--- The hot functions run with generic plans (0009_ack_dequeue.sql), cached for the life of the
--- connection and made from the statistics of the moment they were first planned. A worker
--- that started beside an empty queue planned them on tables of a page or two, where reading a
--- whole index, or the whole table, costs what one key lookup does; once a flood filled the
--- queue those plans read every ready job on each dispatch (measured: 47 ms a dequeue of 10
--- with 50,000 jobs queued, against 1.8 ms on a new connection) until autovacuum's next
--- ANALYZE of jobs invalidated them. So:
--- * dispatch reads an eligible tenant's head job by its key alone (a LATERAL subquery behind
---   OFFSET 0, its state checked outside): with 'ready' in the lookup, the partial index
---   jobs_ready qualified for a full scan;
--- * the entry points and dispatch run with enable_seqscan = off: every statement in them
---   reads rows by key or in index order, and a sequential scan was what the tiny tables
---   made look cheapest.
-
-CREATE OR REPLACE FUNCTION {schema}.dispatch(
+-- Set-wise (schema 8): a round reads the k smallest eligible tenants of a queue (k = what is
+-- left to hand out, at most 64) with their head jobs, and makes up to k picks among them in
+-- memory. That is exact: a tenant not read has a key at or above the k-th one read, and while
+-- fewer than k picks are made, some tenant read is still unpicked, with a key at or below it.
+-- A pick reads only its tenant's next head (one index probe); the round writes the tenants it
+-- changed in one UPDATE, and the call starts all its jobs in one UPDATE at the end.
+-- A head job is read by its key alone, and no statement here may scan a table: a plan cached
+-- while the tables were tiny must still be a key lookup once they are large.
+CREATE FUNCTION {schema}.dispatch(
     p_queues text[], p_worker text, p_now double precision, p_limit integer
 ) RETURNS TABLE (
     l_id text, l_name text, l_queue text, l_tenant text, l_payload text, l_attempts integer,
     l_leases integer, l_max_attempts integer, l_started_at double precision,
     l_deadline double precision, l_lease_timeout double precision, l_cost double precision
-) LANGUAGE plpgsql SET enable_seqscan = off AS $$
+) LANGUAGE plpgsql AS $$
 DECLARE
     v_cands {schema}.tenants[];  -- the round's tenants, changed in memory pick by pick
     v_prios integer[];            -- each one's head job: its priority and cost
@@ -63,6 +61,8 @@ BEGIN
                          h.cost, x.start_tag, x.head_seq,
                          row_number() OVER (ORDER BY x.start_tag, x.head_seq) AS ord
                   FROM {schema}.tenants x
+                  -- OFFSET 0: the head read by its key alone (without the fence, 1,095
+                  -- buffers once in six runs of tests/postgres/test_cached_plans.py)
                   LEFT JOIN LATERAL (
                       SELECT j.priority, j.cost, j.state FROM {schema}.jobs j
                       WHERE j.seq = x.head_seq OFFSET 0) h ON true
@@ -190,13 +190,3 @@ BEGIN
     ORDER BY o.ord;
 END
 $$;
-
-ALTER FUNCTION {schema}.dequeue(text[], bigint, text, double precision, integer)
-    SET enable_seqscan = off;
-ALTER FUNCTION {schema}.ack(text, integer, double precision, bigint, text)
-    SET enable_seqscan = off;
-ALTER FUNCTION {schema}.ack_many(text[], integer[], double precision, bigint, text)
-    SET enable_seqscan = off;
-ALTER FUNCTION {schema}.ack_dequeue(
-    text[], integer[], double precision, text[], text, double precision, integer, bigint, text)
-    SET enable_seqscan = off;

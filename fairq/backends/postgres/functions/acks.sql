@@ -1,0 +1,178 @@
+-- Acks, server-side: one algorithm for ack, ack_many and ack_and_dequeue.
+--
+-- Locks, in the order of queries.sql: the queues (advisory, shared, or exclusive for the
+-- queues an ack_and_dequeue dispatches from), then the jobs by seq, then their tenants by id.
+-- Under a queue's exclusive lock nobody else writes its jobs or tenants (every writer takes
+-- the queue lock first, at least shared), so their rows need no row lock: ack_held locks only
+-- the rows of queues held shared, where a heartbeat or another ack may write them meanwhile.
+
+-- F after a run: F + (max(ended - started, MIN_CHARGE) - charged) / w, unchanged while w = 0
+-- (fairness.finish_after_run). An SQL function, so the planner inlines it.
+CREATE FUNCTION {schema}.finish_after_run(
+    p_finish double precision, p_weight double precision, p_started double precision,
+    p_charged double precision, p_ended double precision
+) RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN p_weight > 0
+        THEN p_finish + (GREATEST(p_ended - p_started, 0.001::double precision) - p_charged)
+             / p_weight
+        ELSE p_finish END
+$$;
+
+-- Acks of several leases, exactly as acking each (id, lease) in the order given: one status
+-- per token, 'ok', 'not_found' (unknown, not running, another lease, or acked earlier in the
+-- batch) or 'expired'; nothing changes for a token that is not 'ok'. The caller holds the
+-- queue locks: exclusive for p_exclusive, shared for the other queues of the jobs named.
+-- Each acked job moves to succeeded_jobs and its run ends (succeeded_runs).
+CREATE FUNCTION {schema}.ack_held(
+    p_ids text[], p_leases integer[], p_now double precision, p_exclusive text[],
+    p_channel_salt text
+) RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_statuses text[];
+    v_tenants bigint[];           -- per acked job, in token order: its tenant, start, charge
+    v_started double precision[];
+    v_charged double precision[];
+BEGIN
+    IF coalesce(cardinality(p_ids), 0) = 0 THEN
+        RETURN ARRAY[]::text[];
+    END IF;
+    PERFORM 1 FROM {schema}.jobs x
+    WHERE x.id = ANY(p_ids) AND x.queue <> ALL(p_exclusive)
+    ORDER BY x.seq FOR UPDATE;
+    p_now := {schema}.event_time(p_now);  -- the locks are held: the event's time (clock.sql)
+    -- each token's job found by id alone (a cached plan that joined the tokens to jobs on state
+    -- and deadline read jobs_running for the whole queue, every running job on every call: 318
+    -- buffers with 5,000 leases held, tests/postgres/test_cached_plans.py); a token is 'ok'
+    -- when it holds its running job's lease before the deadline and no earlier token of the
+    -- batch acked that job. The 'ok' jobs move in one statement.
+    WITH found AS MATERIALIZED (
+        SELECT p.ord, j.seq, j.tenant_id, j.started_at, j.charged, CASE
+            WHEN j.seq IS NULL OR j.state <> 'running' OR j.leases <> p.lease THEN 'not_found'
+            WHEN (p_now < j.deadline) IS NOT TRUE THEN 'expired'
+            WHEN row_number() OVER (PARTITION BY j.seq, p.lease ORDER BY p.ord) = 1 THEN 'ok'
+            ELSE 'not_found' END AS status
+        FROM unnest(p_ids, p_leases) WITH ORDINALITY AS p(id, lease, ord)
+        LEFT JOIN LATERAL (
+            SELECT x.seq, x.state, x.leases, x.deadline, x.tenant_id, x.started_at, x.charged
+            FROM {schema}.jobs x WHERE x.id = p.id) j ON true
+    ), moved AS (
+        DELETE FROM {schema}.jobs x
+        WHERE x.seq = ANY(ARRAY(SELECT f.seq FROM found f WHERE f.status = 'ok'))
+        RETURNING x.id, x.seq, x.tenant_id, x.priority, x.attempts, x.max_attempts,
+                  x.enqueued_at, x.run_at, x.started_at, x.name, x.payload, x.last_error
+    ), stored AS (
+        INSERT INTO {schema}.succeeded_jobs (
+            id, seq, tenant_id, priority, attempts, max_attempts, enqueued_at, run_at,
+            started_at, finished_at, name, payload, last_error)
+        SELECT m.id, m.seq, m.tenant_id, m.priority, m.attempts, m.max_attempts,
+               m.enqueued_at, m.run_at, m.started_at, p_now, m.name, m.payload, m.last_error
+        FROM moved m
+    )
+    SELECT array_agg(f.status ORDER BY f.ord),
+           array_agg(f.tenant_id ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
+           array_agg(f.started_at ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
+           array_agg(f.charged ORDER BY f.ord) FILTER (WHERE f.status = 'ok')
+    INTO v_statuses, v_tenants, v_started, v_charged
+    FROM found f;
+    IF v_tenants IS NOT NULL THEN
+        PERFORM {schema}.succeeded_runs(
+            v_tenants, v_started, v_charged, p_now, p_exclusive, p_channel_salt);
+    END IF;
+    RETURN v_statuses;
+END
+$$;
+
+-- The end of succeeded runs for their tenants (p_tenants[k] ran from p_started[k], charged
+-- p_charged[k], and ended at p_now), applied one after another in the order given: each
+-- tenant row is read once (locked first, in id order, unless its queue is in p_exclusive),
+-- changed in memory and written once. The arithmetic is fairq.policy.tenant.end_run then
+-- retag: F = finish_after_run(…); usage = max(decayed(usage, usage_at, now) + (F_new - F_old),
+-- 0); running - 1; S = max(F, V) if eligible. A freed slot that makes a capped tenant with
+-- ready jobs eligible again wakes its queue's workers.
+CREATE FUNCTION {schema}.succeeded_runs(
+    p_tenants bigint[], p_started double precision[], p_charged double precision[],
+    p_now double precision, p_exclusive text[], p_channel_salt text
+) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    -- the tenants (position i: the i-th distinct one) as the runs leave them
+    v_ids bigint[];
+    v_finish double precision[];
+    v_usage double precision[];
+    v_usage_at double precision[];
+    v_running bigint[];
+    v_ended bigint[];
+    v_weight double precision[];
+    v_half_life double precision[];
+    v_vclock double precision[];
+    v_new double precision;
+    r record;
+    i integer;
+BEGIN
+    PERFORM 1 FROM {schema}.tenants x
+    WHERE x.id = ANY(p_tenants) AND x.queue <> ALL(p_exclusive)
+    ORDER BY x.id FOR NO KEY UPDATE;
+    SELECT array_agg(x.id), array_agg(x.finish_tag), array_agg(x.usage),
+           array_agg(x.usage_at), array_agg(x.running), array_agg(x.weight),
+           array_agg(coalesce(q.half_life, 60.0::double precision)), array_agg(q.vclock),
+           array_fill(0::bigint, ARRAY[count(*)::integer])
+    INTO v_ids, v_finish, v_usage, v_usage_at, v_running, v_weight, v_half_life, v_vclock,
+         v_ended
+    FROM {schema}.tenants x LEFT JOIN {schema}.queues q ON q.name = x.queue
+    WHERE x.id = ANY(p_tenants);
+    FOR k IN 1..cardinality(p_tenants) LOOP
+        i := array_position(v_ids, p_tenants[k]);
+        IF v_running[i] <= 0 THEN
+            RAISE EXCEPTION 'fairq: tenant row % would go below 0 running', v_ids[i];
+        END IF;
+        v_new := {schema}.finish_after_run(
+            v_finish[i], v_weight[i], p_started[k], p_charged[k], p_now);
+        v_usage[i] := GREATEST(
+            {schema}.decayed(v_usage[i], v_usage_at[i], p_now, v_half_life[i])
+            + (v_new - v_finish[i]),
+            0.0::double precision);
+        v_usage_at[i] := GREATEST(v_usage_at[i], p_now);
+        v_finish[i] := v_new;
+        v_running[i] := v_running[i] - 1;
+        v_ended[i] := v_ended[i] + 1;
+    END LOOP;
+    FOR r IN
+        UPDATE {schema}.tenants x
+        SET finish_tag = d.finish,
+            start_tag = CASE
+                WHEN x.ready > 0 AND (x.max_running IS NULL OR d.running < x.max_running)
+                     AND x.weight > 0 AND x.limited_until IS NULL
+                THEN GREATEST(d.finish, d.vclock) END,
+            usage = d.usage, usage_at = d.usage_at, running = d.running,
+            succeeded = x.succeeded + d.ended, kept = x.kept + d.ended
+        FROM unnest(v_ids, v_finish, v_usage, v_usage_at, v_running, v_ended, v_vclock)
+            AS d(id, finish, usage, usage_at, running, ended, vclock)
+        WHERE x.id = d.id
+        RETURNING x.queue, x.ready, x.running, x.max_running, x.weight, x.limited_until,
+                  d.ended
+    LOOP
+        IF r.ready > 0 AND r.weight > 0 AND r.limited_until IS NULL
+           AND r.max_running IS NOT NULL AND r.running < r.max_running
+           AND NOT r.running + r.ended < r.max_running THEN
+            PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || r.queue), 1, 24), '');
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- ack_many: the queues' shared locks (by key, as queries.sql), then ack_held.
+CREATE FUNCTION {schema}.ack_many(
+    p_ids text[], p_leases integer[], p_now double precision, p_seed bigint,
+    p_channel_salt text
+) RETURNS text[]
+LANGUAGE plpgsql SET enable_seqscan = off AS $$  -- see dequeue.sql
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);  -- see dequeue.sql
+    PERFORM pg_advisory_xact_lock_shared(s.k)
+    FROM (SELECT DISTINCT hashtextextended(x.queue, p_seed) AS k
+          FROM {schema}.jobs x WHERE x.id = ANY(p_ids)) s
+    ORDER BY s.k;
+    RETURN {schema}.ack_held(p_ids, p_leases, p_now, ARRAY[]::text[], p_channel_salt);
+END
+$$;
