@@ -149,8 +149,8 @@ def test_the_readme_example_keeps_the_job_only_if_the_block_commits(
     with psycopg.connect(url) as conn, app.backend.bound_to(conn):
         kept = send_invoice.enqueue(order_id=44, account_id="7")
         conn.execute(orders, (44,))
-    assert pg.get_jobs([first, second]) == []
-    assert [job.id for job in pg.get_jobs([kept])] == [kept]
+    assert pg.get_jobs(GetJobsParams(ids=[first, second])) == []
+    assert [job.id for job in pg.get_jobs(GetJobsParams(ids=[kept]))] == [kept]
     with psycopg.connect(url) as check:
         stored = check.execute(f'SELECT id FROM "{pg.schema}".orders ORDER BY id').fetchall()
     assert stored == [(44,)]
