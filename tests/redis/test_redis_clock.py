@@ -184,6 +184,28 @@ def test_an_ack_and_dequeue_whose_reply_was_lost_leaves_out_a_lease_no_longer_he
     assert ran_before + LEASE <= lease.deadline <= after + LEASE
 
 
+def test_a_heartbeat_whose_reply_was_lost_extends_from_the_resendings_time(
+    through: Callable[[str], RedisBackend], proxy: CuttingProxy, raw: redis.Redis
+) -> None:
+    backend = through("store")
+    enqueued(backend, raw)
+    now = server_time(raw)
+    (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=now)).leases
+    proxy.resume.clear()
+    arm(proxy, "heartbeat", drop=False)
+    beats: list[Any] = []
+    params = HeartbeatParams(tokens=[lease.token], now=now)
+    worker = threading.Thread(target=lambda: beats.append(backend.heartbeat(params)))
+    worker.start()
+    assert proxy.replied.wait(30.0)
+    ran_before = server_time(raw)
+    proxy.resume.set()
+    worker.join(30.0)
+    after = server_time(raw)
+    (result,) = beats
+    assert ran_before + LEASE <= result.deadlines[lease.token] <= after + LEASE
+
+
 def test_an_unknown_clock_option_is_refused_with_the_choices(redis_url: str) -> None:
     with pytest.raises(ConfigError, match=r"clock=store .*clock=caller"):
         RedisBackend.from_url(f"{redis_url}?clock=server")
