@@ -21,7 +21,9 @@ end
 
 -- Sent again after its reply was lost (register_once): each lease still held is extended
 -- again, from the re-sending's time; one no longer held (ended since) keeps its first answer.
-register_once('heartbeat', beat, function(stored)
+register_once('heartbeat', function()
+  return beat()
+end, function(stored)
   local again = beat()
   for i = 1, #again do
     if again[i] == '' then again[i] = stored[i] end
