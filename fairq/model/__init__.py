@@ -266,7 +266,7 @@ class ReferenceModel(Reads):
 
     def maintain(self, params: MaintainParams) -> MaintainResult:
         with self._changed:
-            names = list(self._queues) if params.queues is None else params.queues
+            names = sorted(self._queues) if params.queues is None else params.queues
             promoted, expired = self._maintain(params.now, names)
             pruned = 0
             if params.retention is not None:

@@ -33,6 +33,7 @@ def _sqlite(tmp: Path) -> Backend:
 
 def _redis(tmp: Path) -> Backend:
     """A fresh prefix per store; the test's first store empties the test database first.
+    ``clock=caller``: the suite's virtual clock, not the server's, stamps every event.
 
     The URL is ``$FAIRQ_TEST_REDIS_URL`` (default database 9); unreachable fails, never skips.
     """
@@ -42,7 +43,7 @@ def _redis(tmp: Path) -> Backend:
     from fairq.backends.redis import RedisBackend
 
     url = os.environ.get("FAIRQ_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
-    backend = RedisBackend.from_url(f"{url}?prefix=t{uuid.uuid4().hex[:8]}")
+    backend = RedisBackend.from_url(f"{url}?prefix=t{uuid.uuid4().hex[:8]}&clock=caller")
     if tmp.name == "store0":
         backend.client.flushdb()
     return backend

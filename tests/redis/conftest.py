@@ -42,11 +42,15 @@ def prefix() -> str:
 def make_backend(
     redis_url: str, raw: redis.Redis, prefix: str
 ) -> Iterator[Callable[..., RedisBackend]]:
-    """Opens backends on the test database (URL options as keyword arguments)."""
+    """Opens backends on the test database (URL options as keyword arguments). Their clock is
+    the caller's (``clock=caller``): tests drive a virtual clock; ``clock="store"`` for the
+    server's."""
     opened: list[RedisBackend] = []
 
     def make(**options: object) -> RedisBackend:
-        query = "&".join(f"{k}={v}" for k, v in {"prefix": prefix, **options}.items())
+        query = "&".join(
+            f"{k}={v}" for k, v in {"prefix": prefix, "clock": "caller", **options}.items()
+        )
         backend = RedisBackend.from_url(f"{redis_url}?{query}")
         opened.append(backend)
         return backend

@@ -75,14 +75,23 @@ def answers(client: redis.Redis) -> bool:
 
 
 class CuttingProxy:
-    """A TCP proxy to a Redis that, once armed, drops the client's connection right after
-    forwarding the next request containing ``marker``: the server runs the command, the
-    client never hears back (a reply lost with its connection)."""
+    """A TCP proxy to a Redis that, once armed, drops the client's connection at the next
+    request containing ``marker``: after forwarding it and the server's reply coming back
+    (a reply lost with its connection: the server ran the command, the client never hears
+    so), or, with ``drop``, without forwarding it (the server never sees it). redis-py then
+    sends the command again on a new connection.
+
+    ``replied`` is set when the server has answered the cut request; the connection is
+    dropped once ``resume`` is set (it is, unless a test clears it to act in between)."""
 
     def __init__(self, upstream_port: int, marker: bytes) -> None:
         self.upstream_port = upstream_port
         self.marker = marker
+        self.drop = False
         self.armed = threading.Event()
+        self.replied = threading.Event()
+        self.resume = threading.Event()
+        self.resume.set()
         self.cuts = 0
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
@@ -109,9 +118,11 @@ class CuttingProxy:
             if self.marker in data and self.armed.is_set():
                 self.armed.clear()
                 cut.set()  # from now on, nothing goes back to this client
-                upstream.sendall(data)
                 self.cuts += 1
-                time.sleep(0.2)  # let the server run it; its reply goes nowhere
+                if not self.drop:
+                    upstream.sendall(data)
+                    self.replied.wait(30.0)  # the server ran it; its reply goes nowhere
+                    self.resume.wait(30.0)
                 break
             upstream.sendall(data)
         for sock in (client, upstream):
@@ -124,6 +135,8 @@ class CuttingProxy:
                 client.sendall(data)
             except OSError:
                 return
+        if data:
+            self.replied.set()
 
     def close(self) -> None:
         self._listener.close()

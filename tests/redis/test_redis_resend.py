@@ -52,7 +52,8 @@ def proxy(redis_url: str, raw: redis.Redis) -> Iterator[CuttingProxy]:
 def cut(proxy: CuttingProxy, redis_url: str, prefix: str) -> Iterator[RedisBackend]:
     """A backend talking to Redis through the proxy."""
     database = urlsplit(redis_url).path or "/0"
-    backend = RedisBackend.from_url(f"redis://127.0.0.1:{proxy.port}{database}?prefix={prefix}")
+    url = f"redis://127.0.0.1:{proxy.port}{database}?prefix={prefix}&clock=caller"
+    backend = RedisBackend.from_url(url)
     yield backend
     backend.close()
 
@@ -132,9 +133,9 @@ def test_an_ack_and_dequeue_sent_again_acks_and_leases_once(
             )
         )
 
-    result, leases = sent_twice_as_once(scenario, cut, proxy, make_backend)
-    assert (result.acked, result.lost) == (["j0:1"], [])
-    assert [lease.job_id for lease in leases] == ["j1"]
+    result = sent_twice_as_once(scenario, cut, proxy, make_backend)
+    assert (result.acks.acked, result.acks.lost) == (["j0:1"], [])
+    assert [lease.job_id for lease in result.dequeue.leases] == ["j1"]
     assert [info.state.value for info in cut.get_jobs(GetJobsParams(ids=IDS[:3]))] == [
         "succeeded",
         "running",
@@ -148,7 +149,7 @@ def test_an_ack_sent_again_succeeds(
     def scenario(backend: RedisBackend, arm: Arm) -> Any:
         backend.enqueue(EnqueueParams(jobs=[new_job(0)], now=0.0))
         (lease,) = backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=1.0)).leases
-        arm("ack")
+        arm("ack_many")
         return backend.ack_many(AckManyParams(tokens=[lease.token], now=2.0))  # no LeaseNotFound
 
     sent_twice_as_once(scenario, cut, proxy, make_backend)

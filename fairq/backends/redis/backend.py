@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from fairq.backends.clock import Clock
 from fairq.contract import (
     AckAndDequeueParams,
     AckAndDequeueResult,
@@ -29,6 +30,7 @@ from fairq.contract import (
     DequeueResult,
     EnqueueParams,
     EnqueueResult,
+    ExpiredLease,
     FailParams,
     GetJobsParams,
     GetQueueParams,
@@ -95,7 +97,8 @@ ROUTE_CACHE = 100_000
 class RedisBackend:
     """Fair per-tenant queues in Redis (``redis://``, ``rediss://`` or ``unix://`` URLs).
 
-    URL options: ``prefix`` (key prefix, default ``fairq``) and ``max_payload_bytes``.
+    URL options: ``prefix`` (key prefix, default ``fairq``), ``max_payload_bytes`` and
+    ``clock`` (``store``, the default, or ``caller``: fairq/backends/clock.py).
     """
 
     def __init__(self, options: RedisOptions) -> None:
@@ -135,9 +138,9 @@ class RedisBackend:
         queues = [job.queue for job in jobs]
         if any(job.throttle for job in jobs):
             self._refuse_stored([job.id for job in jobs])
-            queues = throttling.route(self._run_once, self.layout, jobs, params.now)
+            queues = throttling.route(self._run_once, self.layout, jobs, self._at(params.now))
         blocks = _blocks(queues)
-        args: list[Arg] = [num(params.now), len(blocks), *blocks, len(jobs)]
+        args: list[Arg] = [self._at(params.now), len(blocks), *blocks, len(jobs)]
         for job, queue in zip(jobs, queues, strict=True):
             args += _job_args(blocks[queue], job)
         keys = [self.layout.directory, self.layout.seq, self.layout.queues]
@@ -185,14 +188,19 @@ class RedisBackend:
         if params.wait > 0:
             reply = self._dequeue_after_wait(params, keys, rest)
         else:
-            reply = self._run_once("dequeue", params.queues[0], keys, [num(params.now), *rest])
-        return DequeueResult(leases=self._leases(blocks, reply))
+            at = self._at(params.now)
+            reply = self._run_once("dequeue", params.queues[0], keys, [at, *rest])
+        return self._dequeued(blocks, reply)
 
-    def _leases(self, blocks: dict[str, int], reply: list[Any]) -> list[Lease]:
-        """The leases of a dequeue's reply (dequeue.lua), their routes remembered."""
+    def _dequeued(self, blocks: dict[str, int], reply: list[Any]) -> DequeueResult:
+        """A dequeue's reply (dequeue.lua): the leases expired, then the leases handed out,
+        their routes remembered."""
         names = {block: name for name, block in blocks.items()}
+        return DequeueResult(leases=self._leases(names, reply), expired=_expired(names, reply[0]))
+
+    def _leases(self, names: dict[int, str], reply: list[Any]) -> list[Lease]:
         leases: list[Lease] = []
-        for at in range(2, len(reply), 5):
+        for at in range(1, len(reply), 5):
             block, job_id, raw, body, tenant = reply[at : at + 5]
             queue = names[int(block)]
             leases.append(lease(text(job_id), queue, raw, body, text(tenant)))
@@ -202,8 +210,8 @@ class RedisBackend:
 
     def _dequeue_after_wait(self, params: DequeueParams, keys: list[str], rest: list[Arg]) -> Any:
         """BLPOP slices, each with the dequeue pipelined behind it (at the later of the sender's
-        and the server's clock: see dequeue.lua), until a token wakes us, a job is taken or the
-        wait is over."""
+        and the server's clock: ``now_of`` in _lib.lua), until a token wakes us, a job is
+        taken or the wait is over."""
         started = time.monotonic()
         while True:
             waited = time.monotonic() - started
@@ -216,7 +224,7 @@ class RedisBackend:
                     partial(self._library.pipe, op="dequeue", keys=sent, args=args),
                 )
                 reply = self._library.answer(self.client, reply, "dequeue", sent, args)
-            if woke or len(reply) > 2 or params.wait - waited <= SLICE:
+            if woke or len(reply) > 1 or params.wait - waited <= SLICE:
                 return reply
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
@@ -232,18 +240,18 @@ class RedisBackend:
         routed = self._routed(acks.tokens)
         blocks = _blocks([*params.queues, *(q for _, q, _, _ in routed if q is not None)])
         order = list(dict.fromkeys(blocks[q] for q in params.queues))
-        args: list[Arg] = [num(params.now), params.limit, params.worker_id, len(order), *order]
-        args += [num(acks.now), *_held_args(routed, blocks)]
+        args: list[Arg] = [self._at(params.now), params.limit, params.worker_id, len(order)]
+        args += [*order, self._at(acks.now), *_held_args(routed, blocks)]
         reply = self._run_once("ack_dequeue", params.queues[0], self._keys(blocks), args)
+        answers = self._rerouted("ack_many", routed, _answers(routed, reply[0]), acks.now)
         return AckAndDequeueResult(
-            acks=_ack_result(_answers(routed, reply[0])),
-            dequeue=DequeueResult(leases=self._leases(blocks, reply[1:])),
+            acks=_ack_result(answers), dequeue=self._dequeued(blocks, reply[1:])
         )
 
     def fail(self, params: FailParams) -> JobInfo:
         queue, job_id, attempt = self._route(params.token)
         retry = "" if params.retry_at is None else num(params.retry_at)
-        args: list[Arg] = [job_id, attempt, num(params.now), params.error, retry]
+        args: list[Arg] = [job_id, attempt, self._at(params.now), params.error, retry]
         reply = self._end("fail", queue, args, params.token, params.now)
         record = JobRecord.parse(reply[1])
         assert queue is not None  # _end raised otherwise
@@ -251,7 +259,11 @@ class RedisBackend:
 
     def release(self, params: ReleaseParams) -> None:
         queue, job_id, attempt = self._route(params.token)
-        self._end("release", queue, [job_id, attempt, num(params.now)], params.token, params.now)
+        run_at = "" if params.run_at is None else num(params.run_at)
+        args: list[Arg] = [job_id, attempt, self._at(params.now), run_at]
+        if params.note is not None:
+            args.append(params.note)
+        self._end("release", queue, args, params.token, params.now)
 
     def _end(
         self, name: str, queue: str | None, args: list[Arg], token: str, now: float
@@ -296,9 +308,24 @@ class RedisBackend:
         blocks = _blocks([q for _, q, _, _ in routed if q is not None])
         if not blocks:
             return _answers(routed, [])
-        args = [num(now), *_held_args(routed, blocks)]
+        args = [self._at(now), *_held_args(routed, blocks)]
         reply = self._run_once(script, next(iter(blocks)), self._keys(blocks), args)
-        return _answers(routed, reply)
+        return self._rerouted(script, routed, _answers(routed, reply), now)
+
+    def _rerouted(
+        self, script: str, routed: list[Routed], answers: list[tuple[str, str]], now: float
+    ) -> list[tuple[str, str]]:
+        """``answers`` with the lost tokens whose cached route proved wrong (an id reused
+        after pruning, now in another queue) run again through ``script`` in their queue."""
+        stale = [
+            token
+            for (token, answer), (_, queue, job_id, _) in zip(answers, routed, strict=True)
+            if not answer and queue is not None and self._forget(job_id, queue)
+        ]
+        if not stale:
+            return answers
+        again = dict(self._per_lease(script, stale, now))
+        return [(token, again.get(token, answer)) for token, answer in answers]
 
     # -- maintenance -----------------------------------------------------------------------
 
@@ -308,14 +335,14 @@ class RedisBackend:
         asked = known if params.queues is None else list(dict.fromkeys(params.queues))
         pruned_only = [q for q in known if q not in asked] if params.retention is not None else []
         blocks = _blocks([*asked, *pruned_only])
-        before = "" if params.retention is None else num(params.now - params.retention)
-        args: list[Arg] = [num(params.now), before, len(asked)]
+        retention = "" if params.retention is None else num(params.retention)
+        args: list[Arg] = [self._at(params.now), retention, len(asked)]
         reply = self._run("maintain", [self.layout.directory, *self._keys(blocks)], args)
-        due = text(reply[3])
+        due = text(reply[2])
         return MaintainResult(
             promoted=int(reply[0]),
-            expired=(),
-            pruned=int(reply[2]),
+            expired=_expired({block: name for name, block in blocks.items()}, reply[3]),
+            pruned=int(reply[1]),
             next_due=float(due) if due else None,
         )
 
@@ -328,7 +355,7 @@ class RedisBackend:
         half_life = "" if settings.half_life is None else num(settings.half_life)
         keys = [self.layout.queues, *self._keys({settings.queue: 1})]
         args: list[Arg] = [settings.queue, num(settings.weight), cap, *rate, half_life]
-        self._run("set_queue", keys, [*args, num(settings.max_debt), num(params.now)])
+        self._run("set_queue", keys, [*args, num(settings.max_debt), self._at(params.now)])
 
     def get_queue(self, params: GetQueueParams) -> QueueSettings:
         with self._translated():
@@ -342,10 +369,10 @@ class RedisBackend:
             _setting(params.weight, num),
             _setting(params.max_running, str),
             "keep" if isinstance(params.rate, Keep) else rate_arg(params.rate),
-            num(params.now),
+            self._at(params.now),
         ]
         raw, oldest, *meta = self._run("set_tenant", keys, args)
-        weight, cap, rate, half_life, max_debt = (text(v) for v in meta)
+        weight, cap, rate, half_life, max_debt, now = (text(v) for v in meta)
         defaults = QueueDefaults(
             weight=float(weight),
             cap=int(cap) if cap else None,
@@ -355,7 +382,7 @@ class RedisBackend:
         )
         oldest_at = oldest_ready_at(oldest or None)
         return TenantRecord.parse(raw).stats(
-            params.queue, params.tenant, defaults, oldest_at, params.now
+            params.queue, params.tenant, defaults, oldest_at, float(now)
         )
 
     def publish_job_types(self, params: PublishJobTypesParams) -> None:
@@ -398,7 +425,7 @@ class RedisBackend:
         if not routed:
             return 0
         blocks = _blocks([q for _, q in routed])
-        args: list[Arg] = [num(params.now)]
+        args: list[Arg] = [self._at(params.now)]
         for job_id, queue in routed:
             args += [blocks[queue], job_id]
         return int(self._run_once("requeue", routed[0][1], self._keys(blocks), args))
@@ -417,6 +444,13 @@ class RedisBackend:
 
     def _translated(self) -> Any:
         return translated(self.options.safe_url)
+
+    def _at(self, now: float) -> str:
+        """A call's ``now`` argument: '>' .. now with clock=store, for max(now, the server's
+        clock when the function runs: ``now_of`` in _lib.lua); now itself with clock=caller."""
+        if self.options.clock is Clock.STORE:
+            return ">" + num(now)
+        return num(now)
 
     def _run(self, name: str, keys: list[str], args: Sequence[Arg]) -> Any:
         with self._translated():
@@ -521,6 +555,27 @@ def _answers(routed: Sequence[Routed], reply: Sequence[Any]) -> list[tuple[str, 
     """Each token's answer from ``each_held``; '' for a lost lease (an unrouted one too)."""
     answers = iter(reply)
     return [(r[0], text(next(answers)) if r[1] is not None else "") for r in routed]
+
+
+#: Values per expired lease in a reply: block, job id, job name, tenant, attempt, deadline,
+#: dead (1 or 0): ``expire`` in _lib_jobs.lua.
+EXPIRED_FIELDS = 7
+
+
+def _expired(names: dict[int, str], flat: Sequence[Any]) -> list[ExpiredLease]:
+    """The expired leases of a dequeue's or maintain's reply, in the order expired."""
+    return [
+        ExpiredLease(
+            job_id=text(flat[at + 1]),
+            name=text(flat[at + 2]),
+            queue=names[int(flat[at])],
+            tenant=text(flat[at + 3]),
+            attempt=int(flat[at + 4]),
+            deadline=float(flat[at + 5]),
+            dead=int(flat[at + 6]) == 1,
+        )
+        for at in range(0, len(flat), EXPIRED_FIELDS)
+    ]
 
 
 def _ack_result(answers: list[tuple[str, str]]) -> AckManyResult:

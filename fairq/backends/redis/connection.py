@@ -19,6 +19,7 @@ import redis
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
+from fairq.backends.clock import Clock, parse_clock
 from fairq.errors import ConfigError, FairqError, SchemaError, StoreUnavailable
 
 from .keys import DEFAULT_PREFIX, check_prefix
@@ -30,7 +31,7 @@ T = TypeVar("T")
 #: Redis Functions (FUNCTION LOAD, FCALL) are in 7.0, as is everything else fairq uses.
 MIN_VERSION = (7, 0, 0)
 #: fairq's own URL options; the rest of the query string goes to redis-py.
-OWN_OPTIONS = ("prefix", "max_payload_bytes")
+OWN_OPTIONS = ("prefix", "max_payload_bytes", "clock")
 DEFAULT_BACKEND_MAX_PAYLOAD = 16 * 1024 * 1024
 
 
@@ -40,6 +41,7 @@ class RedisOptions:
     safe_url: str  # the URL with its password hidden, for messages
     prefix: str = DEFAULT_PREFIX
     max_payload_bytes: int = DEFAULT_BACKEND_MAX_PAYLOAD
+    clock: Clock = Clock.STORE  # whose clock stamps an event (fairq/backends/clock.py)
 
 
 def parse_url(url: str) -> RedisOptions:
@@ -59,6 +61,7 @@ def parse_url(url: str) -> RedisOptions:
         safe_url=redact(url),
         prefix=check_prefix(own.get("prefix", DEFAULT_PREFIX)),
         max_payload_bytes=int(limit),
+        clock=parse_clock(own.get("clock")),
     )
 
 

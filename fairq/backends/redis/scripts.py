@@ -30,7 +30,6 @@ _LIBS = ("_lib.lua", "_lib_jobs.lua")
 NAMES = (
     "enqueue",
     "dequeue",
-    "ack",
     "ack_many",
     "ack_dequeue",  # after the two it calls
     "fail",

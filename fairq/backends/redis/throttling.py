@@ -29,8 +29,9 @@ from .scripts import Arg
 Run = Callable[[str, str, list[str], Sequence[Arg]], Any]
 
 
-def route(run: Run, layout: Layout, jobs: Sequence[NewJob], now: float) -> list[str]:
-    """The queue of each job: its own, or what its throttle rules chose (recorded)."""
+def route(run: Run, layout: Layout, jobs: Sequence[NewJob], now: str) -> list[str]:
+    """The queue of each job: its own, or what its throttle rules chose (recorded). ``now``:
+    the time argument, as ``RedisBackend._at`` makes it."""
     chosen = [job.queue for job in jobs]
     by_home: dict[str, list[int]] = {}
     for at, job in enumerate(jobs):
@@ -38,7 +39,7 @@ def route(run: Run, layout: Layout, jobs: Sequence[NewJob], now: float) -> list[
             by_home.setdefault(job.queue, []).append(at)
     for home, positions in by_home.items():
         keys: dict[str, int] = {}
-        args: list[Arg] = [num(now)]
+        args: list[Arg] = [now]
         for at in positions:
             job = jobs[at]
             key = layout.window_key(home, job.name, job.tenant)

@@ -69,13 +69,14 @@ local PRIO_TOP = 2147483647
 local LONG = '--------------------------------------------------'  -- 50 bytes
 
 -- The KEYS and ARGV of the running call: a function receives them as arguments, and the
--- helpers read them as a script would (Redis runs one call at a time).
-local KEYS, ARGV = {}, {}
+-- helpers read them as a script would (Redis runs one call at a time). server_now is the
+-- server's clock as the call first read it (`now_of`), nil until then.
+local KEYS, ARGV, server_now = {}, {}, nil
 
 -- Register operation `name` as the function LIBRARY .. '_' .. name.
 local function register(name, body)
   redis.register_function(LIBRARY .. '_' .. name, function(keys, args)
-    KEYS, ARGV = keys, args
+    KEYS, ARGV, server_now = keys, args, nil
     return body()
   end)
 end
@@ -89,15 +90,20 @@ end
 -- in replies are counts and block numbers, well within its 14 digits), for
 -- REPLY_TTL ms (the library's header, from connection.py: longer than redis-py's retries
 -- last); a call that finds its own id there returns that reply and changes nothing.
--- The body sees KEYS and ARGV without the two.
-local function register_once(name, body)
+-- The body sees KEYS and ARGV without the two. A stored reply goes through `replay` when
+-- given (called with KEYS and ARGV set, like the body): what it returns is the answer, for
+-- a reply whose meaning changed with the time that passed since the first sending ran
+-- (dequeue.lua: leases run from their start).
+local function register_once(name, body, replay)
   redis.register_function(LIBRARY .. '_' .. name, function(keys, args)
     local key, head = keys[#keys], args[#args] .. ' '
     keys[#keys], args[#args] = nil, nil
+    KEYS, ARGV, server_now = keys, args, nil
     if redis.call('GETRANGE', key, 0, #head - 1) == head then
-      return cjson.decode(string.sub(redis.call('GET', key), #head + 1))
+      local stored = cjson.decode(string.sub(redis.call('GET', key), #head + 1))
+      if replay ~= nil then return replay(stored) end
+      return stored
     end
-    KEYS, ARGV = keys, args
     local reply = body()
     redis.call('SET', key, head .. cjson.encode(reply), 'PX', REPLY_TTL)
     return reply
@@ -136,6 +142,22 @@ local function optint(x) if x == nil then return '' end return int(x) end
 local function max2(a, b) if b > a then return b end return a end
 -- Python's min(a, b): the first argument unless the second is strictly less.
 local function min2(a, b) if b < a then return b end return a end
+
+-- The time of the running call's event, from its `now` argument (design §3a: the time of an
+-- event is the time the store performs it). '>N' (clock=store, the default, and every
+-- dequeue pipelined behind a wait: waiting.py) is max(N, the server's clock): N was the
+-- sender's clock when it built the call, stale by the time a call that waited for a
+-- reconnect, a re-send or a BLPOP runs; the server's clock is not, and taking the later of
+-- the two never moves time back. A plain number (clock=caller: a virtual clock) is the time.
+-- The server's clock is read once per call, so every `now` of a call agrees.
+local function now_of(arg)
+  if string.byte(arg, 1) ~= 62 then return tonumber(arg) end
+  if server_now == nil then
+    local t = redis.call('TIME')
+    server_now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  end
+  return max2(tonumber(string.sub(arg, 2)), server_now)
+end
 
 -- -- records ------------------------------------------------------------------------------
 
@@ -272,8 +294,8 @@ local function open_queue(block, name)
   local k = keys_of((block - 1) * QUEUE_KEYS)
   local m = redis.call('HMGET', k.meta, 'V', 'due', 'conf')
   local q = {
-    k = k, name = name, V = opt(m[1]) or 0.0, due = opt(m[2]), weight = 1.0, cap = nil,
-    rate = nil, half_life = nil, max_debt = 60.0, vdirty = false, duedirty = false,
+    k = k, block = block, name = name, V = opt(m[1]) or 0.0, due = opt(m[2]), weight = 1.0,
+    cap = nil, rate = nil, half_life = nil, max_debt = 60.0, vdirty = false, duedirty = false,
     confdirty = false, tenants = {}, named = {}, dirty = {}, wake = 0, pending = {},
     npending = 0,
   }

@@ -93,16 +93,29 @@ local function held(q, id, lease_text, now)
 end
 
 -- Charge the run's real cost in place of what it was charged so far; free its slot.
--- fairness.finish_after_run: a paused tenant (weight 0) is not re-charged.
+-- fairness.finish_after_run: a paused tenant (weight 0) is not re-charged. ended_at nil: the
+-- run's end is unknown (its lease expired: the worker died or lost the store). A crash is not
+-- consumption, so the run stays charged what it was so far (the estimate, raised by
+-- heartbeats) and F, usage and usage_at are left as they are (policy/tenant.py end_run).
 local function end_run(q, t, j, ended_at, now)
-  local charge = max2(ended_at - j.started_at, MIN_CHARGE)
-  local w = weight_of(q, t)
-  local finish = t.F
-  if not (w <= 0) then finish = t.F + (charge - j.charged) / w end
-  set_finish(q, t, finish, now)
+  if ended_at ~= nil then
+    local charge = max2(ended_at - j.started_at, MIN_CHARGE)
+    local w = weight_of(q, t)
+    local finish = t.F
+    if not (w <= 0) then finish = t.F + (charge - j.charged) / w end
+    set_finish(q, t, finish, now)
+  end
   t.running = t.running - 1
   redis.call('ZREM', q.k.running, running_member(j))
   j.deadline = nil
+end
+
+-- Schedule a job that is not running until run_at (> now): a retry, or a job handed back.
+local function schedule(q, t, j, run_at)
+  j.state = 's'
+  j.run_at = run_at
+  t.scheduled = t.scheduled + 1
+  pend(q, q.k.scheduled, run_at, seq_member(j))
 end
 
 -- A failed attempt (or an expired lease): dead, ready again, or scheduled for retry_at.
@@ -118,12 +131,29 @@ local function fail_job(q, t, j, now, ended_at, err, retry_at)
   elseif retry_at <= now then
     make_ready(q, t, j, now, now)
   else
-    j.state = 's'
-    j.run_at = retry_at
-    t.scheduled = t.scheduled + 1
-    pend(q, q.k.scheduled, retry_at, seq_member(j))
+    schedule(q, t, j, retry_at)
   end
   retag(q, t)
+  return save_job(q, j)
+end
+
+-- A heartbeat: charge the time a job has run beyond what it was charged
+-- (fairness.charge_progress; a paused tenant, w = 0, is not charged), retagging an eligible
+-- tenant whose F moved, and extend its lease to now + lease_timeout.
+local function extend(q, j, now)
+  local t = tenant(q, j.tid)
+  local w = weight_of(q, t)
+  local elapsed = now - j.started_at
+  if not (elapsed <= j.charged or w <= 0) then
+    local finish = t.F + (elapsed - j.charged) / w
+    j.charged = elapsed
+    if finish ~= t.F then
+      set_finish(q, t, finish, now)
+      if t.S ~= nil then retag(q, t) end
+    end
+  end
+  j.deadline = now + j.lease_timeout
+  pend(q, q.k.running, j.deadline, running_member(j))
   return save_job(q, j)
 end
 
@@ -143,15 +173,34 @@ local function promote(q, now)
   return #due
 end
 
--- Leases with deadline <= now fail with "lease expired", in (deadline, seq) order.
-local function expire(q, now)
+-- The job's name: its body is len(name) .. ':' .. name .. payload (records.py encode_body).
+local function name_in(body)
+  local colon = string.find(body, ':', 1, true)
+  return string.sub(body, colon + 1, colon + tonumber(string.sub(body, 1, colon - 1)))
+end
+
+local EXPIRED_FIELDS = 7  -- per lease in `expired`: see `expire`
+
+-- Leases with deadline <= now fail with "lease expired", in (deadline, seq) order; their run
+-- is charged no more than it was so far (`end_run`). Appends to `expired` what each one was,
+-- EXPIRED_FIELDS values: block, job id, job name, tenant name, attempt, deadline, 1 if dead
+-- (else 0).
+local function expire(q, now, expired)
   local due = redis.call('ZRANGEBYSCORE', q.k.running, '-inf', fmt(now))
+  local n = #expired
   for _, m in ipairs(due) do
     local j = load_job(q, string.sub(m, RUNNING_ID))
     local t = tenant(q, j.tid)
-    fail_job(q, t, j, now, j.deadline, 'lease expired', now)
+    local deadline = fmt(j.deadline)
+    fail_job(q, t, j, now, nil, 'lease expired', now)
+    local dead = 0
+    if j.state == 'd' then dead = 1 end
+    expired[n + 1], expired[n + 2], expired[n + 3] = q.block, j.id,
+      name_in(redis.call('HGET', q.k.bodies, j.id))
+    expired[n + 4], expired[n + 5], expired[n + 6], expired[n + 7] = name_of(q, t),
+      j.attempts, deadline, dead
+    n = n + EXPIRED_FIELDS
   end
-  return #due
 end
 
 -- Rate limits over (limited_until <= now) end, in (limited_until, tenant) order; refresh.
@@ -174,16 +223,17 @@ local function next_due_of(q, due)
   return due
 end
 
--- Maintenance of one queue, in the order the rules fix: promote, expire, un-limit. Before
--- `due` nothing can be due (every pending score is at or above it), so nothing is read;
--- after maintaining, `due` is the earliest pending time again (inf: nothing pending).
-local function maintain_queue(q, now)
-  if q.due ~= nil and now < q.due then return 0, 0 end
+-- Maintenance of one queue, in the order the rules fix: promote, expire (appending to
+-- `expired`: see `expire`), un-limit. Before `due` nothing can be due (every pending score
+-- is at or above it), so nothing is read; after maintaining, `due` is the earliest pending
+-- time again (inf: nothing pending). Returns how many were promoted.
+local function maintain_queue(q, now, expired)
+  if q.due ~= nil and now < q.due then return 0 end
   local promoted = promote(q, now)
-  local expired = expire(q, now)
+  expire(q, now, expired)
   unlimit(q, now)
   q.due, q.duedirty = next_due_of(q, nil) or math.huge, true
-  return promoted, expired
+  return promoted
 end
 
 -- -- dispatch -------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 -- ack_many.lua: several running jobs succeeded; exactly single acks (ack.lua) in order.
 --
 -- KEYS: one block of QUEUE_KEYS keys per distinct queue of the tokens (see _lib.lua).
--- ARGV: [1] now, then 3 values per token: block, job_id, lease number text.
+-- ARGV: [1] now (see `now_of`), then 3 values per token: block, job_id, lease number text.
 -- Touches: meta (read), tenants, eligible, ready (read), running, done, jobs, wake.
 -- Returns: one string per token, in order: 'ok', or '' when the lease is lost (expired or
 --       unknown, or acked earlier in this batch; nothing is changed for it).
@@ -14,5 +14,5 @@ local function succeed_each(now, first)
 end
 
 register_once('ack_many', function()
-  return succeed_each(tonumber(ARGV[1]), 2)
+  return succeed_each(now_of(ARGV[1]), 2)
 end)

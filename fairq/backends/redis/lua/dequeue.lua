@@ -3,37 +3,33 @@
 -- Maintenance per queue, in order: promote, expire, un-limit (as maintain.lua).
 --
 -- KEYS: one block of QUEUE_KEYS keys per distinct queue (see _lib.lua).
--- ARGV: [1] now (or '>' .. now: see `clock`), [2] limit, [3] worker id (not stored),
---       [4 ..] the order in which to try the queues, as block numbers (each named once).
+-- ARGV: [1] now (see `now_of`; '>' .. now for one pipelined behind a BLPOP), [2] limit,
+--       [3] worker id (not stored), [4 ..] the order in which to try the queues, as block
+--       numbers (each named once).
 -- Touches: every key of the blocks except bodies/tnames (read), tids and done.
--- Returns: {promoted, expired, block, id, record, body, tenant, block, id, ...}: each job
---       is what one single dequeue at `now` would give, in order. Counts are integers.
-
--- The time of a dequeue. '>N' marks one pipelined behind a BLPOP (waiting.py): it runs when
--- the wait ends, so N, its sender's clock when sent, is stale by then; the server's clock is
--- not, and taking the later of the two never moves time back.
-local function clock(arg)
-  if string.byte(arg, 1) ~= 62 then return tonumber(arg) end
-  local t = redis.call('TIME')
-  return max2(tonumber(string.sub(arg, 2)), tonumber(t[1]) + tonumber(t[2]) / 1000000)
-end
+-- Returns: {expired, block, id, record, body, tenant, block, id, ...}: the leases its
+--       maintenance expired (EXPIRED_FIELDS values each: see `expire`), then the jobs, each
+--       what one single dequeue at `now` would give, in order.
+--       Sent again after its reply was lost (register_once), it answers the first sending's
+--       reply with every lease still held extended to now + lease_timeout (as a heartbeat)
+--       and those no longer held left out: a job is never handed out with less than its
+--       lease left, however long the re-sending took.
 
 -- Maintain the queues of blocks ARGV[first .. last] (the order to try them in), then take
--- up to `limit` jobs: {promoted, expired, block, id, record, body, tenant, block, id, ...}.
+-- up to `limit` jobs: {expired, block, id, record, body, tenant, block, id, ...}.
 local function take(now, limit, first, last)
   local order = {}
   for i = first, last do order[#order + 1] = tonumber(ARGV[i]) end
 
   local queues = {}
-  local promoted, expired = 0, 0
+  local expired = {}
   for _, b in ipairs(order) do
     local q = open_queue(b, '')
     queues[b] = q
-    local p, e = maintain_queue(q, now)
-    promoted, expired = promoted + p, expired + e
+    maintain_queue(q, now, expired)
   end
 
-  local out = {promoted, expired}
+  local out = {expired}
   local taken = 0
   while taken < limit do
     local got, from = nil, nil
@@ -51,6 +47,30 @@ local function take(now, limit, first, last)
   return out
 end
 
+-- A stored reply of `take` (from reply[first] on), sent again: its leases started when the
+-- first sending ran. Each still held is extended as a heartbeat at `now` would (its record
+-- in the answer is the extended one); one no longer held (acked, failed, expired) is left
+-- out. The expired leases are reported as the first sending found them.
+local function take_again(reply, first, now)
+  local out = {reply[first]}
+  local queues = {}
+  for a = first + 1, #reply, 5 do
+    local b, id = reply[a], reply[a + 1]
+    local q = queues[b]
+    if q == nil then q = open_queue(b, ''); queues[b] = q end
+    local j, problem = held(q, id, int(job_from(id, reply[a + 2]).leases), now)
+    if not problem then
+      local n = #out
+      out[n + 1], out[n + 2], out[n + 3] = b, id, extend(q, j, now)
+      out[n + 4], out[n + 5] = reply[a + 3], reply[a + 4]
+    end
+  end
+  for _, q in pairs(queues) do flush(q) end
+  return out
+end
+
 register_once('dequeue', function()
-  return take(clock(ARGV[1]), tonumber(ARGV[2]), 4, #ARGV)
+  return take(now_of(ARGV[1]), tonumber(ARGV[2]), 4, #ARGV)
+end, function(reply)
+  return take_again(reply, 1, now_of(ARGV[1]))
 end)

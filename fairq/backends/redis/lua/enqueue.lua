@@ -3,7 +3,7 @@
 -- KEYS: [1] directory hash (job_id -> queue), [2] seq counter, [3] queues set,
 --       then one block of QUEUE_KEYS keys per queue of the batch (see _lib.lua).
 --       Jobs arrive here already routed: throttle rules were applied by route.lua first.
--- ARGV: [1] now, [2] number of queue blocks B, [3 .. 2+B] queue names (block order),
+-- ARGV: [1] now (see `now_of`), [2] number of queue blocks B, [3 .. 2+B] queue names (block order),
 --       then [3+B] number of jobs N and 9 values per job, in enqueue order:
 --       block, job_id, body, tenant, priority, run_at, max_attempts, lease_timeout, cost.
 -- Touches: the directory, the seq counter, the queues set; per queue: meta, tenants, tids,
@@ -31,7 +31,7 @@ local function claim(directory, first, fields, njobs)
 end
 
 register_once('enqueue', function()
-  local now = tonumber(ARGV[1])
+  local now = now_of(ARGV[1])
   local nblocks = tonumber(ARGV[2])
   local njobs = tonumber(ARGV[3 + nblocks])
   local FIELDS = 9

@@ -1,15 +1,15 @@
 -- fail.lua: a running job's attempt failed: ready again, scheduled for retry, or dead.
 --
 -- KEYS: one block of QUEUE_KEYS keys: the job's queue (see _lib.lua).
--- ARGV: [1] job_id, [2] lease number (the token's text after its last ':'), [3] now, [4] error,
---       [5] retry_at ('' for no retry).
+-- ARGV: [1] job_id, [2] lease number (the token's text after its last ':'), [3] now (see
+--       `now_of`), [4] error, [5] retry_at ('' for no retry).
 -- Touches: meta (read), tenants, tnames (read), eligible, ready, readyat, scheduled, running,
 --       dead, jobs, bodies (read), errors, backlog, wake.
 -- Returns: {'ok', record, body, tenant, error} (the job after the call); {'nf'};
 --       {'exp', deadline}. Nothing is changed unless 'ok'.
 
 register_once('fail', function()
-  local now = tonumber(ARGV[3])
+  local now = now_of(ARGV[3])
   local q, j, lost = one_held(now)
   if lost then return lost end
 

@@ -1,12 +1,12 @@
 -- requeue.lua: dead jobs become ready again with fresh attempts, keeping their seq.
 --
 -- KEYS: one block of QUEUE_KEYS keys per distinct queue of the ids (see _lib.lua).
--- ARGV: [1] now, then 2 values per id, in the order asked: block, job_id.
+-- ARGV: [1] now (see `now_of`), then 2 values per id, in the order asked: block, job_id.
 -- Touches: meta (read), tenants, eligible, ready, readyat, dead, jobs, backlog, wake.
 -- Returns: how many of the jobs were dead (and are now ready).
 
 register_once('requeue', function()
-  local now = tonumber(ARGV[1])
+  local now = now_of(ARGV[1])
   local queues = {}
   local count = 0
   for a = 2, #ARGV, 2 do

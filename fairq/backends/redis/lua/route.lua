@@ -3,7 +3,7 @@
 -- KEYS: the (job name, tenant) window lists of the jobs routed, all under one home queue's
 --       hash tag (so one Cluster slot); a key may repeat when a batch has several jobs of
 --       the same (name, tenant).
--- ARGV: [1] now, then per job, in enqueue order: key index (into KEYS), window size
+-- ARGV: [1] now (see `now_of`), then per job, in enqueue order: key index (into KEYS), window size
 --       (max threshold + 1), span (max per), home queue, rule count R, then R x (threshold,
 --       per, queue), least to most restrictive.
 -- Touches: the window lists only (each is given a TTL of span).
@@ -17,7 +17,7 @@
 -- routing (what the model filters by) without another key.
 
 register_once('route', function()
-  local now = tonumber(ARGV[1])
+  local now = now_of(ARGV[1])
   local out = {}
   local a = 2
   while a <= #ARGV do

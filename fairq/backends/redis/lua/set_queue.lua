@@ -3,7 +3,8 @@
 -- KEYS: [1] queues set, then one block of QUEUE_KEYS keys: the queue (see _lib.lua),
 --       shifted by one key.
 -- ARGV: [1] queue name, [2] weight, [3] cap ('' for none), [4] rate count, [5] rate period,
---       [6] rate burst ('' x3 for no rate), [7] half_life ('' for none), [8] max_debt, [9] now.
+--       [6] rate burst ('' x3 for no rate), [7] half_life ('' for none), [8] max_debt, [9] now
+--       (see `now_of`).
 -- Touches: the queues set; meta, tenants, tids (read), tnames (read), eligible, ready (read),
 --       backlog (read), limited, tats, wake.
 -- Returns: the number of tenants resettled.
@@ -16,7 +17,7 @@
 register('set_queue', function()
   local queues = table.remove(KEYS, 1)
   redis.call('SADD', queues, ARGV[1])
-  local now = tonumber(ARGV[9])
+  local now = now_of(ARGV[9])
   local q = open_queue(1, ARGV[1])
   q.weight = tonumber(ARGV[2])
   q.cap = opt(ARGV[3])

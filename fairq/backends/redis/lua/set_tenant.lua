@@ -4,16 +4,17 @@
 --       shifted by one key.
 -- ARGV: [1] queue name, [2] tenant, [3] weight (0 pauses), [4] cap, [5] rate as
 --       'count,period,burst': each 'keep', '' (back to the queue default) or a value;
---       [6] now.
+--       [6] now (see `now_of`).
 -- Touches: the queues set; meta, tenants, tids, tnames, eligible, ready (read), readyat
 --       (read), limited, wake.
 -- Returns: {tenant record, oldest readyat member or false, queue weight, queue cap or '',
---       queue rate 'count,period,burst' or '', queue half_life or '', queue max_debt}.
+--       queue rate 'count,period,burst' or '', queue half_life or '', queue max_debt, now}:
+--       now is the time the call ran at (its usage is decayed to it).
 
 register('set_tenant', function()
   local queues = table.remove(KEYS, 1)
   redis.call('SADD', queues, ARGV[1])
-  local now = tonumber(ARGV[6])
+  local now = now_of(ARGV[6])
   local q = open_queue(1, ARGV[1])
   local t = tenant_named(q, ARGV[2])
   if ARGV[3] ~= 'keep' then t.weight = opt(ARGV[3]) end
@@ -27,5 +28,5 @@ register('set_tenant', function()
   local queue_rate = ''
   if q.rate ~= nil then queue_rate = table.concat({rate_fields(q.rate)}, ',') end
   return {tenant_record(t), oldest_member(q, t), fmt(q.weight), optint(q.cap), queue_rate,
-    optfmt(q.half_life), fmt(q.max_debt)}
+    optfmt(q.half_life), fmt(q.max_debt), fmt(now)}
 end)
