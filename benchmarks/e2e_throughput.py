@@ -55,7 +55,9 @@ def run_once(jobs: int, processes: int, concurrency: int) -> RunResult:
         ids = app.enqueue_many(calls)
         enqueue_s = time.perf_counter() - began
         began = time.perf_counter()
-        workers = start_workers(processes, "fairq.demo.jobs:app", url, QUEUE, concurrency, work_dir)
+        workers = start_workers(
+            processes, "fairq.demo.jobs:app", url, QUEUE, concurrency, work_dir, burst=True
+        )
         workers.wait(timeout=600)
         wall = time.perf_counter() - began
         first, last = _span(app, ids)

@@ -115,7 +115,7 @@ def _run_mode(
             if time.monotonic() - began > timeout:
                 raise WorkerFailed(f"the {run.mode.value} run took over {timeout:.0f} s")
             time.sleep(POLL_SECONDS)
-        workers.wait(timeout=30)
+        workers.finish()
     finally:
         workers.stop()
 

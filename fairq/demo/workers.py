@@ -1,8 +1,9 @@
 """Start and stop real ``fairq worker`` processes, the way a user would run them.
 
-Each worker is its own OS process running ``python -m fairq worker MODULE:APP --burst``; burst
-mode makes it exit once nothing is ready or scheduled, which is how a run ends. Output goes to a
-log file, shown only when a worker fails.
+Each worker is its own OS process running ``python -m fairq worker MODULE:APP``, stopped with
+SIGTERM (as a deploy would) once the demo has seen every job finish; it must exit 0. Not
+``--burst``: a burst worker exits when nothing is ready, and a run's greedy jobs may all be done
+before the small tenants arrive. Output goes to a log file, shown only when a worker fails.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class WorkerGroup:
         return sum(1 for p in self.processes if p.poll() is None)
 
     def wait(self, timeout: float) -> None:
-        """Wait for every worker to exit; kill stragglers; raise if any failed."""
+        """Wait for burst workers to exit; kill stragglers; raise if any failed."""
         for proc in self.processes:
             try:
                 proc.wait(timeout=timeout)
@@ -39,6 +40,15 @@ class WorkerGroup:
                 proc.kill()
                 proc.wait()
         self.check()
+
+    def finish(self) -> None:
+        """Stop every worker with SIGTERM; raise if any did not exit cleanly."""
+        self.stop()
+        for proc, log in zip(self.processes, self.logs, strict=True):
+            if proc.returncode != 0:
+                raise WorkerFailed(
+                    f"worker pid {proc.pid} exited with {proc.returncode} on SIGTERM:\n{_tail(log)}"
+                )
 
     def check(self) -> None:
         for proc, log in zip(self.processes, self.logs, strict=True):
@@ -59,7 +69,7 @@ class WorkerGroup:
 
 
 def worker_command(
-    app_ref: str, url: str, queues: str, concurrency: int, *, burst: bool = True
+    app_ref: str, url: str, queues: str, concurrency: int, *, burst: bool = False
 ) -> list[str]:
     command = [
         sys.executable, "-m", "fairq", "--log-level", "warning",
@@ -70,8 +80,16 @@ def worker_command(
 
 
 def start_workers(
-    count: int, app_ref: str, url: str, queues: str, concurrency: int, log_dir: Path
+    count: int,
+    app_ref: str,
+    url: str,
+    queues: str,
+    concurrency: int,
+    log_dir: Path,
+    *,
+    burst: bool = False,
 ) -> WorkerGroup:
+    """``burst``: each exits once nothing is ready or scheduled (then ``wait`` for them)."""
     env = {**os.environ, "FAIRQ_URL": url}
     processes, logs = [], []
     for i in range(count):
@@ -79,7 +97,7 @@ def start_workers(
         with log.open("wb") as out:
             processes.append(
                 subprocess.Popen(
-                    worker_command(app_ref, url, queues, concurrency),
+                    worker_command(app_ref, url, queues, concurrency, burst=burst),
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=subprocess.STDOUT,
