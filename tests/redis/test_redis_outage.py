@@ -61,8 +61,10 @@ def test_a_lease_lost_to_an_outage_is_reported_as_one(
             beat.stop()
             backend.close()
     (lost,) = [r for r in caplog.records if "lost its lease" in r.getMessage()]
-    assert "the store could not be reached" in lost.getMessage()
-    assert "too slow" not in lost.getMessage()
+    message = lost.getMessage()
+    assert "could not reach the store" in message  # the outage, named
+    assert "no longer exists in the store" in message  # what happened: its data was lost
+    assert "went back to its queue" not in message and "too slow" not in message
 
 
 def _said(caplog: pytest.LogCaptureFixture, text: str) -> bool:
