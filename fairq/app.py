@@ -339,7 +339,7 @@ class App:
         definition = self.jobs.get(spec.name)
         bound = None if definition is None else definition.check_arguments(call.args, call.kwargs)
         if definition is None and not check_published_call(
-            spec.name, spec.params, call.args, call.kwargs
+            spec.name, spec.params, spec.signature, call.args, call.kwargs
         ):
             log.warning(
                 "job %r: its arguments could not be checked against its signature (this App "

@@ -28,6 +28,7 @@ from fairq.policy.bounds import (
 from fairq.policy.queues import check_queue_name
 from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
+from fairq.signatures import JobSignature
 
 
 class Keep(Enum):
@@ -282,6 +283,7 @@ class JobType:
     queue: str
     tenant_arg: str | None  # the argument holding the tenant; None when a callable finds it
     params: Sequence[str] = field(default_factory=tuple)  # positional parameter names, in order
+    signature: JobSignature | None = None  # the rest of its shape; None: from an older fairq
     max_attempts: int
     lease_timeout: float
     cost: float

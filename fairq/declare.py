@@ -27,7 +27,7 @@ from fairq.policy.bounds import (
 )
 from fairq.policy.queues import check_queue_name
 from fairq.policy.throttle import Throttle
-from fairq.signatures import positional_names, published_params
+from fairq.signatures import JobSignature, positional_params
 
 
 class Enqueuer(Protocol):
@@ -177,7 +177,8 @@ class JobDefinition(Generic[P, R]):
             name=self.name,
             queue=self.queue,
             tenant_arg=self.tenant_rule if isinstance(self.tenant_rule, str) else None,
-            params=published_params(self.signature),
+            params=positional_params(self.signature),
+            signature=JobSignature.of(self.signature),
             max_attempts=self.max_attempts,
             lease_timeout=self.lease_timeout,
             cost=self.cost,
@@ -207,7 +208,7 @@ def argument(spec: JobType, args: Sequence[Any], kwargs: dict[str, Any]) -> obje
         return None
     if name in kwargs:
         return kwargs[name]
-    positional = positional_names(spec.params)
+    positional = list(spec.params)
     if name in positional:
         index = positional.index(name)
         if index < len(args):

@@ -19,6 +19,7 @@ from fairq.contract import (
 )
 from fairq.errors import DuplicateJob
 from fairq.job import JobState
+from fairq.signatures import JobSignature
 
 from .helpers import (
     Q,
@@ -106,7 +107,10 @@ def test_published_job_types_round_trip(backend: Backend) -> None:
     assert backend.job_types() == {}
     types = [
         JobType(name="imports.run", queue="imports", tenant_arg="account", params=("account", "n"),
-                max_attempts=5, lease_timeout=120.0, cost=3.5),
+                max_attempts=5, lease_timeout=120.0, cost=3.5,
+                signature=JobSignature(positional_only=1, required=1, var_positional=True,
+                                       keyword_only={"dry_run": False, "ünïcode": True},
+                                       var_keyword=True)),
         JobType(name="mail", queue=Q, tenant_arg=None, params=(), max_attempts=1,
                 lease_timeout=60.0, cost=1.0),
     ]  # fmt: skip

@@ -130,7 +130,9 @@ def test_a_missing_schema_with_migrate_false_says_to_run_fairq_migrate(schema: s
 @pytest.fixture
 def next_migration(monkeypatch: pytest.MonkeyPatch) -> Migration:
     """A fairq one migration ahead of this one (the framework serves the migrations to come)."""
-    ahead = Migration(2, "next", "ALTER TABLE {schema}.queues ADD COLUMN note text;")
+    ahead = Migration(
+        len(migrations()) + 1, "next", "ALTER TABLE {schema}.queues ADD COLUMN note text;"
+    )
     extended = (*migrations(), ahead)
     monkeypatch.setattr(sql, "migrations", lambda: extended)
     monkeypatch.setattr(migrate_module, "migrations", lambda: extended)

@@ -16,6 +16,7 @@ from fairq.contract import JobType, ListDeadParams, QueueSettings, StatsParams, 
 from fairq.job import JobInfo, JobState
 from fairq.policy import history
 from fairq.policy.throttle import Throttle
+from fairq.signatures import JobSignature
 
 
 def queue_names(cur: Cursor[Row], q: Queries) -> list[str]:
@@ -143,6 +144,7 @@ def publish_job_types(cur: Cursor[Row], q: Queries, types: Sequence[JobType]) ->
                         for rule in job_type.throttle
                     ]
                 ),
+                "signature": job_type.signature and job_type.signature.to_json(),
             },
         )
 
@@ -161,6 +163,7 @@ def job_types(cur: Cursor[Row], q: Queries) -> dict[str, JobType]:
                 Throttle(rule["threshold"], rule["per"], rule["queue"])
                 for rule in json.loads(row["throttle"])
             ),
+            signature=JobSignature.from_json(row["signature"]),
         )
         for row in cur.execute(q["job_types_all"]).fetchall()
     }

@@ -378,18 +378,18 @@ RETURNING j.seq
 
 -- name: job_types_upsert
 INSERT INTO {schema}.job_types (
-    name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle
+    name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle, signature
 ) VALUES (
     %(name)s, %(queue)s, %(tenant_arg)s, %(params)s, %(max_attempts)s, %(lease_timeout)s,
-    %(cost)s, %(throttle)s
+    %(cost)s, %(throttle)s, %(signature)s
 )
 ON CONFLICT (name) DO UPDATE SET
     queue = excluded.queue, tenant_arg = excluded.tenant_arg, params = excluded.params,
     max_attempts = excluded.max_attempts, lease_timeout = excluded.lease_timeout,
-    cost = excluded.cost, throttle = excluded.throttle
+    cost = excluded.cost, throttle = excluded.throttle, signature = excluded.signature
 
 -- name: job_types_all
-SELECT name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle
+SELECT name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle, signature
 FROM {schema}.job_types
 
 -- name: throttle_windows_ensure

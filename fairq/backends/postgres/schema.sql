@@ -149,7 +149,8 @@ CREATE TABLE {schema}.job_types (
     max_attempts  integer NOT NULL,
     lease_timeout double precision NOT NULL,
     cost          double precision NOT NULL,
-    throttle      text NOT NULL DEFAULT '[]'      -- [{"threshold", "per", "queue"}, …] as JSON
+    throttle      text NOT NULL DEFAULT '[]',     -- [{"threshold", "per", "queue"}, …] as JSON
+    signature     text                            -- fairq.signatures.JobSignature as JSON
 );
 
 -- Enqueues made inside the caller's transaction wait here until a dispatch of their queue takes

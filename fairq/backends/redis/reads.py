@@ -15,6 +15,7 @@ from typing import Any
 from fairq.contract import JobType, ListDeadParams, QueueSettings, StatsParams, TenantStats
 from fairq.job import JobInfo
 from fairq.policy.throttle import Throttle
+from fairq.signatures import JobSignature
 
 from .keys import TID_WIDTH, Layout
 from .records import (
@@ -169,6 +170,7 @@ def job_types(client: Client, layout: Layout) -> dict[str, JobType]:
         data = json.loads(value)
         data["params"] = tuple(data["params"])
         data["throttle"] = tuple(Throttle(**rule) for rule in data.get("throttle", []))
+        data["signature"] = JobSignature.from_json(data.get("signature"))
         types[text(name)] = JobType(**data)
     return types
 
@@ -187,6 +189,7 @@ def job_type_json(job_type: JobType) -> str:
                 {"threshold": r.threshold, "per": r.per, "queue": r.queue}
                 for r in job_type.throttle
             ],
+            "signature": job_type.signature and job_type.signature.to_json(),
         },
         ensure_ascii=False,
     )

@@ -23,6 +23,7 @@ from fairq.contract import (
 from fairq.job import JobInfo, JobState
 from fairq.policy import history
 from fairq.policy.throttle import Throttle
+from fairq.signatures import JobSignature
 
 # -- settings ------------------------------------------------------------------------------------
 
@@ -154,6 +155,7 @@ def publish_job_types(db: sqlite3.Connection, types: Sequence[JobType]) -> None:
                 "throttle": json.dumps(
                     [{"threshold": r.threshold, "per": r.per, "queue": r.queue} for r in t.throttle]
                 ),
+                "signature": t.signature and t.signature.to_json(),
             },
         )
 
@@ -169,6 +171,7 @@ def job_types(db: sqlite3.Connection) -> dict[str, JobType]:
             lease_timeout=row["lease_timeout"],
             cost=row["cost"],
             throttle=tuple(Throttle(**rule) for rule in json.loads(row["throttle"])),
+            signature=JobSignature.from_json(row["signature"]),
         )
         for row in db.execute(Q["job_types_all"])
     }

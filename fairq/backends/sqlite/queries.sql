@@ -165,14 +165,15 @@ LIMIT :limit
 
 -- name: job_type_save
 INSERT INTO job_types (
-    name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle
+    name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle, signature
 ) VALUES (
-    :name, :queue, :tenant_arg, :params, :max_attempts, :lease_timeout, :cost, :throttle
+    :name, :queue, :tenant_arg, :params, :max_attempts, :lease_timeout, :cost, :throttle,
+    :signature
 )
 ON CONFLICT (name) DO UPDATE SET
     queue = excluded.queue, tenant_arg = excluded.tenant_arg, params = excluded.params,
     max_attempts = excluded.max_attempts, lease_timeout = excluded.lease_timeout,
-    cost = excluded.cost, throttle = excluded.throttle
+    cost = excluded.cost, throttle = excluded.throttle, signature = excluded.signature
 
 -- name: throttle_window
 -- One (job name, tenant) window in recording order: at most its window size of rows.
