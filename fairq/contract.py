@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Protocol, runtime_checkable
 
 from fairq.errors import ConfigError
-from fairq.job import JobInfo, Lease, NewJob
+from fairq.job import JobInfo, JobState, Lease, NewJob, StoredJob
 from fairq.policy.bounds import (
     check_max_running,
     check_seconds,
@@ -82,6 +82,19 @@ class ExpiredLease:
     attempt: int  # the attempt that expired (1 for the first run)
     deadline: float
     dead: bool  # that was its last attempt
+
+    @classmethod
+    def of(cls, job: StoredJob, deadline: float) -> ExpiredLease:
+        """The report of a job just failed by its lease's expiry (``deadline``: the lease's)."""
+        return cls(
+            job_id=job.id,
+            name=job.name,
+            queue=job.queue,
+            tenant=job.tenant,
+            attempt=job.attempts,
+            deadline=deadline,
+            dead=job.state is JobState.DEAD,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

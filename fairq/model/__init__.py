@@ -311,17 +311,7 @@ class ReferenceModel(Reads):
                 break
             heapq.heappop(queue.running)
             self._fail(job, now, None, LEASE_EXPIRED_ERROR, now)
-            expired.append(
-                ExpiredLease(
-                    job_id=job.id,
-                    name=job.name,
-                    queue=job.queue,
-                    tenant=job.tenant,
-                    attempt=job.attempts,
-                    deadline=deadline,
-                    dead=job.state is JobState.DEAD,
-                )
-            )
+            expired.append(ExpiredLease.of(job, deadline))
         return expired
 
     def _unlimit(self, queue: Queue, now: float) -> None:

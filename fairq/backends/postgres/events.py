@@ -224,15 +224,7 @@ class Events:
         deadline = job.deadline
         assert deadline is not None
         self._failed(job, self.end_run(job, None, now), now, LEASE_EXPIRED_ERROR, now)
-        return ExpiredLease(
-            job_id=job.id,
-            name=job.name,
-            queue=job.queue,
-            tenant=job.tenant,
-            attempt=job.attempts,
-            deadline=deadline,
-            dead=job.state is JobState.DEAD,
-        )
+        return ExpiredLease.of(job, deadline)
 
     def requeue(self, job: JobRow, now: float) -> None:
         tenant = self.lock_tenant(job.tenant_id)

@@ -16,7 +16,6 @@ from fairq.backends.sqlite.events import fail_run, make_ready
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import ExpiredLease, MaintainParams, MaintainResult
-from fairq.job import JobState
 from fairq.policy.tenant import forgettable, refresh
 
 LEASE_EXPIRED_ERROR = "lease expired"
@@ -92,17 +91,7 @@ def _expire(db: sqlite3.Connection, queue: str, now: float) -> list[ExpiredLease
         assert deadline is not None
         tenant = TenantRow.load(db, job.tenant_id)
         fail_run(db, job, tenant, now=now, ended_at=None, error=LEASE_EXPIRED_ERROR, retry_at=now)
-        expired.append(
-            ExpiredLease(
-                job_id=job.id,
-                name=job.name,
-                queue=job.queue,
-                tenant=job.tenant,
-                attempt=job.attempts,
-                deadline=deadline,
-                dead=job.state is JobState.DEAD,
-            )
-        )
+        expired.append(ExpiredLease.of(job, deadline))
     return expired
 
 
