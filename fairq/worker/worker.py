@@ -16,6 +16,11 @@ Threads, and who talks to the store::
     fairq-maintain    expires lapsed leases and prunes old jobs on every queue
     fairq-weights     calls the app's tenant_weights callbacks (only if it has some)
 
+At rest: the caller, fairq-worker, fairq-fetch, one fairq-job (its wait for new work),
+fairq-heartbeat and fairq-maintain. The last three threads above stay apart, idle but for their
+duty: on one timer thread, a long prune (every old job in one call) or a slow tenant_weights
+callback (the app's code) would hold the heartbeat back until leases lapse.
+
 Shutdown: stop taking jobs; give the running ones ``grace_period`` seconds; release the rest
 (ready again at once, the attempt not counted); return. A second stop(hand_back_now=True) (the
 second signal) releases at once. A killed worker's jobs come back when their leases lapse.
