@@ -160,11 +160,6 @@ class RunningJobs:
             self._acks_due = 0.0
             self._cond.notify_all()
 
-    @property
-    def sealed(self) -> bool:
-        with self._cond:
-            return self._sealed
-
     def wake(self) -> None:
         """Wake the fetch loop to look at what it waits for (``wait_for_acks``'s ``until``)."""
         with self._cond:
