@@ -1,34 +1,26 @@
-"""The completion buffer: succeeded jobs are acked together, one ``ack_many`` per batch.
+"""Storing the acks of succeeded jobs: in batches, by the fetch loop alone, retried while the
+store fails.
 
-A job that succeeded keeps its slot (its lease stays in ``RunningJobs``, and the heartbeat
-keeps extending it) until its ack is stored, so a capped tenant's slot in the store is free
-before this worker's next dequeue counts its own free slots. The buffer is flushed:
+A job that succeeded keeps its slot (``RunningJobs.succeeded``: its lease stays held, and the
+heartbeat keeps extending it) until its ack is stored, so a capped tenant's slot in the store
+is free before this worker's next dequeue counts its own free slots. The fetch loop stores
+every ack, woken when every slot waits for its ack or once the oldest has waited ``ACK_WAIT``:
 
-* by the fetch loop, which takes them (``take``) and stores them in the same call as its
-  next dequeue (``store_with``), when a slot is free or every slot waits for its ack
-  (``RunningJobs.settle``);
-* once the oldest entry has waited ``max_wait`` seconds: by the fetch loop if it waits for its
-  other slots (woken by ``RunningJobs.acks_due``, it stores them with its refill of their
-  slots, in one call), else by its own thread (fairq-ack; the fetch loop may be waiting for new
-  work, or in a call);
-* at shutdown (``close``), before running jobs are handed back.
+* with its refill of their slots, in one call (``ack_and_dequeue``), when it has slots to fill;
+* alone (``ack_many``) when it has not: while it waits for new work (that wait holds the
+  slots), while it pauses after a store failure, and after the stop until shutdown seals the
+  buffer (before running jobs are handed back, and once more before the worker returns).
 
-The ack is stored at flush time (``now`` of the flush), about ``max_wait`` after the job
-ended at most; twice that if the fetch loop, woken to store it, has not taken it by then (the
-ack thread stores it after all). Failures do not come here: they are stored one by one with
-``fail``.
-
-When the store cannot be reached, the batch stays buffered (its slots held) and is tried again
+When the store cannot be reached, the batch is buffered again (its slots held) and tried again
 after a back-off, for as long as the job's lease could still hold (``lease_timeout`` after it
 ended; the heartbeat keeps extending it meanwhile). So a short outage does not make finished
-jobs run twice; only a longer one does, once their leases have lapsed.
+jobs run twice; only a longer one does, once their leases have lapsed. Failures do not come
+here: they are stored one by one with ``fail``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -42,61 +34,28 @@ log = logging.getLogger("fairq.worker")
 
 T = TypeVar("T")
 
-MAX_WAIT = 0.002  # seconds a succeeded job waits, at most, for its ack to be flushed
 RETRY_FIRST, RETRY_MAX = 0.5, 5.0  # back-off between tries while the store is unreachable
 
 
-class Completions:
-    """Succeeded jobs waiting for their ack; at most one per slot of the worker."""
+class Acks:
+    """Stores the acks the fetch loop takes from ``running`` (one thread: the fetch loop)."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        running: RunningJobs,
-        *,
-        clock: Callable[[], float],
-        max_wait: float = MAX_WAIT,
-    ) -> None:
+    def __init__(self, backend: Backend, running: RunningJobs, *, clock: Callable[[], float]):
         self.backend = backend
         self.running = running
         self.clock = clock
-        self.max_wait = max_wait
-        self._pending: list[Running] = []
-        self._oldest = 0.0  # monotonic time the oldest pending entry was added
         self._retry_wait = 0.0  # the current back-off; 0 while the store answers
-        self._cond = threading.Condition()
-        self._closed = False
-        self._thread = threading.Thread(target=self._serve, name="fairq-ack", daemon=True)
-        self._thread.start()
 
-    def add(self, entry: Running) -> None:
-        """A claimed job succeeded: ack it with the next flush (then its slot is freed)."""
-        with self._cond:
-            closed = self._closed
-            if not closed:
-                if not self._pending:
-                    self._oldest = time.monotonic()
-                self._pending.append(entry)
-                # Only the first wakes the flusher (its timer starts): waking it for every
-                # job would cost a thread switch each.
-                if len(self._pending) == 1:
-                    self._cond.notify_all()
-                self.running.settle()  # under our lock: its count is that of _pending
-        if closed:  # after shutdown: store it at once rather than lose it
-            self._store([entry])
-
-    def take(self) -> list[Running]:
-        """Every pending job, for the caller to store (``store_with``)."""
-        with self._cond:
-            batch, self._pending = self._pending, []
-            self.running.unsettle(len(batch))
-        return batch
-
-    def flush(self) -> None:
-        """Ack every pending job now, in one ``ack_many``; frees their slots."""
-        batch = self.take()
-        if batch:
-            self._store(batch)
+    def store_due(self) -> bool:
+        """Store every buffered ack alone, in one ``ack_many``; False if the store failed."""
+        batch = self.running.take_acks()
+        if not batch:
+            return True
+        try:
+            self.store_with(batch, lambda acks: (self.backend.ack_many(acks), None))
+        except Exception:  # _unstored kept the batch for a retry, or gave up on it, and said so
+            return False
+        return True
 
     def store_with(
         self, batch: list[Running], call: Callable[[AckManyParams], tuple[AckManyResult, T]]
@@ -113,46 +72,10 @@ class Completions:
         self._stored(batch, result)
         return more
 
-    def close(self) -> None:
-        """Flush what is pending and stop the flusher thread; later adds are acked at once."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-        self._thread.join()
-        self.flush()
-
-    def _serve(self) -> None:
-        while True:
-            with self._cond:
-                self._cond.wait_for(lambda: self._closed or bool(self._pending))
-                if self._closed:
-                    return
-                due = self._oldest + max(self.max_wait, self._retry_wait)
-                self._cond.wait_for(self._flush_now, timeout=max(due - time.monotonic(), 0.0))
-                if self._handing_over() and self.running.acks_due():
-                    # The fetch loop stores them with its refill; if it has not taken them
-                    # within another max_wait, they are stored here after all.
-                    self._cond.wait_for(self._flush_now, timeout=self.max_wait)
-                if self._closed:
-                    return
-            self.flush()
-
-    def _handing_over(self) -> bool:
-        """Leave the acks due to the fetch loop (``RunningJobs.acks_due``)? Not while the
-        store fails: the back-off and its warnings are this thread's."""
-        return bool(self._pending) and not self._closed and self._retry_wait == 0
-
-    def _flush_now(self) -> bool:
-        """Stop waiting before the timer: closing, or nothing left (the fetch loop took it)."""
-        return self._closed or not self._pending
-
-    def _store(self, batch: list[Running]) -> None:
-        # When it fails, _unstored has kept the batch for a retry or given up on it, and said so.
-        with contextlib.suppress(Exception):
-            self.store_with(batch, lambda acks: (self.backend.ack_many(acks), None))
-
     def _stored(self, batch: list[Running], result: AckManyResult) -> None:
-        self._retry_wait = 0.0
+        if self._retry_wait:
+            self._retry_wait = 0.0
+            self.running.store_answers()
         try:
             lost = set(result.lost)
             held = [(e.lease, e.deadline) for e in batch if e.lease.token in lost]
@@ -169,21 +92,19 @@ class Completions:
     def _unstored(self, batch: list[Running], exc: Exception) -> None:
         """The store did not answer: keep what may still be acked, give up on the rest."""
         now = time.monotonic()
-        with self._cond:
-            keep = [] if self._closed else [e for e in batch if _may_hold(e, now)]
-            if keep:
-                self._retry_wait = min(max(self._retry_wait * 2, RETRY_FIRST), RETRY_MAX)
-                self._oldest = now  # the next try is one back-off from now
-                self._pending[:0] = keep
-                self.running.settle(len(keep))
-        if keep:
+        keep = [entry for entry in batch if _may_hold(entry, now)]
+        wait = min(max(self._retry_wait * 2, RETRY_FIRST), RETRY_MAX)
+        if keep and self.running.keep_acks(keep, now + wait):
+            self._retry_wait = wait
             log.warning(
                 "could not store %d ack(s): %s; trying again in %.1f s",
                 len(keep),
                 describe(exc),
-                self._retry_wait,
+                wait,
                 extra={"action": "ack_retry"},
             )
+        else:
+            keep = []  # sealed: the worker is done, nothing stores them later
         kept = {id(entry) for entry in keep}
         given_up = [entry for entry in batch if id(entry) not in kept]
         for entry in given_up:

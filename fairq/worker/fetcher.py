@@ -1,19 +1,20 @@
 """The fetch loop: take as many jobs as there are free slots, in one call, without spinning.
 
-With a free slot, or every slot held by a job that succeeded and waits for its ack, one
+It is the only thread that stores acks (``completions``). With a free slot, or every slot held
+by a job that succeeded and waits for its ack, or the oldest such ack waiting ``ACK_WAIT``, one
 ``ack_and_dequeue`` stores the acks waiting and asks for every slot that frees (a plain
 ``dequeue`` when there is no ack), trying the queues in the order the ``QueueOrder`` gives for
-this round. Otherwise it sleeps until a slot frees (the ack buffer's timer stores acks that
-wait). With nothing ready, it asks the store when something next falls due (a delayed job,
-a retry, a lease to expire), then dequeues with a wait for new work (``DequeueParams.wait``)
-at most that long, and never longer than ``idle_wait``. That wait runs on a job thread, which
-runs the first ``def`` job it brings itself (the fastest way from a new job's arrival to its
-first line).
+this round. Otherwise it sleeps until one of those. With nothing ready, it asks the store when
+something next falls due (a delayed job, a retry, a lease to expire), then dequeues with a wait
+for new work (``DequeueParams.wait``) at most that long, and never longer than ``idle_wait``.
+That wait runs on a job thread, which runs the first ``def`` job it brings itself (the fastest
+way from a new job's arrival to its first line); meanwhile this thread stores the acks that
+fall due, alone (``ack_many``).
 
 The loop runs on its own thread so that stopping never waits for a wait to time out:
 ``close()`` only waits for a dequeue in progress (and the start of its jobs), after which no
-job is ever started again; the thread notices the stop when its wait ends, hands back what
-that wait took, and exits.
+job is ever started again; the thread notices the stop when its wait ends (a wait under way
+hands back what it took), then stores acks until shutdown seals them (``RunningJobs.seal``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 
 from fairq.contract import (
@@ -36,6 +38,7 @@ from fairq.contract import (
 )
 from fairq.job import Lease
 from fairq.policy.queues import QueueOrder
+from fairq.worker.completions import Acks
 from fairq.worker.expiries import Expiries
 from fairq.worker.joblog import describe
 from fairq.worker.runner import JobRunner
@@ -75,6 +78,7 @@ class Fetcher:
         self.idle_wait = idle_wait
         self.burst = burst
         self.stopping = stopping
+        self.acks = Acks(backend, running, clock=clock)
         self._gate = threading.Lock()  # held while taking and starting jobs
         self._no_wait = threading.Event()  # clear while a wait on a job thread is under way
         self._no_wait.set()
@@ -95,6 +99,13 @@ class Fetcher:
             self._run()
         finally:
             self.stopping.set()
+            self._store_acks_until_sealed()
+
+    def _store_acks_until_sealed(self) -> None:
+        """After the stop: store acks as they fall due, until shutdown has sealed the buffer
+        and the last ones are stored."""
+        while self.running.wait_for_acks_or_seal():
+            self.acks.store_due()
 
     def _run(self) -> None:
         error_wait = 0.0
@@ -114,7 +125,15 @@ class Fetcher:
                     exc_info=exc,
                     extra={"action": "store_error"},
                 )
-                self.stopping.wait(error_wait)
+                self._pause(error_wait)
+
+    def _pause(self, seconds: float) -> None:
+        """Wait before using the store again, storing acks as they fall due (on their own
+        back-off); ends early once they are stored (the store answers again) or on a stop."""
+        end = time.monotonic() + seconds
+        while not self.stopping.is_set() and (left := end - time.monotonic()) > 0:
+            if self.running.wait_for_acks(self.stopping.is_set, left) and self.acks.store_due():
+                return
 
     def _round(self) -> bool:
         """Start the jobs that fit, or wait for work; False when a burst is done."""
@@ -132,10 +151,8 @@ class Fetcher:
     def _take(self) -> list[Lease] | None:
         """Fill the free slots and those of the jobs waiting for their ack, whose acks are
         stored first in the same call (their slots, here and a capped tenant's in the store,
-        are free for its dequeue). None when there was no slot to fill after all (the ack
-        thread took those acks)."""
-        completions = self.runner.completions
-        done = completions.take()
+        are free for its dequeue). None when there was no slot to fill after all (closed)."""
+        done = self.running.take_acks()
         free = self.running.free() + len(done)
         if not done:
             return self._dequeue(self._asking(free)) if free else None
@@ -145,7 +162,7 @@ class Fetcher:
             result = self.backend.ack_and_dequeue(both)
             return result.acks, self._taken(result.dequeue)
 
-        return completions.store_with(done, ack_and_dequeue)
+        return self.acks.store_with(done, ack_and_dequeue)
 
     def _dequeue(self, params: DequeueParams) -> list[Lease]:
         return self._taken(self.backend.dequeue(params))
@@ -198,7 +215,8 @@ class Fetcher:
         """The waiting dequeue, run on a job thread that then runs the first ``def`` job it
         brings itself: handing that job to another thread would cost a thread switch on the way to
         it (about half a millisecond, measured on a 2-vCPU VM). Outside the gate, so that
-        close() never waits for the wait; this thread waits for what it took."""
+        close() never waits for the wait; this thread waits for what it took, storing the acks
+        that fall due meanwhile."""
         handoff: queue.SimpleQueue[list[Lease] | BaseException] = queue.SimpleQueue()
         began = threading.Event()
 
@@ -210,24 +228,28 @@ class Fetcher:
                 first = self._start_waited(leases)
             except BaseException as exc:  # the fetch loop's to handle (back-off, stop)
                 handoff.put(exc)
+                self.running.wake()
                 return
             finally:
                 self._no_wait.set()
             handoff.put(leases)
+            self.running.wake()
             if first is not None:
                 first()
 
+        def arrived() -> bool:
+            return not handoff.empty()
+
         self.runner.on_a_job_thread(wait_then_run)
-        while True:
-            try:
-                taken = handoff.get(timeout=HANDOFF_CHECK)
-                break
-            except queue.Empty:
-                # Stopping, and the pool (shut down, or its threads stuck in jobs handed back)
-                # never began the wait: don't wait for it. Should it begin later, it finds the
-                # worker stopping and takes nothing.
-                if self.stopping.is_set() and not began.is_set():
-                    return []
+        while not arrived():
+            if self.running.wait_for_acks(arrived, HANDOFF_CHECK):
+                self.acks.store_due()
+            # Stopping, and the pool (shut down, or its threads stuck in jobs handed back)
+            # never began the wait: don't wait for it. Should it begin later, it finds the
+            # worker stopping and takes nothing.
+            elif self.stopping.is_set() and not began.is_set():
+                return []
+        taken = handoff.get()
         if isinstance(taken, BaseException):
             raise taken
         return taken

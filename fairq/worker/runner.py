@@ -1,9 +1,9 @@
 """Runs one dequeued job and stores how it ended: ack, fail with a back-off, or fail for good.
 
-Successes are acked in batches (``Completions``: one ``ack_many`` per batch, the job's slot held
-until then); failures are stored one by one with ``fail``. An ``async def`` job's success goes
-into that buffer from the event loop; its failure is stored by the fairq-report thread, so that
-no store call blocks the loop.
+A success is buffered in ``RunningJobs`` (its slot held) for the fetch loop, which stores the
+acks in batches (``completions``); failures are stored one by one with ``fail``. An ``async
+def`` job's success is buffered from the event loop; its failure is stored by the fairq-report
+thread, so that no store call blocks the loop.
 
 A job whose name this worker's app does not declare is handed back for a worker that knows it
 (``UnknownJobs``). One that cannot run at all (its payload cannot be decoded, its arguments do
@@ -26,7 +26,6 @@ from fairq.contract import Backend, FailParams
 from fairq.errors import LeaseError
 from fairq.job import JobState, Lease, decode_payload
 from fairq.policy.retry import backoff
-from fairq.worker.completions import Completions
 from fairq.worker.joblog import ERROR_CHARS, Outcome, describe, job_fields, log_job_end
 from fairq.worker.lost import why_lost
 from fairq.worker.pools import CLEANUP_WAIT, DaemonPool, LoopThread
@@ -61,7 +60,6 @@ class JobRunner:
         self._reporter = DaemonPool(1, "fairq-report")  # stores async jobs' failures off the loop
         self._loop: LoopThread | None = None  # started with the first async job
         self._fits: set[Shape] = set()  # argument shapes known to bind (see _check_fit)
-        self.completions = Completions(self.backend, running, clock=clock)
         self.unknown = UnknownJobs(
             self.backend,
             clock=clock,
@@ -106,13 +104,8 @@ class JobRunner:
         """Run ``task`` on one of the job threads (the fetch loop waits there for new work)."""
         self._threads.submit(task)
 
-    def flush_acks(self) -> None:
-        """Store the pending acks now (one ``ack_many``), freeing their slots."""
-        self.completions.flush()
-
     def shutdown(self) -> None:
         """Let the pools' threads go. Jobs still running are abandoned (already handed back)."""
-        self.completions.close()
         self._threads.shutdown()
         self._reporter.shutdown()
         if self._loop is not None and not self._loop.shutdown():
@@ -221,7 +214,10 @@ class JobRunner:
             )
             return
         if error is None:
-            self.completions.add(entry)  # acked with the next flush, which frees the slot
+            if not self.running.succeeded(entry):  # the fetch loop stores its ack
+                why = "it ended after the worker stopped storing outcomes; it runs again"
+                log_job_end(entry.lease, Outcome.ERROR, duration, error=why)
+                self.running.done(entry.lease.token)
             return
         try:
             retry_at = self.clock() + backoff(entry.lease.attempt, base=definition.retry_base)

@@ -1,7 +1,7 @@
 """The leases a worker holds right now: its concurrency slots, shared by every worker thread.
 
 A lease is in the table from the moment it is dequeued until its outcome is stored (a success
-waits in the completion buffer for its batched ack, keeping its slot). Exactly one
+waits here for the fetch loop to store its ack with others, keeping its slot). Exactly one
 party *claims* it: the job's runner (to ack or fail it) or shutdown (to release it). Whoever
 claims it owns the outcome, so a job that ends while it is being handed back is never acked as
 well (a released job gets the same lease token again on its next run). The slot stays taken
@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 from fairq.job import Lease
 
+ACK_WAIT = 0.002  # seconds a succeeded job waits, at most, before the fetch loop stores its ack
+
 
 @dataclass
 class Running:
@@ -28,6 +30,7 @@ class Running:
     cancel: Callable[[], object] | None = None
     claimed: bool = False
     duration: float = 0.0  # seconds the job ran, once it ended
+    succeeded: bool = False  # its ack waits to be stored
     deadline: float = 0.0  # the lease's deadline as last extended (store time)
 
     def __post_init__(self) -> None:
@@ -37,7 +40,7 @@ class Running:
 class RunningJobs:
     """Held leases, bounded by ``capacity``. Waiters wake at once when a slot frees or on stop."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, ack_wait: float = ACK_WAIT) -> None:
         self.capacity = capacity
         self._jobs: dict[str, Running] = {}
         self._cond = threading.Condition(threading.Lock())
@@ -48,16 +51,15 @@ class RunningJobs:
         # when leases come and go between its looks (its timer covers those).
         self.changed = threading.Event()
         self._shortest = math.inf  # the shortest lease_timeout the heartbeat last saw
-        # Held leases whose jobs succeeded and wait in the ack buffer. Once every slot is one,
-        # the fetch loop acks and refills them in one call: fewer, bigger calls cost the store
-        # and the worker less per job than waking at half the slots (benchmarks/
-        # redis_drain_cost.py). Until then a free slot wakes it, and the ack buffer's 2 ms
-        # timer stores acks that wait.
-        self._settled = 0
-        # Settled slots that wake the fetch loop: every slot, or any once the ack buffer's
-        # timer has fired while the loop waits here (``acks_due``).
-        self._wake_at = capacity
-        self._parked = False  # the fetch loop waits in ``wait_for_room``
+        # Held leases whose jobs succeeded, waiting for the fetch loop to store their acks. Once
+        # every slot is one, it acks and refills them in one call: fewer, bigger calls cost the
+        # store and the worker less per job than waking at half the slots (benchmarks/
+        # redis_drain_cost.py). Until then a free slot wakes it, or the oldest ack's age.
+        self.ack_wait = ack_wait
+        self._acks: list[Running] = []
+        self._acks_due = math.inf  # monotonic time the fetch loop stores them, alone if it must
+        self._acks_not_before = 0.0  # a back-off while the store fails (monotonic; 0: none)
+        self._sealed = False  # acks are no longer stored: the worker has shut down
 
     def add(self, lease: Lease) -> Running:
         entry = Running(lease)
@@ -111,32 +113,97 @@ class RunningJobs:
                 self._jobs.pop(token, None)
             self._cond.notify_all()
 
-    def settle(self, count: int = 1) -> None:
-        """Jobs succeeded and their acks wait in the buffer: their slots can be had by
-        storing the acks, which the fetch loop does in the same call as its dequeue. The
-        loop is woken once every slot is one (``has_room``)."""
-        with self._cond:
-            self._settled += count
-            if self._settled >= self.capacity:
-                self._cond.notify_all()
+    # -- acks: buffered here, stored by the fetch loop ----------------------------------------
 
-    def unsettle(self, count: int) -> None:
-        """``count`` acks left the buffer to be stored (their slots free once ``done``)."""
+    def succeeded(self, entry: Running) -> bool:
+        """A claimed job succeeded: its ack waits for the fetch loop (its slot is held until
+        then). False once acks are no longer stored (``seal``)."""
         with self._cond:
-            self._settled -= count
-            self._wake_at = self.capacity
-
-    def acks_due(self) -> bool:
-        """The ack buffer's timer fired. If the fetch loop waits for room, wake it: it stores
-        the acks with its refill of their slots in one call (``ack_and_dequeue``), where the
-        ack thread's own ``ack_many`` would be followed by the loop's ``dequeue``. False when
-        it does not wait here (it waits for new work, or is in a call): store them yourself."""
-        with self._cond:
-            if not self._parked or self._settled == 0:
+            if self._sealed:
                 return False
-            self._wake_at = 1
-            self._cond.notify_all()
+            entry.succeeded = True
+            self._acks.append(entry)
+            if len(self._acks) == 1:
+                self._acks_due = max(time.monotonic() + self.ack_wait, self._acks_not_before)
+                self._cond.notify_all()  # the fetch loop sets its timer
+            elif len(self._acks) >= self.capacity:
+                self._cond.notify_all()  # every slot can be had by storing its ack
             return True
+
+    def take_acks(self) -> list[Running]:
+        """Every buffered ack, for the fetch loop to store (their slots free once ``done``)."""
+        with self._cond:
+            batch, self._acks = self._acks, []
+            self._acks_due = math.inf
+            return batch
+
+    def keep_acks(self, batch: list[Running], retry_at: float) -> bool:
+        """Acks the store did not take: buffered again, due (with any new ones) at ``retry_at``
+        (monotonic). False, keeping nothing, once sealed."""
+        with self._cond:
+            if self._sealed:
+                return False
+            self._acks[:0] = batch
+            self._acks_due = self._acks_not_before = retry_at
+            return True
+
+    def store_answers(self) -> None:
+        """Acks were stored: no more back-off."""
+        with self._cond:
+            self._acks_not_before = 0.0
+
+    def seal(self) -> None:
+        """Take no more acks (``succeeded`` says False from now on); those buffered are due
+        now: the fetch loop stores them, once (``wait_for_acks_stored`` waits for that)."""
+        with self._cond:
+            self._sealed = True
+            self._acks_due = 0.0
+            self._cond.notify_all()
+
+    def wake(self) -> None:
+        """Wake the fetch loop to look at what it waits for (``wait_for_acks``'s ``until``)."""
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait_for_room(self) -> None:
+        """Block until a slot is free, every slot waits for its ack, acks are due, or closed
+        (the fetch loop)."""
+        self._wait(self._has_room, None)
+
+    def wait_for_acks(self, until: Callable[[], bool], timeout: float | None = None) -> bool:
+        """Block until acks are due (True), ``until()`` holds, or ``timeout`` passed (the fetch
+        loop, when it has no slot to fill: it stores them alone)."""
+        return self._wait(until, timeout)
+
+    def wait_for_acks_or_seal(self) -> bool:
+        """Block until acks are due (True), or sealed with none left (False)."""
+        return self._wait(lambda: self._sealed and not self._acks, None)
+
+    def wait_for_acks_stored(self, timeout: float) -> bool:
+        """Block until no succeeded job waits for its ack (the fetch loop stores them), or
+        ``timeout`` passes; True when none waits. (Even once abandoned: an ack is quick, and
+        it spares the job a second run.)"""
+        with self._cond:
+            self._cond.wait_for(lambda: not self._acked_later(), timeout)
+            return not self._acked_later()
+
+    def _acked_later(self) -> bool:
+        return any(entry.succeeded for entry in self._jobs.values())
+
+    def _wait(self, ready: Callable[[], bool], timeout: float | None) -> bool:
+        """Wait for ``ready()`` or due acks (True), at most ``timeout``; ``_acks_due`` may move
+        while waiting (a first ack), so the timer is set again at every wake-up."""
+        end = math.inf if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                due = self._acks_due if self._acks else math.inf
+                if now >= due:
+                    return True
+                if ready() or now >= end:
+                    return False
+                left = min(due, end) - now
+                self._cond.wait(None if left == math.inf else left)
 
     def watch(self) -> list[Lease]:
         """The held leases, for the heartbeat: from now on ``changed`` is set only by a lease
@@ -167,23 +234,13 @@ class RunningJobs:
             self._abandoned = True
             self._cond.notify_all()
 
-    def wait_for_room(self) -> None:
-        """Block until ``has_room`` (one thread at a time: the fetch loop)."""
-        with self._cond:
-            self._parked = True
-            try:
-                self._cond.wait_for(self._has_room)
-            finally:
-                self._parked = False
-
     def has_room(self) -> bool:
-        """A slot is free, or every slot can be freed by storing its ack, or acks wait that
-        are due (``acks_due``); or closed."""
+        """A slot is free, or every slot can be freed by storing its ack; or closed."""
         with self._cond:
             return self._has_room()
 
     def _has_room(self) -> bool:
-        return self._closed or self._settled >= self._wake_at or len(self._jobs) < self.capacity
+        return self._closed or len(self._acks) >= self.capacity or len(self._jobs) < self.capacity
 
     def free(self) -> int:
         """Free slots right now (0 once closed)."""

@@ -4,15 +4,22 @@ Threads, and who talks to the store::
 
     caller of run()   waits; turns SIGTERM/SIGINT into stop() (main thread only)
     fairq-worker      publish and start the others; at stop, shutdown and hand-back
-    fairq-fetch       the fetch loop (dequeue/maintain/wait)
+    fairq-fetch       the fetch loop (dequeue/maintain/wait), and the one thread storing acks:
+                      with its refill (ack_and_dequeue) when every slot waits for its ack, a
+                      slot is free, or the oldest ack has waited ~2 ms; else alone (ack_many):
+                      while it waits for new work or after a store failure, and after the stop
+                      until shutdown has sealed the buffer (``completions``)
     fairq-job-N       ``def`` jobs; a failure is stored here, a success buffered (N = concurrency)
-    fairq-ack         stores acks that waited ~2 ms (one ack_many) unless the fetch loop
-                      takes them with its next dequeue (ack_and_dequeue)
     fairq-async       ``async def`` jobs on one event loop (each dequeued batch starts there with
                       one wake-up); a success is buffered from there, fairq-report stores failures
     fairq-heartbeat   extends the held leases
     fairq-maintain    expires lapsed leases and prunes old jobs on every queue
     fairq-weights     calls the app's tenant_weights callbacks (only if it has some)
+
+At rest: the caller, fairq-worker, fairq-fetch, one fairq-job (its wait for new work),
+fairq-heartbeat and fairq-maintain. The last three threads above stay apart, idle but for their
+duty: on one timer thread, a long prune (every old job in one call) or a slow tenant_weights
+callback (the app's code) would hold the heartbeat back until leases lapse.
 
 Shutdown: stop taking jobs; give the running ones ``grace_period`` seconds; release the rest
 (ready again at once, the attempt not counted); return. A second stop(hand_back_now=True) (the
@@ -296,8 +303,7 @@ class Worker:
                 "stopping: waiting up to %.1f s for %d running job(s)", grace, len(self.running)
             )
         self.running.wait_until_empty(grace)
-        if runner is not None:
-            runner.flush_acks()  # succeeded jobs are acked, not handed back
+        self.running.wait_for_acks_stored(STORE_WAIT)  # succeeded jobs are acked, not handed back
         handed_back = self._hand_back()
         # A wait for new work under way may take the jobs just handed back: let it end (it
         # hands them back again) before the process can end with them leased to nobody.
@@ -309,6 +315,12 @@ class Worker:
                 extra={"action": "wait_not_ended"},
             )
         self.running.wait_until_empty(STORE_WAIT)
+        self.running.seal()  # the fetch loop stores the last acks
+        if not self.running.wait_for_acks_stored(STORE_WAIT):
+            log.warning(
+                "stopping: acks not stored in time; those jobs run again once their leases expire",
+                extra={"action": "acks_not_stored"},
+            )
         for beat in beats:
             beat.stop()
         if runner is not None:

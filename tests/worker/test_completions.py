@@ -1,23 +1,16 @@
-"""The ack buffer: successes are acked together, and keep their slots until they are."""
+"""Acks: successes keep their slots until the fetch loop stores them together, and an ack the
+store did not take is tried again, never dropped without a word."""
 
 from __future__ import annotations
 
-import threading
+import logging
 
 import pytest
 
-from fairq.contract import (
-    AckAndDequeueParams,
-    AckAndDequeueResult,
-    AckManyParams,
-    AckManyResult,
-    DequeueParams,
-    EnqueueParams,
-    StatsParams,
-)
+from fairq.contract import AckManyParams, AckManyResult, DequeueParams, EnqueueParams, StatsParams
 from fairq.job import Lease
 from fairq.model import ReferenceModel
-from fairq.worker.completions import Completions
+from fairq.worker.completions import Acks
 from fairq.worker.running import RunningJobs
 
 from .helpers import new_job
@@ -33,159 +26,104 @@ class CountingModel(ReferenceModel):
         return super().ack_many(params)
 
 
-def _store(jobs: int) -> CountingModel:
+def _all_taken(
+    jobs: int, slots: int | None = None, ack_wait: float = 60.0
+) -> tuple[CountingModel, RunningJobs, list[Lease], Acks]:
+    """A store of ``jobs`` jobs, all dequeued by a worker of ``slots`` slots (as many by
+    default), whose acks fall due after ``ack_wait`` (a minute: only when a test asks)."""
     store = CountingModel()
-    new = [new_job(f"j{n}") for n in range(jobs)]
-    store.enqueue(EnqueueParams(jobs=new, now=0.0))
-    return store
-
-
-def _all_taken(jobs: int) -> tuple[CountingModel, RunningJobs, list[Lease], Completions]:
-    """A store of ``jobs`` jobs, all dequeued by a worker of as many slots, whose ack buffer
-    is flushed only when asked (its timer is a minute)."""
-    store = _store(jobs)
-    running = RunningJobs(jobs)
+    store.enqueue(EnqueueParams(jobs=[new_job(f"j{n}") for n in range(jobs)], now=0.0))
+    running = RunningJobs(slots or jobs, ack_wait=ack_wait)
     params = DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=jobs)
-    buffer = Completions(store, running, clock=lambda: 1.0, max_wait=60.0)
-    return store, running, store.dequeue(params).leases, buffer
+    return store, running, store.dequeue(params).leases, Acks(store, running, clock=lambda: 1.0)
 
 
 def test_successes_hold_their_slots_until_one_ack_many_stores_them() -> None:
-    store, running, leases, buffer = _all_taken(3)
-    try:
-        for lease in leases[:2]:
-            entry = running.add(lease)
-            assert running.claim(lease.token) is entry
-            buffer.add(entry)
-        assert running.free() == 1  # buffered successes are still busy
-        assert store.stats(StatsParams())[0].running == 3
-        buffer.flush()
-        assert running.free() == 3
-        assert store.batches == [[leases[0].token, leases[1].token]]
-        assert store.stats(StatsParams())[0].succeeded == 2
-    finally:
-        buffer.close()
+    store, running, leases, acks = _all_taken(3)
+    for lease in leases[:2]:
+        entry = running.add(lease)
+        assert running.claim(lease.token) is entry
+        assert running.succeeded(entry)
+    assert running.free() == 1  # buffered successes are still busy
+    assert store.stats(StatsParams())[0].running == 3
+    assert acks.store_due()
+    assert running.free() == 3
+    assert store.batches == [[leases[0].token, leases[1].token]]
+    assert store.stats(StatsParams())[0].succeeded == 2
 
 
 def test_lost_tokens_free_their_slots_too() -> None:
-    store, running, leases, buffer = _all_taken(2)
+    store, running, leases, acks = _all_taken(2)
     store.ack_many(AckManyParams(tokens=[leases[1].token], now=0.5))  # acked elsewhere: lost
     store.batches.clear()
-    try:
-        for lease in leases:
-            entry = running.add(lease)
-            running.claim(lease.token)
-            buffer.add(entry)
-        buffer.flush()
-        assert store.batches == [[leases[0].token, leases[1].token]]
-        assert running.wait_until_empty(5.0)
-    finally:
-        buffer.close()
-
-
-def test_the_flusher_stores_a_lone_success_after_max_wait() -> None:
-    store = _store(1)
-    running = RunningJobs(4)
-    (lease,) = store.dequeue(DequeueParams(queues=["default"], worker_id="w", now=0.0)).leases
-    buffer = Completions(store, running, clock=lambda: 1.0, max_wait=0.002)
-    try:
+    for lease in leases:
         entry = running.add(lease)
         running.claim(lease.token)
-        buffer.add(entry)
-        assert running.wait_until_empty(5.0)
-        assert store.batches == [[lease.token]]
-    finally:
-        buffer.close()
+        running.succeeded(entry)
+    assert acks.store_due()
+    assert store.batches == [[leases[0].token, leases[1].token]]
+    assert running.wait_until_empty(5.0)
+
+
+def test_a_lone_success_falls_due_though_every_other_slot_still_runs() -> None:
+    """The fetch loop, waiting for room, wakes for it once it has waited ``ack_wait``."""
+    _, running, leases, _ = _all_taken(2, ack_wait=0.002)
+    first, _ = [running.add(lease) for lease in leases]
+    running.claim(first.lease.token)
+    running.succeeded(first)
+    assert not running.has_room()
+    running.wait_for_room()  # returns: the ack is due
+    assert running.take_acks() == [first]
 
 
 def test_every_slot_waiting_for_its_ack_makes_room() -> None:
-    store, running, leases, buffer = _all_taken(3)
-    try:
-        entries = [running.add(lease) for lease in leases]
-        assert not running.has_room()
-        buffer.add(entries[0])
-        buffer.add(entries[1])
-        assert not running.has_room()  # a job still runs: its end (or the timer) comes first
-        buffer.add(entries[2])
-        assert running.has_room()  # every slot can be had by storing acks
-        batch = buffer.take()
-        assert not running.has_room()  # taken: on their way to the store
-        buffer.store_with(batch, lambda acks: (store.ack_many(acks), None))
-        assert running.free() == 3 and running.has_room()
-    finally:
-        buffer.close()
+    store, running, leases, acks = _all_taken(3)
+    entries = [running.add(lease) for lease in leases]
+    assert not running.has_room()
+    running.succeeded(entries[0])
+    running.succeeded(entries[1])
+    assert not running.has_room()  # a job still runs: its end (or the ack's age) comes first
+    running.succeeded(entries[2])
+    assert running.has_room()  # every slot can be had by storing acks
+    batch = running.take_acks()
+    assert not running.has_room()  # taken: on their way to the store
+    acks.store_with(batch, lambda params: (store.ack_many(params), None))
+    assert running.free() == 3 and running.has_room()
 
 
-def test_a_batch_stored_with_a_call_that_fails_is_kept_and_counted_again() -> None:
-    store, running, leases, buffer = _all_taken(2)
+def test_acks_the_store_did_not_take_are_kept_and_fall_due_again() -> None:
+    store, running, leases, acks = _all_taken(2)
 
-    def unreachable(acks: AckManyParams) -> tuple[AckManyResult, None]:
+    def unreachable(params: AckManyParams) -> tuple[AckManyResult, None]:
         raise ConnectionError("store down")
 
-    try:
-        for lease in leases:
-            buffer.add(running.add(lease))
-        batch = buffer.take()
-        with pytest.raises(ConnectionError):
-            buffer.store_with(batch, unreachable)
-        assert running.has_room() and running.free() == 0  # kept: still acks to store
-        assert store.stats(StatsParams())[0].running == 2
-        buffer.store_with(buffer.take(), lambda acks: (store.ack_many(acks), None))
-        assert store.stats(StatsParams())[0].succeeded == 2 and running.free() == 2
-    finally:
-        buffer.close()
+    for lease in leases:
+        running.succeeded(running.add(lease))
+    with pytest.raises(ConnectionError):
+        acks.store_with(running.take_acks(), unreachable)
+    assert running.has_room() and running.free() == 0  # kept: still acks to store
+    assert store.stats(StatsParams())[0].running == 2
+    assert running.wait_for_acks(lambda: False)  # due again after the back-off
+    assert acks.store_due()
+    assert store.stats(StatsParams())[0].succeeded == 2 and running.free() == 2
 
 
-def test_acks_due_wake_only_a_fetch_loop_waiting_for_room() -> None:
-    _, running, leases, buffer = _all_taken(2)
-    try:
-        entries = [running.add(lease) for lease in leases]
-        assert not running.acks_due()  # nothing settled
-        buffer.add(entries[0])
-        assert not running.acks_due()  # nobody waits for room: the ack thread stores them
-        waiter = threading.Thread(target=running.wait_for_room, daemon=True)
-        waiter.start()
-        while not running.acks_due():  # True once the waiter is parked
-            waiter.join(0.001)
-        waiter.join(5.0)
-        assert not waiter.is_alive()  # woken, though a job still runs
-        assert running.has_room()
-        assert buffer.take() == [entries[0]]
-        assert not running.has_room()  # taken: waiting for room again needs a free slot
-    finally:
-        buffer.close()
+def test_once_sealed_an_ack_is_refused_and_one_that_fails_is_given_up_loudly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _, running, leases, acks = _all_taken(2)
+    first, second = [running.add(lease) for lease in leases]
+    running.succeeded(first)
+    batch = running.take_acks()
+    running.seal()
+    assert not running.succeeded(second)  # the runner logs it and frees the slot
+    assert running.wait_for_acks_or_seal() is False  # sealed, none left: the fetch loop ends
 
+    def unreachable(params: AckManyParams) -> tuple[AckManyResult, None]:
+        raise ConnectionError("store down")
 
-def test_the_flusher_leaves_acks_due_to_a_fetch_loop_waiting_for_room() -> None:
-    """The acks go with the waiting loop's refill, in one ``ack_and_dequeue``, not in an
-    ``ack_many`` of their own followed by its dequeue."""
-    store = _store(3)
-    running = RunningJobs(2)
-    params = DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=2)
-    leases = store.dequeue(params).leases
-    buffer = Completions(store, running, clock=lambda: 1.0, max_wait=0.2)
-    try:
-        entries = [running.add(lease) for lease in leases]
-        running.claim(leases[0].token)
-        waiter = threading.Thread(target=running.wait_for_room, daemon=True)
-        waiter.start()
-        while not running._parked:  # the fetch loop's stand-in waits for room
-            waiter.join(0.001)
-        buffer.add(entries[0])
-        waiter.join(5.0)
-        assert not waiter.is_alive()  # woken by the timer, though a job still runs
-        batch = buffer.take()
-        assert batch == [entries[0]] and store.batches == []  # the flusher stored nothing
-        refill = buffer.store_with(
-            batch,
-            lambda acks: _both(store, AckAndDequeueParams(acks=acks, dequeue=params)),
-        )
-        assert [lease.job_id for lease in refill] == ["j2"]
-        assert running.free() == 1 and store.stats(StatsParams())[0].succeeded == 1
-    finally:
-        buffer.close()
-
-
-def _both(store: ReferenceModel, params: AckAndDequeueParams) -> tuple[AckManyResult, list[Lease]]:
-    result: AckAndDequeueResult = store.ack_and_dequeue(params)
-    return result.acks, list(result.dequeue.leases)
+    with caplog.at_level(logging.ERROR, logger="fairq.worker"), pytest.raises(ConnectionError):
+        acks.store_with(batch, unreachable)
+    assert running.take_acks() == []  # nobody would store it later: given up, and said so
+    assert any(first.lease.job_id in r.getMessage() for r in caplog.records)
+    assert running.free() == 1  # its slot is free; the second one's is the runner's to free

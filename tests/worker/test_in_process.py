@@ -446,3 +446,48 @@ def test_a_job_handed_back_at_stop_is_not_left_to_a_wait_still_under_way() -> No
         assert (info.state, info.attempts) == (JobState.READY, 0)
     finally:
         release.set()
+
+
+def test_an_ack_is_stored_while_the_fetch_loop_waits_for_new_work() -> None:
+    """The fetch loop stores every ack; waiting for new work (here a minute), it still stores
+    one that falls due, alone, without waiting for the wait to end."""
+
+    class Observed(ReferenceModel):
+        waiting = threading.Event()
+
+        def wait(self, params: WaitParams) -> None:
+            self.waiting.set()
+            super().wait(params)
+
+    store = Observed()
+    app = App(backend=store)
+
+    @app.job(name="after_the_wait_began", tenant="tenant")
+    def after_the_wait_began(tenant: str) -> None:
+        assert store.waiting.wait(60)
+
+    job_id = after_the_wait_began.enqueue("t1")
+    with Worker(app, concurrency=2, poll_interval=60.0).in_thread():
+        info = wait_state(app, job_id, JobState.SUCCEEDED)
+    assert info.attempts == 1
+
+
+def test_a_worker_at_rest_runs_only_its_own_threads() -> None:
+    """The thread map of ``fairq.worker.worker``: no thread of its own for acks."""
+    app = App(backend=ReferenceModel())
+    ran = threading.Event()
+    app.job(name="once", tenant="tenant")(lambda tenant: ran.set())
+    job_id = app.jobs["once"].enqueue("t1")
+    before = set(threading.enumerate())
+    with Worker(app, poll_interval=60.0).in_thread():
+        wait_state(app, job_id, JobState.SUCCEEDED)
+        names = {t.name.rstrip("-0123456789") for t in set(threading.enumerate()) - before}
+    assert ran.is_set()
+    assert names == {
+        "fairq-worker-main",  # in_thread's; run() in the main thread needs none
+        "fairq-worker",
+        "fairq-fetch",
+        "fairq-job",  # one waits for new work
+        "fairq-heartbeat",
+        "fairq-maintain",
+    }
