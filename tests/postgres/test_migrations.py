@@ -17,6 +17,7 @@ from fairq.backends.postgres.sql import (
     Migration,
     fill_schema,
     function_files,
+    functions_digest,
     latest_version,
     migrations,
     schema_snapshot,
@@ -278,3 +279,29 @@ def test_two_stores_opening_at_once_apply_changed_functions_once(
     assert (failed, len(opened)) == ([], 2)
     with psycopg.connect(server_url()) as conn:
         assert conn.execute(f'SELECT "{schema}".probe()').fetchone() == (2,)
+
+
+def test_the_function_files_digest_matches_their_release() -> None:
+    """A change to functions/*.sql must bump sql.FUNCTIONS_RELEASE and set its digest, or an
+    older fairq restarting mid-deploy could not tell its functions from the newer ones."""
+    found = functions_digest(function_files())
+    assert found == sql.FUNCTIONS_DIGEST, (
+        f"functions/*.sql changed: set FUNCTIONS_RELEASE = {sql.FUNCTIONS_RELEASE + 1} and "
+        f'FUNCTIONS_DIGEST = "{found}" in fairq/backends/postgres/sql.py'
+    )
+
+
+def test_functions_of_a_newer_release_are_never_replaced_by_older_ones(
+    schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newer fairq re-created a file's functions (release 2); this older one (release 1,
+    other text) refuses the schema instead of putting its own back, with or without migrate."""
+    monkeypatch.setattr(migrate_module, "FUNCTIONS_RELEASE", 2)
+    with_probe(monkeypatch, PROBE_2)
+    PostgresBackend(server_url(), schema=schema).close()
+    newer = applied_functions(schema)
+    monkeypatch.undo()
+    for allowed in (True, False):
+        with pytest.raises(SchemaError, match="functions of release 2, made by a newer fairq"):
+            PostgresBackend(server_url(), schema=schema, migrate=allowed)
+    assert applied_functions(schema) == newer

@@ -3,9 +3,11 @@
 Migrations are numbered ``migrations/NNNN_name.sql`` files holding DDL only;
 ``fairq_migrations`` records each one applied. The functions live in ``functions/*.sql``: a
 file is (re)created whenever its text differs from the one last applied, whose sha256
-``fairq_functions`` keeps. Pending migrations and changed function files run in one
-transaction under an advisory lock, so two processes starting at once never apply anything
-twice and a failed upgrade leaves nothing half-done.
+``fairq_functions`` keeps with the release of the function files that applied it
+(``sql.FUNCTIONS_RELEASE``). A newer release is never replaced by an older one: that fairq
+refuses the schema, as it refuses a newer schema version. Pending migrations and changed
+function files run in one transaction under an advisory lock, so two processes starting at
+once never apply anything twice and a failed upgrade leaves nothing half-done.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from psycopg import Connection
 from fairq.backends.postgres.db import connect, permission_denied, unavailable
 from fairq.backends.postgres.records import Row
 from fairq.backends.postgres.sql import (
+    FUNCTIONS_RELEASE,
     FunctionFile,
     fill_schema,
     function_files,
@@ -47,9 +50,18 @@ def schema_version(conn: Connection[Row], schema: str) -> int | None:
 
 
 def stale_functions(conn: Connection[Row], schema: str) -> list[FunctionFile]:
-    """The function files whose text is not the one last applied to the schema."""
-    rows = conn.execute(f"SELECT file, sha256 FROM {quote_ident(schema)}.fairq_functions")
-    applied = {row["file"]: row["sha256"] for row in rows.fetchall()}
+    """The function files whose text is not the one last applied to the schema; SchemaError
+    when the schema's functions come from a newer release than this fairq's."""
+    rows = conn.execute(
+        f"SELECT file, sha256, release FROM {quote_ident(schema)}.fairq_functions"
+    ).fetchall()
+    newest = max((row["release"] for row in rows), default=0)
+    if newest > FUNCTIONS_RELEASE:
+        raise SchemaError(
+            f"the fairq schema {schema!r} has functions of release {newest}, made by a newer "
+            f"fairq; this fairq's are release {FUNCTIONS_RELEASE}. Upgrade fairq on this machine."
+        )
+    applied = {row["file"]: row["sha256"] for row in rows}
     return [file for file in function_files() if applied.get(file.name) != file.sha256]
 
 
@@ -99,10 +111,10 @@ def _apply_functions(conn: Connection[Row], schema: str, file: FunctionFile) -> 
         conn.execute(f"DROP FUNCTION {row['signature']}")  # a catalog name, quoted by format
     conn.execute(fill_schema(file.script, schema))
     conn.execute(
-        f"INSERT INTO {quote_ident(schema)}.fairq_functions (file, sha256) "
-        "VALUES (%(file)s, %(sha256)s) ON CONFLICT (file) DO UPDATE "
-        "SET sha256 = excluded.sha256, applied_at = now()",
-        {"file": file.name, "sha256": file.sha256},
+        f"INSERT INTO {quote_ident(schema)}.fairq_functions (file, sha256, release) "
+        "VALUES (%(file)s, %(sha256)s, %(release)s) ON CONFLICT (file) DO UPDATE "
+        "SET sha256 = excluded.sha256, release = excluded.release, applied_at = now()",
+        {"file": file.name, "sha256": file.sha256, "release": FUNCTIONS_RELEASE},
     )
 
 

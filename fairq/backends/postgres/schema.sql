@@ -14,11 +14,13 @@ CREATE TABLE {schema}.fairq_migrations (
 );
 
 -- The plpgsql/SQL functions (functions/*.sql) are not migrations: each file is (re)created
--- when its text changes, and this table keeps the sha256 of the text last applied (migrate.py).
+-- when its text changes, and this table keeps the sha256 of the text last applied and the
+-- release of the function files that applied it (sql.FUNCTIONS_RELEASE; migrate.py).
 CREATE TABLE {schema}.fairq_functions (
     file       text PRIMARY KEY,
     sha256     text NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
+    applied_at timestamptz NOT NULL DEFAULT now(),
+    release    integer NOT NULL DEFAULT 0
 );
 
 -- One row per queue: the defaults its tenants inherit, and its virtual clock V. Dispatches in

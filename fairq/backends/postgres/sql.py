@@ -22,6 +22,14 @@ _FUNCTION_FILE = re.compile(r"^[a-z0-9_]+\.sql$")
 _DEFINES = re.compile(r"^CREATE (?:OR REPLACE )?FUNCTION \{schema\}\.([a-z0-9_]+)\(", re.MULTILINE)
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
+#: The release of the files in functions/, and the digest of their text (``functions_digest``).
+#: Bump the release (and set the new digest) whenever a file changes: a process applies its
+#: functions only over an older release, and refuses a schema whose functions come from a newer
+#: one, so during a rolling deploy an old worker that restarts never puts its functions back
+#: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
+FUNCTIONS_RELEASE = 1
+FUNCTIONS_DIGEST = "76c509a7f1a6e117cf8cc08523e76c9daf2bf811b95cb1f30b6113b5ea0fdb3c"
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -105,6 +113,14 @@ def function_files() -> tuple[FunctionFile, ...]:
         if _FUNCTION_FILE.match(entry.name)
     )
     return tuple(FunctionFile(name, read_resource(PACKAGE, f"functions/{name}")) for name in names)
+
+
+def functions_digest(found: tuple[FunctionFile, ...]) -> str:
+    """One sha256 over every function file's name and text, in order."""
+    digest = hashlib.sha256()
+    for file in found:
+        digest.update(f"{file.name}\0{file.script}\0".encode())
+    return digest.hexdigest()
 
 
 def latest_version() -> int:
