@@ -84,7 +84,10 @@ class Fairq:
 
     def take(self, idle: Sequence[int], now: float) -> list[SimJob]:
         """One ``dequeue`` for all the idle workers: the contract makes a batch of ``limit``
-        the same as that many single dequeues at the same ``now``."""
+        the same as that many single dequeues at the same ``now``. With nothing waiting there
+        is nothing to ask (unless rate limits are on: the model ends them as it dequeues)."""
+        if not self._jobs and self._settings.rate is None:
+            return []
         params = DequeueParams(queues=[_QUEUE], worker_id="sim", now=now, limit=len(idle))
         handed: list[SimJob] = []
         for lease in self._model.dequeue(params).leases:
