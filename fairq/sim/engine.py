@@ -13,10 +13,10 @@ import heapq
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Protocol
 
-_ARRIVE = 0  # an instant's arrivals are seen before its finishes free workers
-_FINISH = 1
+_FINISH = 1  # an instant's arrivals are submitted before its finishes free workers
 _WAKE = 2
 
 
@@ -90,27 +90,28 @@ def simulate(
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     strategy.start(workers, random.Random(seed))
-    arrivals = _instants(jobs)
+    arrivals = _instants(jobs)  # read in order: the heap holds only finishes and wake-ups
     events: list[tuple[float, int, int, object]] = []
     seq = 0
-    for at, batch in arrivals:
-        events.append((at, _ARRIVE, seq, batch))
-        seq += 1
-    heapq.heapify(events)
     idle = list(range(workers))  # kept in ascending order
     running: dict[int, tuple[SimJob, float]] = {}
     records: list[Record] = []
     woken: set[float] = set()
     pop, push = heapq.heappop, heapq.heappush
-    while events:
-        now = events[0][0]
+    next_arrival = 0
+    while events or next_arrival < len(arrivals):
+        if next_arrival < len(arrivals) and (
+            not events or arrivals[next_arrival][0] <= events[0][0]
+        ):
+            now, batch = arrivals[next_arrival]
+            next_arrival += 1
+            strategy.submit(batch, now)
+        else:
+            now = events[0][0]
         freed = False
         while events and events[0][0] == now:
             _, kind, _, payload = pop(events)
-            if kind == _ARRIVE:
-                assert isinstance(payload, list)
-                strategy.submit(payload, now)
-            elif kind == _FINISH:
+            if kind == _FINISH:
                 assert isinstance(payload, int)
                 job, started = running.pop(payload)
                 strategy.finished(job, payload, now)
@@ -152,7 +153,7 @@ def simulate(
 def _instants(jobs: Sequence[SimJob]) -> list[tuple[float, list[SimJob]]]:
     """The jobs grouped by arrival time, in arrival order (ties in the order given)."""
     grouped: list[tuple[float, list[SimJob]]] = []
-    for job in sorted(jobs, key=lambda j: j.arrival):  # stable: ties keep their order
+    for job in sorted(jobs, key=attrgetter("arrival")):  # stable: ties keep their order
         if grouped and grouped[-1][0] == job.arrival:
             grouped[-1][1].append(job)
         else:
