@@ -48,9 +48,15 @@ Strategies (give settings as name:key=value,key=value):
 Examples:
   fairq simulate                                  # the flood, every strategy
   fairq simulate -w plans --strategies fairq,lottery,fifo
-  fairq simulate -w flood -p jobs=100000 --workers 16
+  fairq simulate -w flood -p jobs=100000 --strategies fairq,fifo,lottery,sharding
   fairq simulate --strategies 'lottery:per_round=500,interval=60' --json
   fairq simulate --trace jobs.csv --plot out/     # your own jobs; out/report.html
+
+\b
+The flood's default is 10,000 jobs, not the 100,000 of the issue: the slots model
+re-queues every waiting job each retry, so its time grows with the square of the
+flood (16 s at 10,000 jobs, about 3 minutes at 30,000). Without slots, a flood of
+100,000 runs through the other seven strategies in about 6 s.
 """,
 )
 @click.option(

@@ -92,9 +92,12 @@ def figures(
     weights = weights or {}
     window = window or default_window(records)
     by_tenant: dict[str, list[Record]] = defaultdict(list)
+    tenant_waits: dict[str, list[float]] = defaultdict(list)
     for record in records:
-        by_tenant[record.job.tenant].append(record)
-    per_tenant = {t: waits_of([r.wait for r in rs]) for t, rs in sorted(by_tenant.items())}
+        job = record.job
+        by_tenant[job.tenant].append(record)
+        tenant_waits[job.tenant].append(record.start - job.arrival)
+    per_tenant = {t: waits_of(ws) for t, ws in sorted(tenant_waits.items())}
     first = min((r.job.arrival for r in records), default=0.0)
     makespan = max((r.finish for r in records), default=0.0) - first
     busy = sum(r.finish - r.start for r in records)
@@ -102,7 +105,7 @@ def figures(
     return Figures(
         jobs=len(records),
         tenants=len(by_tenant),
-        waits=waits_of([r.wait for r in records]),
+        waits=waits_of([w for ws in tenant_waits.values() for w in ws]),
         worst_tenant_p50=max((w.p50 for w in per_tenant.values()), default=math.nan),
         per_tenant=per_tenant,
         jain_mean=_mean(fair.jain),
@@ -139,17 +142,19 @@ class _Windowed:
 
 def backlogged_windows(records: Sequence[Record], window: float) -> list[int]:
     """The windows all through which this tenant (these are its records) had a job waiting."""
-    events = sorted(
-        [(r.job.arrival, 1) for r in records] + [(r.start, -1) for r in records],
-        key=lambda e: (e[0], e[1]),  # a start at an arrival's instant ends a wait first
-    )
+    # At one instant arrivals come first (kind 0): a job starting the instant it arrives never
+    # waited, and the count of waiting jobs never goes below zero.
+    events = sorted([(r.job.arrival, 0) for r in records] + [(r.start, 1) for r in records])
     found: list[int] = []
     waiting = 0
     since = 0.0
-    for at, step in events:
-        if waiting == 0 and step > 0:
-            since = at
-        waiting += step
+    for at, kind in events:
+        if kind == 0:
+            if waiting == 0:
+                since = at
+            waiting += 1
+            continue
+        waiting -= 1
         if waiting == 0 and at > since:
             found.extend(range(math.ceil(since / window), math.floor(at / window)))
     return found

@@ -13,8 +13,9 @@ import heapq
 import math
 import random
 from collections import deque
+from collections.abc import Sequence
 
-from fairq.sim.engine import SimJob
+from fairq.sim.engine import SimJob, one_pool
 
 _RESCALE_AT = 500.0  # half-lives since the reference time before gauges are rescaled
 
@@ -42,7 +43,11 @@ class DecayedActivity:
         self._heap.clear()
         self._ref = 0.0
 
-    def submit(self, job: SimJob, now: float) -> None:
+    def submit(self, jobs: Sequence[SimJob], now: float) -> None:
+        for job in jobs:
+            self._add(job, now)
+
+    def _add(self, job: SimJob, now: float) -> None:
         jobs = self._lists.get(job.tenant)
         if jobs is None:
             jobs = self._lists[job.tenant] = deque()
@@ -54,7 +59,10 @@ class DecayedActivity:
         order = self._order.setdefault(tenant, len(self._order))
         heapq.heappush(self._heap, (self._gauge.get(tenant, 0.0), order, tenant))
 
-    def next_job(self, worker: int, now: float) -> SimJob | None:
+    def take(self, idle: Sequence[int], now: float) -> list[SimJob]:
+        return one_pool(self._next, idle, now)
+
+    def _next(self, now: float) -> SimJob | None:
         if not self._heap:
             return None
         _, _, tenant = heapq.heappop(self._heap)

@@ -1,16 +1,16 @@
 """fairq itself: the reference model (``fairq.model``) driven through the Backend contract.
 
-Nothing of the scheduler is re-implemented here: each submit is an ``enqueue``, each idle
-worker a ``dequeue`` and each finish an ``ack_many``, all at the simulator's ``now``. Weights,
-caps (``max_running``), rate limits and the half-life of history-aware fairness are the
-model's own settings. Left out: leases never expire (jobs never crash) and there is no network
-or store latency, so every worker sees the decision the moment it is made.
+Nothing of the scheduler is re-implemented here: each instant's arrivals are one ``enqueue``,
+its idle workers one ``dequeue`` and each finish an ``ack_many``, all at the simulator's
+``now``. Weights, caps (``max_running``), rate limits and the half-life of history-aware
+fairness are the model's own settings. Left out: leases never expire (jobs never crash) and
+there is no network or store latency, so every worker sees the decision the moment it is made.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from fairq.contract import (
     AckManyParams,
@@ -61,30 +61,40 @@ class Fairq:
                 TenantSettingsParams(queue=_QUEUE, tenant=tenant, now=0.0, weight=weight)
             )
 
-    def submit(self, job: SimJob, now: float) -> None:
-        key = str(job.id)
-        self._jobs[key] = job
-        new = NewJob(
-            id=key,
-            name="sim",
-            queue=_QUEUE,
-            tenant=job.tenant,
-            payload="",
-            run_at=now,
-            max_attempts=1,
-            lease_timeout=MAX_SECONDS,
-            cost=job.cost,
-        )
-        self._model.enqueue(EnqueueParams(jobs=[new], now=now))
+    def submit(self, jobs: Sequence[SimJob], now: float) -> None:
+        """One instant's arrivals as one ``enqueue``."""
+        new: list[NewJob] = []
+        for job in jobs:
+            key = str(job.id)
+            self._jobs[key] = job
+            new.append(
+                NewJob(
+                    id=key,
+                    name="sim",
+                    queue=_QUEUE,
+                    tenant=job.tenant,
+                    payload="",
+                    run_at=now,
+                    max_attempts=1,
+                    lease_timeout=MAX_SECONDS,
+                    cost=job.cost,
+                )
+            )
+        self._model.enqueue(EnqueueParams(jobs=new, now=now))
 
-    def next_job(self, worker: int, now: float) -> SimJob | None:
-        params = DequeueParams(queues=[_QUEUE], worker_id=str(worker), now=now)
-        leases = self._model.dequeue(params).leases
-        if not leases:
-            return None
-        job = self._jobs.pop(leases[0].job_id)
-        self._tokens[job.id] = leases[0].token
-        return job
+    def take(self, idle: Sequence[int], now: float) -> list[SimJob]:
+        """One ``dequeue`` for all the idle workers: the contract makes a batch of ``limit``
+        the same as that many single dequeues at the same ``now``. With nothing waiting there
+        is nothing to ask (unless rate limits are on: the model ends them as it dequeues)."""
+        if not self._jobs and self._settings.rate is None:
+            return []
+        params = DequeueParams(queues=[_QUEUE], worker_id="sim", now=now, limit=len(idle))
+        handed: list[SimJob] = []
+        for lease in self._model.dequeue(params).leases:
+            job = self._jobs.pop(lease.job_id)
+            self._tokens[job.id] = lease.token
+            handed.append(job)
+        return handed
 
     def finished(self, job: SimJob, worker: int, now: float) -> None:
         token = self._tokens.pop(job.id)

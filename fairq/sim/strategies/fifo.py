@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Sequence
 
-from fairq.sim.engine import SimJob
+from fairq.sim.engine import SimJob, one_pool
 
 
 class Fifo:
@@ -21,10 +22,17 @@ class Fifo:
     def start(self, workers: int, rng: random.Random) -> None:
         self._queue.clear()
 
-    def submit(self, job: SimJob, now: float) -> None:
+    def submit(self, jobs: Sequence[SimJob], now: float) -> None:
+        for job in jobs:
+            self._add(job, now)
+
+    def _add(self, job: SimJob, now: float) -> None:
         self._queue.append(job)
 
-    def next_job(self, worker: int, now: float) -> SimJob | None:
+    def take(self, idle: Sequence[int], now: float) -> list[SimJob]:
+        return one_pool(self._next, idle, now)
+
+    def _next(self, now: float) -> SimJob | None:
         return self._queue.popleft() if self._queue else None
 
     def finished(self, job: SimJob, worker: int, now: float) -> None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from fairq.sim.engine import SimJob
+from fairq.sim.engine import SimJob, one_pool
 
 
 class Lottery:
@@ -51,11 +51,18 @@ class Lottery:
         self.rounds = []
         self.skipped = 0
 
-    def submit(self, job: SimJob, now: float) -> None:
+    def submit(self, jobs: Sequence[SimJob], now: float) -> None:
+        for job in jobs:
+            self._add(job, now)
+
+    def _add(self, job: SimJob, now: float) -> None:
         self._plan_until(now, before=True)  # a round due at this instant sees every arrival
         self._waiting.setdefault(job.tenant, deque()).append(job)
 
-    def next_job(self, worker: int, now: float) -> SimJob | None:
+    def take(self, idle: Sequence[int], now: float) -> list[SimJob]:
+        return one_pool(self._next, idle, now)
+
+    def _next(self, now: float) -> SimJob | None:
         self._plan_until(now)
         return self._main.popleft()[1] if self._main else None
 

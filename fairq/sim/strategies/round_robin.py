@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Sequence
 
-from fairq.sim.engine import SimJob
+from fairq.sim.engine import SimJob, one_pool
 
 
 class RoundRobin:
@@ -25,14 +26,21 @@ class RoundRobin:
         self._lists.clear()
         self._ring.clear()
 
-    def submit(self, job: SimJob, now: float) -> None:
+    def submit(self, jobs: Sequence[SimJob], now: float) -> None:
+        for job in jobs:
+            self._add(job, now)
+
+    def _add(self, job: SimJob, now: float) -> None:
         jobs = self._lists.get(job.tenant)
         if jobs is None:
             jobs = self._lists[job.tenant] = deque()
             self._ring.append(job.tenant)
         jobs.append(job)
 
-    def next_job(self, worker: int, now: float) -> SimJob | None:
+    def take(self, idle: Sequence[int], now: float) -> list[SimJob]:
+        return one_pool(self._next, idle, now)
+
+    def _next(self, now: float) -> SimJob | None:
         if not self._ring:
             return None
         tenant = self._ring.popleft()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Sequence
 
 from fairq.sim.engine import SimJob
 
@@ -39,14 +40,22 @@ class ShuffleSharding:
         self._sets.clear()
         self._rng = rng
 
-    def submit(self, job: SimJob, now: float) -> None:
+    def submit(self, jobs: Sequence[SimJob], now: float) -> None:
+        for job in jobs:
+            self._add(job, now)
+
+    def _add(self, job: SimJob, now: float) -> None:
         shards = self._sets.get(job.tenant)
         if shards is None:
             shards = self._sets[job.tenant] = self._rng.sample(range(self.shards), self.per_tenant)
         shortest = min(shards, key=lambda s: len(self._queues[s]))
         self._queues[shortest].append(job)
 
-    def next_job(self, worker: int, now: float) -> SimJob | None:
+    def take(self, idle: Sequence[int], now: float) -> list[SimJob | None]:
+        """Each worker serves only its own shard."""
+        return [self._next(worker) for worker in idle]
+
+    def _next(self, worker: int) -> SimJob | None:
         jobs = self._queues[worker % self.shards]
         return jobs.popleft() if jobs else None
 

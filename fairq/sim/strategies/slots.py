@@ -12,8 +12,9 @@ from __future__ import annotations
 import heapq
 import random
 from collections import defaultdict, deque
+from collections.abc import Sequence
 
-from fairq.sim.engine import SimJob
+from fairq.sim.engine import SimJob, one_pool
 
 
 class Slots:
@@ -35,10 +36,17 @@ class Slots:
         self._running.clear()
         self.rescheduled = 0
 
-    def submit(self, job: SimJob, now: float) -> None:
+    def submit(self, jobs: Sequence[SimJob], now: float) -> None:
+        for job in jobs:
+            self._add(job, now)
+
+    def _add(self, job: SimJob, now: float) -> None:
         self._ready.append(job)
 
-    def next_job(self, worker: int, now: float) -> SimJob | None:
+    def take(self, idle: Sequence[int], now: float) -> list[SimJob]:
+        return one_pool(self._next, idle, now)
+
+    def _next(self, now: float) -> SimJob | None:
         self._promote(now)
         while self._ready:
             job = self._ready.popleft()

@@ -49,7 +49,11 @@ class Throttled:
         self._rng = rng
         self.routed = dict.fromkeys(self.weights, 0)
 
-    def submit(self, job: SimJob, now: float) -> None:
+    def submit(self, jobs: Sequence[SimJob], now: float) -> None:
+        for job in jobs:
+            self._add(job, now)
+
+    def _add(self, job: SimJob, now: float) -> None:
         queue = self._route(job.tenant, now)
         self.routed[queue] += 1
         self._queues[queue].append(job)
@@ -63,7 +67,10 @@ class Throttled:
         self._windows[tenant] = times
         return throttle.choose_queue(times, now, self.rules, MAIN)
 
-    def next_job(self, worker: int, now: float) -> SimJob | None:
+    def take(self, idle: Sequence[int], now: float) -> list[SimJob | None]:
+        return [self._next() for _ in idle]  # each ask draws a polling order, found or not
+
+    def _next(self) -> SimJob | None:
         for name in self._polling_order():
             jobs = self._queues[name]
             if jobs:
