@@ -20,7 +20,7 @@ from pathlib import Path
 
 from fairq.demo.figures import JobRecord, Waits, mode_figures
 from fairq.demo.jobs import make_app
-from fairq.demo.runner import _records, _Run, _run_mode
+from fairq.demo.runner import ModeRun, job_records, run_mode
 from fairq.demo.scenario import Mode, Scenario
 from fairq.sim.engine import SimJob, simulate
 from fairq.sim.strategies.fairq import Fairq
@@ -31,9 +31,9 @@ def run_real(scenario: Scenario, mode: Mode, work_dir: Path) -> list[JobRecord]:
     url = f"sqlite:///{work_dir / f'{mode.value}.db'}"
     app = make_app(url)
     try:
-        run = _Run(mode=mode, queue=f"vs-{mode.value}")
-        _run_mode(app, scenario, run, url, work_dir, lambda s: None, 600.0)
-        return _records(app, run)
+        run = ModeRun(mode=mode, queue=f"vs-{mode.value}")
+        run_mode(app, scenario, run, url, work_dir, lambda s: None, 600.0)
+        return job_records(app, run)
     finally:
         app.close()
 

@@ -47,7 +47,7 @@ class DemoResult:
 
 
 @dataclass
-class _Run:
+class ModeRun:
     """One mode's bookkeeping: which job is whose."""
 
     mode: Mode
@@ -72,24 +72,26 @@ def run_demo(
     run_id = uuid.uuid4().hex[:8]
     try:
         for mode in (Mode.FIFO, Mode.FAIR):
-            run = _Run(mode=mode, queue=f"demo-{run_id}-{mode.value}")
-            _run_mode(app, scenario, run, url, log_dir, on_progress, timeout)
-            records = _records(app, run)
+            run = ModeRun(mode=mode, queue=f"demo-{run_id}-{mode.value}")
+            run_mode(app, scenario, run, url, log_dir, on_progress, timeout)
+            records = job_records(app, run)
             result.modes[mode] = mode_figures(records, scenario.tenants, scenario.small_names)
     finally:
         app.close()
     return result
 
 
-def _run_mode(
+def run_mode(
     app: App,
     scenario: Scenario,
-    run: _Run,
+    run: ModeRun,
     url: str,
     log_dir: Path,
     on_progress: OnProgress,
     timeout: float,
 ) -> None:
+    """One mode of the demo with real worker processes, until every job is done (also used by
+    benchmarks/sim_vs_real.py to compare the simulator with a real run)."""
     _enqueue(app, scenario, run, [GREEDY], scenario.greedy_jobs)
     began = time.monotonic()
     workers = start_workers(
@@ -120,7 +122,7 @@ def _run_mode(
         workers.stop()
 
 
-def _enqueue(app: App, scenario: Scenario, run: _Run, tenants: Sequence[str], each: int) -> None:
+def _enqueue(app: App, scenario: Scenario, run: ModeRun, tenants: Sequence[str], each: int) -> None:
     """The tenants' jobs in one batch: they arrive together, so the comparison is even."""
     calls = []
     for customer in tenants:
@@ -135,7 +137,7 @@ def _enqueue(app: App, scenario: Scenario, run: _Run, tenants: Sequence[str], ea
 
 
 def _snapshot(
-    app: App, scenario: Scenario, run: _Run, finished: int, arrived: bool, elapsed: float
+    app: App, scenario: Scenario, run: ModeRun, finished: int, arrived: bool, elapsed: float
 ) -> Snapshot:
     small = app.backend.get_jobs(GetJobsParams(ids=run.small_ids)) if run.small_ids else []
     small_done = sum(1 for j in small if j.state is JobState.SUCCEEDED)
@@ -150,13 +152,14 @@ def _snapshot(
     )
 
 
-def _counts(app: App, run: _Run) -> tuple[int, int]:
+def _counts(app: App, run: ModeRun) -> tuple[int, int]:
     """Jobs finished (succeeded or dead) and running in this mode's queue."""
     rows = app.stats(queue=run.queue)
     return sum(r.succeeded + r.dead for r in rows), sum(r.running for r in rows)
 
 
-def _records(app: App, run: _Run) -> list[JobRecord]:
+def job_records(app: App, run: ModeRun) -> list[JobRecord]:
+    """Every job of a run as the figures read it: its real tenant and its three times."""
     ids = list(run.customers)
     records = []
     for i in range(0, len(ids), CHUNK):
