@@ -18,10 +18,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from fairq.demo.figures import JobRecord, Waits, mode_figures
+from fairq.demo.figures import JobRecord, mode_figures
 from fairq.demo.jobs import make_app
 from fairq.demo.runner import ModeRun, job_records, run_mode
 from fairq.demo.scenario import Mode, Scenario
+from fairq.policy.metrics import Waits
 from fairq.sim.engine import SimJob, simulate
 from fairq.sim.strategies.fairq import Fairq
 

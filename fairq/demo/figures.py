@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fairq.policy.metrics import jain_index, percentile
+from fairq.policy.metrics import Waits, jain_index
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,14 +31,6 @@ class JobRecord:
     @property
     def wait(self) -> float:
         return self.started_at - self.enqueued_at
-
-
-@dataclass(frozen=True, kw_only=True)
-class Waits:
-    jobs: int
-    p50: float
-    p99: float
-    max: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,13 +52,7 @@ class ModeFigures:
 
 
 def waits_of(records: Sequence[JobRecord]) -> Waits:
-    values = [r.wait for r in records]
-    return Waits(
-        jobs=len(values),
-        p50=percentile(values, 50),
-        p99=percentile(values, 99),
-        max=max(values, default=float("nan")),
-    )
+    return Waits.of([r.wait for r in records])
 
 
 def fairness_of(records: Sequence[JobRecord], tenants: Sequence[str]) -> Fairness:

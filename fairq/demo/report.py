@@ -14,9 +14,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from fairq.demo.figures import ModeFigures, Waits
+from fairq.demo.figures import ModeFigures
 from fairq.demo.runner import DemoResult
 from fairq.demo.scenario import Mode
+from fairq.policy.metrics import Waits
 
 JAIN_NOTE = (
     "Jain's index: (Σx)² / (n·Σx²) over the jobs each tenant started while every tenant had "

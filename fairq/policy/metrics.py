@@ -4,6 +4,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class Waits:
+    """How long jobs waited to start: count, median, 99th percentile, longest (NaN: none)."""
+
+    jobs: int
+    p50: float
+    p99: float
+    max: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Waits:
+        return cls(
+            jobs=len(values),
+            p50=percentile(values, 50),
+            p99=percentile(values, 99),
+            max=max(values, default=math.nan),
+        )
 
 
 def jain_index(values: Sequence[float]) -> float:

@@ -22,16 +22,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from fairq.policy.metrics import jain_index, percentile
+from fairq.policy.metrics import Waits, jain_index
 from fairq.sim.engine import Record
-
-
-@dataclass(frozen=True, kw_only=True)
-class Waits:
-    jobs: int
-    p50: float
-    p99: float
-    max: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,12 +45,7 @@ class Figures:
 
 
 def waits_of(values: Sequence[float]) -> Waits:
-    return Waits(
-        jobs=len(values),
-        p50=percentile(values, 50),
-        p99=percentile(values, 99),
-        max=max(values, default=math.nan),
-    )
+    return Waits.of(values)
 
 
 def gini(values: Sequence[float]) -> float:
