@@ -46,7 +46,6 @@ from fairq.declare import (
     WeightsFn,
     argument,
     check_priority,
-    check_queue_weight,
     run_at,
 )
 from fairq.errors import ConfigError, JobArgumentsError, MissingTenant, UnknownJob
@@ -163,7 +162,7 @@ class App:
         name = check_queue_name(name)
         if not isinstance(strict, bool):
             raise ConfigError(f"queue {name!r}: strict must be True or False, got {strict!r}")
-        weight = check_queue_weight(weight, name)
+        weight = check_weight(weight, label=f"queue {name!r}: weight")
         existing = self.queues.get(name)
         if existing is not None and not existing.implicit:
             raise ConfigError(f"queue {name!r} is already declared")

@@ -229,14 +229,6 @@ def check_tenant_rule(rule: TenantRule, signature: inspect.Signature, name: str)
     return rule
 
 
-def check_queue_weight(weight: object, name: str) -> float:
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-        raise ConfigError(f"queue {name!r}: weight must be a positive number, got {weight!r}")
-    if not (math.isfinite(weight) and weight > 0):
-        raise ConfigError(f"queue {name!r}: weight must be positive and finite, got {weight!r}")
-    return float(weight)
-
-
 def check_priority(priority: object) -> int:
     return check_int("priority", priority, least=-MAX_INT - 1)
 

@@ -50,6 +50,20 @@ class LeaseError(FairqError):
 class LeaseNotFound(LeaseError, LookupError):
     """No job is held under that lease (never issued, already acked, or handed out again)."""
 
+    @classmethod
+    def of(cls, token: str) -> LeaseNotFound:
+        return cls(
+            f"no job is held under lease {token!r}: it was never issued, is already finished, "
+            "or was handed back or expired"
+        )
+
 
 class LeaseExpired(LeaseError):
     """The lease's deadline passed: the job goes back to its queue and may already run elsewhere."""
+
+    @classmethod
+    def of(cls, token: str, deadline: float, now: float) -> LeaseExpired:
+        return cls(
+            f"lease {token!r} expired at {deadline:.3f} (now {now:.3f}); the job goes back to "
+            "its queue, so its result is not recorded"
+        )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -11,6 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 from fairq.errors import (
     ConfigError,
+    DuplicateJob,
     JobArgumentsError,
     LeaseExpired,
     LeaseNotFound,
@@ -184,6 +186,14 @@ def held_leases(
             lost.append(token)
             continue
         yield token, job
+
+
+def check_distinct(jobs: Sequence[NewJob]) -> None:
+    """DuplicateJob when one batch names a job id twice (stores check it before writing)."""
+    ids = Counter(job.id for job in jobs)
+    repeated = sorted(job_id for job_id, count in ids.items() if count > 1)
+    if repeated:
+        raise DuplicateJob(f"job ids repeated in one batch: {repeated}; nothing was stored")
 
 
 def lease_token(job_id: str, lease_number: int) -> str:

@@ -225,16 +225,10 @@ class ReferenceModel(Reads):
         job_id, _, lease_text = token.rpartition(":")
         job = self._jobs.get(job_id)
         if job is None or job.state is not JobState.RUNNING or str(job.leases) != lease_text:
-            raise LeaseNotFound(
-                f"no job is held under lease {token!r}: it was never issued, is already "
-                "finished, or was handed back or expired"
-            )
+            raise LeaseNotFound.of(token)
         assert job.deadline is not None
         if now >= job.deadline:
-            raise LeaseExpired(
-                f"lease {token!r} expired at {job.deadline:.3f} (now {now:.3f}); the job goes "
-                "back to its queue, so its result is not recorded"
-            )
+            raise LeaseExpired.of(token, job.deadline, now)
         return job
 
     def _end_run(self, job: Job, ended_at: float | None, now: float) -> tuple[Queue, Tenant]:

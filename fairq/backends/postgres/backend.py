@@ -20,8 +20,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import Connection, Cursor
 
-from fairq.backends._sql import Queries
-from fairq.backends.postgres import inspect, pruning, throttling
+from fairq.backends.postgres import inspect, pruning, results, throttling
 from fairq.backends.postgres.db import Database, Pool
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.keys import (
@@ -70,11 +69,10 @@ from fairq.contract import (
     no_wait,
     waited_first,
 )
-from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
-from fairq.job import JobInfo, JobState, Lease, NewJob, lease_token
+from fairq.errors import LeaseExpired, LeaseNotFound
+from fairq.job import JobInfo, JobState, NewJob, check_distinct
 
 T = TypeVar("T")
-Parsed = tuple[str, int] | None  # a lease token as parse_token reads it
 log = logging.getLogger("fairq.backends.postgres")
 
 
@@ -112,7 +110,7 @@ class PostgresBackend:
 
     def enqueue(self, params: EnqueueParams) -> EnqueueResult:
         jobs = list(params.jobs)
-        _check_distinct(jobs)
+        check_distinct(jobs)
         if not jobs:
             return EnqueueResult(queues=[])
         conn = bound_connection(self)
@@ -121,7 +119,7 @@ class PostgresBackend:
         try:
             queues = self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
         except psycopg.errors.UniqueViolation as exc:
-            raise _duplicate(exc) from None
+            raise results.duplicate(exc) from None
         return EnqueueResult(queues=queues)
 
     def enqueue_in(self, conn: Connection[Any], params: EnqueueParams) -> list[str]:
@@ -130,7 +128,7 @@ class PostgresBackend:
         ``fairq.backends.postgres.transactional`` for how, and why no fairq lock is taken.
         Returns the queue each job went to."""
         jobs = list(params.jobs)
-        _check_distinct(jobs)
+        check_distinct(jobs)
         return self._inbox.write(conn, jobs, params.now) if jobs else []
 
     @contextmanager
@@ -152,7 +150,7 @@ class PostgresBackend:
         tenants = events.lock_tenants([(job.queue, job.tenant) for job in jobs])
         rows = [events.count_new(job, tenants[(job.queue, job.tenant)], now) for job in jobs]
         cur.executemany(self.q["job_insert"], rows)
-        _refuse_succeeded(cur, self.q, [job.id for job in jobs])
+        results.refuse_succeeded(cur, self.q, [job.id for job in jobs])
         for tenant in tenants.values():
             events.save(None, tenant)
         self._notify(cur, events.woken)
@@ -179,7 +177,7 @@ class PostgresBackend:
         expired: list[ExpiredLease] = []
         if rows and rows[0]["due"]:
             expired, rows = self.db.run(lambda cur: self._dequeue(cur, names, args))
-        return DequeueResult(leases=[_lease(row) for row in rows], expired=expired)
+        return DequeueResult(leases=[results.lease(row) for row in rows], expired=expired)
 
     def _dequeue(
         self, cur: Cursor[Row], names: list[str], args: dict[str, object]
@@ -229,8 +227,8 @@ class PostgresBackend:
         else:
             statuses, rows = list(rows[0]["statuses"]), rows[1:]
         return AckAndDequeueResult(
-            acks=_ack_result(acks.tokens, parsed, statuses),
-            dequeue=DequeueResult(leases=[_lease(row) for row in rows], expired=expired),
+            acks=results.ack_result(acks.tokens, parsed, statuses),
+            dequeue=DequeueResult(leases=[results.lease(row) for row in rows], expired=expired),
         )
 
     def _ack_and_dequeue(
@@ -256,9 +254,9 @@ class PostgresBackend:
         if args["ids"]:
             (row,) = self.db.run_one(self.q["ack_many"], args)
             statuses = list(row["statuses"])
-        return _ack_result(params.tokens, parsed, statuses)
+        return results.ack_result(params.tokens, parsed, statuses)
 
-    def _ack_args(self, params: AckManyParams) -> tuple[list[Parsed], dict[str, Any]]:
+    def _ack_args(self, params: AckManyParams) -> tuple[list[results.Parsed], dict[str, Any]]:
         """The tokens parsed, and ack_many's arguments for those that parse (the others are
         never sent: they are not found)."""
         parsed = [parse_token(token) for token in params.tokens]
@@ -313,16 +311,10 @@ class PostgresBackend:
             or job.state is not JobState.RUNNING
             or job.leases != parsed[1]
         ):
-            raise LeaseNotFound(
-                f"no job is held under lease {token!r}: it was never issued, is already "
-                "finished, or was handed back or expired"
-            )
+            raise LeaseNotFound.of(token)
         assert job.deadline is not None
         if now >= job.deadline:
-            raise LeaseExpired(
-                f"lease {token!r} expired at {job.deadline:.3f} (now {now:.3f}); the job goes "
-                "back to its queue, so its result is not recorded"
-            )
+            raise LeaseExpired.of(token, job.deadline, now)
         return job, now
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
@@ -563,50 +555,6 @@ class PostgresBackend:
             cur.execute(self.q["notify"], {"channel": self._channel(name)})
 
 
-def _not_found(token: str) -> LeaseNotFound:
-    return LeaseNotFound(
-        f"no job is held under lease {token!r}: it was never issued, is already "
-        "finished, or expired and was handed out again"
-    )
-
-
-def _expired(token: str, deadline: float, now: float) -> LeaseExpired:
-    return LeaseExpired(
-        f"lease {token!r} expired at {deadline:.3f} (now {now:.3f}); the job goes "
-        "back to its queue, so its result is not recorded"
-    )
-
-
-def _lease(row: Row) -> Lease:
-    return Lease(
-        token=lease_token(row["l_id"], row["l_leases"]),
-        job_id=row["l_id"],
-        name=row["l_name"],
-        queue=row["l_queue"],
-        tenant=row["l_tenant"],
-        payload=row["l_payload"],
-        attempt=row["l_attempts"],
-        max_attempts=row["l_max_attempts"],
-        started_at=row["l_started_at"],
-        deadline=row["l_deadline"],
-        lease_timeout=row["l_lease_timeout"],
-        cost=row["l_cost"],
-    )
-
-
-def _ack_result(
-    tokens: Sequence[str], parsed: Sequence[Parsed], statuses: Sequence[str]
-) -> AckManyResult:
-    """ack_many's statuses (one per token sent) back onto the tokens given."""
-    answers = iter(statuses)
-    acked: list[str] = []
-    lost: list[str] = []
-    for token, found in zip(tokens, parsed, strict=True):
-        status = next(answers) if found is not None else "not_found"
-        (acked if status == "ok" else lost).append(token)
-    return AckManyResult(acked=acked, lost=lost)
-
-
 def _inherit(tenant: TenantRow, defaults: QueueSettings) -> None:
     """Effective settings: the tenant's own, else the queue's default."""
     tenant.weight = tenant.own_weight if tenant.own_weight is not None else defaults.weight
@@ -620,25 +568,3 @@ def _holds(job: JobRow, lease: int) -> bool:
 
 def _over(job: JobRow, now: float) -> bool:
     return job.deadline is None or now >= job.deadline
-
-
-def _check_distinct(jobs: Sequence[NewJob]) -> None:
-    ids = [job.id for job in jobs]
-    if len(set(ids)) != len(ids):
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        raise DuplicateJob(f"job ids repeated in one batch: {repeated}; nothing was stored")
-
-
-def _refuse_succeeded(cur: Cursor[Row], q: Queries, ids: list[str]) -> None:
-    """Succeeded jobs live in their own table, out of reach of jobs' unique index: an id one
-    of them holds is refused here, after the insert (see queries.sql: succeeded_ids)."""
-    taken = [row["id"] for row in cur.execute(q["succeeded_ids"], {"ids": ids}).fetchall()]
-    if taken:
-        raise DuplicateJob(
-            f"a job id is already stored (succeeded: {taken}); nothing of the batch was stored"
-        )
-
-
-def _duplicate(exc: psycopg.errors.UniqueViolation) -> DuplicateJob:
-    detail = exc.diag.message_detail or str(exc)
-    return DuplicateJob(f"a job id is already stored ({detail}); nothing of the batch was stored")

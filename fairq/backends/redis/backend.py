@@ -30,7 +30,6 @@ from fairq.contract import (
     DequeueResult,
     EnqueueParams,
     EnqueueResult,
-    ExpiredLease,
     FailParams,
     GetJobsParams,
     GetQueueParams,
@@ -55,15 +54,14 @@ from fairq.contract import (
 )
 from fairq.errors import (
     ConfigError,
-    DuplicateJob,
     LeaseExpired,
     LeaseNotFound,
     PayloadTooLarge,
     SchemaError,
 )
-from fairq.job import JobInfo, Lease, NewJob
+from fairq.job import JobInfo, Lease, NewJob, check_distinct
 
-from . import reads, throttling
+from . import calls, reads, throttling
 from .connection import (
     RedisOptions,
     check_eviction,
@@ -78,7 +76,6 @@ from .records import (
     JobRecord,
     QueueDefaults,
     TenantRecord,
-    encode_body,
     job_info,
     lease,
     num,
@@ -139,15 +136,15 @@ class RedisBackend:
         if any(job.throttle for job in jobs):
             self._refuse_stored([job.id for job in jobs])
             queues = throttling.route(self._run_once, self.layout, jobs, self._at(params.now))
-        blocks = _blocks(queues)
+        blocks = calls.blocks(queues)
         args: list[Arg] = [self._at(params.now), len(blocks), *blocks, len(jobs)]
         for job, queue in zip(jobs, queues, strict=True):
-            args += _job_args(blocks[queue], job)
+            args += calls.job_args(blocks[queue], job)
         keys = [self.layout.directory, self.layout.seq, self.layout.queues]
         keys += self._keys(blocks)
         reply = self._run_once("enqueue", queues[0], keys, args)
         if reply:
-            raise _duplicate([text(i) for i in reply[1:]])
+            raise calls.duplicate([text(i) for i in reply[1:]])
         return EnqueueResult(queues=queues)
 
     def _refuse_stored(self, ids: list[str]) -> None:
@@ -156,13 +153,10 @@ class RedisBackend:
             found = self.client.hmget(self.layout.directory, ids)
         duplicate = [i for i, queue in zip(ids, found, strict=True) if queue is not None]
         if duplicate:
-            raise _duplicate(duplicate)
+            raise calls.duplicate(duplicate)
 
     def _check_jobs(self, jobs: Sequence[NewJob]) -> None:
-        ids = [job.id for job in jobs]
-        if len(set(ids)) != len(ids):
-            repeated = sorted({i for i in ids if ids.count(i) > 1})
-            raise DuplicateJob(f"job ids repeated in one batch: {repeated}; nothing was stored")
+        check_distinct(jobs)
         for job in jobs:
             size = len(job.payload.encode("utf-8"))
             if size > self.options.max_payload_bytes:
@@ -181,7 +175,7 @@ class RedisBackend:
     def dequeue(self, params: DequeueParams) -> DequeueResult:
         if params.limit < 1 or not params.queues:
             return DequeueResult()
-        blocks = _blocks(params.queues)
+        blocks = calls.blocks(params.queues)
         order = list(blocks.values())  # a queue named twice is tried once: same result
         keys = self._keys(blocks)
         rest: list[Arg] = [params.limit, params.worker_id, *order]
@@ -196,7 +190,9 @@ class RedisBackend:
         """A dequeue's reply (dequeue.lua): the leases expired, then the leases handed out,
         their routes remembered."""
         names = {block: name for name, block in blocks.items()}
-        return DequeueResult(leases=self._leases(names, reply), expired=_expired(names, reply[0]))
+        return DequeueResult(
+            leases=self._leases(names, reply), expired=calls.expired(names, reply[0])
+        )
 
     def _leases(self, names: dict[int, str], reply: list[Any]) -> list[Lease]:
         leases: list[Lease] = []
@@ -229,7 +225,7 @@ class RedisBackend:
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
         """One script (ack_many.lua) for every token, with a key block per queue involved."""
-        return _ack_result(self._per_lease("ack_many", params.tokens, params.now))
+        return calls.ack_result(self._per_lease("ack_many", params.tokens, params.now))
 
     def ack_and_dequeue(self, both: AckAndDequeueParams) -> AckAndDequeueResult:
         """One script (ack_dequeue.lua): the acks' queues join the dequeue's key blocks."""
@@ -238,14 +234,14 @@ class RedisBackend:
         if params.limit < 1 or not params.queues:
             return AckAndDequeueResult(acks=self.ack_many(acks), dequeue=DequeueResult())
         routed = self._routed(acks.tokens)
-        blocks = _blocks([*params.queues, *(q for _, q, _, _ in routed if q is not None)])
+        blocks = calls.blocks([*params.queues, *(q for _, q, _, _ in routed if q is not None)])
         order = list(dict.fromkeys(blocks[q] for q in params.queues))
         args: list[Arg] = [self._at(params.now), params.limit, params.worker_id, len(order)]
-        args += [*order, self._at(acks.now), *_held_args(routed, blocks)]
+        args += [*order, self._at(acks.now), *calls.held_args(routed, blocks)]
         reply = self._run_once("ack_dequeue", params.queues[0], self._keys(blocks), args)
-        answers = self._rerouted("ack_many", routed, _answers(routed, reply[0]), acks.now)
+        answers = self._rerouted("ack_many", routed, calls.answers(routed, reply[0]), acks.now)
         return AckAndDequeueResult(
-            acks=_ack_result(answers), dequeue=self._dequeued(blocks, reply[1:])
+            acks=calls.ack_result(answers), dequeue=self._dequeued(blocks, reply[1:])
         )
 
     def fail(self, params: FailParams) -> JobInfo:
@@ -269,19 +265,15 @@ class RedisBackend:
         self, name: str, queue: str | None, args: list[Arg], token: str, now: float
     ) -> list[Any]:
         if queue is None:
-            raise _not_found(token)
+            raise LeaseNotFound.of(token)
         reply: list[Any] = self._run_once(name, queue, self._keys({queue: 1}), args)
         if text(reply[0]) == "nf" and self._forget(str(args[0]), queue):
             return self._end(name, self._route(token)[0], args, token, now)
         status = text(reply[0])
         if status == "nf":
-            raise _not_found(token)
+            raise LeaseNotFound.of(token)
         if status == "exp":
-            deadline = float(reply[1])
-            raise LeaseExpired(
-                f"lease {token!r} expired at {deadline:.3f} (now {now:.3f}); the job goes "
-                "back to its queue, so its result is not recorded"
-            )
+            raise LeaseExpired.of(token, float(reply[1]), now)
         return reply
 
     def _forget(self, job_id: str, queue: str) -> bool:
@@ -305,15 +297,15 @@ class RedisBackend:
         """Run a per-lease script (``each_held`` in _lib_jobs.lua) over ``tokens`` in one call:
         each token's answer, '' for a lost lease (one whose job is not routed counts too)."""
         routed = self._routed(tokens)
-        blocks = _blocks([q for _, q, _, _ in routed if q is not None])
+        blocks = calls.blocks([q for _, q, _, _ in routed if q is not None])
         if not blocks:
-            return _answers(routed, [])
-        args = [self._at(now), *_held_args(routed, blocks)]
+            return calls.answers(routed, [])
+        args = [self._at(now), *calls.held_args(routed, blocks)]
         reply = self._run_once(script, next(iter(blocks)), self._keys(blocks), args)
-        return self._rerouted(script, routed, _answers(routed, reply), now)
+        return self._rerouted(script, routed, calls.answers(routed, reply), now)
 
     def _rerouted(
-        self, script: str, routed: list[Routed], answers: list[tuple[str, str]], now: float
+        self, script: str, routed: list[calls.Routed], answers: list[tuple[str, str]], now: float
     ) -> list[tuple[str, str]]:
         """``answers`` with the lost tokens whose cached route proved wrong (an id reused
         after pruning, now in another queue) run again through ``script`` in their queue."""
@@ -334,14 +326,14 @@ class RedisBackend:
             known = reads.queue_names(self.client, self.layout)
         asked = known if params.queues is None else list(dict.fromkeys(params.queues))
         pruned_only = [q for q in known if q not in asked] if params.retention is not None else []
-        blocks = _blocks([*asked, *pruned_only])
+        blocks = calls.blocks([*asked, *pruned_only])
         retention = "" if params.retention is None else num(params.retention)
         args: list[Arg] = [self._at(params.now), retention, len(asked)]
         reply = self._run("maintain", [self.layout.directory, *self._keys(blocks)], args)
         due = text(reply[2])
         return MaintainResult(
             promoted=int(reply[0]),
-            expired=_expired({block: name for name, block in blocks.items()}, reply[3]),
+            expired=calls.expired({block: name for name, block in blocks.items()}, reply[3]),
             pruned=int(reply[1]),
             next_due=float(due) if due else None,
         )
@@ -366,8 +358,8 @@ class RedisBackend:
         args: list[Arg] = [
             params.queue,
             params.tenant,
-            _setting(params.weight, num),
-            _setting(params.max_running, str),
+            calls.setting(params.weight, num),
+            calls.setting(params.max_running, str),
             "keep" if isinstance(params.rate, Keep) else rate_arg(params.rate),
             self._at(params.now),
         ]
@@ -424,7 +416,7 @@ class RedisBackend:
         routed = [(i, text(q)) for i, q in zip(ids, queues, strict=True) if q is not None]
         if not routed:
             return 0
-        blocks = _blocks([q for _, q in routed])
+        blocks = calls.blocks([q for _, q in routed])
         args: list[Arg] = [self._at(params.now)]
         for job_id, queue in routed:
             args += [blocks[queue], job_id]
@@ -509,7 +501,7 @@ class RedisBackend:
                     + "; nothing was changed"
                 )
 
-    def _routed(self, tokens: Sequence[str]) -> list[Routed]:
+    def _routed(self, tokens: Sequence[str]) -> list[calls.Routed]:
         return [(token, *self._route(token)) for token in tokens]
 
     def _route(self, token: str) -> tuple[str | None, str, str]:
@@ -529,93 +521,6 @@ class RedisBackend:
             self._routes[job_id] = queue
             if len(self._routes) > ROUTE_CACHE:
                 self._routes.popitem(last=False)
-
-
-def _blocks(queues: Sequence[str]) -> dict[str, int]:
-    """Number the distinct queues 1, 2, … in first-seen order (the scripts' key blocks)."""
-    blocks: dict[str, int] = {}
-    for queue in queues:
-        blocks.setdefault(queue, len(blocks) + 1)
-    return blocks
-
-
-Routed = tuple[str, str | None, str, str]  # token, queue (None: unknown), job id, lease number
-
-
-def _held_args(routed: Sequence[Routed], blocks: dict[str, int]) -> list[Arg]:
-    """The per-token arguments of ``each_held`` (_lib_jobs.lua) for the routed tokens."""
-    args: list[Arg] = []
-    for _, queue, job_id, attempt in routed:
-        if queue is not None:
-            args += [blocks[queue], job_id, attempt]
-    return args
-
-
-def _answers(routed: Sequence[Routed], reply: Sequence[Any]) -> list[tuple[str, str]]:
-    """Each token's answer from ``each_held``; '' for a lost lease (an unrouted one too)."""
-    answers = iter(reply)
-    return [(r[0], text(next(answers)) if r[1] is not None else "") for r in routed]
-
-
-#: Values per expired lease in a reply: block, job id, job name, tenant, attempt, deadline,
-#: dead (1 or 0): ``expire`` in _lib_jobs.lua.
-EXPIRED_FIELDS = 7
-
-
-def _expired(names: dict[int, str], flat: Sequence[Any]) -> list[ExpiredLease]:
-    """The expired leases of a dequeue's or maintain's reply, in the order expired."""
-    return [
-        ExpiredLease(
-            job_id=text(flat[at + 1]),
-            name=text(flat[at + 2]),
-            queue=names[int(flat[at])],
-            tenant=text(flat[at + 3]),
-            attempt=int(flat[at + 4]),
-            deadline=float(flat[at + 5]),
-            dead=int(flat[at + 6]) == 1,
-        )
-        for at in range(0, len(flat), EXPIRED_FIELDS)
-    ]
-
-
-def _ack_result(answers: list[tuple[str, str]]) -> AckManyResult:
-    return AckManyResult(
-        acked=[token for token, answer in answers if answer],
-        lost=[token for token, answer in answers if not answer],
-    )
-
-
-def _job_args(block: int, job: NewJob) -> list[Arg]:
-    return [
-        block,
-        job.id,
-        encode_body(job.name, job.payload),
-        job.tenant,
-        job.priority,
-        num(job.run_at),
-        job.max_attempts,
-        num(job.lease_timeout),
-        num(job.cost),
-    ]
-
-
-def _setting(value: object, form: Any) -> str:
-    if isinstance(value, Keep):
-        return "keep"
-    if value is None:
-        return ""
-    return str(form(value))
-
-
-def _duplicate(ids: list[str]) -> DuplicateJob:
-    return DuplicateJob(f"job ids already stored: {ids}; nothing was stored")
-
-
-def _not_found(token: str) -> LeaseNotFound:
-    return LeaseNotFound(
-        f"no job is held under lease {token!r}: it was never issued, is already "
-        "finished, or expired and was handed out again"
-    )
 
 
 __all__ = ["RedisBackend"]

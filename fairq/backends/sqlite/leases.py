@@ -62,16 +62,10 @@ def held(db: sqlite3.Connection, token: str, now: float) -> JobRow:
     job_id, _, lease_text = token.rpartition(":")
     job = JobRow.by_id(db, job_id)
     if job is None or job.state is not JobState.RUNNING or str(job.leases) != lease_text:
-        raise LeaseNotFound(
-            f"no job is held under lease {token!r}: it was never issued, is already "
-            "finished, or was handed back or expired"
-        )
+        raise LeaseNotFound.of(token)
     assert job.deadline is not None
     if now >= job.deadline:
-        raise LeaseExpired(
-            f"lease {token!r} expired at {job.deadline:.3f} (now {now:.3f}); the job goes "
-            "back to its queue, so its result is not recorded"
-        )
+        raise LeaseExpired.of(token, job.deadline, now)
     return job
 
 

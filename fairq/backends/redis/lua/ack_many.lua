@@ -1,4 +1,4 @@
--- ack_many.lua: several running jobs succeeded; exactly single acks (ack.lua) in order.
+-- ack_many.lua: several running jobs succeeded; each token in order, as if acked one by one.
 --
 -- KEYS: one block of QUEUE_KEYS keys per distinct queue of the tokens (see _lib.lua).
 -- ARGV: [1] now (see `now_of`), then 3 values per token: block, job_id, lease number text.
