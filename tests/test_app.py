@@ -365,6 +365,16 @@ def test_a_queue_default_weight_of_0_is_refused_only_tenants_can_be_paused(
         app.set_queue("imports", weight=0)
 
 
+@pytest.mark.parametrize("weight", [1e300, 1e-9, 0, math.inf, True])
+def test_a_declared_queue_weight_has_the_same_range_as_every_weight(
+    app: App, weight: object
+) -> None:
+    with pytest.raises(
+        ConfigError, match=r"queue 'reports': weight must be .* from 1e-06 to 1e\+06"
+    ):
+        app.queue("reports", weight=weight)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("cap", [0, -1, 1.5, math.nan, True, "2"])
 def test_a_cap_that_is_not_a_whole_number_of_at_least_1_is_refused(
     app: App, unchanged: None, cap: object
