@@ -33,6 +33,6 @@ def cli(log_level: str) -> None:
 
 
 def main() -> None:
-    from fairq.cli import admin, demo, migrate, simulate, worker  # noqa: F401  (each registers its commands)
+    from fairq.cli import admin, demo, migrate, relay, simulate, worker  # noqa: F401  (each registers its commands)
 
     cli(prog_name="fairq")

@@ -12,6 +12,17 @@ from fairq.errors import ConfigError
 
 
 def load_app(ref: str) -> App:
+    """The fairq App ``package.module:attribute`` names (see ``load_object``)."""
+    found = load_object(ref)
+    if not isinstance(found, App):
+        raise ConfigError(
+            f"{ref} is a {type(found).__name__}, not a fairq App; point APP at the object "
+            "made by fairq.App(...)"
+        )
+    return found
+
+
+def load_object(ref: str, example: str = "myproject.jobs:app") -> object:
     """Import ``package.module:attribute`` (the working directory first on the path).
 
     Raises ConfigError naming what is missing. An error raised *inside* the module while it is
@@ -20,7 +31,7 @@ def load_app(ref: str) -> App:
     module_name, sep, attribute = ref.partition(":")
     if not sep or not module_name.strip() or not attribute.strip():
         raise ConfigError(
-            f"APP must look like 'package.module:attribute', e.g. 'myproject.jobs:app'; got {ref!r}"
+            f"APP must look like 'package.module:attribute', e.g. {example!r}; got {ref!r}"
         )
     module = _import(module_name)
     found: object = module
@@ -28,14 +39,9 @@ def load_app(ref: str) -> App:
         if not hasattr(found, part):
             raise ConfigError(
                 f"module {module_name!r} ({module.__file__}) has no attribute {attribute!r}; "
-                "name the App object the module creates, e.g. 'myproject.jobs:app'"
+                f"name the object the module creates, e.g. {example!r}"
             )
         found = getattr(found, part)
-    if not isinstance(found, App):
-        raise ConfigError(
-            f"{ref} is a {type(found).__name__}, not a fairq App; point APP at the object "
-            "made by fairq.App(...)"
-        )
     return found
 
 

@@ -1,0 +1,247 @@
+"""The relay: releases stored jobs into a peer's broker in fairq's fair order.
+
+A relay is a worker whose "running a job" is publishing it. It takes jobs with the same
+``dequeue`` as a native worker — weights, caps, rates, throttle rules and half-life decide the
+order, in the store — and hands each to a ``Publisher`` (Celery, RQ, Dramatiq) with its lease's
+ticket. The peer's worker claims that lease, keeps it alive and stores the outcome
+(``fairq.relay.runs``); the relay never waits for jobs to finish.
+
+Backpressure is the queue's ``max_in_flight``: at most that many jobs of the queue are out
+(released and not finished) across every relay, so the broker holds only those and a
+newcomer tenant's first job waits behind them, not behind a flood. The relay sets it when it
+starts (``in_flight``). When the queue is full the store's dequeue hands out nothing and the
+relay blocks in the store's wait, which an ack that frees room ends at once: no planner
+interval anywhere. Several relays may run at once: each job is leased to one of them.
+
+A broker that fails a publish gets the job handed back to fairq (ready at once, the attempt
+not counted) and the relay backs off (0.1 s doubling to 5 s), logging once per outage. A job
+whose name the peer does not know goes dead with that reason; the others carry on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Protocol
+
+from fairq.contract import (
+    Backend,
+    DequeueParams,
+    FailParams,
+    GetQueueParams,
+    ReleaseParams,
+    SetQueueParams,
+)
+from fairq.errors import ConfigError, FairqError
+from fairq.job import Lease
+from fairq.policy.bounds import check_int
+from fairq.policy.queues import check_queue_name
+from fairq.worker.joblog import describe, job_fields
+
+log = logging.getLogger("fairq.relay")
+
+#: The longest a relay blocks in one wait: how soon it sees a stop, and the lease expiries
+#: that only its own dequeue's maintenance would find (a relay sees them within this).
+IDLE_WAIT = 1.0
+BACKOFF_FIRST = 0.1
+BACKOFF_MOST = 5.0
+#: A relayed queue's max_in_flight when neither the relay nor the store sets one: a relay
+#: never runs a queue without backpressure.
+DEFAULT_IN_FLIGHT = 10
+
+
+class UnknownTask(FairqError, LookupError):
+    """The peer has no task by the stored job's name (renamed, removed, not imported)."""
+
+
+class Publisher(Protocol):
+    """How one peer library receives a released job."""
+
+    def publish(self, lease: Lease) -> None:
+        """Send the job (``lease.payload``: its JSON arguments) to the broker with
+        ``ticket_of(lease)``. Raise UnknownTask for a name the peer does not know; any other
+        exception means the broker did not take it (the job goes back to fairq)."""
+
+    def backlog_age(self, queue: str) -> float | None:
+        """Seconds the oldest message of ``queue`` has waited in the broker; None: unknown."""
+
+
+class Relay:
+    """Releases the jobs of ``queues`` from ``backend`` through ``publisher``.
+
+    ``in_flight``: the queues' ``max_in_flight``, set in the store when the relay starts (None:
+    keep what the store has, DEFAULT_IN_FLIGHT where it has none). ``max_backlog_age``: also
+    hold a queue back while the broker's oldest message of it is older than this (for
+    publishers that can tell; polled).
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        publisher: Publisher,
+        queues: Sequence[str],
+        *,
+        in_flight: int | None = None,
+        batch: int = 100,
+        max_backlog_age: float | None = None,
+        clock: Callable[[], float] = time.time,
+        name: str | None = None,
+    ) -> None:
+        if isinstance(queues, str) or not queues:
+            raise ConfigError(f"queues must be a non-empty list of queue names, got {queues!r}")
+        self.queues = [check_queue_name(q) for q in queues]
+        if in_flight is not None:
+            check_int("in_flight", in_flight, least=1)
+        self.backend = backend
+        self.publisher = publisher
+        self.in_flight = in_flight
+        self.batch = check_int("batch", batch, least=1)
+        if max_backlog_age is not None and not max_backlog_age > 0:
+            raise ConfigError(f"max_backlog_age must be > 0 seconds, got {max_backlog_age!r}")
+        self.max_backlog_age = max_backlog_age
+        self.clock = clock
+        self.name = name or f"relay-{uuid.uuid4().hex[:12]}"
+        self.released = 0
+        self.started = threading.Event()
+        self._stop = threading.Event()
+        self._turn = 0
+        self._outage: float | None = None  # monotonic start of the broker outage under way
+        self._delay = BACKOFF_FIRST
+
+    def stop(self) -> None:
+        """Ask ``run`` to return (within IDLE_WAIT); nothing is lost either way."""
+        self._stop.set()
+
+    def run(self) -> None:
+        """Release jobs until ``stop``."""
+        self._set_in_flight()
+        log.info(
+            "relay %s releasing queues %s (in flight per queue: %s)",
+            self.name,
+            ", ".join(self.queues),
+            self.in_flight if self.in_flight is not None else "as stored",
+        )
+        self.started.set()
+        idle = False
+        while not self._stop.is_set():
+            queues = self._open_queues()
+            if not queues:
+                self._stop.wait(0.1)  # every queue's broker backlog is too old: look again soon
+                continue
+            try:
+                result = self.backend.dequeue(
+                    DequeueParams(
+                        queues=queues,
+                        worker_id=self.name,
+                        now=self.clock(),
+                        limit=self.batch,
+                        wait=IDLE_WAIT if idle else 0.0,
+                    )
+                )
+            except Exception as exc:  # the store is down: jobs are safe there; try again
+                log.error("relay %s: the store failed: %s; retrying", self.name, describe(exc))
+                self._stop.wait(self._delay)
+                self._delay = min(self._delay * 2, BACKOFF_MOST)
+                continue
+            for expired in result.expired:
+                log.warning(
+                    "job %s %s of tenant %r: its lease expired before the peer reported its end "
+                    "(the peer's worker died or lost the store); %s",
+                    expired.job_id,
+                    expired.name,
+                    expired.tenant,
+                    "it is dead (that was its last attempt)" if expired.dead else "released again",
+                )
+            idle = not result.leases
+            self._publish_all(result.leases)
+        log.info("relay %s stopped after releasing %d jobs", self.name, self.released)
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def _set_in_flight(self) -> None:
+        for queue in self.queues:
+            settings = self.backend.get_queue(GetQueueParams(queue=queue))
+            wanted = self.in_flight or settings.max_in_flight or DEFAULT_IN_FLIGHT
+            if settings.max_in_flight != wanted:
+                self.backend.set_queue(
+                    SetQueueParams(
+                        settings=replace(settings, max_in_flight=wanted), now=self.clock()
+                    )
+                )
+
+    def _open_queues(self) -> list[str]:
+        """The queues to release from now, the first one turning each round so one busy queue
+        is not always asked first; with ``max_backlog_age``, only those whose broker keeps up."""
+        self._turn = (self._turn + 1) % len(self.queues)
+        order = self.queues[self._turn :] + self.queues[: self._turn]
+        if self.max_backlog_age is None:
+            return order
+        return [q for q in order if (self.publisher.backlog_age(q) or 0.0) <= self.max_backlog_age]
+
+    def _publish_all(self, leases: Sequence[Lease]) -> None:
+        for i, lease in enumerate(leases):
+            if not self._publish(lease):
+                self._hand_back(leases[i:], "the broker did not take it; the relay retries")
+                self._stop.wait(self._delay)
+                self._delay = min(self._delay * 2, BACKOFF_MOST)
+                return
+
+    def _publish(self, lease: Lease) -> bool:
+        """Publish one job; False when the broker failed (the caller hands the job back)."""
+        try:
+            self.publisher.publish(lease)
+        except UnknownTask as exc:
+            self._bury(lease, exc)
+            return True
+        except Exception as exc:
+            if self._outage is None:
+                self._outage = time.monotonic()
+                log.error(
+                    "relay %s: the broker did not take job %s (%s); jobs stay in fairq and the "
+                    "relay retries with back-off (logged once per outage)",
+                    self.name,
+                    lease.job_id,
+                    describe(exc),
+                    extra=job_fields(lease, "broker_down"),
+                )
+            return False
+        if self._outage is not None:
+            log.warning(
+                "relay %s: the broker takes jobs again after %.1f s",
+                self.name,
+                time.monotonic() - self._outage,
+            )
+            self._outage = None
+            self._delay = BACKOFF_FIRST
+        self.released += 1
+        log.debug("released job %s", lease.job_id, extra=job_fields(lease, "released"))
+        return True
+
+    def _bury(self, lease: Lease, exc: UnknownTask) -> None:
+        """A job the peer cannot run: dead now, with the reason (retrying cannot help)."""
+        reason = f"cannot relay: {exc}"
+        log.error(
+            "job %s %s: %s", lease.job_id, lease.name, reason, extra=job_fields(lease, "dead")
+        )
+        self.backend.fail(
+            FailParams(token=lease.token, now=self.clock(), error=reason, retry_at=None)
+        )
+
+    def _hand_back(self, leases: Sequence[Lease], note: str) -> None:
+        """Give jobs back to fairq at once; one the store does not take comes back when its
+        lease expires (the store is down too: it is safe there either way)."""
+        for lease in leases:
+            try:
+                self.backend.release(ReleaseParams(token=lease.token, now=self.clock(), note=note))
+            except Exception as exc:
+                log.error(
+                    "job %s: could not hand it back (%s); it is released again when its lease "
+                    "expires",
+                    lease.job_id,
+                    describe(exc),
+                    extra=job_fields(lease, "hand_back_failed"),
+                )

@@ -1,0 +1,239 @@
+"""The peer's side of a relayed job: claim its lease, keep it alive, store how it ended.
+
+Inside a Celery, RQ or Dramatiq worker process, each relayed job runs between ``begin`` and
+``succeeded``/``failed`` of this module (the integrations call them from the peer's own hooks):
+
+* ``begin`` claims the lease the relay published with the job (one heartbeat). A lease that is
+  no longer held — it expired while the message waited, so the job was published again; or the
+  job already ran — means this message must not run: ``begin`` returns None and the integration
+  skips it. That is how a job is never run twice by two messages except after an expiry.
+* while the job runs, one heartbeat thread per process extends every claimed lease (every third
+  of the shortest lease), so caps count really-running jobs and a killed worker's jobs come back
+  when their lease runs out;
+* the end is stored in fairq: an ack, or a failure with fairq's retry back-off (the job goes
+  back to its tenant's queue and the relay releases it again when due) or dead after its last
+  attempt. The tenant is charged the real run time, as for a native job.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from fairq.app import App
+from fairq.backends import open_backend
+from fairq.contract import AckManyParams, Backend, FailParams, HeartbeatParams
+from fairq.errors import LeaseError
+from fairq.job import JobInfo, JobState, Lease
+from fairq.policy.retry import backoff
+from fairq.relay.tickets import lease_of
+from fairq.worker.joblog import ERROR_CHARS, Outcome, describe, job_fields, log_job_end
+from fairq.worker.lost import why_lost
+
+log = logging.getLogger("fairq.relay")
+
+
+@dataclass
+class RelayedRun:
+    """One claimed job running in this process."""
+
+    lease: Lease
+    deadline: float  # as last extended
+    runs: RelayedRuns = field(repr=False)
+    started: float = field(default_factory=time.monotonic)
+
+    def succeeded(self) -> None:
+        """Store the job's success (its lease ends; its cap slot frees)."""
+        self.runs.end(self, None)
+
+    def failed(self, error: BaseException) -> JobInfo | None:
+        """Store a failed attempt: retried after a back-off, or dead after the last attempt.
+        The job's state afterwards, or None when the store did not take it."""
+        return self.runs.end(self, error)
+
+
+class RelayedRuns:
+    """The relayed jobs this process runs, and the thread that keeps their leases.
+
+    Safe with threads and with forking pools: each process opens its own connection to the
+    store (the App's URL) on first use, and starts its own heartbeat thread.
+    """
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        clock: Callable[[], float] = time.time,
+        heartbeat_every: float | None = None,
+    ) -> None:
+        self.app = app
+        self.clock = clock
+        self.heartbeat_every = heartbeat_every
+        self._held: dict[str, RelayedRun] = {}
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._home = os.getpid()
+        self._pid: int | None = None  # the process whose store connection is _backend
+        self._backend: Backend | None = None
+        self._thread: threading.Thread | None = None
+        self._thread_pid: int | None = None
+        self._closed = False
+
+    # -- what the integrations call --------------------------------------------------------
+
+    def begin(self, ticket: object) -> RelayedRun | None:
+        """Claim the job a message's ticket names; None: skip the message (said in the log).
+
+        Raises BadTicket for a ticket the relay did not write, and what the store raises when
+        it cannot be reached (the peer then handles the message as it would any error).
+        """
+        lease = lease_of(ticket)
+        backend = self.backend()
+        result = backend.heartbeat(HeartbeatParams(tokens=[lease.token], now=self.clock()))
+        if lease.token in result.lost:
+            why = why_lost(backend, [(lease, lease.deadline)], self.clock())[lease.token]
+            log.info(
+                "job %s %s not run: %s (this message is an older copy; the job was published "
+                "again or already ran)",
+                lease.job_id,
+                lease.name,
+                why,
+                extra=job_fields(lease, "skipped"),
+            )
+            return None
+        run = RelayedRun(lease, result.deadlines.get(lease.token, lease.deadline), self)
+        with self._lock:
+            self._held[lease.token] = run
+            self._start_heartbeat()
+            self._changed.notify_all()
+        return run
+
+    def end(self, run: RelayedRun, error: BaseException | None) -> JobInfo | None:
+        with self._lock:
+            self._held.pop(run.lease.token, None)
+        duration = time.monotonic() - run.started
+        if error is None:
+            self._ack(run, duration)
+            return None
+        return self._fail(run, error, duration)
+
+    def backend(self) -> Backend:
+        """The store: the App's own in the process that made this object; a forked child
+        (a prefork pool's) opens its own connection, since none may cross a fork."""
+        pid = os.getpid()
+        if pid == self._home:
+            return self.app.backend
+        if self._pid != pid or self._backend is None:
+            with self._lock:
+                if self._pid != pid or self._backend is None:
+                    self._backend = open_backend(self.app.url)
+                    self._pid = pid
+        return self._backend
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._changed.notify_all()
+            thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        if self._backend is not None and self._pid == os.getpid():
+            self._backend.close()  # a child's own; the App's is the App's to close
+        self._backend = None
+
+    # -- outcomes --------------------------------------------------------------------------
+
+    def _ack(self, run: RelayedRun, duration: float) -> None:
+        lease = run.lease
+        result = self.backend().ack_many(AckManyParams(tokens=[lease.token], now=self.clock()))
+        if lease.token in result.lost:
+            why = why_lost(self.backend(), [(lease, run.deadline)], self.clock())[lease.token]
+            log_job_end(lease, Outcome.LEASE_LOST, duration, error=f"it succeeded, but {why}")
+            return
+        log_job_end(lease, Outcome.SUCCEEDED, duration)
+
+    def _fail(self, run: RelayedRun, error: BaseException, duration: float) -> JobInfo | None:
+        lease = run.lease
+        definition = self.app.jobs.get(lease.name)
+        base = definition.retry_base if definition is not None else 1.0
+        text = describe(error)
+        stored = text + "\n\n" + "".join(traceback.format_exception(error)).rstrip()
+        if len(stored) > ERROR_CHARS:
+            stored = stored[: ERROR_CHARS - 1] + "…"
+        now = self.clock()
+        params = FailParams(
+            token=lease.token,
+            now=now,
+            error=stored,
+            retry_at=now + backoff(lease.attempt, base=base),
+        )
+        try:
+            info = self.backend().fail(params)
+        except LeaseError:
+            why = why_lost(self.backend(), [(lease, run.deadline)], self.clock())[lease.token]
+            log_job_end(lease, Outcome.LEASE_LOST, duration, error=f"{text}; {why}")
+            return None
+        dead = info.state is JobState.DEAD
+        outcome = Outcome.DEAD if dead else Outcome.RETRYING
+        log_job_end(lease, outcome, duration, error=text, exc_info=error if dead else None)
+        return info
+
+    # -- the heartbeat ---------------------------------------------------------------------
+
+    def _start_heartbeat(self) -> None:
+        """(Under the lock.) One heartbeat thread per process, started with the first claim."""
+        if self._closed:
+            return
+        if self._thread is None or self._thread_pid != os.getpid():  # none, or the parent's
+            self._thread_pid = os.getpid()
+            self._thread = threading.Thread(
+                target=self._beat_forever, name="fairq-relayed-heartbeat", daemon=True
+            )
+            self._thread.start()
+
+    def _beat_forever(self) -> None:
+        last = time.monotonic()
+        while True:
+            with self._lock:
+                while not self._closed and not self._held:
+                    self._changed.wait()
+                if self._closed:
+                    return
+                runs = list(self._held.values())
+                every = self.heartbeat_every or min(r.lease.lease_timeout for r in runs) / 3
+                left = last + every - time.monotonic()
+                if left > 0:
+                    self._changed.wait(left)
+                    continue
+            last = time.monotonic()
+            self._beat(runs)
+
+    def _beat(self, runs: list[RelayedRun]) -> None:
+        tokens = [run.lease.token for run in runs]
+        try:
+            result = self.backend().heartbeat(HeartbeatParams(tokens=tokens, now=self.clock()))
+        except Exception as exc:
+            log.error("heartbeat of relayed jobs failed: %s; retrying", describe(exc))
+            return
+        lost = []
+        with self._lock:
+            for run in runs:
+                if run.lease.token in result.deadlines:
+                    run.deadline = result.deadlines[run.lease.token]
+                elif self._held.pop(run.lease.token, None) is not None:
+                    lost.append(run)
+        if lost:
+            why = why_lost(self.backend(), [(r.lease, r.deadline) for r in lost], self.clock())
+            for run in lost:
+                log.warning(
+                    "job %s %s lost its lease while running: %s",
+                    run.lease.job_id,
+                    run.lease.name,
+                    why[run.lease.token],
+                    extra=job_fields(run.lease, "lease_lost"),
+                )

@@ -1,0 +1,60 @@
+"""The fairq part of a relayed message: which lease the peer's worker runs the job under.
+
+The relay publishes each job to the broker with its *ticket*: the lease's fields but the
+payload (the broker message carries the arguments in the peer's own format). A plain JSON
+object, so it travels in a Celery header, an RQ job's ``meta`` or a Dramatiq message option.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fairq.errors import FairqError
+from fairq.job import Lease
+
+#: The key integrations store the ticket under, in whatever the peer's message has for it.
+TICKET_KEY = "fairq"
+
+_FIELDS: dict[str, tuple[type, ...]] = {
+    "token": (str,),
+    "job_id": (str,),
+    "name": (str,),
+    "queue": (str,),
+    "tenant": (str,),
+    "attempt": (int,),
+    "max_attempts": (int,),
+    "started_at": (int, float),
+    "deadline": (int, float),
+    "lease_timeout": (int, float),
+    "cost": (int, float),
+}
+
+
+class BadTicket(FairqError, ValueError):
+    """A message's fairq ticket is not one the relay wrote (edited, truncated, foreign)."""
+
+
+def ticket_of(lease: Lease) -> dict[str, Any]:
+    """The JSON object published with the job."""
+    return {name: getattr(lease, name) for name in _FIELDS}
+
+
+def lease_of(ticket: object) -> Lease:
+    """The lease a ticket names (its payload is left empty: the peer's message holds it).
+
+    Raises BadTicket naming the field that is missing or of the wrong type.
+    """
+    if not isinstance(ticket, Mapping):
+        raise BadTicket(f"a fairq ticket must be a JSON object, got {type(ticket).__name__}")
+    values: dict[str, Any] = {}
+    for name, types in _FIELDS.items():
+        value = ticket.get(name)
+        if isinstance(value, bool) or not isinstance(value, types):
+            expected = " or ".join(t.__name__ for t in types)
+            raise BadTicket(
+                f"fairq ticket field {name!r} must be {expected}, got {value!r}; the message "
+                "was not published by `fairq relay` or was changed on the way"
+            )
+        values[name] = value
+    return Lease(payload="", **values)
