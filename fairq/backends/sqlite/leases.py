@@ -24,7 +24,6 @@ from fairq.errors import LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease, held_leases
 from fairq.policy.tenant import charge_progress, dispatch, end_run, retag
 
-
 Rooms = dict[str, int]  # per capped queue: the jobs it may still hand out in this dequeue
 
 
