@@ -9,6 +9,7 @@ atomic from its first read, so the read-modify-write of tags cannot interleave.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -47,7 +48,6 @@ from fairq.contract import (
     ThrottleWindowsParams,
     WaitParams,
     no_wait,
-    waited_first,
 )
 from fairq.job import JobInfo
 
@@ -72,6 +72,7 @@ class SQLiteBackend:
         self.clock = clock
         conn = connect(self.path, busy_timeout=busy_timeout)
         self._store = Store(conn, self.path, lock_wait=lock_wait)
+        self._seen = threading.local()  # per thread: the version its last empty dequeue saw
         try:
             prepare(self._store)
         except BaseException:
@@ -104,10 +105,21 @@ class SQLiteBackend:
         return EnqueueResult(queues=queues)
 
     def dequeue(self, params: DequeueParams) -> DequeueResult:
-        params = waited_first(params, self.wait)
-        return self._store.write(
-            lambda db: leases.dequeue(db, replace(params, now=self._at(params.now)))
-        )
+        """A waiting dequeue right after an empty one of the same thread waits for commits
+        since that one looked, not since the wait began: an ack in between (one that freed a
+        capped tenant or a full queue) ends the wait at once instead of being missed."""
+        if params.wait > 0:
+            started = time.monotonic()
+            self._store.wait_for_change(params.wait, since=getattr(self._seen, "version", None))
+            params = replace(params, now=params.now + (time.monotonic() - started), wait=0.0)
+
+        def work(db: sqlite3.Connection) -> tuple[DequeueResult, tuple[int, int]]:
+            found = leases.dequeue(db, replace(params, now=self._at(params.now)))
+            return found, self._store.version_within(db)
+
+        result, version = self._store.write(work)
+        self._seen.version = None if result.leases else version
+        return result
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
         if not params.tokens:
