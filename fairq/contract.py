@@ -337,7 +337,7 @@ class RouteParams:
         """Refuse what no store can count, before any store sees it."""
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"name must be a job name (a non-empty str), got {self.name!r}")
-        check_tenant(self.tenant)
+        object.__setattr__(self, "tenant", check_tenant(self.tenant))  # an int: its text
         check_queue_name(self.queue)
         if isinstance(self.rules, (str, bytes, Throttle)) or not isinstance(self.rules, Sequence):
             raise ConfigError(f"rules must be a list of fairq.Throttle, got {self.rules!r}")
@@ -359,8 +359,9 @@ class AcquireSlotParams:
     First the (queue, tenant)'s expired slots are dropped; then a slot is taken when fewer than
     the cap are held. The cap is ``limit`` when given, else the tenant's ``max_running`` in the
     queue as the store knows it (``set_tenant``, else ``set_queue``'s default: a change applies
-    to the next acquire), else there is none and every acquire is granted. ``holder`` (a worker
-    id) is kept with the slot. Rules: fairq/policy/slots.py.
+    to the next acquire), else there is none and every acquire is granted. Slots share that
+    setting with native jobs, not their count: a slot does not hold back a dequeue, nor the
+    reverse. ``holder`` (a worker id) is kept with the slot. Rules: fairq/policy/slots.py.
     """
 
     queue: str
@@ -373,7 +374,7 @@ class AcquireSlotParams:
     def __post_init__(self) -> None:
         """Refuse what some store cannot hold, naming the argument (fairq.policy.bounds)."""
         check_queue_name(self.queue)
-        check_tenant(self.tenant)
+        object.__setattr__(self, "tenant", check_tenant(self.tenant))  # an int: its text
         if not isinstance(self.holder, str) or not self.holder or "\x00" in self.holder:
             raise ConfigError(
                 f"holder must be a non-empty str without NUL (a worker id), got {self.holder!r}"

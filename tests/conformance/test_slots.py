@@ -129,6 +129,12 @@ def test_an_explicit_limit_overrides_the_setting(backend: Backend) -> None:
     assert granted(backend, 5, "b", limit=1) == 1
 
 
+def test_an_int_tenant_is_its_decimal_text(backend: Backend) -> None:
+    set_tenant(backend, "7", max_running=1)
+    assert granted(backend, 2, 7) == 1  # type: ignore[arg-type]
+    assert granted(backend, 1, "7") == 0
+
+
 def test_tenants_are_independent(backend: Backend) -> None:
     assert granted(backend, 3, "a", limit=1) == 1
     assert granted(backend, 3, "b", limit=2) == 2
