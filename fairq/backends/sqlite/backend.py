@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fairq.backends.clock import Clock
-from fairq.backends.sqlite import admin, leases, maintenance, producing, throttling
+from fairq.backends.sqlite import admin, leases, maintenance, producing, slots, throttling
 from fairq.backends.sqlite.schema import connect, prepare
 from fairq.backends.sqlite.store import Store
 from fairq.backends.sqlite.url import path_from_url
@@ -24,6 +24,7 @@ from fairq.contract import (
     AckAndDequeueResult,
     AckManyParams,
     AckManyResult,
+    AcquireSlotParams,
     DequeueParams,
     DequeueResult,
     EnqueueParams,
@@ -40,8 +41,15 @@ from fairq.contract import (
     PublishJobTypesParams,
     QueueSettings,
     ReleaseParams,
+    ReleaseSlotsParams,
+    ReleaseSlotsResult,
+    RenewSlotsParams,
+    RenewSlotsResult,
     RequeueParams,
+    RouteParams,
+    RouteResult,
     SetQueueParams,
+    SlotResult,
     StatsParams,
     TenantSettingsParams,
     TenantStats,
@@ -50,6 +58,7 @@ from fairq.contract import (
     no_wait,
 )
 from fairq.job import JobInfo
+from fairq.policy.throttle import Routing
 
 
 class SQLiteBackend:
@@ -160,6 +169,25 @@ class SQLiteBackend:
         return self._store.write(
             lambda db: maintenance.maintain(db, replace(params, now=self._at(params.now)))
         )
+
+    # -- routing and tenant slots (for peer brokers' jobs) -----------------------------------------
+
+    def route(self, params: RouteParams) -> RouteResult:
+        routing = Routing(params.name, params.tenant, params.queue, params.rules)
+        return RouteResult(
+            queue=self._store.write(lambda db: throttling.count(db, routing, self._at(params.now)))
+        )
+
+    def acquire_slot(self, params: AcquireSlotParams) -> SlotResult:
+        return self._store.write(
+            lambda db: slots.acquire(db, replace(params, now=self._at(params.now)))
+        )
+
+    def renew_slots(self, params: RenewSlotsParams) -> RenewSlotsResult:
+        return self._store.write(lambda db: slots.renew(db, params.tokens, self._at(params.now)))
+
+    def release_slots(self, params: ReleaseSlotsParams) -> ReleaseSlotsResult:
+        return self._store.write(lambda db: slots.release(db, params.tokens, self._at(params.now)))
 
     # -- settings --------------------------------------------------------------------------------
 
