@@ -1,0 +1,57 @@
+"""Celery with and without fairq in front (benchmarks/relay_fairness.py): the same 5 ms job as
+a plain task and as a fair one; broker, counter and fairq store all on the benchmark Redis."""
+
+import sys
+
+from _drive import URL, counter, mark_done
+from _flood import run_job
+from celery import Celery
+
+from fairq.integrations.celery import FairCelery
+
+app = Celery("relay_celery_jobs", broker=URL)
+app.conf.update(
+    task_ignore_result=True,
+    worker_hijack_root_logger=False,
+    task_acks_late=True,
+    worker_prefetch_multiplier=1,
+)
+fair = FairCelery(app, url=f"{URL}?prefix=relaybench")
+_client = counter()
+
+
+@app.task(name="plain_stamp")
+def plain_stamp(tenant: str, enqueued_at: float) -> None:
+    run_job(_client, tenant, enqueued_at)
+
+
+@app.task(name="plain_noop")
+def plain_noop(tenant: str) -> None:
+    mark_done(_client)
+
+
+@app.task(base=fair.Task, name="fair_stamp", fair_tenant="tenant")
+def fair_stamp(tenant: str, enqueued_at: float) -> None:
+    run_job(_client, tenant, enqueued_at)
+
+
+@app.task(base=fair.Task, name="fair_noop", fair_tenant="tenant")
+def fair_noop(tenant: str) -> None:
+    mark_done(_client)
+
+
+SLOTS = 2
+WORKER = [
+    sys.executable, "-m", "celery", "-A", "relay_celery_jobs", "worker", "--concurrency",
+    str(SLOTS), "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
+    "--without-heartbeat",
+]  # fmt: skip
+
+
+def send(fair_mode: bool, tenant: str, at: float) -> None:
+    (fair_stamp if fair_mode else plain_stamp).delay(tenant, at)
+
+
+def send_noops(fair_mode: bool, n: int) -> None:
+    for i in range(n):
+        (fair_noop if fair_mode else plain_noop).delay(f"t{i % 10}")

@@ -1,0 +1,52 @@
+"""Dramatiq with and without fairq in front (benchmarks/relay_fairness.py): the same 5 ms job
+as a plain actor and as a fair one; broker, counter and fairq store on the benchmark Redis."""
+
+import sys
+
+import dramatiq
+from _drive import URL, counter, mark_done
+from _flood import run_job
+from dramatiq.brokers.redis import RedisBroker
+
+from fairq.integrations.dramatiq import FairDramatiq
+
+broker = RedisBroker(url=URL)
+dramatiq.set_broker(broker)
+fair = FairDramatiq(broker, url=f"{URL}?prefix=relaybench")
+_client = counter()
+
+
+@dramatiq.actor(queue_name="plain", max_retries=0)
+def plain_stamp(tenant: str, enqueued_at: float) -> None:
+    run_job(_client, tenant, enqueued_at)
+
+
+@dramatiq.actor(queue_name="plain", max_retries=0)
+def plain_noop(tenant: str) -> None:
+    mark_done(_client)
+
+
+@fair.actor(tenant="tenant", queue_name="fair")
+def fair_stamp(tenant: str, enqueued_at: float) -> None:
+    run_job(_client, tenant, enqueued_at)
+
+
+@fair.actor(tenant="tenant", queue_name="fair")
+def fair_noop(tenant: str) -> None:
+    mark_done(_client)
+
+
+SLOTS = 2
+WORKER = [
+    sys.executable, "-m", "dramatiq", "relay_dramatiq_jobs", "--processes", "1", "--threads",
+    str(SLOTS),
+]  # fmt: skip
+
+
+def send(fair_mode: bool, tenant: str, at: float) -> None:
+    (fair_stamp if fair_mode else plain_stamp).send(tenant, at)
+
+
+def send_noops(fair_mode: bool, n: int) -> None:
+    for i in range(n):
+        (fair_noop if fair_mode else plain_noop).send(f"t{i % 10}")

@@ -1,0 +1,53 @@
+"""RQ with and without fairq in front (benchmarks/relay_fairness.py): the same 5 ms job as a
+plain function and as a fair task; RQ's Redis, the counter and the fairq store on one Redis."""
+
+import sys
+
+from _drive import URL, counter, mark_done
+from _flood import run_job
+from rq import Queue
+
+from fairq.integrations.rq import FairRQ
+
+_client = counter()
+fair = FairRQ(_client, url=f"{URL}?prefix=relaybench")
+plain_queue = Queue("plain", connection=_client)
+fair_queue = fair.queue("fair")
+
+
+def plain_stamp(tenant: str, enqueued_at: float) -> None:
+    run_job(_client, tenant, enqueued_at)
+
+
+def plain_noop(tenant: str) -> None:
+    mark_done(_client)
+
+
+@fair.task(queue="fair", tenant="tenant")
+def fair_stamp(tenant: str, enqueued_at: float) -> None:
+    run_job(_client, tenant, enqueued_at)
+
+
+@fair.task(queue="fair", tenant="tenant")
+def fair_noop(tenant: str) -> None:
+    mark_done(_client)
+
+
+SLOTS = 2
+_rq = [sys.executable, "-m", "rq.cli", "worker", "--url", URL, "--quiet", "plain", "fair"]
+WORKER = _rq  # started SLOTS times: one job at a time per RQ worker
+
+
+def send(fair_mode: bool, tenant: str, at: float) -> None:
+    if fair_mode:
+        fair_queue.enqueue(fair_stamp, tenant, at)
+    else:
+        plain_queue.enqueue(plain_stamp, tenant, at)
+
+
+def send_noops(fair_mode: bool, n: int) -> None:
+    for i in range(n):
+        if fair_mode:
+            fair_queue.enqueue(fair_noop, f"t{i % 10}")
+        else:
+            plain_queue.enqueue(plain_noop, f"t{i % 10}")
