@@ -450,7 +450,8 @@ class Backend(Protocol):
         """Store all jobs or none (a used id raises DuplicateJob). ``run_at <= now``: ready."""
 
     def dequeue(self, params: DequeueParams) -> DequeueResult:
-        """Maintain the queues (as ``maintain``), then hand out up to ``limit`` jobs fairly."""
+        """Maintain the queues (as ``maintain``), then hand out up to ``limit`` jobs fairly,
+        none from a queue at its ``QueueSettings.max_in_flight``."""
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
         """Mark jobs succeeded: each token in order, atomically, exactly as one by one.

@@ -450,7 +450,8 @@ class PostgresBackend:
 
     def set_queue(self, params: SetQueueParams) -> None:
         """Store the defaults, then resettle every tenant of the queue (admin path: a scan of
-        the queue's tenants), as their effective settings or rate holds may change."""
+        the queue's tenants), as their effective settings or rate holds may change. A capped
+        queue's count in flight is counted again from its running jobs."""
         settings = params.settings
 
         def work(cur: Cursor[Row]) -> None:
