@@ -133,30 +133,41 @@ class Processes:
         self.tmp = tmp
         self.started: list[subprocess.Popen[bytes]] = []
 
-    def _start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    def _start(
+        self, name: str, argv: list[str], env: dict[str, str], cwd: Path
+    ) -> subprocess.Popen[bytes]:
         log = (self.tmp / f"{name}.log").open("wb")
         proc = subprocess.Popen(
             argv,
-            cwd=HERE,
-            env={**os.environ, "FAIRQ_URL": self.store, "FAIRQ_TEST_BROKER_URL": BROKER_URL, **env},
+            cwd=cwd,
+            env={
+                **os.environ,
+                "FAIRQ_URL": self.store,
+                "FAIRQ_TEST_BROKER_URL": BROKER_URL,
+                "RQ_REDIS_URL": BROKER_URL,
+                **env,
+            },
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: a kill takes its work horse too
+            start_new_session=True,  # its own process group, killed with it
         )
         log.close()
         proc.log_path = self.tmp / f"{name}.log"  # type: ignore[attr-defined]
         self.started.append(proc)
         return proc
 
-    def worker(self, **env: str) -> subprocess.Popen[bytes]:
+    def worker(self, module: str = "rq_tasks", **env: str) -> subprocess.Popen[bytes]:
+        """``rq worker`` on the test's queue; ``-c module`` imports the tasks once per worker."""
         name = f"w{len(self.started)}-{uuid.uuid4().hex[:8]}"
-        argv = [str(BIN / "rq"), "worker", self.queue, "--url", BROKER_URL, "-c", "rq_tasks"]
-        return self._start(name, [*argv, "--name", name], env)
+        argv = [str(BIN / "rq"), "worker", self.queue, "--url", BROKER_URL, "-c", module]
+        return self._start(name, [*argv, "--name", name], env, _home(module))
 
-    def relay(self, *, in_flight: int, **env: str) -> subprocess.Popen[bytes]:
+    def relay(
+        self, *, in_flight: int, module: str = "rq_tasks", **env: str
+    ) -> subprocess.Popen[bytes]:
         name = f"relay{len(self.started)}"
-        argv = [str(BIN / "fairq"), "relay", "rq_tasks:fair", "--queue", self.queue]
-        return self._start(name, [*argv, "--in-flight", str(in_flight)], env)
+        argv = [str(BIN / "fairq"), "relay", f"{module}:fair", "--queue", self.queue]
+        return self._start(name, [*argv, "--in-flight", str(in_flight)], env, _home(module))
 
     def kill(self, proc: subprocess.Popen[bytes], *also: int) -> None:
         """SIGKILL the process, its group, and the processes ``also`` (an RQ work horse has
@@ -173,6 +184,10 @@ class Processes:
         for proc in self.started:
             self.kill(proc)
             print(f"---- {' '.join(proc.args[:3])} (pid {proc.pid}):\n{log_of(proc)[-4000:]}")  # type: ignore[index]
+
+
+def _home(module: str) -> Path:
+    return EXAMPLE if module == "rq_reports" else HERE
 
 
 def log_of(proc: subprocess.Popen[bytes]) -> str:

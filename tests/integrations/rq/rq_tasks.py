@@ -35,6 +35,14 @@ def record(tenant: str, key: str, n: int, work: float = 0.0) -> int:
     return n
 
 
+@fair.task(queue="rq_t", tenant="tenant", lease=1.0, max_attempts=20)
+def brief(tenant: str, key: str, n: int) -> int:
+    """A job with a short lease, to let one expire while it waits in RQ."""
+    note(key, "start", tenant, n)
+    note(key, "end", tenant, n)
+    return n
+
+
 @fair.task(queue="rq_t", tenant="tenant", lease=1.5)
 def stall(tenant: str, key: str, n: int) -> int:
     """Hangs on its first run (until the test kills its worker); returns on the next."""
