@@ -341,9 +341,8 @@ class FairQueue(Queue):
         if task is None:
             job: Job = super().enqueue_at(datetime, f, *args, **kwargs)
             return job
-        call = self.parse_args(f, *args, **kwargs)._asdict()
-        _refuse_rq_options(task, call)
-        return task.owner.hold(task, self.name, call["args"], call["kwargs"], run_at=datetime)
+        fn_args, fn_kwargs = _split_call(task, args, kwargs)
+        return task.owner.hold(task, self.name, fn_args, fn_kwargs, run_at=datetime)
 
     def enqueue_in(  # type: ignore[override]
         self, time_delta: timedelta, func: Any, *args: Any, **kwargs: Any
@@ -353,9 +352,8 @@ class FairQueue(Queue):
             return super().enqueue_in(time_delta, func, *args, **kwargs)
         if not isinstance(time_delta, timedelta):
             raise ConfigError(f"enqueue_in needs a timedelta, got {time_delta!r}")
-        call = self.parse_args(func, *args, **kwargs)._asdict()
-        _refuse_rq_options(task, call)
-        return task.owner.hold(task, self.name, call["args"], call["kwargs"], delay=time_delta)
+        fn_args, fn_kwargs = _split_call(task, args, kwargs)
+        return task.owner.hold(task, self.name, fn_args, fn_kwargs, delay=time_delta)
 
     def enqueue_many(  # type: ignore[override]
         self, job_datas: Iterable[Any], pipeline: Any = None, group_id: str | None = None
@@ -382,16 +380,15 @@ class FairQueue(Queue):
         calls = [(data.args, data.kwargs) for data in datas]
         return fair[0].owner.hold_many(fair, self.name, calls)
 
-    def enqueue_job(
-        self, job: Job, pipeline: Any = None, at_front: bool = False, unique: bool = False
-    ) -> Job:
+    def enqueue_job(self, job: Job, *args: Any, **kwargs: Any) -> Job:
         task = _BY_NAME.get(job.func_name or "")
         if task is not None:
             raise ConfigError(
                 f"{task.name!r} is a fair task: enqueue it with queue.enqueue(...) (fairq holds "
                 "it until its turn), not as a prepared rq Job"
             )
-        return super().enqueue_job(job, pipeline=pipeline, at_front=at_front, unique=unique)
+        enqueued: Job = super().enqueue_job(job, *args, **kwargs)
+        return enqueued
 
 
 class RQPublisher:
@@ -465,6 +462,48 @@ _WHY = {
     "rate_limit": "use fairq's per-tenant caps and rates (App.set_tenant) instead",
     "at_front": "fairq's scheduler decides the order",
 }
+
+
+#: The keyword arguments ``Queue.enqueue`` and ``enqueue_at`` take for RQ itself (2.x and 3.x).
+_RQ_KEYWORDS = (
+    "job_timeout",
+    "description",
+    "result_ttl",
+    "ttl",
+    "failure_ttl",
+    "depends_on",
+    "job_id",
+    "at_front",
+    "meta",
+    "retry",
+    "repeat",
+    "on_success",
+    "on_failure",
+    "on_stopped",
+    "rate_limit",
+    "webhooks",
+    "pipeline",
+    "unique",
+)
+
+
+def _split_call(
+    task: FairTask, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Sequence[Any] | None, dict[str, Any] | None]:
+    """A call's own arguments, the way RQ's ``enqueue`` reads them (its keywords are RQ's; an
+    explicit ``args=``/``kwargs=`` pair holds the function's), refusing RQ options."""
+    kwargs = dict(kwargs)
+    options = {name: kwargs.pop(name) for name in _RQ_KEYWORDS if name in kwargs}
+    _refuse_rq_options(
+        task, {"timeout" if k == "job_timeout" else k: v for k, v in options.items()}
+    )
+    if "args" in kwargs or "kwargs" in kwargs:
+        if args:
+            raise ConfigError(
+                "give the function's arguments positionally or as args=/kwargs=, not both"
+            )
+        return kwargs.pop("args", None), kwargs.pop("kwargs", None)
+    return args, kwargs
 
 
 def _refuse_rq_options(task: FairTask, options: Mapping[str, Any]) -> None:
