@@ -45,19 +45,27 @@ _RQ_KEYWORDS = (
 
 def split_call(
     task: FairTask, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[Sequence[Any] | None, dict[str, Any] | None]:
-    """A call's own arguments, the way RQ's ``enqueue`` reads them (its keywords are RQ's; an
-    explicit ``args=``/``kwargs=`` pair holds the function's), refusing RQ options."""
+) -> tuple[Sequence[Any], dict[str, Any]]:
+    """A fair call's own arguments, refusing the RQ options it cannot honour."""
+    fn_args, fn_kwargs, options = function_arguments(args, kwargs)
+    refuse_rq_options(task, {"timeout" if k == "job_timeout" else k: v for k, v in options.items()})
+    return fn_args, fn_kwargs
+
+
+def function_arguments(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Sequence[Any], dict[str, Any], dict[str, Any]]:
+    """The function's arguments and RQ's options of an ``enqueue``-style call, read the way
+    RQ reads them (its keywords are RQ's; ``args=``/``kwargs=`` hold the function's)."""
     kwargs = dict(kwargs)
     options = {name: kwargs.pop(name) for name in _RQ_KEYWORDS if name in kwargs}
-    refuse_rq_options(task, {"timeout" if k == "job_timeout" else k: v for k, v in options.items()})
     if "args" in kwargs or "kwargs" in kwargs:
         if args:
             raise ConfigError(
                 "give the function's arguments positionally or as args=/kwargs=, not both"
             )
-        return kwargs.pop("args", None), kwargs.pop("kwargs", None)
-    return args, kwargs
+        return kwargs.pop("args", None) or (), kwargs.pop("kwargs", None) or {}, options
+    return args, kwargs, options
 
 
 def refuse_rq_options(task: FairTask, options: Mapping[str, Any]) -> None:

@@ -156,11 +156,14 @@ class Processes:
         self.started.append(proc)
         return proc
 
-    def worker(self, module: str = "rq_tasks", **env: str) -> subprocess.Popen[bytes]:
+    def worker(
+        self, module: str = "rq_tasks", *, scheduler: bool = False, **env: str
+    ) -> subprocess.Popen[bytes]:
         """``rq worker`` on the test's queue; ``-c module`` imports the tasks once per worker."""
         name = f"w{len(self.started)}-{uuid.uuid4().hex[:8]}"
         argv = [str(BIN / "rq"), "worker", self.queue, "--url", BROKER_URL, "-c", module]
-        return self._start(name, [*argv, "--name", name], env, _home(module))
+        argv += ["--name", name, *(["--with-scheduler"] if scheduler else [])]
+        return self._start(name, argv, env, _home(module))
 
     def relay(
         self, *, in_flight: int, module: str = "rq_tasks", **env: str
@@ -170,9 +173,11 @@ class Processes:
         return self._start(name, [*argv, "--in-flight", str(in_flight)], env, _home(module))
 
     def kill(self, proc: subprocess.Popen[bytes], *also: int) -> None:
-        """SIGKILL the process, its group, and the processes ``also`` (an RQ work horse has
-        a process group of its own)."""
-        for pid in also:
+        """SIGKILL the process, its group, its children (an RQ work horse has a process group
+        of its own) and the processes ``also``."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGSTOP)  # no new work horse from here on
+        for pid in [*also, *children(proc.pid)]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
@@ -184,6 +189,21 @@ class Processes:
         for proc in self.started:
             self.kill(proc)
             print(f"---- {' '.join(proc.args[:3])} (pid {proc.pid}):\n{log_of(proc)[-4000:]}")  # type: ignore[index]
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc: Linux)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry))
+    return found
 
 
 def _home(module: str) -> Path:
