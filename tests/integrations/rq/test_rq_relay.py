@@ -48,9 +48,11 @@ def test_fair_order_through_rq(
     for tenant, weight in weights.items():
         app.set_tenant(queue_name, tenant, weight=weight)
     queue = rq_tasks.fair.queue(queue_name)
-    for n in range(20):
+    backlog = {"light": 4, "mid": 8, "heavy": 14}  # each stays backlogged for 20 starts
+    for n in range(max(backlog.values())):
         for tenant in weights:
-            queue.enqueue(rq_tasks.record, tenant, key, n, work=0.05)
+            if n < backlog[tenant]:
+                queue.enqueue(rq_tasks.record, tenant, key, n, work=0.05)
     processes.worker()
     processes.relay(in_flight=1)
     wait_for(lambda: len(started(broker, key)) >= 20, "20 jobs to start")
@@ -101,5 +103,6 @@ def test_a_failing_task_is_retried_by_fairq_then_dead(
         and "RuntimeError: boom 7" in (info.last_error or "")
     )
     assert started(broker, key).count(("acme", 7)) == 2  # fairq's two attempts, no RQ retry
-    assert Queue(queue_name, connection=broker).failed_job_registry.count == 2
+    failed = Queue(queue_name, connection=broker).failed_job_registry
+    wait_for(lambda: failed.count == 2, "RQ to record both failed runs")  # after fairq did
     assert [d.id for d in app.dead(queue=queue_name)] == [failing.id]  # type: ignore[union-attr]
