@@ -42,8 +42,9 @@ def most_at_once(broker: Redis, key: str) -> tuple[dict[str, int], int]:
 def test_fair_order_through_rq(
     app: App, processes: Processes, queue_name: str, key: str, broker: Redis
 ) -> None:
-    """Weights 1:3:6 through the relay, one RQ worker, one job in flight: each prefix of the
-    start order gives every tenant its share within one job."""
+    """Weights 1:3:6 through the relay, one RQ worker, one job in flight: each round of ten
+    starts gives every tenant its share within one job (run times, charged as measured, vary
+    a little: the exact order with equal costs is the conformance suite's)."""
     weights = {"light": 1, "mid": 3, "heavy": 6}
     for tenant, weight in weights.items():
         app.set_tenant(queue_name, tenant, weight=weight)
@@ -57,11 +58,13 @@ def test_fair_order_through_rq(
     processes.relay(in_flight=1)
     wait_for(lambda: len(started(broker, key)) >= 20, "20 jobs to start")
     order = [tenant for tenant, _ in started(broker, key)[:20]]
-    for length in range(1, len(order) + 1):
+    for first in (0, 10):  # each round of ten starts: 1, 3 and 6, each within one job
+        counts = Counter(order[first : first + 10])
+        assert all(abs(counts[t] - w) <= 1 for t, w in weights.items()), (first, order)
+    for length in range(1, len(order) + 1):  # and no prefix strays further than two
         counts = Counter(order[:length])
-        for tenant, weight in weights.items():
-            share = length * weight / sum(weights.values())
-            assert abs(counts[tenant] - share) <= 1.5, (length, dict(counts), order)
+        share = {t: length * w / sum(weights.values()) for t, w in weights.items()}
+        assert all(abs(counts[t] - share[t]) <= 2 for t in weights), (length, order)
     running = [s for s in app.stats(queue=queue_name) if s.running]
     assert sum(s.running for s in running) <= 1  # in flight: 1
 
