@@ -157,12 +157,18 @@ class Processes:
         return proc
 
     def worker(
-        self, module: str = "rq_tasks", *, scheduler: bool = False, **env: str
+        self,
+        module: str = "rq_tasks",
+        *,
+        scheduler: bool = False,
+        worker_class: str | None = None,
+        **env: str,
     ) -> subprocess.Popen[bytes]:
         """``rq worker`` on the test's queue; ``-c module`` imports the tasks once per worker."""
         name = f"w{len(self.started)}-{uuid.uuid4().hex[:8]}"
         argv = [str(BIN / "rq"), "worker", self.queue, "--url", BROKER_URL, "-c", module]
         argv += ["--name", name, *(["--with-scheduler"] if scheduler else [])]
+        argv += ["--worker-class", worker_class] if worker_class else []
         return self._start(name, argv, env, _home(module))
 
     def relay(

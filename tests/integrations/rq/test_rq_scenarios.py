@@ -103,6 +103,21 @@ def test_two_relays_release_each_job_once(
 
 
 @sqlite_only
+def test_a_simple_worker_runs_fair_tasks_in_its_own_process(
+    app: App, processes: Processes, queue_name: str, key: str, broker: Redis
+) -> None:
+    """RQ's SimpleWorker (no work horse): claims, heartbeats and acks from one process."""
+    queue = rq_tasks.fair.queue(queue_name)
+    ids = [queue.enqueue(rq_tasks.record, t, key, n).id for n, t in enumerate("abc")]  # type: ignore[union-attr]
+    failing = queue.enqueue(rq_tasks.boom, "d", key, 3)
+    processes.worker(worker_class="rq.SimpleWorker")
+    processes.relay(in_flight=1)
+    wait_for(lambda: all_in(app, ids, JobState.SUCCEEDED), "every job to succeed")
+    wait_for(lambda: all_in(app, [failing.id], JobState.DEAD), "the failing one to be dead")  # type: ignore[union-attr]
+    assert len({pid for event, _, _, pid in notes(broker, key) if event == "start"}) == 1
+
+
+@sqlite_only
 def test_a_copy_that_outlived_its_lease_is_skipped(
     app: App, processes: Processes, queue_name: str, key: str, broker: Redis
 ) -> None:
