@@ -16,13 +16,17 @@ from rq import get_current_job
 
 from fairq.app import App
 from fairq.backends import check_url, needs_extra
-from fairq.declare import Call, Options, TenantRule
+from fairq.declare import Call, JobDefinition, Options, TenantRule
 from fairq.errors import ConfigError, JobArgumentsError
 from fairq.integrations.rq.calls import aware
+from fairq.integrations.rq.guard import GuardedTask, SlotKeeper, run_in_slot
+from fairq.integrations.rq.guard import register as register_guarded
 from fairq.integrations.rq.publish import RQPublisher
 from fairq.integrations.rq.queue import FairQueue
 from fairq.integrations.rq.tasks import SKIPPED_KEY, FairTask, Held, import_path, register
-from fairq.policy.throttle import Throttle
+from fairq.policy.bounds import check_int
+from fairq.policy.queues import check_queue_name
+from fairq.policy.throttle import Throttle, check_rules
 from fairq.relay import TICKET_KEY, RelayedRuns
 
 log = logging.getLogger("fairq.integrations.rq")
@@ -66,6 +70,7 @@ class FairRQ:
         self.serializer = serializer
         self.tasks: dict[str, FairTask] = {}
         self._runs: RelayedRuns | None = None
+        self._keeper: SlotKeeper | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -135,6 +140,62 @@ class FairRQ:
 
         return declare
 
+    def guard(
+        self,
+        *,
+        tenant: TenantRule,
+        queue: str = "default",
+        throttle: Sequence[Throttle] = (),
+        slots: bool | int = False,
+        slot_lease: float | timedelta = 60.0,
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]:
+        """Keep a task in RQ (no relay) but apply fairq's rules to it:
+        ``@fair.guard(queue="imports", tenant="account_id", throttle=[...], slots=True)``.
+
+        ``throttle``: fairq.Throttle rules applied when it is enqueued into ``queue`` through a
+        ``FairQueue`` (its RQ queue is then the last matching rule's). ``slots``: run a job
+        only while its tenant holds a slot in the job's RQ queue: ``True`` caps at the
+        tenant's ``max_running`` there (``fair.app.set_tenant``), ``N`` at N; a job without a
+        free slot is deferred (``rq worker --with-scheduler`` must run). ``slot_lease``:
+        seconds a slot outlives a worker that stopped renewing it. See fairq/integrations/rq/
+        guard.py.
+        """
+        if tenant is None:
+            raise ConfigError("a guarded task needs tenant=: the argument holding the tenant id")
+        limit = None if isinstance(slots, bool) else check_int("slots", slots, least=1)
+        if not throttle and slots is False:
+            raise ConfigError("@fair.guard needs throttle= rules, slots=, or both")
+        home = check_queue_name(queue)
+        rules = check_rules(throttle, home, [rule.queue for rule in throttle])
+
+        def declare(fn: Callable[P, R]) -> Callable[P, R]:
+            definition = JobDefinition(
+                self.app,
+                fn,
+                name=import_path(fn),
+                queue=home,
+                tenant=tenant,
+                max_attempts=1,
+                lease=slot_lease,
+                cost=1.0,
+                retry_base=1.0,
+                throttle=rules,
+            )
+            task = GuardedTask(
+                definition, self.runs, slots is not False, limit, definition.lease_timeout
+            )
+            register_guarded(task)
+
+            @functools.wraps(fn)
+            def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+                result: R = run_in_slot(task, self._slots, fn, args, kwargs)
+                return result
+
+            wrapper.fairq_guard = task  # type: ignore[attr-defined]
+            return wrapper
+
+        return declare
+
     def queue(self, name: str = "default", **options: Any) -> FairQueue:
         """An RQ queue on this connection that stores fair tasks in fairq (``rq.Queue``'s
         options: ``default_timeout``, ``job_class``, …; the serializer is this object's)."""
@@ -162,6 +223,14 @@ class FairRQ:
                 if self._runs is None:
                     self._runs = RelayedRuns(self.app)
         return self._runs
+
+    @property
+    def _slots(self) -> SlotKeeper:
+        if self._keeper is None:
+            with self._lock:
+                if self._keeper is None:
+                    self._keeper = SlotKeeper(self.runs)
+        return self._keeper
 
     # -- enqueueing (FairQueue calls these) -------------------------------------------------
 

@@ -1,16 +1,18 @@
-"""``FairQueue``: an ``rq.Queue`` whose enqueue calls store fair tasks in fairq."""
+"""``FairQueue``: an ``rq.Queue`` whose enqueue calls store fair tasks in fairq and send
+guarded tasks to the queue fairq's throttle rules choose."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from rq import Queue
 from rq.job import Job
 
 from fairq.errors import ConfigError
-from fairq.integrations.rq.calls import refuse_rq_options, split_call
+from fairq.integrations.rq.calls import function_arguments, refuse_rq_options, split_call
+from fairq.integrations.rq.guard import GuardedTask, guarded_task_of, route
 from fairq.integrations.rq.tasks import Held, fair_task_of, task_named
 
 
@@ -19,8 +21,19 @@ class FairQueue(Queue):
     when their turn comes); other functions are enqueued into RQ as usual.
 
     For a fair task the enqueue calls return a ``Held`` (the fairq job id in ``.id``), not an
-    ``rq.job.Job``: the RQ job does not exist until the relay releases it.
+    ``rq.job.Job``: the RQ job does not exist until the relay releases it. A guarded task with
+    throttle rules, enqueued into its home queue, goes to the queue the rules choose (an RQ
+    job, returned as usual).
     """
+
+    def _routed(self, task: GuardedTask, args: Any, kwargs: Any) -> Queue:
+        """This queue, or the slower one ``task``'s throttle rules send this call to."""
+        chosen = route(task, self.name, args or (), kwargs or {})
+        if chosen == self.name:
+            return self
+        return Queue(
+            chosen, connection=self.connection, serializer=self.serializer, job_class=self.job_class
+        )
 
     def enqueue_call(  # type: ignore[override]
         self,
@@ -32,7 +45,9 @@ class FairQueue(Queue):
     ) -> Job | Held:
         task = fair_task_of(func)
         if task is None:
-            return super().enqueue_call(func, args, kwargs, *rest, **options)
+            guarded = guarded_task_of(func)
+            target = self if guarded is None else self._routed(guarded, args, kwargs)
+            return Queue.enqueue_call(target, func, args, kwargs, *rest, **options)
         if rest:
             raise ConfigError(
                 f"fair task {task.name!r}: pass RQ's options by name, not by position"
@@ -43,7 +58,12 @@ class FairQueue(Queue):
     def enqueue_at(self, datetime: datetime, f: Any, *args: Any, **kwargs: Any) -> Job | Held:
         task = fair_task_of(f)
         if task is None:
-            job: Job = super().enqueue_at(datetime, f, *args, **kwargs)
+            guarded = guarded_task_of(f)
+            target: Queue = self
+            if guarded is not None:
+                fn_args, fn_kwargs, _ = function_arguments(args, kwargs)
+                target = self._routed(guarded, fn_args, fn_kwargs)
+            job: Job = Queue.enqueue_at(target, datetime, f, *args, **kwargs)
             return job
         fn_args, fn_kwargs = split_call(task, args, kwargs)
         return task.owner.hold(task, self.name, fn_args, fn_kwargs, run_at=datetime)
@@ -51,11 +71,11 @@ class FairQueue(Queue):
     def enqueue_in(  # type: ignore[override]
         self, time_delta: timedelta, func: Any, *args: Any, **kwargs: Any
     ) -> Job | Held:
-        task = fair_task_of(func)
-        if task is None:
-            return super().enqueue_in(time_delta, func, *args, **kwargs)
         if not isinstance(time_delta, timedelta):
             raise ConfigError(f"enqueue_in needs a timedelta, got {time_delta!r}")
+        task = fair_task_of(func)
+        if task is None:  # (RQ's enqueue_in calls enqueue_at: route there, once)
+            return self.enqueue_at(datetime.now(timezone.utc) + time_delta, func, *args, **kwargs)
         fn_args, fn_kwargs = split_call(task, args, kwargs)
         return task.owner.hold(task, self.name, fn_args, fn_kwargs, delay=time_delta)
 
@@ -67,6 +87,14 @@ class FairQueue(Queue):
         datas = list(job_datas)
         tasks = [fair_task_of(data.func) for data in datas]
         if not any(tasks):
+            for data in datas:
+                guarded = guarded_task_of(data.func)
+                home = guarded is not None and guarded.definition.queue == self.name
+                if guarded is not None and guarded.definition.throttle and home:
+                    raise ConfigError(
+                        f"{guarded.name!r} has throttle rules: enqueue it with enqueue(...), "
+                        "one call each, so each call is routed"
+                    )
             return super().enqueue_many(datas, pipeline=pipeline, group_id=group_id)
         if not all(tasks):
             raise ConfigError(
