@@ -1,0 +1,44 @@
+"""Fair scheduling for RQ: fair tasks wait in fairq and a relay releases them into RQ fairly.
+
+* ``fair = FairRQ(redis_connection)`` is the integration object (``fairq relay module:fair``);
+* ``@fair.task(queue=..., tenant=...)`` marks a function as fair and declares it as a fairq job
+  named by its RQ import path;
+* ``fair.queue(name)`` (a ``FairQueue``, an ``rq.Queue``) stores fair tasks in fairq from the
+  ordinary ``enqueue``/``enqueue_call``/``enqueue_at``/``enqueue_in``/``enqueue_many`` calls,
+  and enqueues every other function into RQ as before;
+* the relay publishes each released job as a plain RQ job carrying its lease's ticket in
+  ``job.meta``; the fair task's own wrapper, run by any RQ worker, claims the lease before
+  the function runs (a stale copy is skipped), keeps it alive, and acks or fails it after.
+
+Completion is reported by the function's wrapper, not by a Job/Worker class or RQ callbacks:
+it needs no worker option, runs under every worker class, and sees the start (to skip stale
+copies) as well as the end. A work horse that is killed reports nothing: the lease expires
+and the relay releases the job again. RQ's own ``Retry`` is never used for fair tasks (the
+relay publishes them without it): a failure goes back to fairq, which retries it with its
+back-off, then makes it dead.
+"""
+
+from __future__ import annotations
+
+try:
+    import rq as _rq  # noqa: F401  (the peer library itself: fairq[rq])
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("fairq.integrations.rq needs RQ: pip install 'fairq[rq]'") from exc
+
+from fairq.integrations.rq.fair import FairRQ
+from fairq.integrations.rq.guard import DEFERRED_KEY, GuardedTask
+from fairq.integrations.rq.publish import RQPublisher
+from fairq.integrations.rq.queue import FairQueue
+from fairq.integrations.rq.tasks import SKIPPED_KEY, FairTask, Held, fair_task_of
+
+__all__ = [
+    "DEFERRED_KEY",
+    "SKIPPED_KEY",
+    "FairQueue",
+    "FairRQ",
+    "FairTask",
+    "GuardedTask",
+    "Held",
+    "RQPublisher",
+    "fair_task_of",
+]

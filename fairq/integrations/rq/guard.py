@@ -1,0 +1,225 @@
+"""fairq's rules for RQ jobs that go straight to RQ, without the relay: the router and slots.
+
+* **Router** (``throttle=``): at enqueue, the store counts the call in the same sliding window a
+  native enqueue of that job and tenant uses (``Backend.route``) and names the queue: the home
+  queue, or the last matching rule's slower one. A job enqueued into another queue than its
+  home one was chosen explicitly: never re-routed, not counted. RQ's own retries re-enqueue a
+  job without calling ``enqueue``, so a retry is not counted again.
+* **Tenant slots** (``slots=``): inside the worker, a job runs only while its tenant holds one
+  of its slots in the job's queue (``Backend.acquire_slot``: atomic in the store; the cap is
+  ``slots=N``, or with ``slots=True`` the tenant's ``max_running`` there). The slot is renewed
+  while the job runs and given back when it ends or raises; a killed worker's slot frees at its
+  lease. A job with no free slot is deferred: a copy is scheduled in RQ for when a slot may be
+  free (``rq worker --with-scheduler`` moves it back), no RQ retry spent, nothing lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from rq import Queue, get_current_job
+from rq.job import Job, Retry
+
+from fairq.contract import (
+    AcquireSlotParams,
+    ReleaseSlotsParams,
+    RenewSlotsParams,
+    RouteParams,
+)
+from fairq.declare import JobDefinition
+from fairq.errors import ConfigError, MissingTenant
+from fairq.policy.bounds import check_tenant
+from fairq.relay import RelayedRuns
+from fairq.worker.joblog import describe
+
+log = logging.getLogger("fairq.integrations.rq")
+
+#: ``job.meta`` of a copy scheduled because its tenant had no free slot: how many times so far.
+DEFERRED_KEY = "fairq_deferred"
+#: The first wait of a deferred job, doubled per deferral up to DEFER_MOST (a slot's own
+#: deadline, when sooner, wins): no busy loop, and no long sleep past a slot freed early.
+DEFER_FIRST = 0.5
+DEFER_MOST = 10.0
+
+
+@dataclass(frozen=True)
+class GuardedTask:
+    """A function whose RQ jobs fairq routes (``throttle``) and/or holds to slots."""
+
+    definition: JobDefinition[Any, Any]  # for its tenant rule and home queue; not an App job
+    runs: RelayedRuns = field(repr=False)  # for the store connection of this process
+    slots: bool
+    limit: int | None
+    slot_lease: float
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    def tenant(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+        """The call's tenant (MissingTenant, naming the task, when it has none)."""
+        bound = self.definition.check_arguments(args, dict(kwargs))
+        found = self.definition.tenant_of(args, dict(kwargs), bound)
+        if found is None or found == "":
+            raise MissingTenant(
+                f"RQ task {self.name!r} has no tenant: its rule "
+                f"{self.definition.tenant_rule!r} found none in the call's arguments"
+            )
+        return check_tenant(found)
+
+
+#: Every guarded task of this process by name (RQ's import path).
+_GUARDED: dict[str, GuardedTask] = {}
+
+
+def register(task: GuardedTask) -> None:
+    if task.name in _GUARDED:
+        raise ConfigError(f"{task.name!r} is already a guarded RQ task")
+    _GUARDED[task.name] = task
+
+
+def guarded_task_of(func: object) -> GuardedTask | None:
+    """The guarded task a function (or its RQ import path) is, or None."""
+    if isinstance(func, str):
+        return _GUARDED.get(func)
+    task = getattr(func, "fairq_guard", None)
+    return task if isinstance(task, GuardedTask) else None
+
+
+def route(task: GuardedTask, queue: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+    """The RQ queue a call enqueued into ``queue`` goes to (counted when it is the home one)."""
+    home = task.definition.queue
+    if queue != home or not task.definition.throttle:
+        return queue  # chosen explicitly, or nothing to count against
+    params = RouteParams(
+        name=task.name,
+        tenant=task.tenant(args, kwargs),
+        queue=home,
+        rules=task.definition.throttle,
+        now=time.time(),
+    )
+    return task.runs.backend().route(params).queue
+
+
+class SlotKeeper:
+    """The slots the jobs of this process hold, renewed by one thread (per process: a forked
+    work horse starts its own)."""
+
+    def __init__(self, runs: RelayedRuns) -> None:
+        self.runs = runs
+        self._held: dict[str, float] = {}  # token -> its lease
+        self._lock = threading.Condition()
+        self._pid: int | None = None
+
+    def hold(self, token: str, lease: float) -> None:
+        with self._lock:
+            self._held[token] = lease
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                threading.Thread(target=self._renew, name="fairq-rq-slots", daemon=True).start()
+            self._lock.notify_all()
+
+    def release(self, token: str) -> None:
+        with self._lock:
+            self._held.pop(token, None)
+        try:
+            self.runs.backend().release_slots(ReleaseSlotsParams(tokens=[token], now=time.time()))
+        except Exception as exc:
+            log.error(
+                "could not give a tenant slot back (%s); it frees at its lease", describe(exc)
+            )
+
+    def _renew(self) -> None:
+        last = time.monotonic()
+        while True:
+            with self._lock:
+                while not self._held:
+                    self._lock.wait()
+                left = last + min(self._held.values()) / 3 - time.monotonic()
+                if left > 0:
+                    self._lock.wait(left)
+                    continue
+                tokens = list(self._held)
+            last = time.monotonic()
+            try:
+                result = self.runs.backend().renew_slots(
+                    RenewSlotsParams(tokens=tokens, now=time.time())
+                )
+            except Exception as exc:
+                log.error("renewing tenant slots failed: %s; retrying", describe(exc))
+                continue
+            for token in result.lost:
+                log.warning("a running job's tenant slot expired before it ended (%s)", token)
+
+
+def run_in_slot(
+    task: GuardedTask,
+    keeper: SlotKeeper,
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+) -> Any:
+    """Run ``fn`` while the job's tenant holds a slot in the job's queue, or defer the job."""
+    job = get_current_job()
+    if job is None or not task.slots:
+        return fn(*args, **kwargs)
+    slot = task.runs.backend().acquire_slot(
+        AcquireSlotParams(
+            queue=job.origin,
+            tenant=task.tenant(args, kwargs),
+            holder=job.worker_name or f"pid-{os.getpid()}",
+            lease=task.slot_lease,
+            now=time.time(),
+            limit=task.limit,
+        )
+    )
+    if slot.token is None:
+        defer(job, slot.free_at)
+        return None
+    keeper.hold(slot.token, task.slot_lease)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        keeper.release(slot.token)
+
+
+def defer(job: Job, free_at: float | None) -> Job:
+    """Schedule a copy of ``job`` for when a slot may be free; this run ends doing nothing."""
+    deferrals = int(job.meta.get(DEFERRED_KEY, 0)) + 1
+    wait = min(DEFER_FIRST * 2 ** (deferrals - 1), DEFER_MOST)
+    if free_at is not None:
+        wait = min(wait, max(free_at - time.time(), 0.0))
+    queue = Queue(job.origin, connection=job.connection, serializer=job.serializer)
+    retry = None
+    if job.retries_left:
+        retry = Retry(max=job.retries_left, interval=job.retry_intervals or 0)
+    copy: Job = queue.enqueue_at(
+        datetime.now(timezone.utc) + timedelta(seconds=wait),
+        job.func_name,
+        args=job.args,
+        kwargs=job.kwargs,
+        job_timeout=job.timeout,
+        result_ttl=job.result_ttl,
+        failure_ttl=job.failure_ttl,
+        description=job.description,
+        meta={**job.meta, DEFERRED_KEY: deferrals},
+        retry=retry,
+    )
+    job.meta[DEFERRED_KEY + "_to"] = copy.id
+    job.save_meta()  # type: ignore[no-untyped-call]
+    log.info(
+        "RQ job %s (%s) deferred %.1f s as %s: its tenant has no free slot in %s",
+        job.id,
+        job.func_name,
+        wait,
+        copy.id,
+        job.origin,
+    )
+    return copy
