@@ -101,3 +101,15 @@ def test_declaration_mistakes_are_refused_and_leave_no_actor(url: str) -> None:
         def typo(t: str) -> None: ...
 
     fair.app.close()
+
+
+def test_without_dramatiq_the_import_names_the_extra_and_the_core_never_imports_it() -> None:
+    import subprocess
+    import sys
+
+    blocked = "import sys; sys.modules['dramatiq'] = None; import fairq.integrations.dramatiq"
+    failed = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True)
+    assert failed.returncode != 0
+    assert "pip install 'fairq[dramatiq]'" in failed.stderr
+    core = "import sys, fairq, fairq.relay, fairq.cli; assert 'dramatiq' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", core]).returncode == 0

@@ -10,7 +10,7 @@ import pytest
 import redis
 from conftest import BROKER_URL, Harness, wait_for
 from dramatiq_proxy import Proxy
-from dramatiq_tasks import QUEUE
+from dramatiq_tasks import LEASE, QUEUE
 
 from fairq import JobState
 
@@ -107,3 +107,25 @@ def test_a_failing_actor_is_retried_by_fairq_alone_then_dead(harness: Harness) -
     assert client.hlen(f"{harness.namespace}:{QUEUE}.DQ.msgs") == 0
     client.close()
     assert "Retrying message" not in worker.log()
+
+
+@pytest.mark.parametrize("kind", ["sqlite"])
+def test_a_job_running_longer_than_its_lease_keeps_it_and_runs_once(harness: Harness) -> None:
+    app = harness.actors.fair.app
+    held = harness.actors.hold.send("a", 0).message_id
+    harness.worker()
+    harness.relay(in_flight=1)
+    wait_for(lambda: harness.records("start"), "the job to start")
+    first = app.job_info(held)
+    assert first is not None and first.started_at is not None
+
+    def extended_twice() -> bool:
+        info = app.job_info(held)
+        return bool(info and info.deadline and info.deadline > first.started_at + 2 * LEASE)
+
+    wait_for(extended_twice, "the worker's heartbeat to keep the lease past two lease lengths")
+    harness.release_path.touch()
+    harness.wait_jobs([held], JobState.SUCCEEDED)
+    info = app.job_info(held)
+    assert info is not None and info.attempts == 1
+    assert len(harness.records("start")) == 1
