@@ -39,7 +39,7 @@ except ImportError as exc:  # pragma: no cover - depends on what is installed
     ) from exc
 
 from fairq.app import App
-from fairq.declare import TenantRule
+from fairq.declare import JobDefinition, TenantRule
 from fairq.errors import ConfigError, MissingTenant
 from fairq.job import Lease, decode_payload
 from fairq.policy.throttle import Throttle
@@ -188,7 +188,7 @@ class FairDramatiq:
 
     # -- declaring ---------------------------------------------------------------------------
 
-    def declare(self, actor: FairActor[Any, Any]) -> None:
+    def declare(self, actor: FairActor[P, R]) -> JobDefinition[P, R]:
         """Declare ``actor`` as a fairq job of the same name and queue. Retries follow the
         actor's (else the broker's ``Retries``) ``max_retries`` and ``min_backoff``."""
         options = actor.options
@@ -207,7 +207,7 @@ class FairDramatiq:
                 f"{min_backoff!r}"
             )
         throttle = options.get(THROTTLE_OPTION) or ()
-        actor.job = self.app.job(
+        return self.app.job(
             actor.fn,
             name=actor.actor_name,
             queue=actor.queue_name,
@@ -250,9 +250,8 @@ class FairActor(dramatiq.Actor[P, R]):
             options=options,
         )
         self.fair = fair
-        self.job: Any = None  # the fairq JobDefinition, set by declare
         try:
-            fair.declare(self)
+            self.job = fair.declare(self)
         except BaseException:
             broker.actors.pop(actor_name, None)  # a bad declaration leaves no half-made actor
             raise
