@@ -20,7 +20,7 @@ from fairq.integrations.dramatiq import FairActor, FairDramatiq
 
 QUEUE = "fair"
 #: Short, so a killed worker's job comes back within the test.
-LEASE = 2.0
+LEASE = 3.0
 
 
 def note(event: str, tenant: str, n: int) -> None:
@@ -42,7 +42,7 @@ def build(broker_url: str, namespace: str, store_url: str, *, lease: float = LEA
     broker = RedisBroker(url=broker_url, namespace=namespace)
     fair = FairDramatiq(broker, url=store_url)
 
-    @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=1, min_backoff=100)
+    @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=3, min_backoff=100)
     def work(tenant: str, n: int, seconds: float = 0.0) -> None:
         note("start", tenant, n)
         time.sleep(seconds)  # the job's own work

@@ -83,8 +83,7 @@ def test_delayed_jobs_wait_in_fairq_until_due(harness: Harness) -> None:
     harness.wait_jobs([now.message_id, later.message_id], JobState.SUCCEEDED)
     done = harness.actors.fair.app.job_info(later.message_id)
     assert done is not None and done.started_at is not None
-    assert done.started_at >= info.run_at
-    assert [r.n for r in harness.records("start")] == [2, 1]
+    assert done.started_at >= info.run_at  # not released before it was due
 
 
 @pytest.mark.parametrize("kind", ["sqlite"])
