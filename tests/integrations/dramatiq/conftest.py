@@ -122,10 +122,17 @@ class Harness:
         return process
 
     def worker(self, threads: int = 1) -> Process:
-        """``dramatiq dramatiq_tasks:broker`` with one process of ``threads`` threads."""
+        """``dramatiq dramatiq_tasks:broker`` with one process of ``threads`` threads.
+
+        Each thread prefetches one message, and an idle consumer polls Redis at least every
+        0.1 s (Dramatiq's default is 1 s): fairq charges a run from its release, so a job's
+        wait in the broker must stay short for the charges to be comparable.
+        """
         argv = ["-m", "dramatiq", "dramatiq_tasks:broker", "--processes", "1"]
         argv += ["--threads", str(threads), "--path", str(HERE)]
-        return self.start("worker", argv, self.env())
+        env = self.env()
+        env.update(dramatiq_queue_prefetch=str(threads), dramatiq_worker_timeout="100")
+        return self.start("worker", argv, env)
 
     def relay(self, in_flight: int, broker_url: str = BROKER_URL) -> Process:
         """``fairq relay dramatiq_tasks:fair --in-flight N``."""

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dramatiq.brokers.redis import RedisBroker
+from dramatiq.middleware import CurrentMessage
 
 from fairq.integrations.dramatiq import FairActor, FairDramatiq
+from fairq.relay import TICKET_KEY
 
 QUEUE = "fair"
 #: Short, so a killed worker's job comes back within the test.
@@ -34,18 +36,31 @@ class Actors:
     broker: RedisBroker
     fair: FairDramatiq
     work: FairActor[[str, int, float], None]
+    paced: FairActor[[str, int, float], None]
     hold: FairActor[[str, int], None]
     broken: FairActor[[str, int], None]
 
 
 def build(broker_url: str, namespace: str, store_url: str, *, lease: float = LEASE) -> Actors:
     broker = RedisBroker(url=broker_url, namespace=namespace)
+    broker.add_middleware(CurrentMessage())
     fair = FairDramatiq(broker, url=store_url)
 
     @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=3, min_backoff=100)
     def work(tenant: str, n: int, seconds: float = 0.0) -> None:
         note("start", tenant, n)
         time.sleep(seconds)  # the job's own work
+        note("end", tenant, n)
+
+    @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=3, min_backoff=100)
+    def paced(tenant: str, n: int, seconds: float) -> None:
+        """Ends ``seconds`` after the relay released it, so every run is charged the same
+        (fairq charges real time from release to end) whatever the broker's latency was."""
+        note("start", tenant, n)
+        message = CurrentMessage.get_current_message()
+        assert message is not None
+        released = message.options[TICKET_KEY]["started_at"]
+        time.sleep(max(0.0, released + seconds - time.time()))
         note("end", tenant, n)
 
     @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=1, min_backoff=100)
@@ -63,7 +78,7 @@ def build(broker_url: str, namespace: str, store_url: str, *, lease: float = LEA
         note("start", tenant, n)
         raise RuntimeError("broken on purpose")
 
-    return Actors(broker, fair, work, hold, broken)
+    return Actors(broker, fair, work, paced, hold, broken)
 
 
 if "FAIRQ_TEST_STORE" in os.environ:  # a worker or relay process started by a test
