@@ -41,12 +41,20 @@ except ImportError as exc:  # pragma: no cover - depends on what is installed
 from fairq.app import App
 from fairq.declare import JobDefinition, TenantRule
 from fairq.errors import ConfigError, MissingTenant
+from fairq.integrations.dramatiq_peer import SLOTS_OPTION, RoutedActor, SlotGuard
 from fairq.job import Lease, decode_payload
 from fairq.policy.throttle import Throttle
 from fairq.relay import TICKET_KEY, BadTicket, RelayedRun, RelayedRuns, UnknownTask, ticket_of
 from fairq.worker.joblog import describe
 
-__all__ = ["DramatiqPublisher", "FairActor", "FairDramatiq", "FairMiddleware", "FairRetries"]
+__all__ = [
+    "DramatiqPublisher",
+    "FairActor",
+    "FairDramatiq",
+    "FairMiddleware",
+    "FairRetries",
+    "RoutedActor",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -82,6 +90,7 @@ class FairDramatiq:
         self.broker = broker
         self.app = app if app is not None else App(url)
         self.runs = RelayedRuns(self.app)
+        self.slots = SlotGuard(self)
         self.retries = _take_over_retries(broker)
         self.middleware = FairMiddleware(self)
         broker.add_middleware(self.middleware)
@@ -169,6 +178,43 @@ class FairDramatiq:
                 **options,
             )(f)
             return cast("FairActor[P, R]", made)
+
+        return declare(fn) if fn is not None else declare
+
+    def routed_actor(
+        self,
+        fn: Callable[P, R] | None = None,
+        /,
+        *,
+        tenant: TenantRule = None,
+        throttle: Sequence[Throttle] = (),
+        slots: bool = False,
+        queue_name: str = "default",
+        actor_name: str | None = None,
+        priority: int = 0,
+        lease: float | timedelta = DEFAULT_LEASE,
+        **options: Any,
+    ) -> Any:
+        """``@dramatiq.actor`` for a plain actor (no relay) that fairq routes at send by its
+        ``throttle`` rules and, with ``slots=True``, runs only within its tenant's cap
+        (``lease``: how long a killed worker's slot stays taken). See dramatiq_peer.py."""
+
+        def declare(f: Callable[P, R]) -> RoutedActor[P, R]:
+            made = dramatiq.actor(
+                actor_class=RoutedActor,
+                actor_name=actor_name,
+                queue_name=queue_name,
+                priority=priority,
+                broker=self.broker,
+                **{
+                    TENANT_OPTION: tenant,
+                    THROTTLE_OPTION: tuple(throttle),
+                    SLOTS_OPTION: slots,
+                    LEASE_OPTION: lease,
+                },
+                **options,
+            )(f)
+            return cast("RoutedActor[P, R]", made)
 
         return declare(fn) if fn is not None else declare
 
@@ -355,12 +401,16 @@ class FairMiddleware(Middleware):
 
     @property
     def actor_options(self) -> set[str]:
-        return {TENANT_OPTION, LEASE_OPTION, COST_OPTION, THROTTLE_OPTION}
+        return {TENANT_OPTION, LEASE_OPTION, COST_OPTION, THROTTLE_OPTION, SLOTS_OPTION}
 
     def before_process_message(self, broker: Broker, message: MessageProxy) -> None:
         ticket = message.options.get(TICKET_KEY)
         if ticket is None:
-            self._warn_unticketed(broker, message)
+            guarded = self.fair.slots.wants(broker, message)
+            if guarded is not None:
+                self.fair.slots.take(broker, guarded, message)
+            else:
+                self._warn_unticketed(broker, message)
             return
         try:
             run = self.fair.runs.begin(ticket)
@@ -389,17 +439,20 @@ class FairMiddleware(Middleware):
         result: Any = None,
         exception: BaseException | None = None,
     ) -> None:
+        self.fair.slots.give_back(message)
         run = self._pop(message)
         if run is not None:
             self._end(run, exception)
 
     def after_skip_message(self, broker: Broker, message: MessageProxy) -> None:
         """A middleware after this one skipped a claimed job: a failed attempt in fairq."""
+        self.fair.slots.give_back(message)
         run = self._pop(message)
         if run is not None:
             self._end(run, SkippedByMiddleware(f"message {message.message_id} was skipped"))
 
     def after_worker_shutdown(self, broker: Broker, worker: Any) -> None:
+        self.fair.slots.close()
         self.fair.runs.close()
 
     def _pop(self, message: MessageProxy) -> RelayedRun | None:

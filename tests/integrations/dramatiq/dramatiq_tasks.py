@@ -17,7 +17,7 @@ from pathlib import Path
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import CurrentMessage
 
-from fairq.integrations.dramatiq import FairActor, FairDramatiq
+from fairq.integrations.dramatiq import FairActor, FairDramatiq, RoutedActor
 from fairq.relay import TICKET_KEY
 
 QUEUE = "fair"
@@ -39,6 +39,7 @@ class Actors:
     paced: FairActor[[str, int, float], None]
     hold: FairActor[[str, int], None]
     broken: FairActor[[str, int], None]
+    guarded: RoutedActor[[str, int, float], None]
 
 
 def build(broker_url: str, namespace: str, store_url: str, *, lease: float = LEASE) -> Actors:
@@ -78,7 +79,14 @@ def build(broker_url: str, namespace: str, store_url: str, *, lease: float = LEA
         note("start", tenant, n)
         raise RuntimeError("broken on purpose")
 
-    return Actors(broker, fair, work, paced, hold, broken)
+    @fair.routed_actor(tenant="tenant", queue_name="guarded", slots=True, lease=lease)
+    def guarded(tenant: str, n: int, seconds: float) -> None:
+        """A plain Dramatiq actor (no relay) run within its tenant's cap by slots."""
+        note("start", tenant, n)
+        time.sleep(seconds)  # the job's own work
+        note("end", tenant, n)
+
+    return Actors(broker, fair, work, paced, hold, broken, guarded)
 
 
 if "FAIRQ_TEST_STORE" in os.environ:  # a worker or relay process started by a test
