@@ -152,7 +152,8 @@ class RoutedActor(dramatiq.Actor[P, R]):
 
 
 class SlotBusy(MiddlewareError):
-    """A message whose tenant had no free slot and could not be put back in the broker."""
+    """A guarded message that cannot run now and could not be deferred (no tenant, the store
+    or the broker unreachable): a failed attempt, retried by Dramatiq's Retries."""
 
 
 class SlotGuard:
@@ -174,15 +175,17 @@ class SlotGuard:
     def take(self, broker: Broker, actor: RoutedActor[Any, Any], message: MessageProxy) -> None:
         """Hold a slot for ``message``, or put the message back with a delay and skip it."""
         given = message.options.get(MESSAGE_TENANT)
-        tenant = given if given is not None else actor.tenant_of(message.args, message.kwargs)
-        backend = self.fair.runs.backend()
         now = time.time()
         lease = actor.job.lease_timeout
-        result = backend.acquire_slot(
-            AcquireSlotParams(
-                queue=actor.queue_name, tenant=tenant, holder=self.holder, lease=lease, now=now
+        try:
+            tenant = given if given is not None else actor.tenant_of(message.args, message.kwargs)
+            result = self.fair.runs.backend().acquire_slot(
+                AcquireSlotParams(
+                    queue=actor.queue_name, tenant=tenant, holder=self.holder, lease=lease, now=now
+                )
             )
-        )
+        except Exception as exc:  # not run unguarded: a failed attempt, for Dramatiq's Retries
+            raise SlotBusy(f"no tenant slot could be taken: {describe(exc)}") from exc
         if result.token is not None:
             with self._lock:
                 self._held[id(message)] = (result.token, lease)
