@@ -1,0 +1,221 @@
+"""Real ``dramatiq`` workers and ``fairq relay`` processes on a real Redis broker, with the fairq
+store on SQLite, Redis or PostgreSQL.
+
+Each test gets a broker namespace of its own in ``$FAIRQ_TEST_BROKER_URL`` (its keys are
+deleted afterwards; the database is never flushed) and a fresh store: a SQLite file, a key
+prefix in ``$FAIRQ_TEST_REDIS_URL``, or a schema in ``$FAIRQ_TEST_POSTGRES_URL`` (dropped).
+A server that cannot be reached fails the tests, never skips them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+import pytest
+import redis
+from dramatiq_tasks import Actors, build
+
+from fairq.backends.postgres.sql import quote_ident
+from fairq.job import JobInfo, JobState
+
+HERE = Path(__file__).resolve().parent
+BROKER_URL = os.environ.get("FAIRQ_TEST_BROKER_URL", "redis://127.0.0.1:6379/10")
+REDIS_URL = os.environ.get("FAIRQ_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+POSTGRES_URL = os.environ.get(
+    "FAIRQ_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+DEADLINE = 60.0
+
+pytestmark = pytest.mark.processes
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = DEADLINE) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.02)
+
+
+@dataclass
+class Process:
+    """A worker or relay started by a test, in a session of its own (so killing it kills
+    its children too); its output goes to a file."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL the process and its children: nothing gets to clean up."""
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        self.popen.wait()
+
+
+@dataclass(frozen=True)
+class Record:
+    event: str
+    tenant: str
+    n: int
+    pid: int
+
+
+@dataclass
+class Harness:
+    """One test's broker namespace, store, in-process actors (to send jobs), and processes."""
+
+    store_url: str
+    namespace: str
+    workdir: Path
+    actors: Actors
+    started: list[Process] = field(default_factory=list)
+
+    @property
+    def record_path(self) -> Path:
+        return self.workdir / "record.txt"
+
+    @property
+    def release_path(self) -> Path:
+        return self.workdir / "release"
+
+    def env(self, broker_url: str = BROKER_URL) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k != "FAIRQ_URL"}
+        env.update(
+            FAIRQ_TEST_STORE=self.store_url,
+            FAIRQ_TEST_BROKER=broker_url,
+            FAIRQ_TEST_NAMESPACE=self.namespace,
+            FAIRQ_TEST_RECORD=str(self.record_path),
+            FAIRQ_TEST_RELEASE=str(self.release_path),
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def start(
+        self, name: str, argv: Sequence[str], env: dict[str, str], cwd: Path = HERE
+    ) -> Process:
+        log_path = self.workdir / f"{name}-{len(self.started)}.log"
+        with open(log_path, "wb") as log:
+            popen = subprocess.Popen(
+                [sys.executable, *argv],
+                cwd=cwd,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        process = Process(name, popen, log_path)
+        self.started.append(process)
+        return process
+
+    def worker(self, threads: int = 1) -> Process:
+        """``dramatiq dramatiq_tasks:broker`` with one process of ``threads`` threads.
+
+        Each thread prefetches one message, and an idle consumer polls Redis at least every
+        0.1 s (Dramatiq's default is 1 s): fairq charges a run from its release, so a job's
+        wait in the broker must stay short for the charges to be comparable.
+        """
+        argv = ["-m", "dramatiq", "dramatiq_tasks:broker", "--processes", "1"]
+        argv += ["--threads", str(threads), "--path", str(HERE)]
+        env = self.env()
+        env.update(dramatiq_queue_prefetch=str(threads), dramatiq_worker_timeout="100")
+        return self.start("worker", argv, env)
+
+    def relay(self, in_flight: int, broker_url: str = BROKER_URL) -> Process:
+        """``fairq relay dramatiq_tasks:fair --in-flight N``."""
+        argv = ["-m", "fairq", "--log-level", "info", "relay", "dramatiq_tasks:fair"]
+        argv += ["--in-flight", str(in_flight)]
+        return self.start("relay", argv, self.env(broker_url))
+
+    def use_lease(self, lease: float) -> Actors:
+        """Send from now on with actors whose jobs' leases last ``lease`` seconds."""
+        self.actors.fair.app.close()
+        self.actors = build(BROKER_URL, self.namespace, self.store_url, lease=lease)
+        return self.actors
+
+    def records(self, event: str | None = None) -> list[Record]:
+        if not self.record_path.exists():
+            return []
+        lines = self.record_path.read_text(encoding="utf-8").splitlines()
+        found = [Record(e, t, int(n), int(p)) for e, t, n, p in (line.split() for line in lines)]
+        return [r for r in found if event is None or r.event == event]
+
+    def note(self, text: str) -> None:
+        """A line of the test's own in the record (``mark - 0 0``)."""
+        with open(self.record_path, "a", encoding="utf-8") as record:
+            record.write(f"{text} - 0 0\n")
+
+    def jobs(self, ids: Sequence[str]) -> list[JobInfo | None]:
+        app = self.actors.fair.app
+        return [app.job_info(job_id) for job_id in ids]
+
+    def wait_jobs(self, ids: Sequence[str], state: JobState, timeout: float = DEADLINE) -> None:
+        def done() -> bool:
+            return all(info is not None and info.state is state for info in self.jobs(ids))
+
+        try:
+            wait_for(done, f"{len(ids)} jobs {state}", timeout)
+        except AssertionError:
+            states = [info.state if info else None for info in self.jobs(ids)]
+            logs = "\n".join(f"== {p.name}\n{p.log()[-3000:]}" for p in self.started)
+            raise AssertionError(f"jobs not {state}: {states}\n{logs}") from None
+
+    def close(self) -> None:
+        for process in self.started:
+            process.kill()
+        self.actors.fair.app.close()
+        client = redis.Redis.from_url(BROKER_URL)
+        keys = list(client.scan_iter(match=f"{self.namespace}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+        client.close()
+
+
+@pytest.fixture(params=["sqlite", "redis", "postgres"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def store_url(kind: str, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty fairq store of ``kind``; removed afterwards."""
+    if kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'fairq.db'}"
+    elif kind == "redis":
+        prefix = f"fqdr{uuid.uuid4().hex[:10]}"
+        yield f"{REDIS_URL}?prefix={prefix}"
+        client = redis.Redis.from_url(REDIS_URL)
+        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+        if keys:
+            client.delete(*keys)
+        client.close()
+    else:
+        schema = f"fq_dramatiq_{uuid.uuid4().hex[:12]}"
+        yield f"{POSTGRES_URL}{'&' if '?' in POSTGRES_URL else '?'}schema={schema}"
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
+
+
+@pytest.fixture
+def harness(store_url: str, tmp_path: Path) -> Iterator[Harness]:
+    namespace = f"fqtest-{uuid.uuid4().hex[:10]}"
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    made = Harness(store_url, namespace, workdir, build(BROKER_URL, namespace, store_url))
+    try:
+        yield made
+    finally:
+        made.close()

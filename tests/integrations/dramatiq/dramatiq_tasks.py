@@ -1,0 +1,99 @@
+"""The fair actors the Dramatiq integration tests run, in real ``dramatiq`` worker processes.
+
+``build`` declares them on a fresh broker (a namespace of its own per test) and fairq store;
+the test process builds its own copy to send jobs, and a worker or relay process started by a
+test builds one from its environment (``FAIRQ_TEST_*``) when it imports this module. Each
+actor notes what it does, one line per event, in the file ``$FAIRQ_TEST_RECORD``:
+``start|end TENANT N PID``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from dramatiq.brokers.redis import RedisBroker
+from dramatiq.middleware import CurrentMessage
+
+from fairq.integrations.dramatiq import FairActor, FairDramatiq, RoutedActor
+from fairq.relay import TICKET_KEY
+
+QUEUE = "fair"
+#: Short, so a killed worker's job comes back within the test.
+LEASE = 3.0
+
+
+def note(event: str, tenant: str, n: int) -> None:
+    """One line in the record; a single short append is atomic between processes."""
+    with open(os.environ["FAIRQ_TEST_RECORD"], "a", encoding="utf-8") as record:
+        record.write(f"{event} {tenant} {n} {os.getpid()}\n")
+
+
+@dataclass
+class Actors:
+    broker: RedisBroker
+    fair: FairDramatiq
+    work: FairActor[[str, int, float], None]
+    paced: FairActor[[str, int, float], None]
+    hold: FairActor[[str, int], None]
+    broken: FairActor[[str, int], None]
+    guarded: RoutedActor[[str, int, float], None]
+
+
+def build(broker_url: str, namespace: str, store_url: str, *, lease: float = LEASE) -> Actors:
+    broker = RedisBroker(url=broker_url, namespace=namespace)
+    broker.add_middleware(CurrentMessage())
+    fair = FairDramatiq(broker, url=store_url)
+
+    @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=3, min_backoff=100)
+    def work(tenant: str, n: int, seconds: float = 0.0) -> None:
+        note("start", tenant, n)
+        time.sleep(seconds)  # the job's own work
+        note("end", tenant, n)
+
+    @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=3, min_backoff=100)
+    def paced(tenant: str, n: int, seconds: float) -> None:
+        """Ends ``seconds`` after the relay released it, so every run is charged the same
+        (fairq charges real time from release to end) whatever the broker's latency was."""
+        note("start", tenant, n)
+        message = CurrentMessage.get_current_message()
+        assert message is not None
+        released = message.options[TICKET_KEY]["started_at"]
+        time.sleep(max(0.0, released + seconds - time.time()))
+        note("end", tenant, n)
+
+    @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=1, min_backoff=100)
+    def hold(tenant: str, n: int) -> None:
+        """Runs until the file $FAIRQ_TEST_RELEASE exists: a job to kill mid-run."""
+        note("start", tenant, n)
+        release = Path(os.environ["FAIRQ_TEST_RELEASE"])
+        deadline = time.monotonic() + 60
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        note("end", tenant, n)
+
+    @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=1, min_backoff=100)
+    def broken(tenant: str, n: int) -> None:
+        note("start", tenant, n)
+        raise RuntimeError("broken on purpose")
+
+    @fair.routed_actor(tenant="tenant", queue_name="guarded", slots=True, lease=lease)
+    def guarded(tenant: str, n: int, seconds: float) -> None:
+        """A plain Dramatiq actor (no relay) run within its tenant's cap by slots."""
+        note("start", tenant, n)
+        time.sleep(seconds)  # the job's own work
+        note("end", tenant, n)
+
+    return Actors(broker, fair, work, paced, hold, broken, guarded)
+
+
+if "FAIRQ_TEST_STORE" in os.environ:  # a worker or relay process started by a test
+    actors = build(
+        os.environ["FAIRQ_TEST_BROKER"],
+        os.environ["FAIRQ_TEST_NAMESPACE"],
+        os.environ["FAIRQ_TEST_STORE"],
+    )
+    broker = actors.broker
+    fair = actors.fair
