@@ -1,11 +1,11 @@
 """Celery, RQ and Dramatiq with and without fairq in front (the relay), in one run.
 
 The flood of benchmarks/redis_fairness.py, at 2 job slots per system: one tenant's ``--big``
-jobs of 5 ms, then 10 small tenants × ``--each``. Per peer and mode it reports the small
+jobs of 5 ms, then 10 small tenants with ``--each``. Per peer and mode it reports the small
 tenants' wait (enqueue → start) p50/p99 alone and under the flood, Jain's index while every
 tenant is backlogged, the drain rate of ``--drain`` no-op jobs, and the idle latency (one job at
 a time, enqueue → start, p50 of 30). ``relay`` is the same peer workers with ``fairq relay``
-releasing fair tasks into the broker, at most ``--in-flight`` at a time (default 2 × slots).
+releasing fair tasks into the broker, at most ``--in-flight`` at a time (default twice the slots).
 Broker, counters and the fairq store share the benchmark Redis ($BENCH_REDIS_URL, database 13,
 flushed). Needs the dev install (celery, rq, dramatiq come with it):
 
@@ -103,15 +103,20 @@ def main() -> None:
 
 def _ms(figures: object, key: str) -> str:
     value = float(figures[key])  # type: ignore[index]
-    censored = figures["censored_at"][("small_p50_ms", "small_p99_ms").index(key)]  # type: ignore[index]
+    at = ("small_p50_ms", "small_p99_ms").index(key)
+    censored = figures["censored_at"][at]  # type: ignore[index]
     return f"{'>' if censored else ''}{value:,.0f}"
 
 
 def _print(rows: list[tuple[str, bool, Figures]], args: argparse.Namespace) -> None:
-    print(f"\none tenant floods {args.big:,} jobs of 5 ms, then 10 small tenants enqueue "
-          f"{args.each} each; 2 job slots per system; relay --in-flight {args.in_flight}\n")  # fmt: skip
-    print("| system | small p50 / p99 alone (ms) | small p50 / p99 flood (ms) | Jain while "
-          "backlogged | drain (jobs/s) | relay / peer drain | idle enqueue → start p50 (ms) |")  # fmt: skip
+    print(
+        f"\none tenant floods {args.big:,} jobs of 5 ms, then 10 small tenants enqueue "
+        f"{args.each} each; 2 job slots per system; relay --in-flight {args.in_flight}\n"
+    )
+    print(
+        "| system | small p50 / p99 alone (ms) | small p50 / p99 flood (ms) | Jain while "
+        "backlogged | drain (jobs/s) | relay / peer drain | idle enqueue → start p50 (ms) |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     plain: dict[str, Figures] = {}
     for name, relay, f in rows:
@@ -119,11 +124,10 @@ def _print(rows: list[tuple[str, bool, Figures]], args: argparse.Namespace) -> N
         jain = flooded["jain"]  # type: ignore[index]
         if not relay:
             plain[name] = f
-        ratio = (
-            f"{float(f['drain_per_s']) / float(plain[name]['drain_per_s']):.2f}×"  # type: ignore[arg-type]
-            if relay and name in plain
-            else ""
-        )
+        ratio = ""
+        if relay and name in plain:
+            own = float(plain[name]["drain_per_s"])  # type: ignore[arg-type]
+            ratio = f"{float(f['drain_per_s']) / own:.2f}×"  # type: ignore[arg-type]
         print(f"| {name}{' + fairq relay' if relay else ''} "
               f"| {_ms(alone, 'small_p50_ms')} / {_ms(alone, 'small_p99_ms')} "
               f"| {_ms(flooded, 'small_p50_ms')} / {_ms(flooded, 'small_p99_ms')} "
