@@ -29,7 +29,11 @@ fair = FairCelery(celery_app, url=os.environ.get("FAIRQ_URL", "sqlite:///fairq.d
 log = logging.getLogger(__name__)
 
 
-@celery_app.task(base=fair.Task, fair_tenant="account_id", fair_max_attempts=5)
+# An explicit name: it is what fairq stores with each waiting job, so it must not change with
+# the module's import path.
+@celery_app.task(
+    base=fair.Task, name="reports.build_report", fair_tenant="account_id", fair_max_attempts=5
+)
 def build_report(account_id: str, report: str, rows: int = 100) -> str:
     """Stands in for real work (a CSV import, a PDF, a call to an LLM)."""
     total = sum(range(rows))

@@ -22,6 +22,8 @@ from typing import TypeVar
 import pytest
 import redis
 
+from fairq import App, JobInfo, JobState
+
 from .proj import Project, build
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -44,6 +46,20 @@ def wait_for(condition: Callable[[], T], what: str, timeout: float = DEADLINE) -
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+def wait_done(app: App, ids: list[str], state: JobState = JobState.SUCCEEDED) -> None:
+    """Wait until every job of ``ids`` has ended (succeeded or dead); each must be ``state``."""
+    ended = (JobState.SUCCEEDED, JobState.DEAD)
+
+    def infos() -> list[JobInfo] | None:
+        found = [app.job_info(job_id) for job_id in ids]
+        if all(info is not None and info.state in ended for info in found):
+            return [info for info in found if info is not None]
+        return None
+
+    for info in wait_for(infos, f"{len(ids)} jobs to end"):
+        assert info.state is state, info
 
 
 @dataclass

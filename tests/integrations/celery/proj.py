@@ -72,7 +72,7 @@ def build(url: str, broker: str) -> Project:
         return tag
 
     @app.task(
-        base=fair.Task, name="proj.record_brief", shared=False, fair_tenant="tenant", fair_lease=2.0
+        base=fair.Task, name="proj.record_brief", shared=False, fair_tenant="tenant", fair_lease=3.0
     )
     def record_brief(tenant: str, tag: str, log: str, hold: str | None = None) -> str:
         mark(log, "start", tenant, tag)

@@ -12,9 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from fairq import JobState
-
-from .conftest import ROOT, Setup, wait_for
+from .conftest import ROOT, Setup, wait_done
 
 pytestmark = pytest.mark.processes
 EXAMPLE = ROOT / "examples" / "celery"
@@ -65,13 +63,7 @@ def test_the_example_project_runs_as_its_readme_says(
         cwd=EXAMPLE,
     )
     relay.wait_log("releasing queues")
-    wait_for(
-        lambda: all(
-            (info := tasks.fair.app.job_info(i)) is not None and info.state is JobState.SUCCEEDED
-            for i in ids
-        ),
-        "the example's jobs done",
-    )
+    wait_done(tasks.fair.app, ids)
     worker.wait_log("a2/weekly: 4950")
     tasks.fair.app.close()
     stats = subprocess.run(

@@ -9,10 +9,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from fairq import JobState
 from fairq.relay import Relay
 
-from .conftest import Setup, wait_for
+from .conftest import Setup, wait_done, wait_for
 from .proj import build
 from .proxy import Proxy
 
@@ -37,27 +36,17 @@ def test_a_broker_outage_loses_nothing(
             project.record.apply_async(("acme", f"j{i}", setup.log), queue=queue).id for i in tags
         ]
 
-    def wait_done(ids: list[str]) -> None:
-        wait_for(
-            lambda: all(
-                (info := project.fair.app.job_info(i)) is not None
-                and info.state is JobState.SUCCEEDED
-                for i in ids
-            ),
-            f"{len(ids)} jobs done",
-        )
-
     try:
         setup.worker(concurrency=2)
         thread.start()
         before = enqueue(range(3))
-        wait_done(before)
+        wait_done(project.fair.app, before)
         proxy.down()
         during = enqueue(range(3, 9))
         wait_for(lambda: proxy.refused >= 5, "the relay to try the broker again and again")
         assert not any(tag in setup.started_tags() for tag in (f"j{i}" for i in range(3, 9)))
         proxy.up()
-        wait_done(during)
+        wait_done(project.fair.app, during)
     finally:
         relay.stop()
         thread.join(timeout=30)

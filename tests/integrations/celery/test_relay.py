@@ -14,22 +14,13 @@ import pytest
 
 from fairq import App, JobState
 
-from .conftest import Setup, wait_for
+from .conftest import Setup, wait_done, wait_for
 
 pytestmark = pytest.mark.processes
 
 
-def states(setup: Setup, ids: list[str]) -> list[JobState]:
-    found = []
-    for job_id in ids:
-        info = setup.project.fair.app.job_info(job_id)
-        assert info is not None, f"job {job_id} is not in the store"
-        found.append(info.state)
-    return found
-
-
 def wait_states(setup: Setup, ids: list[str], state: JobState = JobState.SUCCEEDED) -> None:
-    wait_for(lambda: all(s is state for s in states(setup, ids)), f"{len(ids)} jobs {state}")
+    wait_done(setup.project.fair.app, ids, state)
 
 
 def most_running(setup: Setup, tenant: str | None = None) -> int:
@@ -119,9 +110,12 @@ def test_a_killed_worker_s_job_runs_again_after_its_lease(setup: Setup) -> None:
     setup.open(gate)
     setup.worker(concurrency=1)
     wait_states(setup, [first, second])
-    assert setup.started_tags() == ["first", "first", "second"]
+    started = Counter(setup.started_tags())
+    # once cut off, once to the end (a heartbeat late past the lease on a loaded machine may
+    # add a run: at least once, as the lease promises)
+    assert started["first"] >= 2 and started["second"] >= 1, setup.runs()
     info = setup.project.fair.app.job_info(first)
-    assert info is not None and info.attempts == 2
+    assert info is not None and info.attempts == started["first"]
 
 
 def test_a_killed_relay_loses_nothing_another_carries_on(postgres_setup: Setup) -> None:
@@ -156,9 +150,10 @@ def test_two_relays_at_once_release_each_job_once(redis_setup: Setup) -> None:
     assert all("expired" not in relay.log() for relay in relays)
 
 
-def test_delayed_failing_and_unknown_jobs(setup: Setup) -> None:
+def test_delayed_failing_and_unknown_jobs(redis_setup: Setup) -> None:
     """Delayed jobs run when due, not before; a failing task is retried by fairq, then dead;
     a job whose task the Celery app does not have is dead with the reason, the others fine."""
+    setup = redis_setup
     project, queue = setup.project, setup.queue
     soon = datetime.now(timezone.utc) + timedelta(seconds=1)
     delayed = [
