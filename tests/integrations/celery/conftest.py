@@ -147,8 +147,10 @@ class Setup:
         self.started.append(started)
         return started
 
-    def worker(self, concurrency: int = 1) -> Process:
-        """A Celery worker with a prefork pool of ``concurrency`` on the test's queue."""
+    def worker(self, concurrency: int = 1, *, wait: bool = False) -> Process:
+        """A Celery worker with a prefork pool of ``concurrency`` on the test's queue. Not
+        waited for unless ``wait``: messages wait in the broker until it is ready, and a relay
+        starts meanwhile."""
         name = f"worker{len(self.started)}"
         worker = self._start(
             name,
@@ -160,7 +162,8 @@ class Setup:
                 "--loglevel", "INFO",
             ],
         )  # fmt: skip
-        worker.wait_log("ready.")
+        if wait:
+            worker.wait_log("ready.")
         return worker
 
     def relay(self, *args: str) -> Process:
