@@ -52,6 +52,7 @@ from fairq.errors import ConfigError, JobArgumentsError, MissingTenant, UnknownJ
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo, NewJob, encode_payload
 from fairq.policy.bounds import (
     MAX_TENANT_CHARS,
+    check_max_in_flight,
     check_max_running,
     check_seconds,
     check_tenant,
@@ -462,13 +463,15 @@ class App:
         rate: Rate | str | None = None,
         half_life: float | timedelta | None = None,
         max_debt: float | timedelta = 60.0,
+        max_in_flight: int | None = None,
     ) -> None:
         """Set the defaults every tenant of ``queue`` gets unless it has its own.
 
         ``half_life`` (seconds, or a ``timedelta`` like every duration) turns on history-aware
         fairness: a tenant's recent service decays instead of being forgotten when its queue
         drains, and a returning tenant starts behind by it, at most ``max_debt`` seconds of
-        virtual time.
+        virtual time. ``max_in_flight`` caps the queue's jobs running at once, all tenants and
+        workers together (e.g. to protect a downstream API); the fair order is unchanged.
         """
         settings = QueueSettings(
             queue=check_queue_name(queue),
@@ -477,6 +480,7 @@ class App:
             rate=check_rate(rate),
             half_life=None if half_life is None else check_seconds("half_life", half_life),
             max_debt=check_seconds("max_debt", max_debt),
+            max_in_flight=check_max_in_flight(max_in_flight),
         )
         self.backend.set_queue(SetQueueParams(settings=settings, now=self.clock()))
 

@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 from fairq.errors import ConfigError
 from fairq.job import JobInfo, JobState, Lease, NewJob, StoredJob
 from fairq.policy.bounds import (
+    check_max_in_flight,
     check_max_running,
     check_seconds,
     check_tenant,
@@ -184,7 +185,16 @@ class MaintainResult:
 
 @dataclass(frozen=True, kw_only=True)
 class QueueSettings:
-    """Defaults that every tenant of a queue gets unless it has its own setting."""
+    """Defaults that every tenant of a queue gets unless it has its own setting, and the
+    queue's own cap.
+
+    ``max_in_flight`` caps the queue's leased jobs, all tenants and all workers together (None:
+    no cap): while that many are leased, dequeue hands out nothing from the queue (it tries the
+    next queue asked), and a batch dequeue at most the room left. Which tenant gets a job is
+    decided exactly as without it. A lease that ends (ack, fail, release, expiry) frees room,
+    and waiters are woken when the queue goes from full to not full. Lowering it below the
+    jobs already leased ends none of them: nothing is handed out until they drop below it.
+    """
 
     queue: str
     weight: float = 1.0
@@ -192,12 +202,14 @@ class QueueSettings:
     rate: Rate | None = None  # None: no rate limit
     half_life: float | None = None  # None: idle tenants carry no history (the default rule)
     max_debt: float = 60.0  # with a half-life: the most recent service a tenant carries back
+    max_in_flight: int | None = None  # None: no cap on the queue's leased jobs
 
     def __post_init__(self) -> None:
         """Refuse what some store cannot hold, before any store sees it (fairq.policy.bounds)."""
         check_queue_name(self.queue)
         check_weight(self.weight)
         check_max_running(self.max_running)
+        check_max_in_flight(self.max_in_flight)
         _check_rate(self.rate)
         if self.half_life is not None:
             check_seconds("half_life", self.half_life)

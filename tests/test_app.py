@@ -266,6 +266,8 @@ def test_tenant_settings_round_trip(app: App) -> None:
     assert [(r.tenant, r.weight, r.max_running) for r in app.stats("imports")] == [("acme", 3.0, 2)]
     row = app.set_tenant("imports", "acme", weight=None, max_running=None)
     assert (row.weight, row.max_running) == (2.0, 5)
+    app.set_queue("imports", max_in_flight=7)
+    assert app.backend.get_queue(GetQueueParams(queue="imports")).max_in_flight == 7
 
 
 # -- bad input: a clear error, and nothing stored changes -----------------------------------
@@ -383,6 +385,8 @@ def test_a_cap_that_is_not_a_whole_number_of_at_least_1_is_refused(
         app.set_tenant("imports", "acme", max_running=cap)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="max_running"):
         app.set_queue("imports", max_running=cap)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="max_in_flight"):
+        app.set_queue("imports", max_in_flight=cap)  # type: ignore[arg-type]
 
 
 def test_a_payload_over_the_limit_is_refused_naming_sizes(

@@ -135,6 +135,8 @@ def test_a_cap_beyond_32_bits_is_refused_on_every_store(
         app.set_queue("imports", max_running=cap)
     with pytest.raises(ConfigError, match=r"max_running .* 2,147,483,647"):
         app.set_tenant("imports", "acme", max_running=cap)
+    with pytest.raises(ConfigError, match=r"max_in_flight .* 2,147,483,647"):
+        app.set_queue("imports", max_in_flight=cap)
 
 
 @pytest.mark.parametrize("count", TOO_BIG, ids=str)
@@ -190,13 +192,16 @@ def test_the_range_is_checked_in_the_params_every_store_takes() -> None:
 def test_the_largest_values_in_range_are_stored_as_given(
     app: App, job: JobDefinition[..., None]
 ) -> None:
-    app.set_queue("imports", max_running=MAX_INT, rate=Rate(MAX_INT, 1, burst=MAX_INT))
+    app.set_queue(
+        "imports", max_running=MAX_INT, rate=Rate(MAX_INT, 1, burst=MAX_INT), max_in_flight=MAX_INT
+    )
     row = app.set_tenant("imports", "acme", weight=MAX_WEIGHT, max_running=MAX_INT)
     assert (row.weight, row.max_running, row.rate) == (
         MAX_WEIGHT, MAX_INT, Rate(MAX_INT, 1, burst=MAX_INT)
     )  # fmt: skip
     queue = app.backend.get_queue(GetQueueParams(queue="imports"))
     assert (queue.max_running, queue.rate) == (MAX_INT, Rate(MAX_INT, 1, burst=MAX_INT))
+    assert queue.max_in_flight == MAX_INT
     info = app.job_info(job.options(priority=MAX_INT).enqueue("acme"))
     assert info is not None and info.priority == MAX_INT
 

@@ -135,8 +135,10 @@ class ReferenceModel(Reads):
     def _dispatch_first(self, queues: Sequence[str], worker: str, now: float) -> Lease | None:
         for name in queues:
             queue = self._queues.get(name)
-            tenant = queue.first_eligible() if queue else None
-            if queue is not None and tenant is not None:
+            if queue is None or not queue.has_room():
+                continue  # a full queue is skipped: the next one asked is tried
+            tenant = queue.first_eligible()
+            if tenant is not None:
                 return self._dispatch(queue, tenant, worker, now)
         return None
 
@@ -150,6 +152,7 @@ class ReferenceModel(Reads):
         job.deadline = now + job.lease_timeout
         job.worker = worker
         heapq.heappush(queue.running, (job.deadline, job.seq, job.leases))
+        queue.in_flight += 1
         rules.dispatch(queue, tenant, job, now)
         return job.lease()
 
@@ -235,6 +238,7 @@ class ReferenceModel(Reads):
         queue = self._queues[job.queue]
         tenant = queue.tenants[job.tenant]
         rules.end_run(queue, tenant, job, ended_at, now)
+        queue.in_flight -= 1  # room again: waiters are woken by the event's notify_all
         return queue, tenant
 
     def _fail(
@@ -282,6 +286,8 @@ class ReferenceModel(Reads):
                 promoted += self._promote(queue, now)
                 expired += self._expire(queue, now)
                 self._unlimit(queue, now)
+        if promoted or expired:
+            self._changed.notify_all()  # jobs ready again, and room freed in capped queues
         return promoted, expired
 
     def _promote(self, queue: Queue, now: float) -> int:
@@ -372,6 +378,7 @@ class ReferenceModel(Reads):
             queue.rate = settings.rate
             queue.half_life = settings.half_life
             queue.max_debt = settings.max_debt
+            queue.max_in_flight = settings.max_in_flight
             for tenant in queue.tenants.values():
                 self._resettle(queue, tenant, params.now)
             self._changed.notify_all()
@@ -437,15 +444,19 @@ class ReferenceModel(Reads):
     # -- waiting ---------------------------------------------------------------------------
 
     def wait(self, params: WaitParams) -> None:
-        """Return at once when a queue asked already has an eligible tenant (work that arrived
-        before the wait began is not a lost wake-up), else on the next change or timeout."""
+        """Return at once when a queue asked already has an eligible tenant and room (work that
+        arrived before the wait began is not a lost wake-up), else on the next change or
+        timeout. A full queue does not end a wait: its waiters sleep until a lease ends."""
         with self._changed:
             if not self._any_eligible(params.queues):
                 self._changed.wait(params.timeout)
 
     def _any_eligible(self, names: Sequence[str]) -> bool:
         queues = (self._queues.get(name) for name in names)
-        return any(queue is not None and queue.first_eligible() is not None for queue in queues)
+        return any(
+            queue is not None and queue.has_room() and queue.first_eligible() is not None
+            for queue in queues
+        )
 
     def close(self) -> None:
         with self._changed:

@@ -87,6 +87,7 @@ class Reads:
             rate=found.rate,
             half_life=found.half_life,
             max_debt=found.max_debt,
+            max_in_flight=found.max_in_flight,
         )
 
     def job_types(self) -> dict[str, JobType]:

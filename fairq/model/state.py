@@ -83,6 +83,8 @@ class Queue:
     rate: Rate | None = None
     half_life: float | None = None
     max_debt: float = 60.0
+    max_in_flight: int | None = None  # the queue's cap on leased jobs, all tenants together
+    in_flight: int = 0  # its leased (running) jobs
     vclock: float = 0.0
     tenants: dict[str, Tenant] = field(default_factory=dict)
     limited: list[tuple[float, str]] = field(default_factory=list)  # (limited_until, tenant)
@@ -108,6 +110,11 @@ class Queue:
 
     def usage_half_life(self) -> float:
         return history.usage_half_life(self.half_life)
+
+    def has_room(self) -> bool:
+        """Whether the queue may hand out a job: fewer leased than its ``max_in_flight``.
+        Only the queue is gated: its tenants' eligibility and tags are not touched."""
+        return self.max_in_flight is None or self.in_flight < self.max_in_flight
 
     def index(self, tenant: Tenant) -> None:
         """Record the tenant's current start tag in the eligible heap."""

@@ -111,3 +111,9 @@ def _short(value: object) -> str:
 def check_max_running(cap: object) -> int | None:
     """A cap on a tenant's running jobs, or None for no cap."""
     return None if cap is None else check_int("max_running (or None: no cap)", cap)
+
+
+def check_max_in_flight(cap: object) -> int | None:
+    """A cap on a queue's leased jobs, all tenants together, or None for no cap. 0 is refused:
+    a queue that hands out nothing is a pause, which is a weight of 0 for its tenants."""
+    return None if cap is None else check_int("max_in_flight (or None: no limit)", cap)

@@ -86,6 +86,26 @@ def test_queue_rate_and_history_keep_what_is_not_given(any_store: Store) -> None
     assert store.app.backend.get_queue(GetQueueParams(queue="demo")).max_running == 3
 
 
+def test_queue_max_in_flight_is_set_kept_shown_and_removed(any_store: Store) -> None:
+    store = any_store
+    app = store.app
+    store.enqueue("acme", n=3)
+    store.enqueue("globex", n=3)
+    result = store.run("queue", "demo", "--max-in-flight", "2")
+    assert result.exit_code == 0, result.output
+    assert "max in flight 2" in result.stdout
+    assert store.run("queue", "demo", "--weight", "3").exit_code == 0
+    settings = app.backend.get_queue(GetQueueParams(queue="demo"))
+    assert (settings.weight, settings.max_in_flight) == (3.0, 2)
+    app.backend.dequeue(DequeueParams(queues=["demo"], worker_id="w", now=app.clock(), limit=5))
+    assert "in flight 2 of max 2" in store.run("stats").stdout
+    doc = json.loads(store.run("stats", "--tenant", "acme", "--json").stdout)
+    assert (doc["queues"][0]["max_in_flight"], doc["queues"][0]["in_flight"]) == (2, 2)
+    assert store.run("queue", "demo", "--max-in-flight", "none").exit_code == 0
+    assert app.backend.get_queue(GetQueueParams(queue="demo")).max_in_flight is None
+    assert "in flight 2 of max none" in store.run("stats").stdout
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -109,6 +129,10 @@ def test_queue_rate_and_history_keep_what_is_not_given(any_store: Store) -> None
         ["queue", "demo", "--half-life", "soon"],
         ["queue", "demo", "--max-debt", "-5"],
         ["queue", "demo", "--max-debt", "inf"],
+        ["queue", "demo", "--max-in-flight", "0"],
+        ["queue", "demo", "--max-in-flight", "-1"],
+        ["queue", "demo", "--max-in-flight", "2.5"],
+        ["queue", "demo", "--max-in-flight", "99999999999"],
     ],
 )
 def test_bad_limits_exit_2_and_change_nothing(any_store: Store, args: list[str]) -> None:

@@ -132,9 +132,14 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
             assert before[key].weight > 0, before[key]
             until = before[key].limited_until
             assert until is None or until <= self.now, before[key]
-        for row in self.store.stats(StatsParams()):
+        rows = self.store.stats(StatsParams())
+        for row in rows:
             if (row.queue, row.tenant) in served:  # lowering a cap does not stop running jobs
                 assert row.max_running is None or row.running <= row.max_running, row
+        for queue in {lease.queue for lease in leases}:  # nor does lowering a queue's cap
+            cap = self.spec.get_queue(GetQueueParams(queue=queue)).max_in_flight
+            leased = sum(row.running for row in rows if row.queue == queue)
+            assert cap is None or leased <= cap, (queue, leased, cap)
         for lease in leases:
             assert lease.token not in self.tokens, "a token handed out twice"
             self.tokens.append(lease.token)
@@ -301,6 +306,7 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
         rate=st.sampled_from([None, None, *RATES]),
         half_life=st.sampled_from([None, 5.0, 30.0]),
         max_debt=st.sampled_from([60.0, 2.0]),
+        in_flight=st.sampled_from([None, None, 1, 2, 4]),
     )
     def set_queue_defaults(
         self,
@@ -310,7 +316,10 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
         rate: Rate | None,
         half_life: float | None,
         max_debt: float,
+        in_flight: int | None,
     ) -> None:
+        """``in_flight``: the queue's cap on leased jobs, set, changed (below what is leased
+        too) and removed at run time."""
         defaults = QueueSettings(
             queue=queue,
             weight=weight,
@@ -318,6 +327,7 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
             rate=rate,
             half_life=half_life,
             max_debt=max_debt,
+            max_in_flight=in_flight,
         )
         self.both(lambda b: b.set_queue(SetQueueParams(settings=defaults, now=self.now)))
         self.both(lambda b: b.get_queue(GetQueueParams(queue=queue)))

@@ -294,14 +294,18 @@ def test_the_function_files_digest_matches_their_release() -> None:
 def test_functions_of_a_newer_release_are_never_replaced_by_older_ones(
     schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A newer fairq re-created a file's functions (release 2); this older one (release 1,
-    other text) refuses the schema instead of putting its own back, with or without migrate."""
-    monkeypatch.setattr(migrate_module, "FUNCTIONS_RELEASE", 2)
+    """A newer fairq re-created a file's functions (the next release); this older one (the
+    current release, other text) refuses the schema instead of putting its own back, with or
+    without migrate."""
+    newer_release = sql.FUNCTIONS_RELEASE + 1
+    monkeypatch.setattr(migrate_module, "FUNCTIONS_RELEASE", newer_release)
     with_probe(monkeypatch, PROBE_2)
     PostgresBackend(server_url(), schema=schema).close()
     newer = applied_functions(schema)
     monkeypatch.undo()
     for allowed in (True, False):
-        with pytest.raises(SchemaError, match="functions of release 2, made by a newer fairq"):
+        with pytest.raises(
+            SchemaError, match=f"functions of release {newer_release}, made by a newer fairq"
+        ):
             PostgresBackend(server_url(), schema=schema, migrate=allowed)
     assert applied_functions(schema) == newer

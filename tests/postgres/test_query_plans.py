@@ -134,6 +134,7 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
         "queue_get": {"name": "default"},
         "queues_dispatch_state": {"names": ["default"], "now": 10.0},
         "queue_set_vclock": {"name": "default", "vclock": 3.0},
+        "queue_end_runs": {"name": "default", "ended": 1},
         "tenants_ensure": one,
         "tenants_lock": one,
         "tenant_lock_by_id": {"id": 8},

@@ -36,6 +36,7 @@ HOT = {
     "queue_get",
     "queue_ensure",
     "queue_set_vclock",
+    "queue_in_flight",
     "tenant_ensure",
     "tenant_id",
     "tenant_get",
@@ -143,7 +144,9 @@ def run_hot_paths(backend: SQLiteBackend) -> None:
     charge, and throttle rules (recording, trimming, re-spanning, pruning)."""
     backend.set_queue(
         SetQueueParams(
-            settings=QueueSettings(queue="default", rate=Rate(2, 10.0, burst=2), half_life=30.0),
+            settings=QueueSettings(
+                queue="default", rate=Rate(2, 10.0, burst=2), half_life=30.0, max_in_flight=50
+            ),
             now=0.0,
         )
     )

@@ -429,7 +429,8 @@ class PostgresBackend:
         def work(cur: Cursor[Row]) -> None:
             now = self._lock(cur, [settings.queue], exclusive=True, now=params.now)
             events = Events(cur, self.q)
-            cur.execute(
+            old = cur.execute(self.q["queue_get"], {"name": settings.queue}).fetchone()
+            new = cur.execute(
                 self.q["queue_set_defaults"],
                 {
                     "name": settings.queue,
@@ -438,8 +439,11 @@ class PostgresBackend:
                     **rate_columns("rate_", settings.rate),
                     "half_life": settings.half_life,
                     "max_debt": settings.max_debt,
+                    "max_in_flight": settings.max_in_flight,
                 },
-            )
+            ).fetchone()
+            if _full(old) and not _full(new):  # a cap raised or removed: room for waiters
+                events.woken.add(settings.queue)
             tenants = cur.execute(self.q["tenants_of_queue"], {"queue": settings.queue})
             for row in tenants.fetchall():
                 tenant = events.find_tenant(row["id"])
@@ -560,6 +564,12 @@ def _inherit(tenant: TenantRow, defaults: QueueSettings) -> None:
     tenant.weight = tenant.own_weight if tenant.own_weight is not None else defaults.weight
     tenant.max_running = tenant.own_max_running or defaults.max_running
     tenant.rate = tenant.own_rate if tenant.own_rate is not None else defaults.rate
+
+
+def _full(queue: Row | None) -> bool:
+    """Whether a queue row (max_in_flight, in_flight) is at its cap on leased jobs."""
+    cap = None if queue is None else queue["max_in_flight"]
+    return cap is not None and queue is not None and queue["in_flight"] >= cap
 
 
 def _holds(job: JobRow, lease: int) -> bool:

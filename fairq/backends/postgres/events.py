@@ -197,7 +197,16 @@ class Events:
         transitions.end_run(queue, tenant, job, ended_at, now)
         if not was_eligible:
             self.woken.add(tenant.queue)  # a freed slot may let this tenant run again
+        if queue.max_in_flight is not None:
+            self._end_in_flight(tenant.queue)
         return tenant
+
+    def _end_in_flight(self, name: str) -> None:
+        """A lease of a capped queue ended: one fewer in flight (the row is written only for
+        a capped queue); waiters are woken when that takes the queue from full to not full."""
+        row = self.cur.execute(self.q["queue_end_runs"], {"name": name, "ended": 1}).fetchone()
+        if row is not None and row["in_flight"] + 1 == row["max_in_flight"]:
+            self.woken.add(name)
 
     # -- running ---------------------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ def queue_settings(cur: Cursor[Row], q: Queries, queue: str) -> QueueSettings:
         rate=rate_of(row["rate_count"], row["rate_period"], row["rate_burst"]),
         half_life=row["half_life"],
         max_debt=row["max_debt"],
+        max_in_flight=row["max_in_flight"],
     )
 
 

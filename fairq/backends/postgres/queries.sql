@@ -42,7 +42,7 @@ INSERT INTO {schema}.queues (name) VALUES (%(name)s) ON CONFLICT (name) DO NOTHI
 
 -- name: queue_get
 SELECT name, weight, max_running, vclock, rate_count, rate_period, rate_burst, half_life,
-       max_debt
+       max_debt, max_in_flight, in_flight
 FROM {schema}.queues WHERE name = %(name)s
 
 -- name: queues_dispatch_state
@@ -53,7 +53,7 @@ FROM {schema}.queues WHERE name = %(name)s
 -- schema.sql). A queue known only to the inbox (its first jobs came in a caller's
 -- transaction) has no row yet: defaults until then.
 SELECT n.name, coalesce(q.vclock, 0.0) AS vclock, q.half_life,
-       coalesce(q.max_debt, 60.0) AS max_debt,
+       coalesce(q.max_debt, 60.0) AS max_debt, q.max_in_flight,
        (SELECT j.run_at FROM {schema}.jobs j
         WHERE j.queue = n.name AND j.state = 'scheduled' AND j.run_at <= %(now)s
         ORDER BY j.run_at, j.seq LIMIT 1) IS NOT NULL AS promote_due,
@@ -73,17 +73,33 @@ LEFT JOIN {schema}.queues q ON q.name = n.name
 UPDATE {schema}.queues SET vclock = %(vclock)s WHERE name = %(name)s
 
 -- name: queue_set_defaults
-INSERT INTO {schema}.queues (
-    name, weight, max_running, rate_count, rate_period, rate_burst, half_life, max_debt
+-- Under the queue's exclusive lock. A capped queue's in_flight is counted again from its
+-- running jobs (admin path: a range of jobs_running), so a count is never carried over from
+-- a time it was not kept.
+INSERT INTO {schema}.queues AS q (
+    name, weight, max_running, rate_count, rate_period, rate_burst, half_life, max_debt,
+    max_in_flight, in_flight
 ) VALUES (
     %(name)s, %(weight)s, %(max_running)s, %(rate_count)s, %(rate_period)s, %(rate_burst)s,
-    %(half_life)s, %(max_debt)s
+    %(half_life)s, %(max_debt)s, %(max_in_flight)s,
+    CASE WHEN %(max_in_flight)s::integer IS NULL THEN 0 ELSE (
+        SELECT count(*) FROM {schema}.jobs j WHERE j.queue = %(name)s AND j.state = 'running'
+    ) END
 )
 ON CONFLICT (name) DO UPDATE SET
     weight = excluded.weight, max_running = excluded.max_running,
     rate_count = excluded.rate_count, rate_period = excluded.rate_period,
     rate_burst = excluded.rate_burst, half_life = excluded.half_life,
-    max_debt = excluded.max_debt
+    max_debt = excluded.max_debt, max_in_flight = excluded.max_in_flight,
+    in_flight = excluded.in_flight
+RETURNING q.max_in_flight, q.in_flight
+
+-- name: queue_end_runs
+-- Leases of a capped queue ended (fail, release, expiry; acks do it in acks.sql): the count
+-- goes down. Only a capped queue's row is written: the caller checks max_in_flight first.
+UPDATE {schema}.queues SET in_flight = in_flight - %(ended)s
+WHERE name = %(name)s AND max_in_flight IS NOT NULL
+RETURNING max_in_flight, in_flight
 
 -- name: queue_names
 SELECT name FROM {schema}.queues ORDER BY name

@@ -29,15 +29,22 @@ def tenant_key(tenant: str) -> bytes:
 @dataclass
 class QueueRow(SettledQueue):
     """What the transitions (``fairq.policy.tenant``) read of a queue: its clock V and its
-    history settings. Tenants' effective settings live on their rows."""
+    history settings; and its cap on leased jobs, whose count only a capped queue keeps.
+    Tenants' effective settings live on their rows."""
 
     vclock: float
     half_life: float | None
     max_debt: float
+    max_in_flight: int | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> QueueRow:
-        return cls(vclock=row["vclock"], half_life=row["half_life"], max_debt=row["max_debt"])
+        return cls(
+            vclock=row["vclock"],
+            half_life=row["half_life"],
+            max_debt=row["max_debt"],
+            max_in_flight=row["max_in_flight"],
+        )
 
 
 @dataclass

@@ -26,6 +26,8 @@ CREATE TABLE {schema}.fairq_functions (
 -- One row per queue: the defaults its tenants inherit, and its virtual clock V. Dispatches in
 -- one queue are serialised by a transaction-scoped advisory lock keyed on (schema, queue), not
 -- by a lock on this row, so readers of V (enqueue, ack) can share it without MultiXacts.
+-- max_in_flight caps the queue's leased jobs (all tenants); in_flight counts them only while it
+-- is set (0 otherwise), so the ends of leases of an uncapped queue never write this row.
 CREATE TABLE {schema}.queues (
     name        text COLLATE "C" PRIMARY KEY,
     weight      double precision NOT NULL DEFAULT 1.0 CHECK (weight > 0),
@@ -35,7 +37,9 @@ CREATE TABLE {schema}.queues (
     rate_period double precision CHECK (rate_period > 0),
     rate_burst  integer CHECK (rate_burst >= 1),
     half_life   double precision CHECK (half_life > 0), -- NULL: no history
-    max_debt    double precision NOT NULL DEFAULT 60.0
+    max_debt    double precision NOT NULL DEFAULT 60.0,
+    max_in_flight integer CHECK (max_in_flight >= 1), -- NULL: no cap on leased jobs
+    in_flight   bigint NOT NULL DEFAULT 0 CHECK (in_flight >= 0)
 );
 
 -- One row per (queue, tenant). weight/max_running are the effective settings (own setting,

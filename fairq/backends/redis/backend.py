@@ -345,9 +345,11 @@ class RedisBackend:
         cap = "" if settings.max_running is None else str(settings.max_running)
         rate = rate_arg(settings.rate).split(",") if settings.rate else ["", "", ""]
         half_life = "" if settings.half_life is None else num(settings.half_life)
+        in_flight = "" if settings.max_in_flight is None else str(settings.max_in_flight)
         keys = [self.layout.queues, *self._keys({settings.queue: 1})]
         args: list[Arg] = [settings.queue, num(settings.weight), cap, *rate, half_life]
-        self._run("set_queue", keys, [*args, num(settings.max_debt), self._at(params.now)])
+        args += [num(settings.max_debt), self._at(params.now), in_flight]
+        self._run("set_queue", keys, args)
 
     def get_queue(self, params: GetQueueParams) -> QueueSettings:
         with self._translated():

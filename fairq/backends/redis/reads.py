@@ -96,6 +96,7 @@ def get_queue(client: Client, layout: Layout, queue: str) -> QueueSettings:
         rate=defaults.rate,
         half_life=defaults.half_life,
         max_debt=defaults.max_debt,
+        max_in_flight=defaults.max_in_flight,
     )
 
 

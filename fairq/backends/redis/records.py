@@ -280,7 +280,7 @@ class TenantRecord:
 
 
 #: The ``meta`` fields that hold a queue's defaults, in ``QueueDefaults.parse`` order.
-META_FIELDS = ("weight", "cap", "rcount", "rperiod", "rburst", "half_life", "max_debt")
+META_FIELDS = ("weight", "cap", "rcount", "rperiod", "rburst", "half_life", "max_debt", "maxf")
 
 
 @dataclass(frozen=True)
@@ -292,6 +292,7 @@ class QueueDefaults:
     rate: Rate | None
     half_life: float | None
     max_debt: float
+    max_in_flight: int | None = None  # the queue's own cap on its leased jobs
 
     @classmethod
     def parse(cls, fields: list[bytes | None]) -> QueueDefaults:
@@ -302,6 +303,7 @@ class QueueDefaults:
             rate=rate_from(f[2], f[3], f[4]),
             half_life=_opt(f[5]),
             max_debt=float(f[6]) if f[6] else 60.0,
+            max_in_flight=int(f[7]) if len(f) > 7 and f[7] else None,
         )
 
     def usage_half_life(self) -> float:

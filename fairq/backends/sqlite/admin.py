@@ -41,6 +41,7 @@ def set_queue(db: sqlite3.Connection, params: SetQueueParams) -> None:
             **rate_columns(settings.rate, "rate_"),
             "half_life": settings.half_life,
             "max_debt": settings.max_debt,
+            "max_in_flight": settings.max_in_flight,
         },
     )
     queue = QueueRow.get(db, settings.queue)
@@ -61,6 +62,7 @@ def get_queue(db: sqlite3.Connection, name: str) -> QueueSettings:
         rate=queue.rate,
         half_life=queue.half_life,
         max_debt=queue.max_debt,
+        max_in_flight=queue.max_in_flight,
     )
 
 

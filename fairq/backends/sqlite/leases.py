@@ -24,22 +24,43 @@ from fairq.errors import LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease, held_leases
 from fairq.policy.tenant import charge_progress, dispatch, end_run, retag
 
+Rooms = dict[str, int]  # per capped queue: the jobs it may still hand out in this dequeue
+
 
 def dispatch_first(
-    db: sqlite3.Connection, queues: Sequence[str], worker: str, now: float
+    db: sqlite3.Connection, queues: Sequence[str], worker: str, now: float, rooms: Rooms
 ) -> Lease | None:
-    """One single dequeue: the first queue, in the order given, with an eligible tenant."""
+    """One single dequeue: the first queue, in the order given, with an eligible tenant and
+    room under its ``max_in_flight``."""
     for name in queues:
         row = db.execute(Q["tenant_pick"], {"queue": name}).fetchone()
-        if row is not None:
-            return _dispatch(db, name, row["id"], worker, now)
+        if row is None:
+            continue
+        queue = QueueRow.get(db, name)
+        if queue.max_in_flight is not None:
+            if name not in rooms:
+                rooms[name] = _room(db, name, queue.max_in_flight)
+            if rooms[name] <= 0:
+                continue  # full: the next queue asked is tried
+            rooms[name] -= 1
+        return _dispatch(db, queue, row["id"], worker, now)
     return None
 
 
+def _room(db: sqlite3.Connection, queue: str, cap: int) -> int:
+    """What a capped queue may still hand out: its cap less its leased jobs.
+
+    Counted, not stored: under the write lock nothing else changes the count, an uncapped
+    queue pays nothing (no counter to keep on every ack), and a count cannot drift from the
+    jobs it counts. One range of the jobs_running index, at most ``cap`` entries, once per
+    dequeue; the dequeue's own dispatches are then subtracted in memory.
+    """
+    return cap - int(db.execute(Q["queue_in_flight"], {"queue": queue, "cap": cap}).fetchone()[0])
+
+
 def _dispatch(
-    db: sqlite3.Connection, queue_name: str, tenant_id: int, worker: str, now: float
+    db: sqlite3.Connection, queue: QueueRow, tenant_id: int, worker: str, now: float
 ) -> Lease:
-    queue = QueueRow.get(db, queue_name)
     tenant = TenantRow.load(db, tenant_id)
     assert tenant.head_seq is not None
     job = JobRow.by_seq(db, tenant.head_seq)
@@ -143,8 +164,9 @@ def dequeue(db: sqlite3.Connection, params: DequeueParams) -> DequeueResult:
     """
     _, expired = maintain_queues(db, params.queues, params.now)
     taken: list[Lease] = []
+    rooms: Rooms = {}
     while len(taken) < params.limit:
-        lease = dispatch_first(db, params.queues, params.worker_id, params.now)
+        lease = dispatch_first(db, params.queues, params.worker_id, params.now, rooms)
         if lease is None:
             break
         taken.append(lease)

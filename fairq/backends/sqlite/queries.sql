@@ -18,15 +18,24 @@ INSERT INTO queues (name) VALUES (:name) ON CONFLICT (name) DO NOTHING
 
 -- name: queue_set_defaults
 INSERT INTO queues (
-    name, weight, max_running, rate_count, rate_period, rate_burst, half_life, max_debt
+    name, weight, max_running, rate_count, rate_period, rate_burst, half_life, max_debt,
+    max_in_flight
 ) VALUES (
-    :name, :weight, :max_running, :rate_count, :rate_period, :rate_burst, :half_life, :max_debt
+    :name, :weight, :max_running, :rate_count, :rate_period, :rate_burst, :half_life, :max_debt,
+    :max_in_flight
 )
 ON CONFLICT (name) DO UPDATE SET
     weight = excluded.weight, max_running = excluded.max_running,
     rate_count = excluded.rate_count, rate_period = excluded.rate_period,
     rate_burst = excluded.rate_burst, half_life = excluded.half_life,
-    max_debt = excluded.max_debt
+    max_debt = excluded.max_debt, max_in_flight = excluded.max_in_flight
+
+-- name: queue_in_flight
+-- A capped queue's leased jobs, counted when it dispatches: a range of jobs_running that stops
+-- at the cap (a queue at or over its cap is full, however far over).
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM jobs WHERE queue = :queue AND state = 'running' LIMIT :cap
+)
 
 -- name: queue_set_vclock
 UPDATE queues SET vclock = :vclock WHERE name = :name

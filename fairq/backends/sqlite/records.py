@@ -46,6 +46,7 @@ class QueueRow(SettledQueue):
     rate: Rate | None
     half_life: float | None
     max_debt: float
+    max_in_flight: int | None  # the queue's cap on leased jobs; None: no cap
 
     @classmethod
     def load(cls, db: sqlite3.Connection, name: str) -> QueueRow | None:
@@ -60,6 +61,7 @@ class QueueRow(SettledQueue):
             rate=rate_from(row, "rate_"),
             half_life=row["half_life"],
             max_debt=row["max_debt"],
+            max_in_flight=row["max_in_flight"],
         )
 
     @classmethod

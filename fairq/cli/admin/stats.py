@@ -49,6 +49,8 @@ class QueueReport:
     default_rate: str | None
     half_life: float | None
     max_debt: float
+    max_in_flight: int | None  # the queue's own cap on its jobs running at once
+    in_flight: int = 0  # its jobs running now (leased), all tenants
     tenants: list[dict[str, Any]] = field(default_factory=list)
     totals: dict[str, Any] = field(default_factory=dict)
 
@@ -73,8 +75,9 @@ def stats(
 
     "oldest ready" is how long the longest-waiting ready job has waited; failed counts failed
     attempts (including expired leases), dead counts jobs out of attempts (see `fairq dead`).
-    "share" is the tenant's part of the queue's recent service (decaying with the queue's
-    half-life, else 60 s). "status": paused (weight 0), capped (n/N running), rate-limited
+    "in flight" is the queue's jobs running now, all tenants, and its own cap on them (max
+    in flight). "share" is the tenant's part of the queue's recent service (decaying with the
+    queue's half-life, else 60 s). "status": paused (weight 0), capped (n/N running), rate-limited
     (eligible again at T), throttled (its recent enqueues match a throttle rule, so new jobs go
     to a slower queue; pass --app to judge jobs no worker has published), running, waiting its
     turn (the fair scheduler is serving others first), or idle.
@@ -108,6 +111,8 @@ def queue_reports(app: App, queue: str | None, tenant: str | None, at: float) ->
         report = _queue_report(defaults)
         report.tenants = [_tenant_row(row, verdicts.get((name, row.tenant)), at) for row in rows]
         report.totals = _totals(report.tenants)
+        every = rows if tenant is None else app.stats(queue=name)  # in flight: all tenants
+        report.in_flight = sum(row.running for row in every)
         reports.append(report)
     return reports
 
@@ -120,6 +125,7 @@ def _queue_report(defaults: QueueSettings) -> QueueReport:
         default_rate=None if defaults.rate is None else str(defaults.rate),
         half_life=defaults.half_life,
         max_debt=defaults.max_debt,
+        max_in_flight=defaults.max_in_flight,
     )
 
 
@@ -161,7 +167,8 @@ def render_queue(report: QueueReport) -> Table:
         f"  (default weight {report.default_weight:g}, "
         f"cap {format_cap(report.default_max_running)}, "
         f"rate {report.default_rate or 'none'}, "
-        f"half-life {'none' if report.half_life is None else format_span(report.half_life)})",
+        f"half-life {'none' if report.half_life is None else format_span(report.half_life)}, "
+        f"in flight {report.in_flight} of max {format_cap(report.max_in_flight)})",
     )
     table = Table(title=title, title_justify="left", show_footer=True)
     table.add_column("tenant", footer=f"{report.totals['tenants']} tenants", no_wrap=True)

@@ -161,12 +161,13 @@ def format_rate(rate: Rate | None) -> str:
 
 
 @cli.command(
-    short_help="Show or set a queue's defaults: weight, cap, rate, history.",
+    short_help="Show or set a queue's defaults (weight, cap, rate, history) and its own cap.",
     epilog="""\b
 Examples:
-  fairq queue imports                        # show the defaults
+  fairq queue imports                        # show the settings
   fairq queue imports --max-running 4        # every tenant: at most 4 running at once
   fairq queue imports --rate 100/minute      # every tenant: at most 100 starts a minute
+  fairq queue imports --max-in-flight 20     # all tenants together: at most 20 at once
   fairq queue imports --half-life 600 --max-debt 60
   fairq queue imports --weight 1 --max-running none --rate none --half-life none
 """,
@@ -217,6 +218,15 @@ Examples:
     default=None,
     help="With a half-life: the most recent service a returning tenant is held back by.",
 )
+@click.option(
+    "--max-in-flight",
+    "max_in_flight",
+    metavar="N|none",
+    callback=parse_cap,
+    default=None,
+    help="The queue's own cap: at most N of its jobs running at once, all tenants and "
+    "workers together (the fair order is unchanged); 'none' for no cap.",
+)
 @store_options
 def queue(
     queue: str,
@@ -226,19 +236,21 @@ def queue(
     burst: int | None,
     half_life: float | str | None,
     max_debt: float | None,
+    max_in_flight: int | None,
     url: str | None,
     app_ref: str | None,
 ) -> None:
     """Show or set QUEUE's defaults: the weight, cap and rate of every tenant without its own,
-    and its history (half-life, max debt)."""
+    its history (half-life, max debt), and its own cap on jobs in flight."""
     cap_given = given("max_running")
+    in_flight_given = given("max_in_flight")
     new_rate = with_burst(rate, burst)
     with reported_errors():
         app = open_app(url, app_ref)
         try:
             current = app.backend.get_queue(GetQueueParams(queue=check_queue_name(queue)))
             changes = (weight, rate, half_life, max_debt)
-            if cap_given or any(value is not None for value in changes):
+            if cap_given or in_flight_given or any(value is not None for value in changes):
                 app.set_queue(
                     queue,
                     weight=weight if weight is not None else current.weight,
@@ -246,6 +258,7 @@ def queue(
                     rate=current.rate if isinstance(new_rate, Keep) else new_rate,
                     half_life=_half_life(half_life, current),
                     max_debt=max_debt if max_debt is not None else current.max_debt,
+                    max_in_flight=max_in_flight if in_flight_given else current.max_in_flight,
                 )
                 current = app.backend.get_queue(GetQueueParams(queue=queue))
         finally:
@@ -255,7 +268,7 @@ def queue(
         f"queue {current.queue}: default weight {current.weight:g}, "
         f"default cap {format_cap(current.max_running)}, "
         f"default rate {format_rate(current.rate)}, half-life {half}, "
-        f"max debt {current.max_debt:g} s",
+        f"max debt {current.max_debt:g} s, max in flight {format_cap(current.max_in_flight)}",
         markup=False,
     )
 

@@ -89,7 +89,10 @@ $$;
 -- changed in memory and written once. The arithmetic is fairq.policy.tenant.end_run then
 -- retag: F = finish_after_run(…); usage = max(decayed(usage, usage_at, now) + (F_new - F_old),
 -- 0); running - 1; S = max(F, V) if eligible. A freed slot that makes a capped tenant with
--- ready jobs eligible again wakes its queue's workers.
+-- ready jobs eligible again wakes its queue's workers. A queue with a cap on its leased jobs
+-- (max_in_flight) counts the runs ended off its in_flight, its row locked in name order after
+-- the tenants; one that goes from full to not full wakes its workers. An uncapped queue's row
+-- is not written: acks of one queue under its shared lock must not queue up on that row.
 CREATE FUNCTION {schema}.succeeded_runs(
     p_tenants bigint[], p_started double precision[], p_charged double precision[],
     p_now double precision, p_exclusive text[], p_channel_salt text
@@ -106,7 +109,11 @@ DECLARE
     v_weight double precision[];
     v_half_life double precision[];
     v_vclock double precision[];
+    v_queues text[];
+    v_caps integer[];             -- the queue's max_in_flight; NULL: no cap
     v_new double precision;
+    v_left bigint;
+    v_cap integer;
     r record;
     i integer;
 BEGIN
@@ -116,9 +123,10 @@ BEGIN
     SELECT array_agg(x.id), array_agg(x.finish_tag), array_agg(x.usage),
            array_agg(x.usage_at), array_agg(x.running), array_agg(x.weight),
            array_agg(coalesce(q.half_life, 60.0::double precision)), array_agg(q.vclock),
-           array_fill(0::bigint, ARRAY[count(*)::integer])
+           array_fill(0::bigint, ARRAY[count(*)::integer]), array_agg(x.queue),
+           array_agg(q.max_in_flight)
     INTO v_ids, v_finish, v_usage, v_usage_at, v_running, v_weight, v_half_life, v_vclock,
-         v_ended
+         v_ended, v_queues, v_caps
     FROM {schema}.tenants x LEFT JOIN {schema}.queues q ON q.name = x.queue
     WHERE x.id = ANY(p_tenants);
     FOR k IN 1..cardinality(p_tenants) LOOP
@@ -158,6 +166,21 @@ BEGIN
             PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || r.queue), 1, 24), '');
         END IF;
     END LOOP;
+    IF cardinality(array_remove(v_caps, NULL)) > 0 THEN  -- a capped queue among them
+        FOR r IN
+            SELECT e.queue, sum(e.ended)::bigint AS ended
+            FROM unnest(v_queues, v_ended, v_caps) AS e(queue, ended, cap)
+            WHERE e.cap IS NOT NULL
+            GROUP BY e.queue ORDER BY e.queue
+        LOOP
+            UPDATE {schema}.queues SET in_flight = in_flight - r.ended
+            WHERE name = r.queue AND max_in_flight IS NOT NULL
+            RETURNING in_flight, max_in_flight INTO v_left, v_cap;
+            IF v_left < v_cap AND v_left + r.ended >= v_cap THEN
+                PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || r.queue), 1, 24), '');
+            END IF;
+        END LOOP;
+    END IF;
 END
 $$;
 

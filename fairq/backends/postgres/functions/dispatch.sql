@@ -13,6 +13,14 @@
 -- changed in one UPDATE, and the call starts all its jobs in one UPDATE at the end.
 -- A head job is read by its key alone, and no statement here may scan a table: a plan cached
 -- while the tables were tiny must still be a key lookup once they are large.
+--
+-- A queue with a cap on its leased jobs (max_in_flight) hands out at most its room,
+-- max_in_flight - in_flight, and adds what it handed out to in_flight: a round then reads at
+-- most the room's worth of tenants (exact as above, k being the room), and a full queue reads
+-- none and the next queue is tried. Who is picked is decided as without the cap. The count is a
+-- column, read under the queue lock this function runs under, not a count of the running jobs:
+-- counting would walk the dead entries acked jobs leave in jobs_running until vacuum, under
+-- the lock that serialises the queue's dispatches.
 CREATE FUNCTION {schema}.dispatch(
     p_queues text[], p_worker text, p_now double precision, p_limit integer
 ) RETURNS TABLE (
@@ -32,6 +40,8 @@ DECLARE
     t {schema}.tenants%ROWTYPE;
     v_queue text;
     v_half_life double precision;
+    v_room bigint;                -- what the queue may hand out under its cap; NULL: no cap
+    v_queue_taken integer;        -- handed out from this queue
     v_vclock double precision;
     v_want integer;
     v_n integer;
@@ -49,14 +59,17 @@ DECLARE
 BEGIN
     FOREACH v_queue IN ARRAY p_queues LOOP
         v_vclock := NULL;
+        v_queue_taken := 0;
+        SELECT coalesce(q.half_life, 60.0::double precision), q.max_in_flight - q.in_flight
+        INTO v_half_life, v_room
+        FROM {schema}.queues q WHERE q.name = v_queue;
         WHILE v_taken < p_limit LOOP
-            v_want := LEAST(p_limit - v_taken, 64);
+            v_want := LEAST(p_limit - v_taken, 64, coalesce(v_room - v_queue_taken, 64));
+            EXIT WHEN v_want <= 0;  -- full: the next queue is tried
             SELECT array_agg(c.x ORDER BY c.ord), array_agg(c.priority ORDER BY c.ord),
                    array_agg(c.cost ORDER BY c.ord), array_agg(c.start_tag ORDER BY c.ord),
-                   array_agg(c.head_seq ORDER BY c.ord),
-                   (SELECT coalesce(q.half_life, 60.0::double precision)
-                    FROM {schema}.queues q WHERE q.name = v_queue)
-            INTO v_cands, v_prios, v_costs, v_starts, v_heads, v_half_life
+                   array_agg(c.head_seq ORDER BY c.ord)
+            INTO v_cands, v_prios, v_costs, v_starts, v_heads
             FROM (SELECT x, CASE WHEN h.state = 'ready' THEN h.priority END AS priority,
                          h.cost, x.start_tag, x.head_seq,
                          row_number() OVER (ORDER BY x.start_tag, x.head_seq) AS ord
@@ -78,7 +91,8 @@ BEGIN
             v_changed := 0;
             v_round := 0;
             -- at most v_n picks while tenants were left unread (see above)
-            WHILE v_taken < p_limit AND (v_n < v_want OR v_round < v_n) LOOP
+            WHILE v_taken < p_limit AND (v_n < v_want OR v_round < v_n)
+                  AND (v_room IS NULL OR v_queue_taken < v_room) LOOP
                 v_best := NULL;
                 FOR i IN 1..v_n LOOP
                     IF v_starts[i] IS NOT NULL AND (v_best IS NULL
@@ -152,6 +166,7 @@ BEGIN
                 END IF;
                 v_picked[v_best] := v_picked[v_best] + 1;
                 v_taken := v_taken + 1;
+                v_queue_taken := v_queue_taken + 1;
                 v_round := v_round + 1;
             END LOOP;
             -- the round's tenants, as the picks left them; a slot is never taken over a cap
@@ -170,7 +185,11 @@ BEGIN
             EXIT WHEN v_n < v_want;  -- every eligible tenant was read: none is left
         END LOOP;
         IF v_vclock IS NOT NULL THEN
-            UPDATE {schema}.queues SET vclock = v_vclock WHERE name = v_queue;
+            UPDATE {schema}.queues
+            SET vclock = v_vclock,
+                in_flight = in_flight + CASE WHEN max_in_flight IS NULL THEN 0
+                                             ELSE v_queue_taken END
+            WHERE name = v_queue;
         END IF;
     END LOOP;
     RETURN QUERY

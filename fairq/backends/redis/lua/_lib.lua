@@ -11,9 +11,10 @@
 -- {queue}; a queue's keys arrive in KEYS as one block of QUEUE_KEYS consecutive names:
 --   meta      hash   V (virtual clock), ntid (tenant id counter), layout (LAYOUT, written
 --                    with the first tenant), the queue defaults: weight, cap,
---                    rcount/rperiod/rburst (rate), half_life, max_debt (for Python's
---                    reads) and the same packed in conf (for these functions: `conf_of`),
---                    and due (no maintenance is needed before it: `next_due_of`)
+--                    rcount/rperiod/rburst (rate), half_life, max_debt, and the queue's own
+--                    cap on leased jobs maxf (max_in_flight; for Python's reads) and the same
+--                    packed in conf (for these functions: `conf_of`), and due (no
+--                    maintenance is needed before it: `next_due_of`)
 --   tenants   hash   tid -> binary record (TENANT below): F, ready, scheduled, running,
 --                    succeeded, failed, dead, usage, usage_at, kept (succeeded jobs still
 --                    stored); optional S, weight, cap, eseq, tat, limited_until, rcount,
@@ -27,7 +28,8 @@
 --   ready     zset   all scores 0, member tid(10) .. prio(10) .. seq(16) .. job_id (lex order)
 --   readyat   zset   all scores 0, member tid(10) .. sortable(ready_at)(8) .. seq(16)
 --   scheduled zset   score run_at, member seq(16) .. job_id: order (run_at, seq)
---   running   zset   score deadline, member seq(16) .. LONG .. job_id: order (deadline, seq)
+--   running   zset   score deadline, member seq(16) .. LONG .. job_id: order (deadline, seq);
+--                    one member per leased job, so ZCARD is the queue's count in flight
 --   dead      zset   score finished_at, member seq(16) .. job_id
 --   done      zset   score finished_at, member seq(16) .. job_id (succeeded, for pruning)
 --   jobs      hash   job_id -> binary record (JOB in _lib_jobs.lua): state, seq, tid,
@@ -37,7 +39,8 @@
 --   bodies    hash   job_id -> len(name) .. ":" .. name .. payload (never parsed here)
 --   errors    hash   job_id -> last error text
 --   backlog   set    tids with ready > 0 (what set_queue must refresh)
---   wake      list   wake-up tokens for idle workers (BLPOP), trimmed to WAKE_MAX
+--   wake      list   wake-up tokens for idle workers (BLPOP), trimmed to WAKE_MAX; emptied
+--                    while the queue is full (`wake_waiters`)
 --   limited   zset   score limited_until, member the tenant's name (exact UTF-8 bytes): equal
 --                    scores order by memcmp of UTF-8, which is code point order, so the zset
 --                    order is exactly the model's (limited_until, tenant) tuple order
@@ -256,19 +259,21 @@ local function keys_of(base)
 end
 
 -- A queue's defaults in one value, meta's `conf`: weight, cap, rate count, period, burst,
--- half_life, max_debt as doubles (NaN: none), each as the separate fields records.py reads
--- give it back (cap, count and burst whole). One HMGET of V, due and conf costs about half
--- of reading nine fields.
-local CONF, NAN = '>ddddddd', 0 / 0
+-- half_life, max_debt, maxf as doubles (NaN: none), each as the separate fields records.py
+-- reads give it back (cap, count, burst and maxf whole). One HMGET of V, due and conf costs
+-- about half of reading ten fields. A conf of the seven doubles before maxf (CONF7, written
+-- by an earlier fairq) is read as having no maxf.
+local CONF, CONF7, NAN = '>dddddddd', '>ddddddd', 0 / 0
 local function conf_of(q)
-  local r, cap, half_life = q.rate, NAN, NAN
+  local r, cap, half_life, maxf = q.rate, NAN, NAN, NAN
   local count, period, burst = NAN, NAN, NAN
   if q.cap ~= nil then cap = tonumber(int(q.cap)) end
   if r ~= nil then
     count, period, burst = tonumber(int(r.count)), r.period, tonumber(int(r.burst))
   end
   if q.half_life ~= nil then half_life = q.half_life end
-  return struct.pack(CONF, q.weight, cap, count, period, burst, half_life, q.max_debt)
+  if q.maxf ~= nil then maxf = tonumber(int(q.maxf)) end
+  return struct.pack(CONF, q.weight, cap, count, period, burst, half_life, q.max_debt, maxf)
 end
 
 local function some(x) if x ~= x then return nil end return x end
@@ -277,29 +282,45 @@ local function some(x) if x ~= x then return nil end return x end
 -- fairq) reads the separate fields, and gets its conf at the end of the call.
 local function load_defaults(q, conf)
   if conf then
-    local w, cap, count, period, burst, half_life, max_debt = struct.unpack(CONF, conf)
+    local w, cap, count, period, burst, half_life, max_debt, maxf
+    if #conf == 56 then
+      w, cap, count, period, burst, half_life, max_debt = struct.unpack(CONF7, conf)
+      maxf, q.confdirty = NAN, true
+    else
+      w, cap, count, period, burst, half_life, max_debt, maxf = struct.unpack(CONF, conf)
+    end
     q.weight, q.cap, q.half_life, q.max_debt = w, some(cap), some(half_life), max_debt
+    q.maxf = some(maxf)
     if count == count then q.rate = {count = count, period = period, burst = burst} end
     return
   end
   local m = redis.call('HMGET', q.k.meta, 'weight', 'cap', 'rcount', 'rperiod', 'rburst',
-    'half_life', 'max_debt')
+    'half_life', 'max_debt', 'maxf')
   q.weight, q.cap, q.rate = opt(m[1]) or 1.0, opt(m[2]), rate_from(m[3], m[4], m[5])
   q.half_life, q.max_debt, q.confdirty = opt(m[6]), opt(m[7]) or 60.0, true
+  q.maxf = opt(m[8])
 end
 
+-- The queue's leased jobs: one member of running each.
+local function in_flight(q) return redis.call('ZCARD', q.k.running) end
+
+-- Whether the queue is at (or over) its cap on leased jobs, max_in_flight (maxf).
+local function is_full(q) return q.maxf ~= nil and in_flight(q) >= q.maxf end
+
 -- meta's `due` (nil: unknown) is at or below every score in scheduled, running and limited,
--- so before it nothing is due and a dequeue skips maintenance (`maintain_queue`).
+-- so before it nothing is due and a dequeue skips maintenance (`maintain_queue`). A capped
+-- queue notes whether it is full as the call starts (full0), for `wake_waiters`.
 local function open_queue(block, name)
   local k = keys_of((block - 1) * QUEUE_KEYS)
   local m = redis.call('HMGET', k.meta, 'V', 'due', 'conf')
   local q = {
     k = k, block = block, name = name, V = opt(m[1]) or 0.0, due = opt(m[2]), weight = 1.0,
-    cap = nil, rate = nil, half_life = nil, max_debt = 60.0, vdirty = false, duedirty = false,
-    confdirty = false, tenants = {}, named = {}, dirty = {}, wake = 0, pending = {},
-    npending = 0,
+    cap = nil, rate = nil, half_life = nil, max_debt = 60.0, maxf = nil, full0 = false,
+    vdirty = false, duedirty = false, confdirty = false, tenants = {}, named = {}, dirty = {},
+    wake = 0, pending = {}, npending = 0,
   }
   load_defaults(q, m[3])
+  q.full0 = is_full(q)
   return q
 end
 

@@ -238,8 +238,11 @@ end
 
 -- -- dispatch -------------------------------------------------------------------------------
 
--- The queue's next job by (S, head_seq): it runs under a lease. Returns the reply entry.
+-- The queue's next job by (S, head_seq): it runs under a lease. Returns the reply entry, or
+-- nil when no tenant is eligible or the queue is full (its leased jobs at max_in_flight:
+-- one ZCARD, for capped queues only).
 local function dispatch(q, now)
+  if is_full(q) then return nil end
   sync(q)
   local first = redis.call('ZRANGE', q.k.eligible, '0', '0')[1]
   if first == nil then return nil end
@@ -283,6 +286,22 @@ end
 
 -- -- the end of every operation -------------------------------------------------------------
 
+-- The wake-up tokens of a queue with a cap on leased jobs (or one that had it): none while it
+-- is full, and its list emptied, since a waiter woken then could take nothing (an idle relay
+-- would spin on each enqueue); when the call took it from full to not full (a lease ended, or
+-- the cap was raised or removed), one token per job it has room for (at most WAKE_PER_CALL).
+local function wake_waiters(q)
+  local room = math.huge
+  if q.maxf ~= nil then room = q.maxf - in_flight(q) end
+  if room <= 0 then
+    q.wake = 0
+    redis.call('DEL', q.k.wake)
+  elseif q.full0 then
+    q.wake = q.wake + math.min(room, WAKE_PER_CALL)
+  end
+  q.full0 = room <= 0
+end
+
 -- Write back the tenants and meta fields this call changed; wake idle workers if work
 -- appeared.
 local function flush(q)
@@ -292,6 +311,7 @@ local function flush(q)
   end
   q.dirty = {}
   save_meta(q)
+  if q.maxf ~= nil or q.full0 then wake_waiters(q) end
   if q.wake > 0 then
     local tokens = {}
     for i = 1, math.min(q.wake, WAKE_PER_CALL) do tokens[i] = '1' end

@@ -4,9 +4,9 @@
 --       shifted by one key.
 -- ARGV: [1] queue name, [2] weight, [3] cap ('' for none), [4] rate count, [5] rate period,
 --       [6] rate burst ('' x3 for no rate), [7] half_life ('' for none), [8] max_debt, [9] now
---       (see `now_of`).
+--       (see `now_of`), [10] max_in_flight ('' for none).
 -- Touches: the queues set; meta, tenants, tids (read), tnames (read), eligible, ready (read),
---       backlog (read), limited, tats, wake.
+--       backlog (read), limited, tats, wake, running (read: ZCARD).
 -- Returns: the number of tenants resettled.
 --
 -- Resettling a tenant (recompute its rate hold, then refresh) can only change one that has
@@ -24,10 +24,11 @@ register('set_queue', function()
   q.rate = rate_from(ARGV[4], ARGV[5], ARGV[6])
   q.half_life = opt(ARGV[7])
   q.max_debt = tonumber(ARGV[8])
+  q.maxf = opt(ARGV[10])  -- q.full0 is still as the old cap had it: raising it wakes waiters
   local count, period, burst = rate_fields(q.rate)
   redis.call('HSET', q.k.meta, 'weight', fmt(q.weight), 'cap', optint(q.cap), 'rcount', count,
     'rperiod', period, 'rburst', burst, 'half_life', optfmt(q.half_life),
-    'max_debt', fmt(q.max_debt))
+    'max_debt', fmt(q.max_debt), 'maxf', optint(q.maxf))
   q.confdirty = true  -- the same defaults in one value, for open_queue
 
   redis.call('ZREMRANGEBYSCORE', q.k.tats, '-inf', fmt(now))
