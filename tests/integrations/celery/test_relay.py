@@ -35,26 +35,37 @@ def most_running(setup: Setup, tenant: str | None = None) -> int:
 
 def test_fair_order_through_the_relay(setup: Setup) -> None:
     """Weights 1:3:6, one worker slot: every round of ten runs has each tenant's share,
-    within one job, although the heaviest tenant enqueued all of its jobs first."""
+    within one job, although the heaviest tenant enqueued all of its jobs first.
+
+    Tenants are charged their jobs' real time (from release to the end), as natively: the jobs
+    do 0.1 s of work each so that a few milliseconds of noise cannot reorder them, and a first
+    job warms the worker's pool process up (its store connection) while the three tenants are
+    paused, so none of them is charged for that."""
     project, queue = setup.project, setup.queue
     weights = {"c": 6.0, "b": 3.0, "a": 1.0}
-    for tenant, weight in weights.items():
-        project.fair.app.set_tenant(queue, tenant, weight=weight)
+    for tenant in weights:
+        project.fair.app.set_tenant(queue, tenant, weight=0)  # paused: their jobs wait
     rounds = 3
     ids = []
     for tenant, weight in weights.items():  # c's 18 jobs first, then b's 9, then a's 3
         for i in range(int(weight) * rounds):
-            call = project.record.apply_async((tenant, f"{tenant}{i}", setup.log), queue=queue)
+            call = project.record.apply_async(
+                (tenant, f"{tenant}{i}", setup.log), {"work": 0.1}, queue=queue
+            )
             ids.append(call.id)
+    warm = project.record.apply_async(("warm", "warm", setup.log), queue=queue).id
     setup.worker(concurrency=1)
     setup.relay("--in-flight", "1")
+    wait_states(setup, [warm])
+    for tenant, weight in reversed(weights.items()):
+        project.fair.app.set_tenant(queue, tenant, weight=weight)
     wait_states(setup, ids)
-    order = [tag[0] for tag in setup.started_tags()]
+    order = [tag[0] for tag in setup.started_tags() if tag != "warm"]
     assert len(order) == len(ids)
     for r in range(rounds):
         share = Counter(order[r * 10 : (r + 1) * 10])
         for tenant, weight in weights.items():
-            assert abs(share[tenant] - weight) <= 1, (r, share, order)
+            assert abs(share[tenant] - weight) <= 1, (r, share, "".join(order))
     assert most_running(setup) == 1
 
 
@@ -115,7 +126,9 @@ def test_a_killed_worker_s_job_runs_again_after_its_lease(setup: Setup) -> None:
     # add a run: at least once, as the lease promises)
     assert started["first"] >= 2 and started["second"] >= 1, setup.runs()
     info = setup.project.fair.app.job_info(first)
-    assert info is not None and info.attempts == started["first"]
+    # a release whose message waited out its lease (the new worker was still starting) is an
+    # attempt too; its message is skipped when it arrives: never run twice at once
+    assert info is not None and info.attempts >= started["first"]
 
 
 def test_a_killed_relay_loses_nothing_another_carries_on(postgres_setup: Setup) -> None:
