@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 from fairq.errors import ConfigError
 from fairq.job import JobInfo, JobState, Lease, NewJob, StoredJob
 from fairq.policy.bounds import (
+    check_int,
     check_max_in_flight,
     check_max_running,
     check_seconds,
@@ -327,6 +328,113 @@ class ThrottleWindowsParams:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RouteParams:
+    """Count one enqueue of job ``name`` for ``tenant`` and choose its queue, storing no job:
+    the throttle decision of a native enqueue, for a job that goes to a peer's broker.
+
+    ``queue`` is the job's declared (home) queue; ``rules`` its throttle rules, least to most
+    restrictive (no rules: ``queue``, nothing counted). The window is the very one native
+    enqueues of the same job name and tenant record in (``throttle_windows`` shows it), so
+    routed and native enqueues count together. Which enqueues are counted is the caller's
+    rule, as ``App.enqueue``'s: a job given an explicit queue, or a retry, is not routed.
+    """
+
+    name: str
+    tenant: str
+    queue: str
+    rules: Sequence[Throttle]
+    now: float
+
+    def __post_init__(self) -> None:
+        """Refuse what no store can count, before any store sees it."""
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"name must be a job name (a non-empty str), got {self.name!r}")
+        object.__setattr__(self, "tenant", check_tenant(self.tenant))  # an int: its text
+        check_queue_name(self.queue)
+        if isinstance(self.rules, (str, bytes, Throttle)) or not isinstance(self.rules, Sequence):
+            raise ConfigError(f"rules must be a list of fairq.Throttle, got {self.rules!r}")
+        for rule in self.rules:
+            if not isinstance(rule, Throttle):
+                raise ConfigError(f"rules must be fairq.Throttle objects, got {rule!r}")
+        object.__setattr__(self, "rules", tuple(self.rules))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RouteResult:
+    queue: str  # the home queue, or the last matching rule's
+
+
+@dataclass(frozen=True, kw_only=True)
+class AcquireSlotParams:
+    """Take one of ``tenant``'s slots in ``queue`` for ``lease`` seconds, if one is free.
+
+    First the (queue, tenant)'s expired slots are dropped; then a slot is taken when fewer than
+    the cap are held. The cap is ``limit`` when given, else the tenant's ``max_running`` in the
+    queue as the store knows it (``set_tenant``, else ``set_queue``'s default: a change applies
+    to the next acquire), else there is none and every acquire is granted. Slots share that
+    setting with native jobs, not their count: a slot does not hold back a dequeue, nor the
+    reverse. ``holder`` (a worker id) is kept with the slot. Rules: fairq/policy/slots.py.
+    """
+
+    queue: str
+    tenant: str
+    holder: str
+    lease: float
+    now: float
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse what some store cannot hold, naming the argument (fairq.policy.bounds)."""
+        check_queue_name(self.queue)
+        object.__setattr__(self, "tenant", check_tenant(self.tenant))  # an int: its text
+        if not isinstance(self.holder, str) or not self.holder or "\x00" in self.holder:
+            raise ConfigError(
+                f"holder must be a non-empty str without NUL (a worker id), got {self.holder!r}"
+            )
+        object.__setattr__(self, "lease", check_seconds("lease", self.lease))
+        if self.limit is not None:
+            check_int("limit (or None: the tenant's max_running)", self.limit)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlotResult:
+    """A slot taken (``token``, held until ``deadline`` unless renewed), or refused: then
+    ``free_at`` is the earliest deadline among the slots held, a hint for when to try again."""
+
+    token: str | None = None
+    deadline: float | None = None
+    free_at: float | None = None
+
+    @property
+    def granted(self) -> bool:
+        return self.token is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenewSlotsParams:
+    tokens: Sequence[str]
+    now: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenewSlotsResult:
+    deadlines: Mapping[str, float]  # token -> new deadline (now + its lease), for slots held
+    lost: Sequence[str] = ()  # expired, released or unknown; nothing was changed for them
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseSlotsParams:
+    tokens: Sequence[str]
+    now: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseSlotsResult:
+    released: Sequence[str] = ()  # tokens whose slot was held and is free now, in order
+    lost: Sequence[str] = ()  # expired, already released or unknown: nothing to give back
+
+
+@dataclass(frozen=True, kw_only=True)
 class WaitParams:
     """Block up to ``timeout`` seconds or until new work may have arrived in ``queues``."""
 
@@ -390,6 +498,20 @@ class Backend(Protocol):
 
     def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
         """The recent enqueue times that throttle rules count, per (job name, tenant) asked."""
+
+    def route(self, params: RouteParams) -> RouteResult:
+        """Count an enqueue in its throttle window and choose its queue, storing no job
+        (``RouteParams``): atomic per (job name, tenant), in the window native enqueues use."""
+
+    def acquire_slot(self, params: AcquireSlotParams) -> SlotResult:
+        """Drop the (queue, tenant)'s expired slots, then take one if fewer than the cap are
+        held (``AcquireSlotParams``); atomic per (queue, tenant)."""
+
+    def renew_slots(self, params: RenewSlotsParams) -> RenewSlotsResult:
+        """Extend each held slot to ``now`` + its lease; others are reported lost, unchanged."""
+
+    def release_slots(self, params: ReleaseSlotsParams) -> ReleaseSlotsResult:
+        """Give slots back; a token not held (expired, released, unknown) is reported lost."""
 
     def publish_job_types(self, params: PublishJobTypesParams) -> None: ...
 

@@ -16,6 +16,7 @@ from fairq.contract import (
     AckAndDequeueResult,
     AckManyParams,
     AckManyResult,
+    AcquireSlotParams,
     DequeueParams,
     DequeueResult,
     EnqueueParams,
@@ -31,8 +32,15 @@ from fairq.contract import (
     MaintainResult,
     PublishJobTypesParams,
     ReleaseParams,
+    ReleaseSlotsParams,
+    ReleaseSlotsResult,
+    RenewSlotsParams,
+    RenewSlotsResult,
     RequeueParams,
+    RouteParams,
+    RouteResult,
     SetQueueParams,
+    SlotResult,
     StatsParams,
     TenantSettingsParams,
     TenantStats,
@@ -45,6 +53,7 @@ from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease, NewJob, held_leases
 from fairq.model import rules
 from fairq.model.reads import Reads
+from fairq.model.slots import SlotTable
 from fairq.model.state import Job, Queue, Tenant
 from fairq.policy import throttle
 from fairq.policy.tenant import forgettable
@@ -59,6 +68,7 @@ class ReferenceModel(Reads):
         super().__init__()
         self._seq = 0
         self._changed = threading.Condition(threading.RLock())
+        self._slots = SlotTable()
 
     @classmethod
     def from_url(cls, url: str) -> ReferenceModel:
@@ -105,18 +115,45 @@ class ReferenceModel(Reads):
         return job.queue
 
     def _route(self, new: NewJob, now: float) -> str:
+        return self._count(throttle.Routing(new.name, new.tenant, new.queue, new.throttle), now)
+
+    def _count(self, routing: throttle.Routing, now: float) -> str:
         """Record the enqueue in its throttle window, then let the rules pick the queue."""
-        if not new.throttle:
-            return new.queue
-        key = (new.name, new.tenant)
-        span = throttle.window_span(new.throttle)
+        if not routing.rules:
+            return routing.home
+        key = (routing.name, routing.tenant)
+        span = throttle.window_span(routing.rules)
         old, old_span = self._windows.get(key, ([], 0.0))
         if old and max(old) < now - old_span:
             old = []  # a window idle for longer than its span is forgotten (expired)
         kept = [t for t in old if t >= now - span]
-        times = [*kept, now][-throttle.window_size(new.throttle) :]
+        times = [*kept, now][-throttle.window_size(routing.rules) :]
         self._windows[key] = (times, span)
-        return throttle.choose_queue(times, now, new.throttle, new.queue)
+        return throttle.choose_queue(times, now, routing.rules, routing.home)
+
+    def route(self, params: RouteParams) -> RouteResult:
+        routing = throttle.Routing(params.name, params.tenant, params.queue, params.rules)
+        with self._changed:
+            return RouteResult(queue=self._count(routing, params.now))
+
+    # -- tenant slots (fairq/policy/slots.py) --------------------------------------------------
+
+    def acquire_slot(self, params: AcquireSlotParams) -> SlotResult:
+        with self._changed:
+            queue = self._queues.get(params.queue)
+            tenant = queue.tenants.get(params.tenant) if queue else None
+            setting = None if queue is None else queue.max_running
+            if queue is not None and tenant is not None:
+                setting = queue.cap_of(tenant)
+            return self._slots.acquire(params, setting)
+
+    def renew_slots(self, params: RenewSlotsParams) -> RenewSlotsResult:
+        with self._changed:
+            return self._slots.renew(params.tokens, params.now)
+
+    def release_slots(self, params: ReleaseSlotsParams) -> ReleaseSlotsResult:
+        with self._changed:
+            return self._slots.release(params.tokens, params.now)
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -266,6 +303,7 @@ class ReferenceModel(Reads):
         with self._changed:
             names = sorted(self._queues) if params.queues is None else params.queues
             promoted, expired = self._maintain(params.now, names)
+            self._slots.sweep(params.now)
             pruned = 0
             if params.retention is not None:
                 pruned = self._prune(params.now - params.retention, params.now)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import NamedTuple
 
 from fairq.errors import ConfigError
 from fairq.policy.bounds import check_int, check_seconds
@@ -33,6 +34,15 @@ class Throttle:
         per = check_seconds("a throttle's per", per, most=MAX_PERIOD)
         object.__setattr__(self, "per", per)
         object.__setattr__(self, "queue", check_queue_name(queue))
+
+
+class Routing(NamedTuple):
+    """One enqueue to count and route: a job's, or a peer broker's job's (``Backend.route``)."""
+
+    name: str  # the job name: with the tenant, it names the window
+    tenant: str
+    home: str  # the queue the job goes to when no rule matches
+    rules: Sequence[Throttle]
 
 
 def window_size(rules: Sequence[Throttle]) -> int:

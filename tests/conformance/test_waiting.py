@@ -53,3 +53,26 @@ def test_a_waiting_dequeue_takes_a_job_enqueued_while_it_waits(backend: Backend)
 def test_a_waiting_dequeue_with_nothing_arriving_gives_nothing(backend: Backend) -> None:
     enqueue(backend, [new_job(1, queue="elsewhere")], now=100.0)
     assert waiting_take(backend, 100.0, 0.05) == []
+
+
+def test_work_that_came_between_an_empty_look_and_a_wait_ends_the_wait(backend: Backend) -> None:
+    """A taker looks (nothing), the job arrives, then the same taker waits: the arrival must
+    not be missed because it came before the wait began (the relay's and the worker's loops do
+    just this). The wait is an hour long; only the arrival can end it within BOUND."""
+    taken: list[Lease] = []
+    looked, arrived = threading.Event(), threading.Event()
+
+    def look_then_wait() -> None:
+        taken.extend(waiting_take(backend, 100.0, 0.0))
+        looked.set()
+        arrived.wait(BOUND)
+        taken.extend(waiting_take(backend, 100.0, LONG_WAIT))
+
+    taker = threading.Thread(target=look_then_wait, daemon=True)
+    taker.start()
+    assert looked.wait(BOUND)
+    enqueue(backend, [new_job(1)], now=100.0)
+    arrived.set()
+    taker.join(BOUND)
+    assert not taker.is_alive(), "the waiting dequeue missed the job that came before it"
+    assert [lease.job_id for lease in taken] == ["j1"]

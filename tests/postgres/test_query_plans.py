@@ -31,7 +31,7 @@ from fairq.policy.throttle import Throttle
 
 from ._store import CALLER_CLOCK, DisposableBackend, open_disposable, server_url
 
-BIG_TABLES = {"tenants", "jobs", "succeeded_jobs", "inbox", "throttle_windows"}
+BIG_TABLES = {"tenants", "jobs", "succeeded_jobs", "inbox", "throttle_windows", "slots"}
 TENANTS = 2_000
 JOBS_PER_TENANT = 10
 
@@ -80,10 +80,30 @@ def filled() -> Iterator[DisposableBackend]:
     ) as conn:  # waits in the inbox: no dequeue of "parked"
         backend.enqueue_in(conn, EnqueueParams(jobs=parked, now=1.0))
     with psycopg.connect(server_url(), autocommit=True, **CALLER_CLOCK) as conn:
-        for table in ("queues", "tenants", "jobs", "succeeded_jobs", "inbox", "throttle_windows"):
+        fill_slots(conn, backend.schema)
+        for table in (
+            "queues",
+            "tenants",
+            "jobs",
+            "succeeded_jobs",
+            "inbox",
+            "throttle_windows",
+            "slots",
+        ):
             conn.execute(f'ANALYZE "{backend.schema}".{table}')
     yield backend
     backend.close()
+
+
+def fill_slots(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Tenant slots held by every tenant, three each, some expired (deadline 5 + i % 3)."""
+    conn.execute(
+        f"""INSERT INTO "{schema}".slots (nonce, queue, tenant, tenant_key, holder, lease, deadline)
+            SELECT md5(i::text), 'default', 'tenant-' || (i / 3),
+                   sha256(convert_to('tenant-' || (i / 3), 'UTF8')), 'w', 30.0, 5.0 + i %% 3
+            FROM generate_series(0, %(count)s - 1) AS i""",
+        {"count": TENANTS * 3},
+    )
 
 
 def finish_many(backend: DisposableBackend, count: int) -> None:
@@ -170,7 +190,16 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
         "job_insert_from_inbox": {**job, "seq": 10**9},
         "jobs_drop_if_succeeded": {"seqs": [10**9, 10**9 + 1]},
         "notify": {"channel": queue_channel(schema, "default")},
-    }
+        "slots_lock": {"keys": [-5, 7], "now": 10.0},
+        "slot_acquire": {
+            "queue": "default", "tenant": tenant, "key": tenant_key(tenant), "now": 6.0,
+            "limit": None, "nonce": "n", "holder": "w", "lease": 30.0,
+        },
+        "slots_get": {"nonces": ["a", "b"]},
+        "slots_renew": {"nonces": ["a", "b"], "deadlines": [40.0, 41.0]},
+        "slots_delete": {"nonces": ["a", "b"]},
+        "slots_prune": {"now": 6.0, "limit": 1000},
+    }  # fmt: skip
 
 
 def scans(plan: dict[str, Any]) -> Iterator[tuple[str, str]]:

@@ -17,6 +17,7 @@ from fairq.backends.sqlite import SQLiteBackend
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import (
     AckManyParams,
+    AcquireSlotParams,
     DequeueParams,
     EnqueueParams,
     FailParams,
@@ -24,6 +25,8 @@ from fairq.contract import (
     MaintainParams,
     QueueSettings,
     ReleaseParams,
+    ReleaseSlotsParams,
+    RenewSlotsParams,
     SetQueueParams,
     StatsParams,
     TenantSettingsParams,
@@ -61,6 +64,14 @@ HOT = {
     "throttle_record",
     "throttle_stamp",
     "throttle_prune",
+    "slots_drop_expired",
+    "slots_held",
+    "slot_setting",
+    "slot_insert",
+    "slot_get",
+    "slot_renew",
+    "slot_delete",
+    "slots_prune",
 }
 # Operator and start-up paths: allowed to scan, each for a reason given in queries.sql.
 COLD = {
@@ -88,7 +99,7 @@ def plan(db: sqlite3.Connection, sql: str, params: dict[str, object] | None = No
 
 def assert_indexed(steps: list[str], sql: str) -> None:
     for step in steps:
-        assert not re.match(r"SCAN (jobs|tenants|throttle_times)\b", step), (
+        assert not re.match(r"SCAN (jobs|tenants|throttle_times|slots)\b", step), (
             f"{step!r} in plan of {sql}"
         )
         assert "TEMP B-TREE" not in step, f"{step!r} (a sort) in plan of {sql}"
@@ -122,6 +133,14 @@ def test_throttle_windows_are_read_and_pruned_through_indexes(backend: SQLiteBac
     assert any("INDEX throttle_times_key (name=? AND tenant=?)" in s for s in steps), steps
     steps = plan(db, Q["throttle_prune"], {"now": 1.0})
     assert any("INDEX throttle_times_expiry (expires_at<?)" in s for s in steps), steps
+
+
+def test_slots_are_counted_and_pruned_through_indexes(backend: SQLiteBackend) -> None:
+    db = backend._store.conn
+    steps = plan(db, Q["slots_held"], {"queue": "q", "tenant": "t"})
+    assert any("INDEX slots_place (queue=? AND tenant=?)" in s for s in steps), steps
+    steps = plan(db, Q["slots_prune"], {"now": 1.0})
+    assert any("INDEX slots_deadline (deadline<?)" in s for s in steps), steps
 
 
 def test_traced_hot_path_statements_use_indexes(backend: SQLiteBackend) -> None:
@@ -176,3 +195,16 @@ def run_hot_paths(backend: SQLiteBackend) -> None:
     backend.dequeue(DequeueParams(queues=["default"], worker_id="w", now=40.0, limit=2))
     backend.maintain(MaintainParams(now=100.0, queues=["default"]))
     backend.set_tenant(TenantSettingsParams(queue="default", tenant="t1", now=100.0, weight=2.0))
+    tokens = [slot_token(backend, now=100.0), slot_token(backend, now=100.0)]
+    fresh = slot_token(backend, now=106.0)  # the two before have expired: dropped first
+    backend.renew_slots(RenewSlotsParams(tokens=[fresh, *tokens], now=107.0))
+    backend.release_slots(ReleaseSlotsParams(tokens=[fresh], now=108.0))
+    slot_token(backend, now=108.0)
+    backend.maintain(MaintainParams(now=200.0, queues=["default"]))
+
+
+def slot_token(backend: SQLiteBackend, now: float) -> str:
+    params = AcquireSlotParams(queue="default", tenant="t1", holder="w", lease=5.0, now=now)
+    token = backend.acquire_slot(params).token
+    assert token is not None
+    return token

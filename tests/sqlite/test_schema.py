@@ -39,6 +39,9 @@ EXPECTED_OBJECTS = {
     ("index", "jobs_succeeded", "jobs"),
     ("index", "throttle_times_key", "throttle_times"),
     ("index", "throttle_times_expiry", "throttle_times"),
+    ("table", "slots", "slots"),
+    ("index", "slots_place", "slots"),
+    ("index", "slots_deadline", "slots"),
 }
 # Each partial index covers exactly one job state (or eligible tenants); dispatch relies on it.
 PARTIAL = {

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import Connection, Cursor
 
-from fairq.backends.postgres import inspect, pruning, results, throttling
+from fairq.backends.postgres import inspect, pruning, results, slots, throttling
 from fairq.backends.postgres.db import Database, Pool
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.keys import (
@@ -41,6 +41,7 @@ from fairq.contract import (
     AckAndDequeueResult,
     AckManyParams,
     AckManyResult,
+    AcquireSlotParams,
     DequeueParams,
     DequeueResult,
     EnqueueParams,
@@ -59,8 +60,15 @@ from fairq.contract import (
     PublishJobTypesParams,
     QueueSettings,
     ReleaseParams,
+    ReleaseSlotsParams,
+    ReleaseSlotsResult,
+    RenewSlotsParams,
+    RenewSlotsResult,
     RequeueParams,
+    RouteParams,
+    RouteResult,
     SetQueueParams,
+    SlotResult,
     StatsParams,
     TenantSettingsParams,
     TenantStats,
@@ -71,6 +79,7 @@ from fairq.contract import (
 )
 from fairq.errors import LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, NewJob, check_distinct
+from fairq.policy.throttle import Routing
 
 T = TypeVar("T")
 log = logging.getLogger("fairq.backends.postgres")
@@ -355,6 +364,23 @@ class PostgresBackend:
     def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
         return self.db.run(lambda cur: throttling.recent(cur, self.q, params))
 
+    # -- routing and tenant slots (for peer brokers' jobs): throttling.py, slots.py --------
+
+    def route(self, params: RouteParams) -> RouteResult:
+        routed = Routing(params.name, params.tenant, params.queue, params.rules)
+        return RouteResult(
+            queue=self.db.run(lambda cur: throttling.one(cur, self.q, routed, params.now))
+        )
+
+    def acquire_slot(self, params: AcquireSlotParams) -> SlotResult:
+        return self.db.run(lambda cur: slots.acquire(cur, self.q, self.seed, params))
+
+    def renew_slots(self, p: RenewSlotsParams) -> RenewSlotsResult:
+        return self.db.run(lambda cur: slots.renew(cur, self.q, self.seed, p.tokens, p.now))
+
+    def release_slots(self, p: ReleaseSlotsParams) -> ReleaseSlotsResult:
+        return self.db.run(lambda cur: slots.release(cur, self.q, self.seed, p.tokens, p.now))
+
     # -- maintenance -----------------------------------------------------------------------
 
     def maintain(self, params: MaintainParams) -> MaintainResult:
@@ -370,6 +396,7 @@ class PostgresBackend:
             if params.retention is not None:
                 pruned = pruning.prune(cur, self.q, now - params.retention, now)
             throttling.prune(cur, self.q, now)
+            slots.prune(cur, self.q, now)
             self._notify(cur, events.woken)
             return MaintainResult(
                 promoted=promoted,

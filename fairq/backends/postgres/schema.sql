@@ -193,3 +193,19 @@ CREATE TABLE {schema}.throttle_windows (
 );
 
 CREATE INDEX throttle_windows_expiry ON {schema}.throttle_windows (expires_at);
+
+-- Tenant slots (slots.py): one row per slot held, by its nonce; a (queue, tenant) is found
+-- through its tenant_key, sha256(tenant) as in tenants. Acquire, renew and release of a
+-- (queue, tenant) take turns on a transaction-scoped advisory lock of their own.
+CREATE TABLE {schema}.slots (
+    nonce      text PRIMARY KEY,
+    queue      text COLLATE "C" NOT NULL,
+    tenant     text COLLATE "C" NOT NULL,
+    tenant_key bytea NOT NULL,
+    holder     text NOT NULL,
+    lease      double precision NOT NULL,
+    deadline   double precision NOT NULL
+);
+
+CREATE INDEX slots_place ON {schema}.slots (queue, tenant_key, deadline);
+CREATE INDEX slots_deadline ON {schema}.slots (deadline);

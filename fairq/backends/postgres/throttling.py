@@ -34,9 +34,23 @@ def window_key(name: str, tenant: str) -> bytes:
 
 def route(cur: Cursor[Row], q: Queries, jobs: Sequence[NewJob], now: float) -> list[NewJob]:
     """The jobs, each in the queue its throttle rules chose; windows recorded, rows locked."""
-    pairs = sorted({(job.name, job.tenant) for job in jobs if job.throttle})
+    routings = [throttle.Routing(job.name, job.tenant, job.queue, job.throttle) for job in jobs]
+    queues = count(cur, q, routings, now)
+    return [
+        job if queue == job.queue else dataclasses.replace(job, queue=queue)
+        for job, queue in zip(jobs, queues, strict=True)
+    ]
+
+
+def count(
+    cur: Cursor[Row], q: Queries, routings: Sequence[throttle.Routing], now: float
+) -> list[str]:
+    """Record each enqueue in its window and choose its queue, in order; one without rules
+    keeps its home queue, recorded nowhere. A job's enqueue (``route``) and ``Backend.route``
+    both come here: one window, one rule."""
+    pairs = sorted({(r.name, r.tenant) for r in routings if r.rules})
     if not pairs:
-        return list(jobs)
+        return [routing.home for routing in routings]
     keyed = sorted((window_key(name, tenant), name, tenant) for name, tenant in pairs)
     args = {
         "keys": [key for key, _, _ in keyed],
@@ -47,25 +61,32 @@ def route(cur: Cursor[Row], q: Queries, jobs: Sequence[NewJob], now: float) -> l
     rows = cur.execute(q["throttle_windows_lock"], args).fetchall()
     windows = {(row["name"], row["tenant"]): list(row["times"]) for row in rows}
     spans: dict[tuple[str, str], float] = {}
-    routed: list[NewJob] = []
-    for job in jobs:
-        if not job.throttle:
-            routed.append(job)
+    chosen: list[str] = []
+    for routing in routings:
+        if not routing.rules:
+            chosen.append(routing.home)
             continue
-        key = (job.name, job.tenant)
-        span = throttle.window_span(job.throttle)
+        key = (routing.name, routing.tenant)
+        span = throttle.window_span(routing.rules)
         kept = [t for t in windows[key] if t >= now - span]
-        windows[key] = [*kept, now][-throttle.window_size(job.throttle) :]
+        windows[key] = [*kept, now][-throttle.window_size(routing.rules) :]
         spans[key] = span
-        queue = throttle.choose_queue(windows[key], now, job.throttle, job.queue)
-        routed.append(dataclasses.replace(job, queue=queue))
+        chosen.append(throttle.choose_queue(windows[key], now, routing.rules, routing.home))
     for (name, tenant), span in spans.items():
         times = windows[(name, tenant)]
         cur.execute(
             q["throttle_window_save"],
             {"key": window_key(name, tenant), "times": times, "span": span, "last_at": max(times)},
         )
-    return routed
+    return chosen
+
+
+def one(cur: Cursor[Row], q: Queries, routing: throttle.Routing, now: float) -> str:
+    """``Backend.route``: ``count`` at the event's time, as an enqueue with rules records it."""
+    if not routing.rules:
+        return routing.home
+    (row,) = cur.execute(q["event_time"], {"now": now}).fetchall()
+    return count(cur, q, [routing], float(row["now"]))[0]
 
 
 def recent(

@@ -26,6 +26,7 @@ from fairq.contract import (
     AckAndDequeueResult,
     AckManyParams,
     AckManyResult,
+    AcquireSlotParams,
     DequeueParams,
     DequeueResult,
     EnqueueParams,
@@ -43,8 +44,15 @@ from fairq.contract import (
     PublishJobTypesParams,
     QueueSettings,
     ReleaseParams,
+    ReleaseSlotsParams,
+    ReleaseSlotsResult,
+    RenewSlotsParams,
+    RenewSlotsResult,
     RequeueParams,
+    RouteParams,
+    RouteResult,
     SetQueueParams,
+    SlotResult,
     StatsParams,
     TenantSettingsParams,
     TenantStats,
@@ -60,8 +68,9 @@ from fairq.errors import (
     SchemaError,
 )
 from fairq.job import JobInfo, Lease, NewJob, check_distinct
+from fairq.policy.throttle import Routing
 
-from . import calls, reads, throttling
+from . import calls, reads, slots, throttling
 from .connection import (
     RedisOptions,
     check_eviction,
@@ -104,6 +113,7 @@ class RedisBackend:
         self.client: Any = open_client(options)  # replies are parsed where they are used
         self._library = library()
         self._checked: set[str] = set()
+        self._homes: set[str] = set()  # queues route() has added to the queues seen
         self._routes: OrderedDict[str, str] = OrderedDict()
         self._caller = os.urandom(6).hex()  # with the thread's id: whose reply key (_once)
         self._lock = threading.Lock()
@@ -318,6 +328,44 @@ class RedisBackend:
             return answers
         again = dict(self._per_lease(script, stale, now))
         return [(token, again.get(token, answer)) for token, answer in answers]
+
+    # -- routing and tenant slots (for peer brokers' jobs) -----------------------------------
+
+    def route(self, params: RouteParams) -> RouteResult:
+        """route.lua, as an enqueue's throttle rules run it (throttling.count). The home queue
+        joins the queues seen (once per backend object), where ``throttle_windows`` looks."""
+        routing = Routing(params.name, params.tenant, params.queue, params.rules)
+        if params.rules and params.queue not in self._homes:
+            with self._translated():
+                self.client.sadd(self.layout.queues, params.queue)
+            self._homes.add(params.queue)
+        at = self._at(params.now)
+        (queue,) = throttling.count(self._run_once, self.layout, [routing], at)
+        return RouteResult(queue=queue)
+
+    def acquire_slot(self, params: AcquireSlotParams) -> SlotResult:
+        block = self._keys({params.queue: 1})
+        return slots.acquire(self._run_once, block, self.layout, params, self._at(params.now))
+
+    def renew_slots(self, params: RenewSlotsParams) -> RenewSlotsResult:
+        answers = slots.each(
+            self._run_once, self.layout, "renew_slots", params.tokens, self._at(params.now)
+        )
+        pairs = list(zip(params.tokens, answers, strict=True))
+        return RenewSlotsResult(
+            deadlines={token: float(answer) for token, answer in pairs if answer},
+            lost=[token for token, answer in pairs if not answer],
+        )
+
+    def release_slots(self, params: ReleaseSlotsParams) -> ReleaseSlotsResult:
+        answers = slots.each(
+            self._run_once, self.layout, "release_slots", params.tokens, self._at(params.now)
+        )
+        pairs = list(zip(params.tokens, answers, strict=True))
+        return ReleaseSlotsResult(
+            released=[token for token, answer in pairs if answer],
+            lost=[token for token, answer in pairs if not answer],
+        )
 
     # -- maintenance -----------------------------------------------------------------------
 

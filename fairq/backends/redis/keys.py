@@ -10,8 +10,9 @@ Per queue, ``{prefix}:{<queue>}:<part>`` for each part in ``QUEUE_PARTS``: the h
 early. Tenants never appear in key names: a queue interns each tenant as a number (``tids``
 and ``tnames`` hashes), and every per-tenant structure is a hash field or zset member of a
 per-queue key, so a script never has to build a key name. _lib.lua documents each part.
-The one per-(job name, tenant) key, a throttle window, hex-encodes both (``window_key``);
-the one per-caller key, a call's remembered reply, names a random caller id (``reply_key``).
+The one per-(job name, tenant) key, a throttle window, hex-encodes both (``window_key``),
+and so do the keys of a tenant's slots (``slot_keys``); the one per-caller key, a call's
+remembered reply, names a random caller id (``reply_key``).
 """
 
 from __future__ import annotations
@@ -70,6 +71,12 @@ PART_TYPES: dict[str, str] = {
 #: Throttle windows are per (job name, tenant) lists, not part of a queue's key block:
 #: ``{prefix}:{<home queue>}:win:<hex name>:<hex tenant>`` (see ``Layout.window_key``).
 WINDOW_PART = "win"
+#: Tenant slots (fairq/policy/slots.py) are per (queue, tenant) pairs of keys, kept only while
+#: the tenant holds a slot there: ``{prefix}:{<queue>}:slots:<hex tenant>``, a zset of nonce ->
+#: deadline, and ``…:slotinfo:<hex tenant>``, a hash of nonce -> "lease:holder" (see
+#: ``Layout.slot_keys``; both expire with their last deadline).
+SLOTS_PART = "slots"
+SLOT_INFO_PART = "slotinfo"
 #: A caller's last reply from each queue's slot, for its re-sending (``register_once`` in
 #: _lib.lua): ``{prefix}:{<queue>}:reply:<caller id>``, a string that expires.
 REPLY_PART = "reply"
@@ -141,6 +148,15 @@ class Layout:
         """
         encoded = f"{name.encode().hex()}:{tenant.encode().hex()}"
         return f"{self.queue_key(home, WINDOW_PART)}:{encoded}"
+
+    def slot_keys(self, queue: str, tenant: str) -> tuple[str, str]:
+        """The slots a tenant holds in a queue (zset) and their leases and holders (hash), in
+        the queue's Cluster slot; the tenant hex-encoded as in ``window_key``."""
+        encoded = tenant.encode().hex()
+        return (
+            f"{self.queue_key(queue, SLOTS_PART)}:{encoded}",
+            f"{self.queue_key(queue, SLOT_INFO_PART)}:{encoded}",
+        )
 
     def reply_key(self, queue: str, caller: str) -> str:
         return f"{self.queue_key(queue, REPLY_PART)}:{caller}"

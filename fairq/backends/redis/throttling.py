@@ -32,25 +32,33 @@ Run = Callable[[str, str, list[str], Sequence[Arg]], Any]
 def route(run: Run, layout: Layout, jobs: Sequence[NewJob], now: str) -> list[str]:
     """The queue of each job: its own, or what its throttle rules chose (recorded). ``now``:
     the time argument, as ``RedisBackend._at`` makes it."""
-    chosen = [job.queue for job in jobs]
+    routings = [throttle.Routing(job.name, job.tenant, job.queue, job.throttle) for job in jobs]
+    return count(run, layout, routings, now)
+
+
+def count(run: Run, layout: Layout, routings: Sequence[throttle.Routing], now: str) -> list[str]:
+    """Record each enqueue in its window and choose its queue, in order (one route.lua call
+    per home queue); one without rules keeps its home queue, recorded nowhere. A job's
+    enqueue (``route``) and ``Backend.route`` both come here: one window, one rule."""
+    chosen = [routing.home for routing in routings]
     by_home: dict[str, list[int]] = {}
-    for at, job in enumerate(jobs):
-        if job.throttle:
-            by_home.setdefault(job.queue, []).append(at)
+    for at, routing in enumerate(routings):
+        if routing.rules:
+            by_home.setdefault(routing.home, []).append(at)
     for home, positions in by_home.items():
         keys: dict[str, int] = {}
         args: list[Arg] = [now]
         for at in positions:
-            job = jobs[at]
-            key = layout.window_key(home, job.name, job.tenant)
+            routing = routings[at]
+            key = layout.window_key(home, routing.name, routing.tenant)
             args += [
                 keys.setdefault(key, len(keys) + 1),
-                throttle.window_size(job.throttle),
-                num(throttle.window_span(job.throttle)),
+                throttle.window_size(routing.rules),
+                num(throttle.window_span(routing.rules)),
                 home,
-                len(job.throttle),
+                len(routing.rules),
             ]
-            for rule in job.throttle:
+            for rule in routing.rules:
                 args += [rule.threshold, num(rule.per), rule.queue]
         for at, queue in zip(positions, run("route", home, list(keys), args), strict=True):
             chosen[at] = text(queue)

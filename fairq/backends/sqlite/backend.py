@@ -9,12 +9,13 @@ atomic from its first read, so the read-modify-write of tags cannot interleave.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from fairq.backends.clock import Clock
-from fairq.backends.sqlite import admin, leases, maintenance, producing, throttling
+from fairq.backends.sqlite import admin, leases, maintenance, producing, slots, throttling
 from fairq.backends.sqlite.schema import connect, prepare
 from fairq.backends.sqlite.store import Store
 from fairq.backends.sqlite.url import path_from_url
@@ -23,6 +24,7 @@ from fairq.contract import (
     AckAndDequeueResult,
     AckManyParams,
     AckManyResult,
+    AcquireSlotParams,
     DequeueParams,
     DequeueResult,
     EnqueueParams,
@@ -39,17 +41,24 @@ from fairq.contract import (
     PublishJobTypesParams,
     QueueSettings,
     ReleaseParams,
+    ReleaseSlotsParams,
+    ReleaseSlotsResult,
+    RenewSlotsParams,
+    RenewSlotsResult,
     RequeueParams,
+    RouteParams,
+    RouteResult,
     SetQueueParams,
+    SlotResult,
     StatsParams,
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
     WaitParams,
     no_wait,
-    waited_first,
 )
 from fairq.job import JobInfo
+from fairq.policy.throttle import Routing
 
 
 class SQLiteBackend:
@@ -72,6 +81,7 @@ class SQLiteBackend:
         self.clock = clock
         conn = connect(self.path, busy_timeout=busy_timeout)
         self._store = Store(conn, self.path, lock_wait=lock_wait)
+        self._seen = threading.local()  # per thread: the version its last empty dequeue saw
         try:
             prepare(self._store)
         except BaseException:
@@ -104,10 +114,21 @@ class SQLiteBackend:
         return EnqueueResult(queues=queues)
 
     def dequeue(self, params: DequeueParams) -> DequeueResult:
-        params = waited_first(params, self.wait)
-        return self._store.write(
-            lambda db: leases.dequeue(db, replace(params, now=self._at(params.now)))
-        )
+        """A waiting dequeue right after an empty one of the same thread waits for commits
+        since that one looked, not since the wait began: an ack in between (one that freed a
+        capped tenant or a full queue) ends the wait at once instead of being missed."""
+        if params.wait > 0:
+            started = time.monotonic()
+            self._store.wait_for_change(params.wait, since=getattr(self._seen, "version", None))
+            params = replace(params, now=params.now + (time.monotonic() - started), wait=0.0)
+
+        def work(db: sqlite3.Connection) -> tuple[DequeueResult, tuple[int, int]]:
+            found = leases.dequeue(db, replace(params, now=self._at(params.now)))
+            return found, self._store.version_within(db)
+
+        result, version = self._store.write(work)
+        self._seen.version = None if result.leases else version
+        return result
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
         if not params.tokens:
@@ -148,6 +169,25 @@ class SQLiteBackend:
         return self._store.write(
             lambda db: maintenance.maintain(db, replace(params, now=self._at(params.now)))
         )
+
+    # -- routing and tenant slots (for peer brokers' jobs) -----------------------------------------
+
+    def route(self, params: RouteParams) -> RouteResult:
+        routing = Routing(params.name, params.tenant, params.queue, params.rules)
+        return RouteResult(
+            queue=self._store.write(lambda db: throttling.count(db, routing, self._at(params.now)))
+        )
+
+    def acquire_slot(self, params: AcquireSlotParams) -> SlotResult:
+        return self._store.write(
+            lambda db: slots.acquire(db, replace(params, now=self._at(params.now)))
+        )
+
+    def renew_slots(self, params: RenewSlotsParams) -> RenewSlotsResult:
+        return self._store.write(lambda db: slots.renew(db, params.tokens, self._at(params.now)))
+
+    def release_slots(self, params: ReleaseSlotsParams) -> ReleaseSlotsResult:
+        return self._store.write(lambda db: slots.release(db, params.tokens, self._at(params.now)))
 
     # -- settings --------------------------------------------------------------------------------
 

@@ -209,6 +209,39 @@ WHERE name = :name AND tenant = :tenant
 -- last_at + span simply waits for the next pass.
 DELETE FROM throttle_times WHERE expires_at < :now AND last_at < :now - span
 
+-- name: slots_drop_expired
+-- An acquire first drops its (queue, tenant)'s expired slots (slots_place).
+DELETE FROM slots WHERE queue = :queue AND tenant = :tenant AND deadline <= :now
+
+-- name: slots_held
+-- The slots a (queue, tenant) holds (expired ones already dropped) and the first to end.
+SELECT count(*) AS held, min(deadline) AS free_at FROM slots
+WHERE queue = :queue AND tenant = :tenant
+
+-- name: slot_setting
+-- The tenant's effective max_running in the queue: its row's when it has one (own setting,
+-- else the queue's default, kept current by set_queue), else the queue's default.
+SELECT EXISTS (SELECT 1 FROM tenants WHERE queue = :queue AND tenant = :tenant) AS known,
+       (SELECT max_running FROM tenants WHERE queue = :queue AND tenant = :tenant) AS own,
+       (SELECT max_running FROM queues WHERE name = :queue) AS queue_default
+
+-- name: slot_insert
+INSERT INTO slots (nonce, queue, tenant, holder, lease, deadline)
+VALUES (:nonce, :queue, :tenant, :holder, :lease, :deadline)
+
+-- name: slot_get
+SELECT nonce, queue, tenant, lease, deadline FROM slots WHERE nonce = :nonce
+
+-- name: slot_renew
+UPDATE slots SET deadline = :deadline WHERE nonce = :nonce
+
+-- name: slot_delete
+DELETE FROM slots WHERE nonce = :nonce
+
+-- name: slots_prune
+-- Maintenance: every expired slot, found through slots_deadline.
+DELETE FROM slots WHERE deadline <= :now
+
 -- name: job_types_all
 SELECT * FROM job_types ORDER BY name
 

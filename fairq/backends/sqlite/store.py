@@ -58,11 +58,12 @@ class Store:
         with self._lock:
             before = self.conn.total_changes if not self._closed else 0
             result = self._run(work, "BEGIN IMMEDIATE")
-            changed = self.conn.total_changes != before
-        if changed:
-            with self._changed:
-                self._local_changes += 1
-                self._changed.notify_all()
+            if self.conn.total_changes != before:
+                # Counted under the lock, so a version read inside a transaction
+                # (``version_within``) holds exactly the commits that came before it.
+                with self._changed:
+                    self._local_changes += 1
+                    self._changed.notify_all()
         return result
 
     def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -98,15 +99,22 @@ class Store:
             data_version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
         return data_version, self._local_changes
 
-    def wait_for_change(self, timeout: float) -> None:
-        """Return when anyone commits, or after ``timeout`` seconds.
+    def version_within(self, db: sqlite3.Connection) -> tuple[int, int]:
+        """The version a transaction in progress sees (call it from inside ``write``): a
+        wait from it (``wait_for_change(since=…)``) ends on any commit after that transaction,
+        including one made between its end and the wait's start."""
+        return int(db.execute("PRAGMA data_version").fetchone()[0]), self._local_changes
+
+    def wait_for_change(self, timeout: float, since: tuple[int, int] | None = None) -> None:
+        """Return when anyone commits (after ``since``, a version seen earlier; default: now),
+        or after ``timeout`` seconds.
 
         Commits through this object wake us at once (a condition variable); other processes'
         commits are seen by polling ``PRAGMA data_version``, which only changes when another
         connection commits: a few milliseconds at first, backing off to 50 ms, never a hot loop.
         """
         end = time.monotonic() + max(timeout, 0.0)
-        start = self.version()
+        start = since or self.version()
         pause = 0.002
         while start is not None and (remaining := end - time.monotonic()) > 0:
             with self._changed:

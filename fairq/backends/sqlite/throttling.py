@@ -19,19 +19,27 @@ from fairq.policy import throttle
 
 
 def route(db: sqlite3.Connection, job: NewJob, now: float) -> str:
-    """Record ``now`` in the job's window, keep what the rules can still count, pick a queue."""
-    key = {"name": job.name, "tenant": job.tenant}
-    span = throttle.window_span(job.throttle)
+    """The queue of a job with throttle rules (its enqueue recorded, as ``count``)."""
+    return count(db, throttle.Routing(job.name, job.tenant, job.queue, job.throttle), now)
+
+
+def count(db: sqlite3.Connection, routing: throttle.Routing, now: float) -> str:
+    """Record ``now`` in the window, keep what the rules can still count, pick a queue. A
+    job's enqueue (``route``) and ``Backend.route`` both come here: one window, one rule."""
+    if not routing.rules:
+        return routing.home
+    key = {"name": routing.name, "tenant": routing.tenant}
+    span = throttle.window_span(routing.rules)
     rows = db.execute(Q["throttle_window"], key).fetchall()
     kept = [(row["id"], row["at"]) for row in rows if row["at"] >= now - span]
-    kept = kept[1 - throttle.window_size(job.throttle) :]  # room for the new time (size >= 2)
+    kept = kept[1 - throttle.window_size(routing.rules) :]  # room for the new time (size >= 2)
     kept_ids = {row_id for row_id, _ in kept}
     dropped = [{"id": row["id"]} for row in rows if row["id"] not in kept_ids]
     db.executemany(Q["throttle_drop"], dropped)
     db.execute(Q["throttle_record"], {**key, "at": now})
     times = [at for _, at in kept] + [now]
     db.execute(Q["throttle_stamp"], {**key, "span": span, "last_at": max(times)})
-    return throttle.choose_queue(times, now, job.throttle, job.queue)
+    return throttle.choose_queue(times, now, routing.rules, routing.home)
 
 
 def windows(

@@ -2,10 +2,10 @@
 --
 -- scripts.py builds the library: a header naming it (it defines LIBRARY, the library name,
 -- LAYOUT, the record layout version from keys.py, and REPLY_TTL, see `register_once`),
--- this file, _lib_jobs.lua, then one file per operation. Each operation file registers one
--- function with `register` or `register_once` below and states its own contract (KEYS, ARGV,
--- keys touched, return value). The helpers are created once, when the library is loaded, not
--- per call.
+-- this file, _lib_jobs.lua, _lib_slots.lua, then one file per operation. Each operation file
+-- registers one function with `register` or `register_once` below and states its own
+-- contract (KEYS, ARGV, keys touched, return value). The helpers are created once, when the
+-- library is loaded, not per call.
 --
 -- Layout (docs in fairq/backends/redis/keys.py). Every per-queue key carries the hash tag
 -- {queue}; a queue's keys arrive in KEYS as one block of QUEUE_KEYS consecutive names:

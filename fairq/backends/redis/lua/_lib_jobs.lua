@@ -1,6 +1,6 @@
 -- _lib_jobs.lua: shared helpers for jobs, maintenance and dispatch; the second part of the
--- one library scripts.py loads (after _lib.lua, whose helpers it uses, before the operations'
--- files). It only defines local functions. The stored records are documented in _lib.lua.
+-- one library scripts.py loads (after _lib.lua, whose helpers it uses, before _lib_slots.lua
+-- and the operations' files). It only defines local functions. The stored records are documented in _lib.lua.
 
 -- -- jobs -----------------------------------------------------------------------------------
 
