@@ -22,7 +22,6 @@ then dead after ``fair_max_attempts``) and Celery records it as RETRY, or FAILUR
 
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
 import sys
@@ -42,11 +41,14 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra onl
 from fairq.app import App
 from fairq.declare import JobDefinition
 from fairq.errors import ConfigError, MissingTenant
+from fairq.integrations._celery_calls import signature_holder
+from fairq.integrations.celery_router import FairRouter
+from fairq.integrations.celery_slots import SlotKeeper, SlotTask
 from fairq.job import JobState, Lease, decode_payload
 from fairq.policy.throttle import Throttle
 from fairq.relay import TICKET_KEY, Publisher, RelayedRuns, UnknownTask, ticket_of
 
-__all__ = ["CeleryPublisher", "FairCelery", "FairTask"]
+__all__ = ["CeleryPublisher", "FairCelery", "FairRouter", "FairTask", "SlotTask"]
 
 log = logging.getLogger("fairq.integrations.celery")
 
@@ -239,6 +241,13 @@ class FairCelery:
         self.Task: type[FairTask] = type(
             "Task", (FairTask, celery_app.Task), {"fair": self, "__module__": __name__}
         )
+        #: Tenant slots without the relay: ``@celery_app.task(base=fair.SlotTask, …)``.
+        self.SlotTask: type[SlotTask] = type(
+            "SlotTask", (SlotTask, celery_app.Task), {"fair": self, "__module__": __name__}
+        )
+        #: Throttling without the relay: ``celery_app.conf.task_routes = (fair.router,)``.
+        self.router = FairRouter(self)
+        self.slots = SlotKeeper(self.runs.backend, self.app.clock)
         self._declared: set[str] = set()
 
     def task(
@@ -282,7 +291,7 @@ class FairCelery:
             return self.app.jobs[name]
         queue = cls.fair_queue or getattr(cls, "queue", None) or self.celery.conf.task_default_queue
         definition = self.app.job(
-            _signature_holder(cls),
+            signature_holder(cls),
             name=name,
             queue=queue if isinstance(queue, str) else queue.name,
             tenant=cls.fair_tenant,
@@ -357,15 +366,3 @@ class CeleryPublisher(Publisher):
 
     def backlog_age(self, queue: str) -> float | None:
         return None  # Celery messages carry no sent time the relay could read cheaply
-
-
-def _signature_holder(cls: type[FairTask]) -> Callable[..., Any]:
-    """A callable with the task's call signature (a bound task's ``self`` left out): what
-    fairq checks arguments and finds the tenant argument against."""
-    run = inspect.getattr_static(cls, "run")
-    if isinstance(run, staticmethod):
-        fn: Callable[..., Any] = run.__func__
-        return fn
-    if not callable(run):
-        raise ConfigError(f"fair task {cls.name!r} has no run method to declare")
-    return functools.partial(run, None)

@@ -133,6 +133,7 @@ class Setup:
 
     def _start(self, name: str, command: list[str], cwd: Path = ROOT) -> Process:
         env = {**os.environ, "FAIRQ_URL": self.url, "CELERY_BROKER_URL": self.broker}
+        env["FAIRQ_TEST_QUEUE"] = self.queue
         log_path = self.workdir / f"{name}.log"
         with open(log_path, "wb") as out:
             process = subprocess.Popen(
@@ -210,7 +211,7 @@ STORES = {"sqlite": _sqlite, "redis": _redis, "postgres": _postgres}
 def make_setup(kind: str, tmp_path: Path) -> Iterator[Setup]:
     url, drop = STORES[kind](tmp_path)
     queue = f"fq-{uuid.uuid4().hex[:10]}"
-    setup = Setup(url, broker_url(), queue, tmp_path, build(url, broker_url()))
+    setup = Setup(url, broker_url(), queue, tmp_path, build(url, broker_url(), queue))
     try:
         yield setup
     finally:
@@ -219,7 +220,7 @@ def make_setup(kind: str, tmp_path: Path) -> Iterator[Setup]:
             print(f"--- {process.name}\n{process.log()}")  # shown when the test failed
         setup.project.fair.app.close()
         client = redis.Redis.from_url(setup.broker)
-        client.delete(queue)
+        client.delete(queue, f"{queue}-slow")
         client.close()
         drop()
 

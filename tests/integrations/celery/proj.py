@@ -19,6 +19,7 @@ from typing import Any
 
 from celery import Celery
 
+from fairq import Throttle
 from fairq.integrations.celery import FairCelery
 
 GATE_DEADLINE = 60.0  # a gate never opened fails the task instead of holding a worker forever
@@ -31,6 +32,8 @@ class Project:
     record: Any  # a fair task (Celery's tasks are untyped)
     record_brief: Any  # the same with a short lease, for the tests that kill a worker
     fail: Any  # always raises: retried by fairq, then dead
+    routed: Any  # a plain task throttled by fair.router (no relay); retries once
+    guarded: Any  # a plain task under tenant slots (base=fair.SlotTask, one slot per tenant)
 
 
 def mark(log: str, what: str, tenant: str, tag: str) -> None:
@@ -48,7 +51,9 @@ def wait_gate(hold: str | None) -> None:
         time.sleep(0.01)
 
 
-def build(url: str, broker: str) -> Project:
+def build(url: str, broker: str, queue: str = "fq-default") -> Project:
+    """The project on store ``url`` and ``broker``; ``queue``: the test's own queue, home of
+    the routed task (its throttled jobs go to ``queue + "-slow"``)."""
     app = Celery("proj", broker=broker, set_as_current=False)
     app.conf.update(
         task_serializer="json",
@@ -59,6 +64,7 @@ def build(url: str, broker: str) -> Project:
         worker_hijack_root_logger=False,
     )
     fair = FairCelery(app, url=url)
+    app.conf.task_routes = (fair.router,)
 
     @app.task(
         base=fair.Task, name="proj.record", shared=False, fair_tenant="tenant", fair_lease=30.0
@@ -85,12 +91,39 @@ def build(url: str, broker: str) -> Project:
         mark(log, "start", tenant, tag)
         raise RuntimeError(f"task {tag} fails on purpose")
 
-    return Project(app, fair, record, record_brief, fail)
+    @app.task(
+        name="proj.routed",
+        shared=False,
+        bind=True,
+        fair_tenant="tenant",
+        fair_queue=queue,
+        fair_throttle=[Throttle(2, 600, f"{queue}-slow")],
+    )
+    def routed(self: Any, tenant: str, tag: str, log: str) -> None:
+        mark(log, "start", tenant, tag)
+        if self.request.retries == 0:
+            raise self.retry(countdown=0)  # Celery's own retry: not counted again
+
+    @app.task(
+        base=fair.SlotTask,
+        name="proj.guarded",
+        shared=False,
+        fair_tenant="tenant",
+        fair_slots=1,
+        fair_lease=3.0,
+    )
+    def guarded(tenant: str, tag: str, log: str, work: float = 0.0) -> None:
+        mark(log, "start", tenant, tag)
+        time.sleep(work)  # the task's own work: overlapping runs would show if slots broke
+        mark(log, "end", tenant, tag)
+
+    return Project(app, fair, record, record_brief, fail, routed, guarded)
 
 
 project = build(
     os.environ.get("FAIRQ_URL", "memory://"),
     os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/10"),
+    os.environ.get("FAIRQ_TEST_QUEUE", "fq-default"),
 )
 app = project.celery  # what `celery -A tests.integrations.celery.proj` runs
 fair = project.fair  # what `fairq relay tests.integrations.celery.proj:fair` runs
