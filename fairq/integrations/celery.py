@@ -18,6 +18,9 @@ the Celery queue the relay publishes into. ``fair.task(tenant=…)`` is the same
 Retries are fairq's: a relayed run that raises is stored as a failed attempt (fairq's back-off,
 then dead after ``fair_max_attempts``) and Celery records it as RETRY, or FAILURE once dead;
 ``self.retry()`` and ``autoretry_for`` hand the job back the same way instead of re-sending it.
+
+Without the relay, ``fair.router`` (celery_router.py) throttles by re-routing and
+``fair.SlotTask`` (celery_slots.py) caps a tenant's running jobs with leased slots.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ its slots in the queue; otherwise it is sent again for a little later, without s
     def render(account_id, report): ...
 
 ``fair_slots``: at most this many jobs of one tenant run at once in the queue (None: the
-tenant's ``max_running`` as the store has it, changed at run time with ``fairq tenant set``).
+tenant's ``max_running`` as the store has it, changed at run time with ``fairq tenants``).
 A slot is leased (``fair_lease``) and renewed by a thread of the worker process while the job
 runs, released when it ends or raises; a killed worker's slot frees when its lease ends.
 """
