@@ -38,19 +38,20 @@ def test_fair_order_through_the_relay(setup: Setup) -> None:
     within one job, although the heaviest tenant enqueued all of its jobs first.
 
     Tenants are charged their jobs' real time (from release to the end), as natively: the jobs
-    do 0.1 s of work each so that a few milliseconds of noise cannot reorder them, and a first
+    do 0.25 s of work each so that a stall shorter than a job moves no tenant by more than one
+    job in a round, and a first
     job warms the worker's pool process up (its store connection) while the three tenants are
     paused, so none of them is charged for that."""
     project, queue = setup.project, setup.queue
     weights = {"c": 6.0, "b": 3.0, "a": 1.0}
     for tenant in weights:
         project.fair.app.set_tenant(queue, tenant, weight=0)  # paused: their jobs wait
-    rounds = 3
+    rounds = 2
     ids = []
-    for tenant, weight in weights.items():  # c's 18 jobs first, then b's 9, then a's 3
+    for tenant, weight in weights.items():  # c's 12 jobs first, then b's 6, then a's 2
         for i in range(int(weight) * rounds):
             call = project.record.apply_async(
-                (tenant, f"{tenant}{i}", setup.log), {"work": 0.1}, queue=queue
+                (tenant, f"{tenant}{i}", setup.log), {"work": 0.25}, queue=queue
             )
             ids.append(call.id)
     warm = project.record.apply_async(("warm", "warm", setup.log), queue=queue).id
