@@ -1,0 +1,1 @@
+"""fairq in front of real Celery workers (Redis broker)."""
