@@ -41,9 +41,7 @@ def test_jobs_leave_in_fair_weighted_order(app: App) -> None:
     declare(app)
     for tenant, weight in (("a", 1), ("b", 3), ("c", 6)):
         app.set_tenant("relayed", tenant, weight=weight)
-    app.enqueue_many(
-        app.jobs["work"].call(t, n, seconds=0.05) for t in "abc" for n in range(30)
-    )
+    app.enqueue_many(app.jobs["work"].call(t, n, seconds=0.05) for t in "abc" for n in range(30))
     peer = Peer(app, slots=1)
     relay = start_relay(app, peer, ["relayed"], in_flight=1)
     try:

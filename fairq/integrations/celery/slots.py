@@ -35,7 +35,7 @@ from fairq.contract import (
     SlotResult,
 )
 from fairq.errors import MissingTenant
-from fairq.integrations._celery_calls import home_queue, tenant_of_call
+from fairq.integrations.celery.calls import home_queue, tenant_of_call
 from fairq.policy.bounds import check_tenant, seconds
 from fairq.worker.joblog import describe
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from fairq.contract import RouteParams
 from fairq.errors import ConfigError, MissingTenant
-from fairq.integrations._celery_calls import home_queue, tenant_of_call
+from fairq.integrations.celery.calls import home_queue, tenant_of_call
 from fairq.policy.bounds import check_tenant
 from fairq.policy.throttle import Throttle
 

@@ -19,8 +19,8 @@ Retries are fairq's: a relayed run that raises is stored as a failed attempt (fa
 then dead after ``fair_max_attempts``) and Celery records it as RETRY, or FAILURE once dead;
 ``self.retry()`` and ``autoretry_for`` hand the job back the same way instead of re-sending it.
 
-Without the relay, ``fair.router`` (celery_router.py) throttles by re-routing and
-``fair.SlotTask`` (celery_slots.py) caps a tenant's running jobs with leased slots.
+Without the relay, ``fair.router`` (router.py) throttles by re-routing and
+``fair.SlotTask`` (slots.py) caps a tenant's running jobs with leased slots.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra onl
 from fairq.app import App
 from fairq.declare import JobDefinition
 from fairq.errors import ConfigError, MissingTenant
-from fairq.integrations._celery_calls import signature_holder
-from fairq.integrations.celery_router import FairRouter
-from fairq.integrations.celery_slots import SlotKeeper, SlotTask
+from fairq.integrations.celery.calls import signature_holder
+from fairq.integrations.celery.router import FairRouter
+from fairq.integrations.celery.slots import SlotKeeper, SlotTask
 from fairq.job import JobState, Lease, decode_payload
 from fairq.policy.throttle import Throttle
 from fairq.relay import TICKET_KEY, Publisher, RelayedRuns, UnknownTask, ticket_of

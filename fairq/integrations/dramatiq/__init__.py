@@ -41,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - depends on what is installed
 from fairq.app import App
 from fairq.declare import JobDefinition, TenantRule
 from fairq.errors import ConfigError, MissingTenant
-from fairq.integrations.dramatiq_peer import SLOTS_OPTION, RoutedActor, SlotGuard
+from fairq.integrations.dramatiq.peer import SLOTS_OPTION, RoutedActor, SlotGuard
 from fairq.job import Lease, decode_payload
 from fairq.policy.throttle import Throttle
 from fairq.relay import TICKET_KEY, BadTicket, RelayedRun, RelayedRuns, UnknownTask, ticket_of
@@ -197,7 +197,7 @@ class FairDramatiq:
     ) -> Any:
         """``@dramatiq.actor`` for a plain actor (no relay) that fairq routes at send by its
         ``throttle`` rules and, with ``slots=True``, runs only within its tenant's cap
-        (``lease``: how long a killed worker's slot stays taken). See dramatiq_peer.py."""
+        (``lease``: how long a killed worker's slot stays taken). See peer.py."""
 
         def declare(f: Callable[P, R]) -> RoutedActor[P, R]:
             made = dramatiq.actor(
