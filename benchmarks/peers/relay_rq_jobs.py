@@ -34,7 +34,9 @@ def fair_noop(tenant: str) -> None:
 
 
 SLOTS = 2
-_rq = [sys.executable, "-m", "rq.cli", "worker", "--url", URL, "--quiet", "plain", "fair"]
+# -c imports this module in the worker itself, not in every forked work horse
+_rq = [sys.executable, "-m", "rq.cli", "worker", "--url", URL, "--quiet", "-c", "relay_rq_jobs"]
+_rq += ["plain", "fair"]
 WORKER = _rq  # started SLOTS times: one job at a time per RQ worker
 
 
