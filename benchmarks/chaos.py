@@ -187,6 +187,14 @@ def drive(
         time.sleep(0.05)
     run.seconds = time.monotonic() - began
     for w in workers:
+        # A worker restarted a moment ago may still be importing Python: no program can
+        # handle a signal before its interpreter runs its code. SIGTERM the workers once up.
+        up_by = time.monotonic() + 30
+        while " started: " not in _read(w.log) and w.proc.poll() is None:
+            if time.monotonic() > up_by:
+                break
+            time.sleep(0.02)
+    for w in workers:
         w.proc.send_signal(signal.SIGTERM)
     for w in workers:
         try:
@@ -194,6 +202,10 @@ def drive(
         except subprocess.TimeoutExpired:
             run.term_codes.append(None)  # killed in main's finally
     return run
+
+
+def _read(log: Path) -> str:
+    return log.read_text(errors="replace") if log.exists() else ""
 
 
 def start_worker(url: str, args: argparse.Namespace, work: Path, n: int) -> Worker:

@@ -11,9 +11,9 @@ import pytest
 
 from fairq.relay import Relay
 
+from ..broker_proxy import Proxy
 from .conftest import Setup, wait_done, wait_for
 from .proj import build
-from .proxy import Proxy
 
 pytestmark = pytest.mark.processes
 

@@ -9,8 +9,8 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import redis
 from conftest import BROKER_URL, Harness, wait_for
-from dramatiq_proxy import Proxy
 from dramatiq_tasks import LEASE, QUEUE
+from integrations.broker_proxy import Proxy
 
 from fairq import JobState
 
@@ -77,13 +77,13 @@ def test_a_broker_outage_is_logged_once_retried_and_loses_nothing(harness: Harne
         before = [work.send("a", n, 0.0).message_id for n in range(3)]
         harness.wait_jobs(before, JobState.SUCCEEDED)
 
-        proxy.break_()
+        proxy.down()
         during = [work.send("a", n, 0.0).message_id for n in range(3, 8)]
         wait_for(lambda: proxy.refused >= 3, "the relay to try the broker again and again")
         assert relay.log().count("the broker did not take job") == 1
         assert not any(info and info.state is JobState.SUCCEEDED for info in harness.jobs(during))
 
-        proxy.mend()
+        proxy.up()
         harness.wait_jobs(during, JobState.SUCCEEDED)
         wait_for(lambda: "the broker takes jobs again" in relay.log(), "the relay's recovery")
         runs = Counter(r.n for r in harness.records("start"))

@@ -8,12 +8,12 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import rq_tasks
 from conftest import sqlite_only
+from integrations.broker_proxy import free_port
 from redis import Redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry as RedisRetry
 from rq import Queue, Retry
 from rq.job import Job
-from rq_proxy import free_port
 
 from fairq import App, ConfigError, JobArgumentsError, JobState, MissingTenant
 from fairq.integrations.rq import FairQueue, FairRQ, Held

@@ -12,10 +12,10 @@ from urllib.parse import urlsplit
 import rq_reports
 import rq_tasks
 from conftest import BROKER_URL, Processes, log_of, notes, sqlite_only, wait_for
+from integrations.broker_proxy import Proxy
 from redis import Redis
 from rq import Queue
 from rq.job import Job
-from rq_proxy import Proxy
 from test_rq_relay import all_in, ended, most_at_once, started
 
 from fairq import App, JobState
@@ -160,7 +160,8 @@ def test_a_broker_outage_is_logged_once_and_loses_nothing(
     app: App, processes: Processes, queue_name: str, key: str, broker: Redis
 ) -> None:
     parts = urlsplit(BROKER_URL)
-    proxy = Proxy((parts.hostname or "127.0.0.1", parts.port or 6379))  # down: nothing listens
+    proxy = Proxy((parts.hostname or "127.0.0.1", parts.port or 6379))
+    proxy.down()  # the broker is unreachable from the start
     queue = rq_tasks.fair.queue(queue_name)
     jobs = [("acme", n) for n in range(4)]
     ids = [queue.enqueue(rq_tasks.record, t, key, n).id for t, n in jobs]  # type: ignore[union-attr]
@@ -174,7 +175,7 @@ def test_a_broker_outage_is_logged_once_and_loses_nothing(
         proxy.up()
         wait_for(lambda: all_in(app, ids, JobState.SUCCEEDED), "every job to succeed")
     finally:
-        proxy.down()
+        proxy.close()
     log = log_of(relay)
     assert [app.job_info(i).attempts for i in ids] == [1] * len(ids)  # type: ignore[union-attr]
     assert log.count("logged once per outage") == 1

@@ -1,11 +1,19 @@
 """A TCP proxy in front of the broker that a test can take down and bring back, so a broker
-outage is tested without stopping the shared Redis."""
+outage is tested without stopping the shared Redis (the Celery, RQ and Dramatiq tests)."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import threading
+
+
+def free_port() -> int:
+    """A port nothing listens on (for a client that must find no server)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
 
 
 class Proxy:
