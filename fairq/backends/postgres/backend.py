@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import Connection, Cursor
 
-from fairq.backends.postgres import inspect, pruning, results, slots, throttling
+from fairq.backends.postgres import inspect, pruning, results, settings, slots, throttling
 from fairq.backends.postgres.db import Database, Pool
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.keys import (
@@ -31,7 +31,7 @@ from fairq.backends.postgres.keys import (
     schema_seed,
 )
 from fairq.backends.postgres.migrate import ensure_schema
-from fairq.backends.postgres.records import JobRow, QueueRow, Row, TenantRow, rate_columns
+from fairq.backends.postgres.records import JobRow, QueueRow, Row
 from fairq.backends.postgres.sql import queries_for
 from fairq.backends.postgres.transactional import InboxWriter, binding, bound_connection
 from fairq.backends.postgres.url import PostgresUrl, parse_url
@@ -449,36 +449,12 @@ class PostgresBackend:
     # -- settings --------------------------------------------------------------------------
 
     def set_queue(self, params: SetQueueParams) -> None:
-        """Store the defaults, then resettle every tenant of the queue (admin path: a scan of
-        the queue's tenants), as their effective settings or rate holds may change. A capped
-        queue's count in flight is counted again from its running jobs."""
-        settings = params.settings
+        """Store the defaults and resettle the queue's tenants (settings.py). A capped queue's
+        count in flight is counted again from its running jobs."""
 
         def work(cur: Cursor[Row]) -> None:
-            now = self._lock(cur, [settings.queue], exclusive=True, now=params.now)
-            events = Events(cur, self.q)
-            old = cur.execute(self.q["queue_get"], {"name": settings.queue}).fetchone()
-            new = cur.execute(
-                self.q["queue_set_defaults"],
-                {
-                    "name": settings.queue,
-                    "weight": settings.weight,
-                    "max_running": settings.max_running,
-                    **rate_columns("rate_", settings.rate),
-                    "half_life": settings.half_life,
-                    "max_debt": settings.max_debt,
-                    "max_in_flight": settings.max_in_flight,
-                },
-            ).fetchone()
-            if _full(old) and not _full(new):  # a cap raised or removed: room for waiters
-                events.woken.add(settings.queue)
-            tenants = cur.execute(self.q["tenants_of_queue"], {"queue": settings.queue})
-            for row in tenants.fetchall():
-                tenant = events.find_tenant(row["id"])
-                if tenant is not None:  # else forgotten by a concurrent prune
-                    _inherit(tenant, settings)
-                    events.resettle(tenant, now)
-            self._notify(cur, events.woken)
+            now = self._lock(cur, [params.settings.queue], exclusive=True, now=params.now)
+            self._notify(cur, settings.store_queue(cur, self.q, params.settings, now))
 
         self.db.run(work)
 
@@ -500,7 +476,7 @@ class PostgresBackend:
                 tenant.own_max_running = params.max_running
             if not isinstance(params.rate, Keep):
                 tenant.own_rate = params.rate
-            _inherit(tenant, defaults)
+            settings.inherit(tenant, defaults)
             events.resettle(tenant, now)
             self._notify(cur, events.woken)
             (stats,) = inspect.stats(
@@ -585,19 +561,6 @@ class PostgresBackend:
     def _notify(self, cur: Cursor[Row], queues: set[str]) -> None:
         for name in sorted(queues):
             cur.execute(self.q["notify"], {"channel": self._channel(name)})
-
-
-def _inherit(tenant: TenantRow, defaults: QueueSettings) -> None:
-    """Effective settings: the tenant's own, else the queue's default."""
-    tenant.weight = tenant.own_weight if tenant.own_weight is not None else defaults.weight
-    tenant.max_running = tenant.own_max_running or defaults.max_running
-    tenant.rate = tenant.own_rate if tenant.own_rate is not None else defaults.rate
-
-
-def _full(queue: Row | None) -> bool:
-    """Whether a queue row (max_in_flight, in_flight) is at its cap on leased jobs."""
-    cap = None if queue is None else queue["max_in_flight"]
-    return cap is not None and queue is not None and queue["in_flight"] >= cap
 
 
 def _holds(job: JobRow, lease: int) -> bool:
