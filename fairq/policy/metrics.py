@@ -30,11 +30,12 @@ def jain_index(values: Sequence[float]) -> float:
     """Jain's fairness index: 1.0 when all values are equal, 1/n when one takes everything."""
     if not values:
         return 1.0
-    total = sum(values)
-    squares = sum(v * v for v in values)
-    if squares == 0:
+    top = max(values)
+    if top <= 0:
         return 1.0
-    return total * total / (len(values) * squares)
+    scaled = [v / top for v in values]  # in [0, 1]: tiny values' squares do not underflow
+    total = sum(scaled)
+    return total * total / (len(scaled) * sum(v * v for v in scaled))
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -65,6 +65,7 @@ class Peer:
     broken: Callable[[Lease], bool] = lambda lease: False  # raise as a broker that is down
     known: Callable[[str], bool] = lambda name: True
     broker: queue.Queue[Lease | None] = field(default_factory=queue.Queue)
+    released: list[Lease] = field(default_factory=list)  # in the order the relay published
     started: list[Lease] = field(default_factory=list)  # in start order
     skipped: list[Lease] = field(default_factory=list)
     running: int = 0
@@ -90,6 +91,7 @@ class Peer:
             raise ConnectionError("broker unreachable")
         with self.lock:
             self.published += 1
+            self.released.append(lease)
         self.broker.put(lease)
 
     def backlog_age(self, queue: str) -> float | None:

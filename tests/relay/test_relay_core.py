@@ -76,8 +76,11 @@ def test_in_flight_bounds_what_is_out_and_a_newcomer_waits_behind_it_only(app: A
     finally:
         relay.stop()
         peer.close()
-    position = next(i for i, lease in enumerate(peer.started) if lease.tenant == "newcomer")
-    assert position <= 3 + 1, position  # behind the three out at most, then its turn
+    # The order the relay released them in (the order threads start them in is a race).
+    position = next(i for i, lease in enumerate(peer.released) if lease.tenant == "newcomer")
+    # Behind the three out, then at most one more of big's: the newcomer's start tag is the
+    # queue's virtual time, which big's next job shares, and a tie goes to the older job.
+    assert position <= 3 + 1, [lease.tenant for lease in peer.released[:6]]
     assert peer.most_running <= 3
 
 

@@ -9,6 +9,7 @@ a schema of its own; each is removed after the test.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -72,6 +73,10 @@ class Process:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def released(self) -> list[str]:
+        """The ids of the jobs a relay started at ``debug`` released, in the order it did."""
+        return re.findall(r"released job (\S+)", self.log())
 
     def wait_log(self, text: str, count: int = 1) -> None:
         wait_for(
@@ -167,12 +172,13 @@ class Setup:
             worker.wait_log("ready.")
         return worker
 
-    def relay(self, *args: str) -> Process:
-        """``fairq relay`` of the test's queue."""
+    def relay(self, *args: str, log_level: str = "info") -> Process:
+        """``fairq relay`` of the test's queue (at ``debug``, its log names each job it
+        releases, in order: ``released()``)."""
         relay = self._start(
             f"relay{len(self.started)}",
             [
-                sys.executable, "-m", "fairq", "--log-level", "info", "relay",
+                sys.executable, "-m", "fairq", "--log-level", log_level, "relay",
                 f"{PROJECT}:fair", "--queue", self.queue, *args,
             ],
         )  # fmt: skip

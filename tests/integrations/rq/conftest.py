@@ -175,7 +175,8 @@ class Processes:
         self, *, in_flight: int, module: str = "rq_tasks", **env: str
     ) -> subprocess.Popen[bytes]:
         name = f"relay{len(self.started)}"
-        argv = [str(BIN / "fairq"), "relay", f"{module}:fair", "--queue", self.queue]
+        argv = [str(BIN / "fairq"), "--log-level", "debug", "relay", f"{module}:fair"]
+        argv += ["--queue", self.queue]  # at debug: a line per job released, for a failure
         return self._start(name, [*argv, "--in-flight", str(in_flight)], env, _home(module))
 
     def kill(self, proc: subprocess.Popen[bytes], *also: int) -> None:
