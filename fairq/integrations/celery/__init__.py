@@ -46,7 +46,8 @@ from fairq.declare import JobDefinition
 from fairq.errors import ConfigError, MissingTenant
 from fairq.integrations.celery.calls import signature_holder
 from fairq.integrations.celery.router import FairRouter
-from fairq.integrations.celery.slots import SlotKeeper, SlotTask
+from fairq.integrations.celery.slots import SlotTask
+from fairq.integrations.slots import SlotKeeper
 from fairq.job import JobState, Lease, decode_payload
 from fairq.policy.throttle import Throttle
 from fairq.relay import TICKET_KEY, Publisher, RelayedRuns, UnknownTask, ticket_of

@@ -18,7 +18,6 @@ import logging
 import os
 import random
 import socket
-import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -27,13 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 from celery import Task
 from celery.exceptions import Ignore, Reject
 
-from fairq.contract import (
-    AcquireSlotParams,
-    Backend,
-    ReleaseSlotsParams,
-    RenewSlotsParams,
-    SlotResult,
-)
+from fairq.contract import SlotResult
 from fairq.errors import MissingTenant
 from fairq.integrations.celery.calls import home_queue, tenant_of_call
 from fairq.policy.bounds import check_tenant, seconds
@@ -130,79 +123,3 @@ class SlotTask(Task):  # type: ignore[misc]  # Celery ships no type hints
             extra={"action": "slot_deferred", "job_id": request.id, "queue": queue},
         )
         raise Ignore()
-
-
-class SlotKeeper:
-    """The slots this process holds, and the thread that renews them (every third of the
-    shortest lease). ``store``: the process's own store connection (fork-safe)."""
-
-    def __init__(self, store: Callable[[], Backend], clock: Callable[[], float]) -> None:
-        self._store = store
-        self.clock = clock
-        self._held: dict[str, float] = {}  # token -> lease seconds
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self._thread_pid: int | None = None
-
-    def acquire(
-        self, queue: str, tenant: str, holder: str, lease: float, limit: int | None
-    ) -> SlotResult:
-        result = self._store().acquire_slot(
-            AcquireSlotParams(
-                queue=queue,
-                tenant=tenant,
-                holder=holder,
-                lease=lease,
-                now=self.clock(),
-                limit=limit,
-            )
-        )
-        if result.token is not None:
-            with self._lock:
-                self._held[result.token] = lease
-                if self._thread_pid != os.getpid():  # none yet in this process
-                    self._thread_pid = os.getpid()
-                    threading.Thread(
-                        target=self._renew_forever, name="fairq-slots", daemon=True
-                    ).start()
-                self._changed.notify_all()
-        return result
-
-    def release(self, token: str | None) -> None:
-        if token is None:
-            return
-        with self._lock:
-            self._held.pop(token, None)
-        try:
-            self._store().release_slots(ReleaseSlotsParams(tokens=[token], now=self.clock()))
-        except Exception as exc:
-            log.error("could not release a tenant slot (%s); it frees when its lease ends", exc)
-
-    def _renew_forever(self) -> None:
-        last = time.monotonic()
-        while True:
-            with self._lock:
-                while not self._held:
-                    self._changed.wait()
-                every = min(self._held.values()) / 3
-                left = last + every - time.monotonic()
-                if left > 0:
-                    self._changed.wait(left)
-                    continue
-                tokens = list(self._held)
-            last = time.monotonic()
-            try:
-                result = self._store().renew_slots(
-                    RenewSlotsParams(tokens=tokens, now=self.clock())
-                )
-            except Exception as exc:
-                log.error("renewing tenant slots failed: %s; retrying", describe(exc))
-                continue
-            with self._lock:  # a slot released since the snapshot is not a lapsed one
-                lapsed = [t for t in result.lost if self._held.pop(t, None) is not None]
-            if lapsed:
-                log.warning(
-                    "%d tenant slot(s) lapsed while their jobs ran (the store was unreachable "
-                    "longer than the lease); the cap may be exceeded until they end",
-                    len(lapsed),
-                )

@@ -30,13 +30,9 @@ import dramatiq
 from dramatiq.broker import Broker, MessageProxy
 from dramatiq.middleware import MiddlewareError, SkipMessage
 
-from fairq.contract import (
-    AcquireSlotParams,
-    ReleaseSlotsParams,
-    RenewSlotsParams,
-    RouteParams,
-)
+from fairq.contract import RouteParams
 from fairq.errors import MissingTenant
+from fairq.integrations.slots import SlotKeeper
 from fairq.policy.bounds import check_tenant
 from fairq.worker.joblog import describe
 
@@ -163,10 +159,9 @@ class SlotGuard:
     def __init__(self, fair: Any) -> None:
         self.fair = fair
         self.holder = f"dramatiq-{socket.gethostname()}-{os.getpid()}"
-        self._held: dict[int, tuple[str, float]] = {}  # id(message) -> (token, lease)
-        self._lock = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._closed = False
+        self.keeper = SlotKeeper(fair.runs.backend)
+        self._tokens: dict[int, str] = {}  # id(message) -> its slot's token
+        self._lock = threading.Lock()
 
     def wants(self, broker: Broker, message: MessageProxy) -> RoutedActor[Any, Any] | None:
         found = broker.actors.get(message.actor_name)
@@ -179,17 +174,12 @@ class SlotGuard:
         lease = actor.job.lease_timeout
         try:
             tenant = given if given is not None else actor.tenant_of(message.args, message.kwargs)
-            result = self.fair.runs.backend().acquire_slot(
-                AcquireSlotParams(
-                    queue=actor.queue_name, tenant=tenant, holder=self.holder, lease=lease, now=now
-                )
-            )
+            result = self.keeper.acquire(actor.queue_name, tenant, self.holder, lease)
         except Exception as exc:  # not run unguarded: a failed attempt, for Dramatiq's Retries
             raise SlotBusy(f"no tenant slot could be taken: {describe(exc)}") from exc
         if result.token is not None:
             with self._lock:
-                self._held[id(message)] = (result.token, lease)
-                self._start()
+                self._tokens[id(message)] = result.token
             return
         deferrals = int(message.options.get(DEFERRALS, 0))
         wait = min(DEFER_FIRST * 2**deferrals, DEFER_MOST)
@@ -206,44 +196,8 @@ class SlotGuard:
 
     def give_back(self, message: MessageProxy) -> None:
         with self._lock:
-            held = self._held.pop(id(message), None)
-        if held is None:
-            return
-        try:
-            self.fair.runs.backend().release_slots(
-                ReleaseSlotsParams(tokens=[held[0]], now=time.time())
-            )
-        except Exception as exc:
-            log.error("a tenant slot was not released (%s); it ends with its lease", describe(exc))
+            token = self._tokens.pop(id(message), None)
+        self.keeper.release(token)
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            self._lock.notify_all()
-
-    def _start(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._renew, name="fairq-slots", daemon=True)
-            self._thread.start()
-        self._lock.notify_all()
-
-    def _renew(self) -> None:
-        while True:
-            with self._lock:
-                while not self._closed and not self._held:
-                    self._lock.wait()
-                if self._closed:
-                    return
-                every = min(lease for _, lease in self._held.values()) / 3
-                self._lock.wait(every)
-                tokens = [token for token, _ in self._held.values()]
-            if not tokens:
-                continue
-            try:
-                params = RenewSlotsParams(tokens=tokens, now=time.time())
-                lost = self.fair.runs.backend().renew_slots(params).lost
-            except Exception as exc:
-                log.error("renewing tenant slots failed: %s; retrying", describe(exc))
-                continue
-            if lost:
-                log.warning("%d tenant slot(s) expired while their jobs ran", len(lost))
+        self.keeper.close()

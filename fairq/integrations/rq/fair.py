@@ -19,11 +19,12 @@ from fairq.backends import check_url, needs_extra
 from fairq.declare import Call, JobDefinition, Options, TenantRule
 from fairq.errors import ConfigError, JobArgumentsError
 from fairq.integrations.rq.calls import aware
-from fairq.integrations.rq.guard import GuardedTask, SlotKeeper, run_in_slot
+from fairq.integrations.rq.guard import GuardedTask, run_in_slot
 from fairq.integrations.rq.guard import register as register_guarded
 from fairq.integrations.rq.publish import RQPublisher
 from fairq.integrations.rq.queue import FairQueue
 from fairq.integrations.rq.tasks import SKIPPED_KEY, FairTask, Held, import_path, register
+from fairq.integrations.slots import SlotKeeper
 from fairq.policy.bounds import check_int
 from fairq.policy.queues import check_queue_name
 from fairq.policy.throttle import Throttle, check_rules
@@ -229,7 +230,7 @@ class FairRQ:
         if self._keeper is None:
             with self._lock:
                 if self._keeper is None:
-                    self._keeper = SlotKeeper(self.runs)
+                    self._keeper = SlotKeeper(self.runs.backend)
         return self._keeper
 
     # -- enqueueing (FairQueue calls these) -------------------------------------------------

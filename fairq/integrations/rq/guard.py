@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,16 +27,13 @@ from rq import Queue, get_current_job
 from rq.job import Job, Retry
 
 from fairq.contract import (
-    AcquireSlotParams,
-    ReleaseSlotsParams,
-    RenewSlotsParams,
     RouteParams,
 )
 from fairq.declare import JobDefinition
 from fairq.errors import ConfigError, MissingTenant
+from fairq.integrations.slots import SlotKeeper
 from fairq.policy.bounds import check_tenant
 from fairq.relay import RelayedRuns
-from fairq.worker.joblog import describe
 
 log = logging.getLogger("fairq.integrations.rq")
 
@@ -108,57 +104,6 @@ def route(task: GuardedTask, queue: str, args: Sequence[Any], kwargs: Mapping[st
     return task.runs.backend().route(params).queue
 
 
-class SlotKeeper:
-    """The slots the jobs of this process hold, renewed by one thread (per process: a forked
-    work horse starts its own)."""
-
-    def __init__(self, runs: RelayedRuns) -> None:
-        self.runs = runs
-        self._held: dict[str, float] = {}  # token -> its lease
-        self._lock = threading.Condition()
-        self._pid: int | None = None
-
-    def hold(self, token: str, lease: float) -> None:
-        with self._lock:
-            self._held[token] = lease
-            if self._pid != os.getpid():
-                self._pid = os.getpid()
-                threading.Thread(target=self._renew, name="fairq-rq-slots", daemon=True).start()
-            self._lock.notify_all()
-
-    def release(self, token: str) -> None:
-        with self._lock:
-            self._held.pop(token, None)
-        try:
-            self.runs.backend().release_slots(ReleaseSlotsParams(tokens=[token], now=time.time()))
-        except Exception as exc:
-            log.error(
-                "could not give a tenant slot back (%s); it frees at its lease", describe(exc)
-            )
-
-    def _renew(self) -> None:
-        last = time.monotonic()
-        while True:
-            with self._lock:
-                while not self._held:
-                    self._lock.wait()
-                left = last + min(self._held.values()) / 3 - time.monotonic()
-                if left > 0:
-                    self._lock.wait(left)
-                    continue
-                tokens = list(self._held)
-            last = time.monotonic()
-            try:
-                result = self.runs.backend().renew_slots(
-                    RenewSlotsParams(tokens=tokens, now=time.time())
-                )
-            except Exception as exc:
-                log.error("renewing tenant slots failed: %s; retrying", describe(exc))
-                continue
-            for token in result.lost:
-                log.warning("a running job's tenant slot expired before it ended (%s)", token)
-
-
 def run_in_slot(
     task: GuardedTask,
     keeper: SlotKeeper,
@@ -170,20 +115,12 @@ def run_in_slot(
     job = get_current_job()
     if job is None or not task.slots:
         return fn(*args, **kwargs)
-    slot = task.runs.backend().acquire_slot(
-        AcquireSlotParams(
-            queue=job.origin,
-            tenant=task.tenant(args, kwargs),
-            holder=job.worker_name or f"pid-{os.getpid()}",
-            lease=task.slot_lease,
-            now=time.time(),
-            limit=task.limit,
-        )
-    )
+    holder = job.worker_name or f"pid-{os.getpid()}"
+    tenant = task.tenant(args, kwargs)
+    slot = keeper.acquire(job.origin, tenant, holder, task.slot_lease, task.limit)
     if slot.token is None:
         defer(job, slot.free_at)
         return None
-    keeper.hold(slot.token, task.slot_lease)
     try:
         return fn(*args, **kwargs)
     finally:
