@@ -3,10 +3,11 @@
 The flood of benchmarks/redis_fairness.py, at 2 job slots per system: one tenant's ``--big``
 jobs of 5 ms, then 10 small tenants with ``--each``. Per peer and mode it reports the small
 tenants' wait (enqueue → start) p50/p99 alone and under the flood, Jain's index while every
-tenant is backlogged, the drain rate of ``--drain`` no-op jobs, and the idle latency (one job at
-a time, enqueue → start, p50 of 30). ``relay`` is the same peer workers with ``fairq relay``
-releasing fair tasks into the broker, at most ``--in-flight`` at a time (default twice the slots).
-Broker, counters and the fairq store share the benchmark Redis ($BENCH_REDIS_URL, database 13,
+tenant is backlogged, the drain rate of ``--drain`` jobs of 5 ms (the flood's jobs: the cost the
+issue's goal is about) and of as many no-op jobs (the relay's per-job cost laid bare), and the
+idle latency (one job at a time, enqueue → start, p50 of 30). ``relay`` is the same peer
+workers with ``fairq relay`` releasing fair tasks into the broker, at most ``--in-flight`` at a
+time. Broker, counters and the fairq store share the benchmark Redis ($BENCH_REDIS_URL, database 13,
 flushed). Needs the dev install (celery, rq, dramatiq come with it):
 
     .venv/bin/python benchmarks/relay_fairness.py
@@ -26,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "peers"))
 
 from _drive import measure, running  # noqa: E402
-from _flood import STARTS_KEY, counter, flood  # noqa: E402
+from _flood import JOB_SECONDS, STARTS_KEY, counter, flood  # noqa: E402
 
 PEERS = ("celery", "rq", "dramatiq")
 Figures = dict[str, object]
@@ -77,8 +78,11 @@ def run_peer(name: str, relay: bool, args: argparse.Namespace) -> Figures:
             peer.send(relay, tenant, at)
 
         figures["alone" if alone else "flood"] = flood(send, cmds, run, cwd=HERE / "peers")
-    drained = measure(args.drain, lambda n: peer.send_noops(relay, n), cmds, cwd=HERE / "peers")
-    figures["drain_per_s"] = drained["drain_per_s"]
+    for key, seconds in (("drain_per_s", JOB_SECONDS), ("noop_per_s", 0.0)):
+        drained = measure(
+            args.drain, lambda n, s=seconds: peer.send_drain(relay, n, s), cmds, cwd=HERE / "peers"
+        )
+        figures[key] = drained["drain_per_s"]
     figures["idle_ms"] = idle_latency(peer, cmds, relay)
     return figures
 
@@ -115,24 +119,28 @@ def _print(rows: list[tuple[str, bool, Figures]], args: argparse.Namespace) -> N
     )
     print(
         "| system | small p50 / p99 alone (ms) | small p50 / p99 flood (ms) | Jain while "
-        "backlogged | drain (jobs/s) | relay / peer drain | idle enqueue → start p50 (ms) |"
+        "backlogged | drain, 5 ms jobs (jobs/s) | relay / peer | drain, no-ops (jobs/s) "
+        "| relay / peer | idle enqueue → start p50 (ms) |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     plain: dict[str, Figures] = {}
     for name, relay, f in rows:
         alone, flooded = f["alone"], f["flood"]
         jain = flooded["jain"]  # type: ignore[index]
         if not relay:
             plain[name] = f
-        ratio = ""
-        if relay and name in plain:
-            own = float(plain[name]["drain_per_s"])  # type: ignore[arg-type]
-            ratio = f"{float(f['drain_per_s']) / own:.2f}×"  # type: ignore[arg-type]
+        drains = []
+        for key in ("drain_per_s", "noop_per_s"):
+            rate = float(f[key])  # type: ignore[arg-type]
+            ratio = ""
+            if relay and name in plain:
+                ratio = f"{rate / float(plain[name][key]):.2f}×"  # type: ignore[arg-type]
+            drains.append(f"{rate:,.0f} | {ratio}")
         print(f"| {name}{' + fairq relay' if relay else ''} "
               f"| {_ms(alone, 'small_p50_ms')} / {_ms(alone, 'small_p99_ms')} "
               f"| {_ms(flooded, 'small_p50_ms')} / {_ms(flooded, 'small_p99_ms')} "
               f"| {'n/a' if jain is None else f'{float(jain):.2f}'} "
-              f"| {float(f['drain_per_s']):,.0f} | {ratio} | {float(f['idle_ms']):.1f} |")  # type: ignore[arg-type]  # fmt: skip
+              f"| {' | '.join(drains)} | {float(f['idle_ms']):.1f} |")  # type: ignore[arg-type]  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from _drive import HERE, counter, running
+from _drive import DONE_KEY, HERE, counter, running
 
 STARTS_KEY = "bench:starts"
 JOB_SECONDS = 0.005
@@ -39,6 +39,13 @@ def run_job(client: object, tenant: str, enqueued_at: float) -> None:
     """The flood job's body: record the start, then 5 ms of work (a sleep, like I/O)."""
     record_start(client, tenant, enqueued_at)
     time.sleep(JOB_SECONDS)
+
+
+def drain_job(client: object, seconds: float) -> None:
+    """A drain measurement's job: ``seconds`` of work (0: a no-op), then count itself done."""
+    if seconds:
+        time.sleep(seconds)
+    client.incr(DONE_KEY)  # type: ignore[attr-defined]
 
 
 def arguments() -> argparse.Namespace:

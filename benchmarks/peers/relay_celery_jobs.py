@@ -3,9 +3,10 @@ a plain task and as a fair one; broker, counter and fairq store all on the bench
 
 import sys
 
-from _drive import URL, counter, mark_done
-from _flood import run_job
+from _drive import URL, counter
+from _flood import drain_job, run_job
 from celery import Celery
+
 from fairq.integrations.celery import FairCelery
 
 app = Celery("relay_celery_jobs", broker=URL)
@@ -24,9 +25,9 @@ def plain_stamp(tenant: str, enqueued_at: float) -> None:
     run_job(_client, tenant, enqueued_at)
 
 
-@app.task(name="plain_noop")
-def plain_noop(tenant: str) -> None:
-    mark_done(_client)
+@app.task(name="plain_drain")
+def plain_drain(tenant: str, seconds: float) -> None:
+    drain_job(_client, seconds)
 
 
 @app.task(base=fair.Task, name="fair_stamp", fair_tenant="tenant")
@@ -34,9 +35,9 @@ def fair_stamp(tenant: str, enqueued_at: float) -> None:
     run_job(_client, tenant, enqueued_at)
 
 
-@app.task(base=fair.Task, name="fair_noop", fair_tenant="tenant")
-def fair_noop(tenant: str) -> None:
-    mark_done(_client)
+@app.task(base=fair.Task, name="fair_drain", fair_tenant="tenant")
+def fair_drain(tenant: str, seconds: float) -> None:
+    drain_job(_client, seconds)
 
 
 SLOTS = 2
@@ -51,6 +52,6 @@ def send(fair_mode: bool, tenant: str, at: float) -> None:
     (fair_stamp if fair_mode else plain_stamp).delay(tenant, at)
 
 
-def send_noops(fair_mode: bool, n: int) -> None:
+def send_drain(fair_mode: bool, n: int, seconds: float) -> None:
     for i in range(n):
-        (fair_noop if fair_mode else plain_noop).delay(f"t{i % 10}")
+        (fair_drain if fair_mode else plain_drain).delay(f"t{i % 10}", seconds)

@@ -4,8 +4,8 @@ as a plain actor and as a fair one; broker, counter and fairq store on the bench
 import sys
 
 import dramatiq
-from _drive import URL, counter, mark_done
-from _flood import run_job
+from _drive import URL, counter
+from _flood import drain_job, run_job
 from dramatiq.brokers.redis import RedisBroker
 
 from fairq.integrations.dramatiq import FairDramatiq
@@ -22,8 +22,8 @@ def plain_stamp(tenant: str, enqueued_at: float) -> None:
 
 
 @dramatiq.actor(queue_name="plain", max_retries=0)
-def plain_noop(tenant: str) -> None:
-    mark_done(_client)
+def plain_drain(tenant: str, seconds: float) -> None:
+    drain_job(_client, seconds)
 
 
 @fair.actor(tenant="tenant", queue_name="fair")
@@ -32,8 +32,8 @@ def fair_stamp(tenant: str, enqueued_at: float) -> None:
 
 
 @fair.actor(tenant="tenant", queue_name="fair")
-def fair_noop(tenant: str) -> None:
-    mark_done(_client)
+def fair_drain(tenant: str, seconds: float) -> None:
+    drain_job(_client, seconds)
 
 
 SLOTS = 2
@@ -47,6 +47,6 @@ def send(fair_mode: bool, tenant: str, at: float) -> None:
     (fair_stamp if fair_mode else plain_stamp).send(tenant, at)
 
 
-def send_noops(fair_mode: bool, n: int) -> None:
+def send_drain(fair_mode: bool, n: int, seconds: float) -> None:
     for i in range(n):
-        (fair_noop if fair_mode else plain_noop).send(f"t{i % 10}")
+        (fair_drain if fair_mode else plain_drain).send(f"t{i % 10}", seconds)

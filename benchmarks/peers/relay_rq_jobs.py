@@ -3,8 +3,8 @@ plain function and as a fair task; RQ's Redis, the counter and the fairq store o
 
 import sys
 
-from _drive import URL, counter, mark_done
-from _flood import run_job
+from _drive import URL, counter
+from _flood import drain_job, run_job
 from rq import Queue
 
 from fairq.integrations.rq import FairRQ
@@ -19,8 +19,8 @@ def plain_stamp(tenant: str, enqueued_at: float) -> None:
     run_job(_client, tenant, enqueued_at)
 
 
-def plain_noop(tenant: str) -> None:
-    mark_done(_client)
+def plain_drain(tenant: str, seconds: float) -> None:
+    drain_job(_client, seconds)
 
 
 @fair.task(queue="fair", tenant="tenant")
@@ -29,8 +29,8 @@ def fair_stamp(tenant: str, enqueued_at: float) -> None:
 
 
 @fair.task(queue="fair", tenant="tenant")
-def fair_noop(tenant: str) -> None:
-    mark_done(_client)
+def fair_drain(tenant: str, seconds: float) -> None:
+    drain_job(_client, seconds)
 
 
 SLOTS = 2
@@ -47,9 +47,9 @@ def send(fair_mode: bool, tenant: str, at: float) -> None:
         plain_queue.enqueue(plain_stamp, tenant, at)
 
 
-def send_noops(fair_mode: bool, n: int) -> None:
+def send_drain(fair_mode: bool, n: int, seconds: float) -> None:
     for i in range(n):
         if fair_mode:
-            fair_queue.enqueue(fair_noop, f"t{i % 10}")
+            fair_queue.enqueue(fair_drain, f"t{i % 10}", seconds)
         else:
-            plain_queue.enqueue(plain_noop, f"t{i % 10}")
+            plain_queue.enqueue(plain_drain, f"t{i % 10}", seconds)
