@@ -89,18 +89,13 @@ class Tally(Generic[W]):
         return bool(self.counts)
 
 
-def figures_from(
-    counts: Iterable[tuple[Key, int]],
-    params: FiguresParams,
-    oldest: Mapping[str, int] | None = None,
-) -> list[TenantFigures]:
+def figures_from(counts: Iterable[tuple[Key, int]], params: FiguresParams) -> list[TenantFigures]:
     """The contract's rows from a store's sparse counts: those of slots in the window at
     ``params.now`` and of the queue and tenant asked are kept (older ones may not have been
     pruned yet), summed per (queue, tenant), sorted by queue then tenant.
 
-    The window each row covers starts at its queue's oldest slot with counts: the one found
-    among ``counts``, unless ``oldest`` gives it (a store that read one tenant's counts only
-    looks the queue's up on its own)."""
+    The window of each row starts at its queue's oldest slot with counts, so a store reads
+    the counts of every tenant of the queues asked, even when one tenant is asked for."""
     first = histogram.first_slot(params.now)
     last = histogram.slot_of(params.now)
     sparse: dict[tuple[str, str], dict[str, Counter[int]]] = {}
@@ -119,7 +114,7 @@ def figures_from(
         kinds[kind][bucket] += count
     rows = []
     for (queue, tenant), kinds in sorted(sparse.items()):
-        start = max(first, (oldest or {}).get(queue, found[queue]))
+        start = found[queue]
         outcomes = {histogram.OUTCOMES[i]: n for i, n in sorted(kinds[OUTCOME].items())}
         rows.append(
             TenantFigures(
