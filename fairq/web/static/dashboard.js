@@ -61,6 +61,28 @@
     const series = new Map(); // name -> {color, points: [[t, rate]]}
     let colors = 0;
     let last = null;
+    // Sorting, searching or paging the table reloads the page: the points survive in this
+    // tab's sessionStorage, so the chart goes on where it was.
+    const saved = "fairq-chart:" + canvas.dataset.src;
+    restore();
+
+    function restore() {
+      try {
+        const kept = JSON.parse(sessionStorage.getItem(saved) || "null");
+        if (!kept || Date.now() / 1000 - kept.last.at > WINDOW_SECONDS) return;
+        for (const [name, s] of kept.series) series.set(name, s);
+        colors = kept.colors;
+        last = kept.last;
+      } catch (e) {
+        sessionStorage.removeItem(saved);
+      }
+    }
+
+    function save() {
+      try {
+        sessionStorage.setItem(saved, JSON.stringify({ series: [...series], colors, last }));
+      } catch (e) { /* storage full or off: the chart just starts again next time */ }
+    }
 
     function line(name) {
       if (!series.has(name)) {
@@ -93,6 +115,7 @@
           while (s.points.length && s.points[0][0] < oldest) s.points.shift();
         }
         draw(sample.at);
+        save();
       });
     }
 
