@@ -423,6 +423,7 @@ class App:
             lease_timeout=spec.lease_timeout,
             cost=spec.cost,
             throttle=rules,
+            headers={} if opts.headers is None else opts.headers,
         )
 
     def _job_types(self, names: Sequence[str]) -> list[JobType]:
