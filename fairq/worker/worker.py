@@ -115,7 +115,7 @@ class Worker:
                 f"concurrency must be a whole number of at least 1, not {concurrency!r}"
             )
         self.app = app
-        self.hooks = app.hooks  # the App's plug-ins as they are now (fairq.instrument)
+        self.hooks = app.hooks  # the App's plug-ins (fairq.instrument), taken again at run()
         self.order = queue_order(app, queues)
         self.concurrency = concurrency
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -208,6 +208,7 @@ class Worker:
             if self._stopping.is_set():
                 log.info("stopped before it started: no job taken", extra={"action": "stopped"})
                 return
+            self.hooks = self.expiries.hooks = self.app.hooks
             self.app.publish()
             runner = JobRunner(
                 self.app,
