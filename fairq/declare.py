@@ -52,6 +52,8 @@ class Options:
     delay: float | timedelta | None = None
     run_at: float | datetime | None = None
     priority: int = 0
+    #: Small str metadata stored with the job and given back in its leases (a trace context).
+    headers: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ class JobDefinition(Generic[P, R]):
         return self.app.enqueue_many([self.call(*args, **kwargs)])[0]
 
     def options(self, **options: Any) -> BoundOptions[P]:
-        """Override tenant, queue, delay, run_at or priority: ``job.options(delay=60)``."""
+        """Override tenant, queue, delay, run_at, priority or headers: ``job.options(delay=60)``."""
         return BoundOptions(self, Options(**options))
 
     def check_arguments(

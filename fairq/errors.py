@@ -23,6 +23,10 @@ class JobArgumentsError(FairqError, TypeError):
     """A job's arguments cannot be stored: they must be JSON-serialisable (no pickle, ever)."""
 
 
+class JobHeadersError(FairqError, ValueError):
+    """A job's headers cannot be stored: a flat JSON object of str to str, under the size cap."""
+
+
 class PayloadTooLarge(FairqError, ValueError):
     """A job's encoded arguments exceed the store's payload limit (``App(max_payload_bytes=…)``)."""
 

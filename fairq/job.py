@@ -6,7 +6,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol, TypeVar
 
@@ -14,6 +14,7 @@ from fairq.errors import (
     ConfigError,
     DuplicateJob,
     JobArgumentsError,
+    JobHeadersError,
     LeaseExpired,
     LeaseNotFound,
     PayloadTooLarge,
@@ -22,6 +23,8 @@ from fairq.policy.bounds import MAX_INT, check_int, check_seconds, check_tenant
 from fairq.policy.throttle import Throttle
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
+#: The most a job's headers may take, as compact UTF-8 JSON: they travel with every lease.
+MAX_HEADERS_BYTES = 4096
 #: How deep job arguments may nest: JSON readers (the worker's among them) recurse per level.
 MAX_NESTING = 200
 
@@ -55,10 +58,13 @@ class NewJob:
     cost: float
     #: Re-routing rules, given only when the job is headed for its declared queue.
     throttle: Sequence[Throttle] = ()
+    #: Small str metadata that travels with the job to every lease (a trace context, …).
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         """Refuse what some store cannot hold, before any store sees it (fairq.policy.bounds)."""
         check_tenant(self.tenant)
+        object.__setattr__(self, "headers", check_headers(self.headers))
         check_int("priority", self.priority, least=-MAX_INT - 1)
         check_int("max_attempts", self.max_attempts)
         check_seconds("lease", self.lease_timeout)
@@ -85,10 +91,12 @@ class StoredJob(Protocol):
     cost: float
     enqueued_at: float
     run_at: float
+    ready_at: float | None  # when it last became ready; None: never ready yet
     started_at: float | None
     deadline: float | None
     finished_at: float | None
     last_error: str | None
+    headers: str | None  # as stored: ``encode_headers``'s JSON text, None for no headers
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,11 +115,16 @@ class Lease:
     deadline: float
     lease_timeout: float
     cost: float
+    #: When the job became ready for this run (its run_at, or when its retry or hand-back
+    #: became due): ``started_at - ready_at`` is how long it waited for a worker.
+    ready_at: float
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, job: StoredJob) -> Lease:
         """The lease a running job is held under."""
         assert job.started_at is not None and job.deadline is not None
+        assert job.ready_at is not None
         return cls(
             token=lease_token(job.id, job.leases),
             job_id=job.id,
@@ -125,6 +138,8 @@ class Lease:
             deadline=job.deadline,
             lease_timeout=job.lease_timeout,
             cost=job.cost,
+            ready_at=job.ready_at,
+            headers=decode_headers(job.headers),
         )
 
 
@@ -147,6 +162,8 @@ class JobInfo:
     finished_at: float | None
     deadline: float | None
     last_error: str | None
+    ready_at: float | None = None  # when it last became ready; None: never ready yet
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, job: StoredJob) -> JobInfo:
@@ -167,6 +184,8 @@ class JobInfo:
             finished_at=job.finished_at,
             deadline=job.deadline if job.state is JobState.RUNNING else None,
             last_error=job.last_error,
+            ready_at=job.ready_at,
+            headers=decode_headers(job.headers),
         )
 
 
@@ -194,6 +213,51 @@ def check_distinct(jobs: Sequence[NewJob]) -> None:
     repeated = sorted(job_id for job_id, count in ids.items() if count > 1)
     if repeated:
         raise DuplicateJob(f"job ids repeated in one batch: {repeated}; nothing was stored")
+
+
+def check_headers(headers: object) -> dict[str, str]:
+    """A job's headers as a plain dict, or JobHeadersError naming what is wrong and the fix."""
+    if not isinstance(headers, Mapping):
+        raise JobHeadersError(
+            f"headers must be a mapping of str to str, got {type(headers).__name__}"
+        )
+    found = dict(headers)
+    for key, value in found.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise JobHeadersError(
+                f"header {key!r}: {value!r} is not str to str; headers are text metadata "
+                "(put other data in the job's arguments)"
+            )
+    try:
+        size = len((encode_headers(found) or "").encode())
+    except UnicodeEncodeError:
+        raise JobHeadersError(
+            "headers hold a lone surrogate, which is not valid Unicode; encode them properly"
+        ) from None
+    if size > MAX_HEADERS_BYTES:
+        raise JobHeadersError(
+            f"headers are {size} bytes of JSON, over the limit of {MAX_HEADERS_BYTES}; keep "
+            "them to small metadata such as a trace context, and put data in the arguments"
+        )
+    return found
+
+
+def encode_headers(headers: Mapping[str, str]) -> str | None:
+    """Headers as stored: compact JSON text, or None when there are none (stores keep no
+    bytes for the common case)."""
+    if not headers:
+        return None
+    text = _dumps(dict(headers))
+    text.encode()  # a lone surrogate raises here, not in a store
+    return text
+
+
+def decode_headers(text: str | None) -> dict[str, str]:
+    if not text:
+        return {}
+    found = json.loads(text)
+    assert isinstance(found, dict)
+    return found
 
 
 def lease_token(job_id: str, lease_number: int) -> str:

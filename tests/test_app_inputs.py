@@ -26,7 +26,7 @@ from fairq.contract import (
     QueueSettings,
     TenantSettingsParams,
 )
-from fairq.errors import ConfigError, InvalidTenant, JobArgumentsError
+from fairq.errors import ConfigError, InvalidTenant, JobArgumentsError, JobHeadersError
 from fairq.job import MAX_NESTING, NewJob, decode_payload
 from fairq.policy.bounds import MAX_INT, MAX_WEIGHT, MIN_WEIGHT
 
@@ -277,3 +277,38 @@ def test_a_published_job_without_its_signature_is_enqueued_with_a_warning(
     with caplog.at_level(logging.WARNING, logger="fairq"):
         assert app.enqueue("old", ["acme", 1, 2, 3])
     assert "could not be checked" in caplog.text
+
+
+# -- job headers ------------------------------------------------------------------------------
+
+
+def test_headers_travel_with_the_job_from_every_enqueue_path(
+    app: App, job: JobDefinition[..., None]
+) -> None:
+    trace = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+    first = job.options(headers=trace).enqueue("acme")
+    second = app.enqueue("imports.run", ["globex"], headers={"ключ": "значение ✓"})
+    plain = job.enqueue("initech")
+    infos = {i.id: i for i in app.backend.get_jobs(GetJobsParams(ids=[first, second, plain]))}
+    assert infos[first].headers == trace
+    assert infos[second].headers == {"ключ": "значение ✓"}
+    assert infos[plain].headers == {}
+
+
+@pytest.mark.parametrize(
+    ("headers", "problem"),
+    [
+        ({"n": 1}, r"header 'n': 1 is not str to str"),
+        ({1: "x"}, r"header 1: 'x' is not str to str"),
+        (["traceparent"], r"headers must be a mapping of str to str, got list"),
+        ({"big": "x" * 5000}, r"headers are 50\d\d bytes of JSON, over the limit of 4096"),
+        ({"k": "\ud800"}, r"lone surrogate"),
+    ],
+)
+def test_bad_headers_are_refused_naming_the_problem_and_nothing_is_stored(
+    app: App, job: JobDefinition[..., None], unchanged: None, headers: Any, problem: str
+) -> None:
+    with pytest.raises(JobHeadersError, match=problem):
+        job.options(headers=headers).enqueue("acme")
+    with pytest.raises(JobHeadersError, match=problem):
+        app.enqueue_many([job.call("acme"), job.options(headers=headers).call("globex")])

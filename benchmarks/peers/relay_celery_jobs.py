@@ -6,6 +6,7 @@ import sys
 from _drive import URL, counter, mark_done
 from _flood import run_job
 from celery import Celery
+
 from fairq.integrations.celery import FairCelery
 
 app = Celery("relay_celery_jobs", broker=URL)

@@ -50,7 +50,7 @@ from fairq.contract import (
     waited_first,
 )
 from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
-from fairq.job import JobInfo, JobState, Lease, NewJob, held_leases
+from fairq.job import JobInfo, JobState, Lease, NewJob, encode_headers, held_leases
 from fairq.model import rules
 from fairq.model.reads import Reads
 from fairq.model.slots import SlotTable
@@ -102,6 +102,7 @@ class ReferenceModel(Reads):
             max_attempts=new.max_attempts,
             lease_timeout=new.lease_timeout,
             cost=new.cost,
+            headers=encode_headers(new.headers),
         )
         self._jobs[job.id] = job
         self._by_seq[job.seq] = job

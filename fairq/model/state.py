@@ -38,6 +38,7 @@ class Job:
     finished_at: float | None = None
     last_error: str | None = None
     worker: str | None = None
+    headers: str | None = None  # as stored (fairq.job.encode_headers)
 
     def info(self) -> JobInfo:
         return JobInfo.of(self)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fairq.errors import FairqError
-from fairq.job import Lease
+from fairq.errors import FairqError, JobHeadersError
+from fairq.job import Lease, check_headers
 
 #: The key integrations store the ticket under, in whatever the peer's message has for it.
 TICKET_KEY = "fairq"
@@ -37,7 +37,11 @@ class BadTicket(FairqError, ValueError):
 
 def ticket_of(lease: Lease) -> dict[str, Any]:
     """The JSON object published with the job."""
-    return {name: getattr(lease, name) for name in _FIELDS}
+    ticket = {name: getattr(lease, name) for name in _FIELDS}
+    ticket["ready_at"] = lease.ready_at
+    if lease.headers:
+        ticket["headers"] = dict(lease.headers)
+    return ticket
 
 
 def lease_of(ticket: object) -> Lease:
@@ -57,4 +61,23 @@ def lease_of(ticket: object) -> Lease:
                 "was not published by `fairq relay` or was changed on the way"
             )
         values[name] = value
-    return Lease(payload="", **values)
+    return Lease(payload="", ready_at=_ready_at(ticket, values), headers=_headers(ticket), **values)
+
+
+def _ready_at(ticket: Mapping[str, Any], values: Mapping[str, Any]) -> float:
+    """The ticket's ready_at; a ticket from a relay older than it: its start (no wait known)."""
+    value = ticket.get("ready_at")
+    if value is None:
+        return float(values["started_at"])
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadTicket(f"fairq ticket field 'ready_at' must be a number, got {value!r}")
+    return float(value)
+
+
+def _headers(ticket: Mapping[str, Any]) -> dict[str, str]:
+    """The job's headers (a ticket without them, from an older relay: none)."""
+    value = ticket.get("headers", {})
+    try:
+        return check_headers(value)
+    except JobHeadersError as exc:
+        raise BadTicket(f"fairq ticket field 'headers' is invalid: {exc}") from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import psycopg
 import pytest
@@ -154,3 +155,15 @@ def test_the_readme_example_keeps_the_job_only_if_the_block_commits(
     with psycopg.connect(url) as check:
         stored = check.execute(f'SELECT id FROM "{pg.schema}".orders ORDER BY id').fetchall()
     assert stored == [(44,)]
+
+
+def test_a_job_through_the_inbox_keeps_its_headers_and_waits_from_its_commit(
+    pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    headers = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+    with conn.transaction():
+        pg.enqueue_in(conn, EnqueueParams(jobs=[replace(new_job(0), headers=headers)], now=2.0))
+    (seen,) = pg.get_jobs(GetJobsParams(ids=["j0"]))  # still in the inbox
+    assert (seen.headers, seen.ready_at) == (headers, 2.0)
+    (lease,) = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=7.0)).leases
+    assert (lease.headers, lease.ready_at, lease.started_at) == (headers, 2.0, 7.0)

@@ -16,7 +16,7 @@ from psycopg import Cursor
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import JobRow, QueueRow, Row, TenantRow, tenant_key
 from fairq.contract import ExpiredLease, ReleaseParams
-from fairq.job import JobState, NewJob
+from fairq.job import JobState, NewJob, encode_headers
 from fairq.policy import tenant as transitions
 
 LEASE_EXPIRED_ERROR = "lease expired"
@@ -98,6 +98,8 @@ class Events:
         inserted: list[int] = []
         for new, tenant, enqueued_at, seq in taken:
             args = {**self.job_row(new, tenant, now), "enqueued_at": enqueued_at, "seq": seq}
+            if args["ready_at"] is not None:  # ready since its commit (or its run_at), not now
+                args["ready_at"] = max(enqueued_at, new.run_at)
             if self.cur.execute(self.q["job_insert_from_inbox"], args).fetchone() is not None:
                 inserted.append(seq)
         stored = set(inserted) - self._dropped_as_succeeded(inserted)
@@ -147,6 +149,7 @@ class Events:
             "enqueued_at": now,
             "run_at": new.run_at,
             "ready_at": now if ready else None,
+            "headers": encode_headers(new.headers),
         }
 
     # -- ending runs (dispatch and ack run server-side: functions/*.sql) ----------------

@@ -13,7 +13,7 @@ from psycopg import Cursor
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import JobRow, Row, rate_of, tenant_key
 from fairq.contract import JobType, ListDeadParams, QueueSettings, StatsParams, TenantStats
-from fairq.job import JobInfo, JobState
+from fairq.job import JobInfo, JobState, decode_headers
 from fairq.policy import history
 from fairq.policy.throttle import Throttle
 from fairq.signatures import JobSignature
@@ -114,6 +114,8 @@ def _inbox_info(row: Row) -> JobInfo:
         finished_at=None,
         deadline=None,
         last_error=None,
+        ready_at=row["enqueued_at"] if state is JobState.READY else None,
+        headers=decode_headers(row["headers"]),
     )
 
 

@@ -200,10 +200,11 @@ ORDER BY t.queue, t.tenant
 -- name: job_insert
 INSERT INTO {schema}.jobs (
     id, tenant_id, queue, name, state, payload, priority, max_attempts, lease_timeout, cost,
-    enqueued_at, run_at, ready_at
+    enqueued_at, run_at, ready_at, headers
 ) VALUES (
     %(id)s, %(tenant_id)s, %(queue)s, %(name)s, %(state)s, %(payload)s, %(priority)s,
-    %(max_attempts)s, %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(ready_at)s
+    %(max_attempts)s, %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(ready_at)s,
+    %(headers)s
 )
 
 -- name: job_lock_by_id
@@ -212,7 +213,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers
 FROM {schema}.jobs j
 WHERE j.id = %(id)s
 FOR UPDATE
@@ -227,14 +228,14 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers
 FROM {schema}.jobs j
 WHERE j.id = ANY(%(ids)s::text[])
 UNION ALL
 SELECT s.seq, s.id, s.tenant_id, t.queue, t.tenant, s.name, 'succeeded', s.payload, s.priority,
        s.attempts, s.max_attempts, 0.0::double precision, 0.0::double precision, s.enqueued_at,
-       s.run_at, NULL, s.started_at, NULL, s.finished_at, s.last_error, NULL, 0,
-       0.0::double precision
+       s.run_at, s.ready_at, s.started_at, NULL, s.finished_at, s.last_error, NULL, 0,
+       0.0::double precision, s.headers
 FROM {schema}.succeeded_jobs s
 JOIN {schema}.tenants t ON t.id = s.tenant_id  -- kept while it has succeeded jobs (kept > 0)
 WHERE s.id = ANY(%(ids)s::text[])
@@ -257,7 +258,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers
 FROM {schema}.jobs j
 WHERE j.queue = %(queue)s AND j.state = 'scheduled' AND j.run_at <= %(now)s
 ORDER BY j.run_at, j.seq
@@ -268,7 +269,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers
 FROM {schema}.jobs j
 WHERE j.queue = %(queue)s AND j.state = 'running' AND j.deadline <= %(now)s
 ORDER BY j.deadline, j.seq
@@ -283,7 +284,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers
 FROM {schema}.jobs j
 WHERE j.id = ANY(%(ids)s::text[])
 ORDER BY j.seq
@@ -335,7 +336,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers
 FROM {schema}.jobs j
 WHERE j.state = 'dead'
   AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
@@ -351,10 +352,10 @@ LIMIT %(limit)s
 -- one in the inbox.
 INSERT INTO {schema}.inbox (
     id, queue, tenant, name, payload, priority, max_attempts, lease_timeout, cost,
-    enqueued_at, run_at
+    enqueued_at, run_at, headers
 )
 SELECT %(id)s, %(queue)s, %(tenant)s, %(name)s, %(payload)s, %(priority)s, %(max_attempts)s,
-       %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s
+       %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(headers)s
 WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = %(id)s)
   AND NOT EXISTS (SELECT 1 FROM {schema}.succeeded_jobs WHERE id = %(id)s)
 RETURNING seq
@@ -365,7 +366,7 @@ RETURNING seq
 WITH taken AS (
     DELETE FROM {schema}.inbox WHERE queue = %(queue)s
     RETURNING seq, id, queue, tenant, name, payload, priority, max_attempts, lease_timeout,
-              cost, enqueued_at, run_at
+              cost, enqueued_at, run_at, headers
 )
 SELECT * FROM taken ORDER BY seq
 
@@ -374,7 +375,7 @@ SELECT DISTINCT queue FROM {schema}.inbox
 
 -- name: inbox_by_ids
 SELECT seq, id, queue, tenant, name, payload, priority, max_attempts, lease_timeout, cost,
-       enqueued_at, run_at
+       enqueued_at, run_at, headers
 FROM {schema}.inbox
 WHERE id = ANY(%(ids)s::text[])
 
@@ -383,10 +384,11 @@ WHERE id = ANY(%(ids)s::text[])
 -- An id that a plain enqueue stored meanwhile is dropped (reported by the caller).
 INSERT INTO {schema}.jobs (
     seq, id, tenant_id, queue, name, state, payload, priority, max_attempts, lease_timeout,
-    cost, enqueued_at, run_at, ready_at
+    cost, enqueued_at, run_at, ready_at, headers
 ) VALUES (
     %(seq)s, %(id)s, %(tenant_id)s, %(queue)s, %(name)s, %(state)s, %(payload)s, %(priority)s,
-    %(max_attempts)s, %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(ready_at)s
+    %(max_attempts)s, %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(ready_at)s,
+    %(headers)s
 )
 ON CONFLICT (id) DO NOTHING
 RETURNING seq

@@ -162,6 +162,7 @@ class JobRow:
     worker_id: str | None
     leases: int = 0  # dispatches so far; the lease token names the current one
     charged: float = 0.0  # what the current run has been charged so far
+    headers: str | None = None  # as stored (fairq.job.encode_headers)
 
     @classmethod
     def from_row(cls, row: Row) -> JobRow:
@@ -189,6 +190,7 @@ class JobRow:
             worker_id=row["worker_id"],
             leases=row["leases"],
             charged=row["charged"],
+            headers=row["headers"],
         )
 
     def save(self, cur: Cursor[Row], q: Queries) -> None:

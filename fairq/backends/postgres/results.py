@@ -12,7 +12,7 @@ from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import Row
 from fairq.contract import AckManyResult
 from fairq.errors import DuplicateJob
-from fairq.job import Lease, lease_token
+from fairq.job import Lease, decode_headers, lease_token
 
 Parsed = tuple[str, int] | None  # a lease token as keys.parse_token reads it
 
@@ -31,6 +31,8 @@ def lease(row: Row) -> Lease:
         deadline=row["l_deadline"],
         lease_timeout=row["l_lease_timeout"],
         cost=row["l_cost"],
+        ready_at=row["l_ready_at"],
+        headers=decode_headers(row["l_headers"]),
     )
 
 

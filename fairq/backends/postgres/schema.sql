@@ -115,7 +115,8 @@ CREATE TABLE {schema}.jobs (
     last_error    text,
     worker_id     text,
     leases        integer NOT NULL DEFAULT 0,      -- dispatches so far; names the lease
-    charged       double precision NOT NULL DEFAULT 0.0  -- what this run was charged so far
+    charged       double precision NOT NULL DEFAULT 0.0, -- what this run was charged so far
+    headers       text                             -- JSON object of str; NULL: none
 );
 
 CREATE INDEX jobs_ready ON {schema}.jobs (tenant_id, priority DESC, seq) WHERE state = 'ready';
@@ -141,7 +142,9 @@ CREATE TABLE {schema}.succeeded_jobs (
     finished_at  double precision,
     name         text NOT NULL,
     payload      text NOT NULL,
-    last_error   text
+    last_error   text,
+    ready_at     double precision,
+    headers      text
 );
 
 CREATE INDEX succeeded_jobs_finished ON {schema}.succeeded_jobs (finished_at);
@@ -175,7 +178,8 @@ CREATE TABLE {schema}.inbox (
     lease_timeout double precision NOT NULL,
     cost          double precision NOT NULL,
     enqueued_at   double precision NOT NULL,
-    run_at        double precision NOT NULL
+    run_at        double precision NOT NULL,
+    headers       text
 );
 
 CREATE INDEX inbox_queue ON {schema}.inbox (queue, seq);

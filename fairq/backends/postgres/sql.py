@@ -27,8 +27,8 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: functions only over an older release, and refuses a schema whose functions come from a newer
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
-FUNCTIONS_RELEASE = 2
-FUNCTIONS_DIGEST = "a39b14e5f693174a1816cd618a696c2b0a200c7f415801457828d64b81eb27a6"
+FUNCTIONS_RELEASE = 3
+FUNCTIONS_DIGEST = "89ef4a59fbe61a45add56d9091cb49477c00f0b7b131786a721d39e0ba898df6"
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from fairq.backends.postgres.db import invalid_text
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.records import Row
 from fairq.errors import DuplicateJob
-from fairq.job import NewJob
+from fairq.job import NewJob, decode_headers, encode_headers
 
 log = logging.getLogger("fairq.backends.postgres")
 
@@ -143,6 +143,7 @@ def _inbox_args(job: NewJob, now: float) -> dict[str, object]:
         "cost": job.cost,
         "enqueued_at": now,
         "run_at": job.run_at,
+        "headers": encode_headers(job.headers),
     }
 
 
@@ -158,4 +159,5 @@ def _new_job(row: Row) -> NewJob:
         max_attempts=row["max_attempts"],
         lease_timeout=row["lease_timeout"],
         cost=row["cost"],
+        headers=decode_headers(row["headers"]),
     )

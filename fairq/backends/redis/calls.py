@@ -9,7 +9,7 @@ from typing import Any
 
 from fairq.contract import AckManyResult, ExpiredLease, Keep
 from fairq.errors import DuplicateJob
-from fairq.job import NewJob
+from fairq.job import NewJob, encode_headers
 
 from .records import encode_body, num, text
 from .scripts import Arg
@@ -73,7 +73,7 @@ def job_args(block: int, job: NewJob) -> list[Arg]:
     return [
         block,
         job.id,
-        encode_body(job.name, job.payload),
+        encode_body(job.name, job.payload, encode_headers(job.headers)),
         job.tenant,
         job.priority,
         num(job.run_at),

@@ -16,7 +16,7 @@ from typing import Any
 
 from fairq.contract import TenantStats
 from fairq.errors import SchemaError
-from fairq.job import JobInfo, JobState, Lease, lease_token
+from fairq.job import JobInfo, JobState, Lease, decode_headers, lease_token
 from fairq.policy import history
 from fairq.policy.rate import Rate
 
@@ -99,16 +99,28 @@ def rate_arg(rate: Rate | None) -> str:
     return f"{rate.count},{num(rate.period)},{rate.burst}"
 
 
-def encode_body(name: str, payload: str) -> bytes:
-    """A job's name and payload in one value that Lua never has to parse."""
+def encode_body(name: str, payload: str, headers: str | None = None) -> bytes:
+    """A job's name, payload and headers (``encode_headers``'s text) in one value that Lua only
+    reads the name of: ``len:name payload``, after ``h len:headers`` when there are headers (a
+    body without them starts with a digit, so both read back unambiguously)."""
     encoded = name.encode("utf-8")
-    return str(len(encoded)).encode() + b":" + encoded + payload.encode("utf-8")
+    body = str(len(encoded)).encode() + b":" + encoded + payload.encode("utf-8")
+    if headers:
+        text = headers.encode("utf-8")
+        body = b"h" + str(len(text)).encode() + b":" + text + body
+    return body
 
 
-def decode_body(raw: bytes) -> tuple[str, str]:
+def decode_body(raw: bytes) -> tuple[str, str, str | None]:
+    """The name, payload and headers text (None: none) of a body (``encode_body``)."""
+    headers = None
+    if raw[:1] == b"h":
+        size, _, rest = raw[1:].partition(b":")
+        length = int(size)
+        headers, raw = rest[:length].decode("utf-8"), rest[length:]
     size, _, rest = raw.partition(b":")
     length = int(size)
-    return rest[:length].decode("utf-8"), rest[length:].decode("utf-8")
+    return rest[:length].decode("utf-8"), rest[length:].decode("utf-8"), headers
 
 
 @dataclass(frozen=True)
@@ -162,7 +174,7 @@ class JobRecord:
 def job_info(
     job_id: str, queue: str, record: JobRecord, body: bytes, tenant: str, error: str | None
 ) -> JobInfo:
-    name, payload = decode_body(body)
+    name, payload, headers = decode_body(body)
     return JobInfo(
         id=job_id,
         name=name,
@@ -179,16 +191,18 @@ def job_info(
         finished_at=record.finished_at,
         deadline=record.deadline if record.state is JobState.RUNNING else None,
         last_error=error,
+        ready_at=record.ready_at,
+        headers=decode_headers(headers),
     )
 
 
 def lease(job_id: str, queue: str, raw: bytes, body: bytes, tenant: str) -> Lease:
     """The lease of a job just dequeued, read from its stored record (``raw``) without building
     a ``JobRecord``: this runs for every job handed out, and that took over a third of it."""
-    name, payload = decode_body(body)
-    fixed, (_, started_at, deadline, _) = unpack_record(raw, JOB_FIXED, JOB_OPTIONAL)
+    name, payload, headers = decode_body(body)
+    fixed, (ready_at, started_at, deadline, _) = unpack_record(raw, JOB_FIXED, JOB_OPTIONAL)
     max_attempts, attempts, leases, _, _, lease_timeout, cost, _ = fixed[4:]
-    assert started_at is not None and deadline is not None
+    assert started_at is not None and deadline is not None and ready_at is not None
     return Lease(
         token=lease_token(job_id, int(leases)),
         job_id=job_id,
@@ -202,6 +216,8 @@ def lease(job_id: str, queue: str, raw: bytes, body: bytes, tenant: str) -> Leas
         deadline=deadline,
         lease_timeout=lease_timeout,
         cost=cost,
+        ready_at=ready_at,
+        headers=decode_headers(headers),
     )
 
 

@@ -12,7 +12,7 @@ from fairq.backends.sqlite.records import QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.backends.sqlite.throttling import route
 from fairq.errors import ConfigError, DuplicateJob, FairqError
-from fairq.job import JobState, NewJob
+from fairq.job import JobState, NewJob, encode_headers
 from fairq.policy.tenant import refresh
 
 
@@ -83,6 +83,7 @@ def _job_row(job: NewJob, tenant_id: int, now: float) -> dict[str, object]:
         "enqueued_at": now,
         "run_at": job.run_at,
         "ready_at": now if ready else None,
+        "headers": encode_headers(job.headers),
     }
 
 

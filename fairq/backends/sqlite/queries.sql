@@ -114,10 +114,10 @@ SELECT MIN(ready_at) AS oldest FROM jobs WHERE tenant_id = :tenant_id AND state 
 -- name: job_insert
 INSERT INTO jobs (
     id, tenant_id, queue, name, state, payload, priority, max_attempts, lease_timeout, cost,
-    enqueued_at, run_at, ready_at
+    enqueued_at, run_at, ready_at, headers
 ) VALUES (
     :id, :tenant_id, :queue, :name, :state, :payload, :priority, :max_attempts, :lease_timeout,
-    :cost, :enqueued_at, :run_at, :ready_at
+    :cost, :enqueued_at, :run_at, :ready_at, :headers
 )
 
 -- name: job_by_seq

@@ -214,6 +214,7 @@ class JobRow:
     finished_at: float | None
     last_error: str | None
     worker_id: str | None
+    headers: str | None  # as stored (fairq.job.encode_headers)
 
     @classmethod
     def by_seq(cls, db: sqlite3.Connection, seq: int) -> JobRow:

@@ -139,7 +139,7 @@ def test_relay_queues_and_the_publishers_refusals(fair: FairCelery) -> None:
         return Lease(
             token="tok", job_id="j", name=name, queue="bulk", tenant="acme", payload=payload,
             attempt=1, max_attempts=3, started_at=0.0, deadline=60.0, lease_timeout=60.0,
-            cost=1.0,
+            cost=1.0, ready_at=0.0,
         )  # fmt: skip
 
     with pytest.raises(UnknownTask, match=r"no Celery task named 't\.gone'"):

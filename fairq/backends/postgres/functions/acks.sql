@@ -60,13 +60,15 @@ BEGIN
         DELETE FROM {schema}.jobs x
         WHERE x.seq = ANY(ARRAY(SELECT f.seq FROM found f WHERE f.status = 'ok'))
         RETURNING x.id, x.seq, x.tenant_id, x.priority, x.attempts, x.max_attempts,
-                  x.enqueued_at, x.run_at, x.started_at, x.name, x.payload, x.last_error
+                  x.enqueued_at, x.run_at, x.started_at, x.name, x.payload, x.last_error,
+                  x.ready_at, x.headers
     ), stored AS (
         INSERT INTO {schema}.succeeded_jobs (
             id, seq, tenant_id, priority, attempts, max_attempts, enqueued_at, run_at,
-            started_at, finished_at, name, payload, last_error)
+            started_at, finished_at, name, payload, last_error, ready_at, headers)
         SELECT m.id, m.seq, m.tenant_id, m.priority, m.attempts, m.max_attempts,
-               m.enqueued_at, m.run_at, m.started_at, p_now, m.name, m.payload, m.last_error
+               m.enqueued_at, m.run_at, m.started_at, p_now, m.name, m.payload, m.last_error,
+               m.ready_at, m.headers
         FROM moved m
     )
     SELECT array_agg(f.status ORDER BY f.ord),

@@ -32,7 +32,8 @@ CREATE FUNCTION {schema}.dequeue(
     due boolean, l_id text, l_name text, l_queue text, l_tenant text, l_payload text,
     l_attempts integer, l_leases integer, l_max_attempts integer,
     l_started_at double precision, l_deadline double precision,
-    l_lease_timeout double precision, l_cost double precision
+    l_lease_timeout double precision, l_cost double precision,
+    l_ready_at double precision, l_headers text
 ) LANGUAGE plpgsql SET enable_seqscan = off AS $$  -- see the top of this file
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- see the top of this file
@@ -106,7 +107,8 @@ CREATE FUNCTION {schema}.ack_dequeue(
     statuses text[], due boolean, l_id text, l_name text, l_queue text, l_tenant text,
     l_payload text, l_attempts integer, l_leases integer, l_max_attempts integer,
     l_started_at double precision, l_deadline double precision,
-    l_lease_timeout double precision, l_cost double precision
+    l_lease_timeout double precision, l_cost double precision,
+    l_ready_at double precision, l_headers text
 ) LANGUAGE plpgsql SET enable_seqscan = off AS $$  -- see the top of this file
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- see the top of this file

@@ -26,7 +26,8 @@ CREATE FUNCTION {schema}.dispatch(
 ) RETURNS TABLE (
     l_id text, l_name text, l_queue text, l_tenant text, l_payload text, l_attempts integer,
     l_leases integer, l_max_attempts integer, l_started_at double precision,
-    l_deadline double precision, l_lease_timeout double precision, l_cost double precision
+    l_deadline double precision, l_lease_timeout double precision, l_cost double precision,
+    l_ready_at double precision, l_headers text
 ) LANGUAGE plpgsql AS $$
 DECLARE
     v_cands {schema}.tenants[];  -- the round's tenants, changed in memory pick by pick
@@ -200,10 +201,11 @@ BEGIN
             charged = j.cost
         WHERE j.seq = ANY(v_seqs)
         RETURNING j.seq, j.id, j.name, j.queue, j.payload, j.attempts, j.leases,
-                  j.max_attempts, j.started_at, j.deadline, j.lease_timeout, j.cost
+                  j.max_attempts, j.started_at, j.deadline, j.lease_timeout, j.cost,
+                  j.ready_at, j.headers
     )
     SELECT s.id, s.name, s.queue, o.tenant, s.payload, s.attempts, s.leases, s.max_attempts,
-           s.started_at, s.deadline, s.lease_timeout, s.cost
+           s.started_at, s.deadline, s.lease_timeout, s.cost, s.ready_at, s.headers
     FROM unnest(v_seqs, v_names) WITH ORDINALITY AS o(seq, tenant, ord)
     JOIN started s ON s.seq = o.seq
     ORDER BY o.ord;

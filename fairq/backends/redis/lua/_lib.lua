@@ -36,7 +36,8 @@
 --                    priority, max_attempts, attempts, leases, enqueued_at, run_at,
 --                    lease_timeout, cost, charged; optional ready_at, started_at, deadline,
 --                    finished_at
---   bodies    hash   job_id -> len(name) .. ":" .. name .. payload (never parsed here)
+--   bodies    hash   job_id -> len(name) .. ":" .. name .. payload, after "h" .. len(headers)
+--                    .. ":" .. headers when the job has headers (only the name is read here)
 --   errors    hash   job_id -> last error text
 --   backlog   set    tids with ready > 0 (what set_queue must refresh)
 --   wake      list   wake-up tokens for idle workers (BLPOP), trimmed to WAKE_MAX; emptied

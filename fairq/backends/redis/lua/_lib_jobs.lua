@@ -173,10 +173,16 @@ local function promote(q, now)
   return #due
 end
 
--- The job's name: its body is len(name) .. ':' .. name .. payload (records.py encode_body).
+-- The job's name: its body is len(name) .. ':' .. name .. payload, after
+-- 'h' .. len(headers) .. ':' .. headers when it has headers (records.py encode_body).
 local function name_in(body)
-  local colon = string.find(body, ':', 1, true)
-  return string.sub(body, colon + 1, colon + tonumber(string.sub(body, 1, colon - 1)))
+  local start = 1
+  if string.byte(body, 1) == 104 then  -- 'h'
+    local hcolon = string.find(body, ':', 2, true)
+    start = hcolon + 1 + tonumber(string.sub(body, 2, hcolon - 1))
+  end
+  local colon = string.find(body, ':', start, true)
+  return string.sub(body, colon + 1, colon + tonumber(string.sub(body, start, colon - 1)))
 end
 
 local EXPIRED_FIELDS = 7  -- per lease in `expired`: see `expire`
