@@ -67,13 +67,15 @@ def _read_weight(text: str, current: TenantStats | None, change: TenantChange) -
         change.weight = None
         return
     try:
-        weight = check_weight(float(text), paused_ok=True)
+        number = float(text)
     except ValueError:
         change.errors["weight"] = (
             f"weight: {text!r} is not a number; give e.g. 1, 2.5 or 10 (0 pauses the tenant, "
             "'default' follows the queue's default)"
         )
         return
+    try:
+        weight = check_weight(number, paused_ok=True)
     except ConfigError as exc:
         change.errors["weight"] = str(exc)
         return

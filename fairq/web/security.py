@@ -13,7 +13,7 @@ The rules (docs/dashboard.md):
   this dashboard's own. Pages may not be framed (no clickjacking of the forms).
 * Bound to a loopback address, a request must name a loopback host (``Host``), so a web page
   cannot reach the dashboard through DNS rebinding. Bound elsewhere, reading needs the sign-in
-  too.
+  too (or, for a Prometheus scraper of ``/metrics``, the token as a bearer token).
 """
 
 from __future__ import annotations
@@ -107,7 +107,13 @@ class Access:
         return self.session_nonce(request) is not None
 
     def may_read(self, request: Request) -> bool:
-        return self.loopback or self.signed_in(request)
+        """Bound to loopback: anyone on this machine. Else: signed in, or (a scraper of
+        /metrics) ``Authorization: Bearer TOKEN``."""
+        return self.loopback or self.signed_in(request) or self.bearer_ok(request)
+
+    def bearer_ok(self, request: Request) -> bool:
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and self.token_matches(given.strip())
 
     def csrf_token(self, request: Request) -> str | None:
         """The value change forms carry: bound to the session, unknowable to other sites."""

@@ -25,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from fairq.app import App
+from fairq.errors import ConfigError
 from fairq.urls import redact_url
 from fairq.web import actions, api, pages
 from fairq.web.format import FILTERS
@@ -131,6 +132,32 @@ def routes() -> list[BaseRoute]:
     ]
 
 
+def metrics_routes(app: App) -> list[BaseRoute]:
+    """``/metrics``: the same exposition a worker serves (``fairq.instrument.metrics_http``):
+    this process's counters and the store's per-queue and top-tenant gauges."""
+    try:
+        from fairq.instrument.metrics_http import asgi_app, metrics_registry
+    except ConfigError as exc:  # the extra fairq[metrics] is not installed
+        missing = str(exc)
+
+        async def unavailable(request: Request) -> Response:
+            return PlainTextResponse(missing, status_code=501)
+
+        return [Route("/metrics", unavailable)]
+    return [Route("/metrics", _Exposition(asgi_app(metrics_registry(app))))]
+
+
+class _Exposition:
+    """prometheus_client's ASGI app at exactly ``/metrics`` (a Mount would redirect to
+    ``/metrics/``; a plain function would be taken for a request handler)."""
+
+    def __init__(self, asgi: Callable[..., Any]) -> None:
+        self.asgi = asgi
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.asgi(scope, receive, send)
+
+
 def create_app(
     app: App,
     *,
@@ -142,7 +169,7 @@ def create_app(
     (None: read-only). ``loopback``: bound to a loopback address (else reading needs the token).
     """
     web = Starlette(
-        routes=[*routes(), *(extra_routes or [])],
+        routes=[*routes(), *metrics_routes(app), *(extra_routes or [])],
         middleware=[Middleware(Gate)],
         exception_handlers={HTTPException: pages.http_error},
     )
