@@ -124,3 +124,23 @@ def test_change_weight_and_pause_through_the_page(
     expect(page.locator('#facts [data-field="cap"]')).to_have_text("none")
     (stats,) = app.backend.stats(StatsParams(queue="demo", tenant="small-1"))
     assert (stats.max_running, stats.rate) == (None, None)
+
+
+ODD = '<b>acme</b> & "co"/?id=x#1 {ü}'
+
+
+def test_an_odd_tenant_id_shows_as_itself_and_can_be_changed(
+    page: Page, app: App, open_dashboard: OpenDashboard
+) -> None:
+    app.jobs["fairq.demo.work"].enqueue(ODD, 0.0)
+    board = open_dashboard(app.url, "--token", TOKEN)
+    sign_in(page, board)
+    page.goto(board.base + "/queues/demo")
+    link = page.locator("#tenants tbody tr").first.locator("a")
+    expect(link).to_have_text(ODD)  # text, not markup
+    link.click()
+    expect(page.locator("#tenant-id")).to_have_text(ODD)
+    page.locator('#settings input[name="weight"]').fill("2.5")
+    page.locator('#settings button[value="save"]').click()
+    expect(page.locator("#message")).to_contain_text("Saved")
+    assert weight_of(app, ODD) == 2.5
