@@ -46,6 +46,7 @@ async def change_tenant(request: Request) -> Response:
     done = "unchanged"
     if change.changes_something:
         await board.read(_apply, board, name, tenant_id, change)
+        board.forget()
         done = action if action in ("pause", "resume", "reset") else "saved"
         done = {"pause": "paused", "resume": "resumed"}.get(done, done)
     target = f"/queues/{name}/tenant" + query({"id": tenant_id, "done": done})
@@ -73,6 +74,7 @@ async def requeue(request: Request) -> Response:
         )
         return board.render(request, "error.html", {"message": message}, status_code=400)
     count = await board.read(board.app.requeue, ids)
+    board.forget()
     back = {"requeued": str(count)}
     for key in ("queue", "tenant"):
         value = _text(form, key)

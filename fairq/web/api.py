@@ -10,7 +10,8 @@ from fairq.web import data, pages
 
 async def overview(request: Request) -> JSONResponse:
     board = pages.dashboard(request)
-    return JSONResponse(await board.read(data.overview_sample, board.app))
+    found = await board.reports()
+    return JSONResponse(data.overview_sample(found.queues, found.at))
 
 
 async def throughput(request: Request) -> JSONResponse:
@@ -18,4 +19,5 @@ async def throughput(request: Request) -> JSONResponse:
     board = pages.dashboard(request)
     name = pages.queue_name(request)
     keep = request.query_params.getlist("keep")[: data.CHART_MOST]
-    return JSONResponse(await board.read(data.throughput_sample, board.app, name, keep))
+    at, report = await board.report(name)
+    return JSONResponse(data.throughput_sample(report, keep, at))

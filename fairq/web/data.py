@@ -20,14 +20,14 @@ CHART_MOST = 16
 DEAD_LIMIT = 200
 
 
-def reports(app: App, queue: str | None = None, tenant: str | None = None) -> list[QueueReport]:
+def reports(app: App, queue: str | None = None) -> list[QueueReport]:
+    """Every queue (or ``queue``) with all its tenants, judged now."""
     declared = [d.job_type for d in app.jobs.values()]
-    return queue_reports(app.backend, declared, queue, tenant, app.clock())
+    return queue_reports(app.backend, declared, queue, None, app.clock())
 
 
-def queue_report(app: App, queue: str) -> QueueReport | None:
-    found = reports(app, queue)
-    return found[0] if found else None
+def tenant_row(report: QueueReport, tenant: str) -> dict[str, Any] | None:
+    return next((row for row in report.tenants if row["tenant"] == tenant), None)
 
 
 def tenant_stats(app: App, queue: str, tenant: str) -> TenantStats | None:
@@ -35,10 +35,8 @@ def tenant_stats(app: App, queue: str, tenant: str) -> TenantStats | None:
     return found[0] if found else None
 
 
-def overview_sample(app: App) -> dict[str, Any]:
+def overview_sample(found: list[QueueReport], at: float) -> dict[str, Any]:
     """Per queue: its lifetime successes and current counts, for the overview's live column."""
-    at = app.clock()
-    found = reports(app)
     return {
         "at": at,
         "queues": {
@@ -52,14 +50,12 @@ def overview_sample(app: App) -> dict[str, Any]:
     }
 
 
-def throughput_sample(app: App, queue: str, keep: Sequence[str]) -> dict[str, Any]:
+def throughput_sample(report: QueueReport | None, keep: Sequence[str], at: float) -> dict[str, Any]:
     """One point of the live chart: lifetime successes of the queue and of the chosen tenants.
 
     The browser keeps the points and draws rates from the differences; a tenant enters the
     chart when it is among the ``CHART_TOP`` served most lately (its decayed usage).
     """
-    at = app.clock()
-    report = queue_report(app, queue)
     if report is None:
         return {"at": at, "total": 0, "tenants": {}}
     rows = report.tenants

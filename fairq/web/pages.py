@@ -44,14 +44,14 @@ def dashboard(request: Request) -> Dashboard:
 
 async def overview(request: Request) -> Response:
     board = dashboard(request)
-    found = await board.read(data.reports, board.app)
+    found = (await board.reports()).queues
     return board.render(request, "overview.html", {"queues": found})
 
 
 async def queue(request: Request) -> Response:
     board = dashboard(request)
     name = queue_name(request)
-    report = await board.read(data.queue_report, board.app, name)
+    _, report = await board.report(name)
     if report is None:
         raise HTTPException(404, f"queue {name!r} has no tenants in this store")
     query = TableQuery.of(request.query_params, SORT_KEYS)
@@ -86,11 +86,10 @@ async def tenant_page(
     """One tenant: its row, the change form (signed in), its dead jobs. Also re-shown with
     ``errors`` when a change was refused."""
     board = dashboard(request)
-    found = await board.read(data.reports, board.app, name, tenant_id)
-    if not found:
+    _, report = await board.report(name)
+    row = None if report is None else data.tenant_row(report, tenant_id)
+    if report is None or row is None:
         raise HTTPException(404, f"queue {name!r} has no tenant {tenant_id!r}")
-    report = found[0]
-    row = report.tenants[0]
     dead = await board.read(data.dead_jobs, board.app, name, tenant_id)
     shown = form if form is not None else _form_values(row)
     context = {

@@ -7,7 +7,9 @@ is a light reader; a queue of viewers must not become a load on the store).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -26,12 +28,14 @@ from starlette.templating import Jinja2Templates
 
 from fairq.app import App
 from fairq.errors import ConfigError
+from fairq.reports.queues import QueueReport
 from fairq.urls import redact_url
-from fairq.web import actions, api, pages
+from fairq.web import actions, api, data, pages
 from fairq.web.format import FILTERS
 from fairq.web.security import Access
 
 T = TypeVar("T")
+REUSE_SECONDS = 1.0
 HERE = Path(__file__).parent
 
 #: No inline script or style, nothing from elsewhere, never inside a frame.
@@ -45,6 +49,14 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Queue reports and the time they were read (the chart's rates divide by it)."""
+
+    at: float
+    queues: list[QueueReport]
 
 
 class Dashboard:
@@ -61,6 +73,30 @@ class Dashboard:
         env.filters.update(FILTERS)
         self.templates = Jinja2Templates(env=env)
         self._lane = anyio.CapacityLimiter(1)
+        self._reuse_lock = anyio.Lock()
+        self._recent: dict[str | None, tuple[float, Snapshot]] = {}
+
+    async def reports(self, queue: str | None = None) -> Snapshot:
+        """Every queue's (or ``queue``'s) report with all tenants. One read less than
+        ``REUSE_SECONDS`` old is reused: the chart's poll and the pages of one viewer (or
+        several) then cost one store read a second, however many tenants the queue has."""
+        async with self._reuse_lock:
+            kept = self._recent.get(queue)
+            if kept is not None and time.monotonic() - kept[0] < REUSE_SECONDS:
+                return kept[1]
+            at = self.app.clock()
+            found = Snapshot(at, await self.read(data.reports, self.app, queue))
+            self._recent[queue] = (time.monotonic(), found)
+            return found
+
+    async def report(self, queue: str) -> tuple[float, QueueReport | None]:
+        """When it was read, and ``queue``'s report (None: the store has no such queue)."""
+        found = await self.reports(queue)
+        return found.at, found.queues[0] if found.queues else None
+
+    def forget(self) -> None:
+        """After a change: the next page shows the store as it is now."""
+        self._recent.clear()
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking store call in a worker thread, one at a time."""
