@@ -12,10 +12,20 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from fairq.contract import Backend, GetQueueParams, JobType, QueueSettings, StatsParams, TenantStats
+from fairq.contract import (
+    Backend,
+    FiguresParams,
+    GetQueueParams,
+    JobType,
+    QueueSettings,
+    StatsParams,
+    TenantStats,
+)
+from fairq.policy import histogram
 from fairq.policy.bounds import check_tenant
 from fairq.reports import throttle_hits
 from fairq.reports import verdicts as status
+from fairq.reports.figures import TenantSummary, summaries
 
 COUNTS = ("ready", "scheduled", "running", "succeeded", "failed", "dead")
 
@@ -51,6 +61,8 @@ def queue_reports(
     if tenant is not None:
         tenant = check_tenant(tenant)
     rows = backend.stats(StatsParams(queue=queue, now=at))
+    # every tenant's figures: a queue's rate and the shares behind each ETA need them all
+    sums = summaries(rows, backend.figures(FiguresParams(queue=queue, now=at)), at)
     types = {**backend.job_types(), **{t.name: t for t in declared}}
     hits = throttle_hits(backend, [t for t in types.values() if t.throttle], rows, at)
     judged = status.report(rows, at, hits)
@@ -63,7 +75,9 @@ def queue_reports(
         if not chosen:
             continue
         report = settings_report(backend.get_queue(GetQueueParams(queue=name)))
-        report.tenants = [tenant_row(row, verdict, at) for row, verdict in chosen]
+        report.tenants = [
+            tenant_row(row, verdict, at, sums[(name, row.tenant)]) for row, verdict in chosen
+        ]
         report.totals = totals(report.tenants)
         report.in_flight = sum(row.running for row, _ in pairs)
         reports.append(report)
@@ -83,8 +97,11 @@ def settings_report(defaults: QueueSettings) -> QueueReport:
     )
 
 
-def tenant_row(row: TenantStats, verdict: status.TenantReport | None, at: float) -> dict[str, Any]:
-    """One tenant's figures and verdict as shown (and as ``fairq stats --json`` prints them)."""
+def tenant_row(
+    row: TenantStats, verdict: status.TenantReport | None, at: float, summary: TenantSummary
+) -> dict[str, Any]:
+    """One tenant's figures and verdict as shown (and as ``fairq stats --json`` prints them);
+    ``summary``: its recent figures (``fairq.reports.figures``)."""
     age = None if row.oldest_ready_at is None else max(0.0, at - row.oldest_ready_at)
     limited = None if verdict is None else verdict.limited_until
     throttle = None if verdict is None or verdict.throttle is None else asdict(verdict.throttle)
@@ -105,7 +122,18 @@ def tenant_row(row: TenantStats, verdict: status.TenantReport | None, at: float)
         "limited_until_utc": None if limited is None else format_utc(limited),
         "limited_in": None if limited is None else max(0.0, limited - at),
         "throttle": throttle,
+        "wait_p50": _finite(summary.wait_p50),
+        "wait_p99": _finite(summary.wait_p99),
+        "jobs_per_minute": summary.started_per_minute,
+        "ended_recently": summary.ended,
+        "figures_window": summary.window,
+        "next_start_estimate": summary.eta,
     }
+
+
+def _finite(seconds: float | None) -> float | None:
+    """A quantile beyond the last bucket as that bucket's bound (JSON has no infinity)."""
+    return None if seconds is None else min(seconds, histogram.BOUNDS[-1])
 
 
 def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:

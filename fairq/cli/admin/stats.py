@@ -30,6 +30,7 @@ from fairq.cli.admin._common import (
     store_options,
 )
 from fairq.cli.admin.tenants import format_weight
+from fairq.policy import histogram
 from fairq.reports import queues as reports
 from fairq.reports.queues import COUNTS, QueueReport
 from fairq.reports.verdicts import format_span
@@ -62,6 +63,12 @@ def stats(
     (eligible again at T), throttled (its recent enqueues match a throttle rule, so new jobs go
     to a slower queue; pass --app to judge jobs no worker has published), running, waiting its
     turn (the fair scheduler is serving others first), or idle.
+
+    Over the last 10 minutes (docs/internals/figures.md): "wait p50/p99" is how long the
+    tenant's started jobs waited to start (each shown as its histogram bucket's top: at most
+    twice the true value), "jobs/min" how many started per minute, and "next start" an
+    estimate of when its oldest ready job starts, from its share of the queue's recent
+    starts and its cap and rate limit (it assumes the recent past goes on).
     """
     with reported_errors():
         app = open_app(url, app_ref, existing=True)
@@ -79,12 +86,25 @@ def stats(
         return
     for report in reports:
         console.print(render_queue(report))
+        if any(row["figures_window"] > 0 for row in report.tenants):
+            console.print(render_recent(report))
 
 
 def queue_reports(app: App, queue: str | None, tenant: str | None, at: float) -> list[QueueReport]:
     """The reports of ``fairq.reports.queues``, judging throttles by ``app``'s jobs too."""
     declared = [d.job_type for d in app.jobs.values()]
     return reports.queue_reports(app.backend, declared, queue, tenant, at)
+
+
+def format_wait(seconds: float | None) -> str:
+    """A wait quantile (a bucket's upper bound): ms below a second; ">" past the last one."""
+    if seconds is None:
+        return "-"
+    if seconds >= histogram.BOUNDS[-1]:
+        return ">" + format_age(histogram.BOUNDS[-1])
+    if seconds < 1.0:
+        return f"{seconds * 1000:.0f}ms"
+    return format_age(seconds)
 
 
 def render_queue(report: QueueReport) -> Table:
@@ -121,3 +141,31 @@ def render_queue(report: QueueReport) -> Table:
             row["reason"],
         )
     return table
+
+
+def render_recent(report: QueueReport) -> Table:
+    """The queue's recent figures per tenant, a table of its own so both stay readable."""
+    window = max(row["figures_window"] for row in report.tenants)
+    title = Text.assemble(
+        ("recent ", "bold"), safe_text(report.queue), f"  (last {format_age(window)})"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("tenant", no_wrap=True)
+    for name in ("wait p50", "wait p99", "jobs/min", "succeeded", "failed", "expired"):
+        table.add_column(name, justify="right")
+    table.add_column("next start (est.)", justify="right")
+    for row in report.tenants:
+        ended = row["ended_recently"]
+        table.add_row(
+            safe_text(row["tenant"], TABLE_TENANT_CHARS),
+            format_wait(row["wait_p50"]),
+            format_wait(row["wait_p99"]),
+            "-" if row["jobs_per_minute"] is None else f"{row['jobs_per_minute']:.1f}",
+            *(str(ended.get(name, 0)) for name in histogram.OUTCOMES),
+            _estimate(row["next_start_estimate"]),
+        )
+    return table
+
+
+def _estimate(seconds: float | None) -> str:
+    return "-" if seconds is None else f"~{format_age(seconds)}"

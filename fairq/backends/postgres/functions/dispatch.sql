@@ -202,7 +202,15 @@ BEGIN
         WHERE j.seq = ANY(v_seqs)
         RETURNING j.seq, j.id, j.name, j.queue, j.payload, j.attempts, j.leases,
                   j.max_attempts, j.started_at, j.deadline, j.lease_timeout, j.cost,
-                  j.ready_at, j.headers
+                  j.ready_at, j.headers, j.tenant_id
+    ), waited AS (  -- each job's wait, counted in the figures (figures.sql), in key order
+        INSERT INTO {schema}.figures AS f (slot, tenant_id, kind, bucket, count)
+        SELECT {schema}.fig_slot(p_now), w.tenant_id, 'w',
+               {schema}.fig_bucket(p_now - w.ready_at) AS bucket, count(*)
+        FROM started w
+        GROUP BY w.tenant_id, bucket
+        ORDER BY w.tenant_id, bucket
+        ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count
     )
     SELECT s.id, s.name, s.queue, o.tenant, s.payload, s.attempts, s.leases, s.max_attempts,
            s.started_at, s.deadline, s.lease_timeout, s.cost, s.ready_at, s.headers
