@@ -26,6 +26,16 @@ def reports(app: App, queue: str | None = None) -> list[QueueReport]:
     return queue_reports(app.backend, declared, queue, None, app.clock())
 
 
+def recent(report: QueueReport) -> dict[str, float | None]:
+    """A queue's recent figures: jobs started per minute (all tenants) and the worst p99 wait."""
+    rates = [r["jobs_per_minute"] for r in report.tenants if r["jobs_per_minute"] is not None]
+    waits = [r["wait_p99"] for r in report.tenants if r["wait_p99"] is not None]
+    return {
+        "jobs_per_minute": sum(rates) if rates else None,
+        "worst_wait_p99": max(waits) if waits else None,
+    }
+
+
 def tenant_row(report: QueueReport, tenant: str) -> dict[str, Any] | None:
     return next((row for row in report.tenants if row["tenant"] == tenant), None)
 

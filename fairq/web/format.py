@@ -7,19 +7,25 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
 
+from fairq.reports.text import format_age, format_wait
 from fairq.reports.verdicts import format_span
 
 
 def age(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    if seconds < 3600:
-        minutes, secs = divmod(int(seconds), 60)
-        return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
-    hours, rest = divmod(int(seconds), 3600)
-    return f"{hours}h{rest // 60:02d}m"
+    return "–" if seconds is None else format_age(seconds)
+
+
+def wait(seconds: float | None) -> str:
+    return "–" if seconds is None else format_wait(seconds)
+
+
+def per_minute(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.1f}"
+
+
+def estimate(seconds: float | None) -> str:
+    """An ETA: always marked as an estimate (``~``)."""
+    return "–" if seconds is None else "~" + format_age(seconds)
 
 
 def clock(ts: float | None) -> str:
@@ -60,6 +66,9 @@ def status_class(status: str) -> str:
 
 FILTERS: dict[str, Callable[..., Any]] = {
     "age": age,
+    "wait": wait,
+    "per_minute": per_minute,
+    "estimate": estimate,
     "clock": clock,
     "cap": cap,
     "weight": weight,

@@ -45,7 +45,8 @@ def dashboard(request: Request) -> Dashboard:
 async def overview(request: Request) -> Response:
     board = dashboard(request)
     found = (await board.reports()).queues
-    return board.render(request, "overview.html", {"queues": found})
+    recent = {report.queue: data.recent(report) for report in found}
+    return board.render(request, "overview.html", {"queues": found, "recent": recent})
 
 
 async def queue(request: Request) -> Response:

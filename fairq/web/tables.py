@@ -45,6 +45,10 @@ SORT_KEYS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "failed": lambda row: row["failed"],
     "dead": lambda row: row["dead"],
     "oldest": _optional("oldest_ready_age"),
+    "wait50": _optional("wait_p50"),
+    "wait99": _optional("wait_p99"),
+    "perminute": _optional("jobs_per_minute"),
+    "eta": _optional("next_start_estimate"),
     "share": lambda row: row["share"],
     "status": lambda row: row["status"],
 }

@@ -1,5 +1,6 @@
 """A real worker drains a flood while the dashboard watches: the live chart, the overview's
-throughput, and /metrics (parsed with prometheus_client's own parser)."""
+throughput, the store's recent figures (waits, starts per minute, next start), and /metrics
+(parsed with prometheus_client's own parser)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,14 @@ def test_live_chart_during_a_flood(
         page.goto(board.base + "/")
         throughput = page.locator('#queues tr[data-queue="demo"] [data-field="throughput"]')
         expect(throughput).to_have_text(re.compile(r"^\d+(\.\d+)?/s$"))
+        # the store's recent figures: greedy's waits, its starts per minute, its next start
+        page.goto(board.base + "/queues/demo?sort=tenant&dir=asc")
+        greedy = page.locator('#tenants tr[data-tenant="greedy"]')
+        expect(greedy.locator('[data-field="wait_p50"]')).to_have_text(re.compile(r"\d"))
+        expect(greedy.locator('[data-field="wait_p99"]')).to_have_text(re.compile(r"\d"))
+        per_minute = greedy.locator('[data-field="jobs_per_minute"]').inner_text()
+        assert float(per_minute.replace(",", "")) > 0
+        expect(greedy.locator('[data-field="eta"]')).to_have_text(re.compile(r"^~"))
         with urllib.request.urlopen(board.base + "/metrics", timeout=30) as response:
             text = response.read().decode()
         families = {f.name: f for f in text_string_to_metric_families(text)}

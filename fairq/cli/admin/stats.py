@@ -33,6 +33,7 @@ from fairq.cli.admin.tenants import format_weight
 from fairq.policy import histogram
 from fairq.reports import queues as reports
 from fairq.reports.queues import COUNTS, QueueReport
+from fairq.reports.text import format_wait
 from fairq.reports.verdicts import format_span
 from fairq.urls import redact_url
 
@@ -94,17 +95,6 @@ def queue_reports(app: App, queue: str | None, tenant: str | None, at: float) ->
     """The reports of ``fairq.reports.queues``, judging throttles by ``app``'s jobs too."""
     declared = [d.job_type for d in app.jobs.values()]
     return reports.queue_reports(app.backend, declared, queue, tenant, at)
-
-
-def format_wait(seconds: float | None) -> str:
-    """A wait quantile (a bucket's upper bound): ms below a second; ">" past the last one."""
-    if seconds is None:
-        return "-"
-    if seconds >= histogram.BOUNDS[-1]:
-        return ">" + format_age(histogram.BOUNDS[-1])
-    if seconds < 1.0:
-        return f"{seconds * 1000:.0f}ms"
-    return format_age(seconds)
 
 
 def render_queue(report: QueueReport) -> Table:
