@@ -3,9 +3,12 @@ for them and answers, and the steps every store shares to record and read them.
 
 A store keeps sparse counts, one per (queue, tenant, slot, kind, bucket): kind ``WAIT`` and
 ``RUN`` count durations in a histogram bucket, kind ``OUTCOME`` counts ends by outcome (the
-bucket is the outcome's index in ``histogram.OUTCOMES``). ``Tally`` gathers the counts of one
-call (a batch dequeue, an ack of many) so a store writes them in one statement or command,
-and ``figures_from`` turns what a store read back into the contract's rows.
+bucket is the outcome's index in ``histogram.OUTCOMES``) but for succeeded runs: every run
+that ended with a known time (acked or failed) is in ``RUN``, so the succeeded ones are the
+runs less the failed ones, and an ack writes one count where it would write two. ``Tally``
+gathers the counts of one call (a batch dequeue, an ack of many) so a store writes them in one
+statement or command, and ``figures_from`` turns what a store read back into the contract's
+rows.
 """
 
 from __future__ import annotations
@@ -76,10 +79,12 @@ class Tally(Generic[W]):
         self.counts[(who, WAIT, histogram.bucket_of(seconds))] += 1
 
     def ended(self, who: W, outcome: str, ran: float | None) -> None:
-        """A run ended (``ran``: its run time; None when unknown, as for an expired lease)."""
+        """A run ended (``ran``: its run time; None when unknown, as for an expired lease).
+        A succeeded run is counted by its run time alone (``succeeded_of``)."""
         if ran is not None:
             self.counts[(who, RUN, histogram.bucket_of(ran))] += 1
-        self.counts[(who, OUTCOME, OUTCOME_INDEX[outcome])] += 1
+        if outcome != histogram.SUCCEEDED:
+            self.counts[(who, OUTCOME, OUTCOME_INDEX[outcome])] += 1
 
     def rows(self) -> list[tuple[W, str, int, int]]:
         """(who, kind, bucket, count), sorted."""
@@ -116,6 +121,9 @@ def figures_from(counts: Iterable[tuple[Key, int]], params: FiguresParams) -> li
     for (queue, tenant), kinds in sorted(sparse.items()):
         start = found[queue]
         outcomes = {histogram.OUTCOMES[i]: n for i, n in sorted(kinds[OUTCOME].items())}
+        succeeded = sum(kinds[RUN].values()) - outcomes.get(histogram.FAILED, 0)
+        if succeeded > 0:
+            outcomes = {histogram.SUCCEEDED: succeeded, **outcomes}
         rows.append(
             TenantFigures(
                 queue=queue,

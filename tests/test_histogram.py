@@ -112,12 +112,13 @@ def test_figures_keep_the_window_and_sum_per_tenant() -> None:
             (("q", "a", 0, "w", 3), 7),  # slot 0 left the window
             (("q", "a", 1, "w", 3), 1),
             (("q", "a", 10, "w", 3), 2),
-            (("q", "b", 4, "o", 0), 5),
+            (("q", "b", 4, "r", 3), 5),  # runs ended: 5, of them 2 failed
+            (("q", "b", 5, "o", 1), 2),
             (("q", "b", 11, "w", 1), 9),  # not yet: after now
         ],
         FiguresParams(now=now),
     )
     assert [(r.tenant, r.started, r.outcomes, r.window) for r in rows] == [
         ("a", 3, {}, now - histogram.SLOT),
-        ("b", 0, {"succeeded": 5}, now - histogram.SLOT),
+        ("b", 0, {"succeeded": 3, "failed": 2}, now - histogram.SLOT),
     ]

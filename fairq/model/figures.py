@@ -30,7 +30,8 @@ class FigureTable:
         slot = histogram.slot_of(now)
         if ran is not None:
             self._add((queue, tenant, slot, RUN, histogram.bucket_of(ran)), now)
-        self._add((queue, tenant, slot, OUTCOME, OUTCOME_INDEX[outcome]), now)
+        if outcome != histogram.SUCCEEDED:  # counted by its run time (fairq/figures.py)
+            self._add((queue, tenant, slot, OUTCOME, OUTCOME_INDEX[outcome]), now)
 
     def read(self, params: FiguresParams) -> list[TenantFigures]:
         return figures_from(self._counts.items(), params)
