@@ -7,7 +7,8 @@ histograms of what this process did:
 =================================  ===========================================================
 ``fairq_jobs_total``               attempts ended, by ``queue`` and ``outcome`` (succeeded,
                                    retrying, dead, lease_lost, handed_back, error)
-``fairq_job_run_seconds``          how long job functions ran, by ``queue`` and ``job``
+``fairq_job_run_seconds``          how long job functions ran to their end (succeeded or
+                                   failed), by ``queue`` and ``job``
 ``fairq_job_wait_seconds``         how long each job dequeued here waited, ready, for a worker
                                    (``Lease.started_at - Lease.ready_at``), by ``queue``
 ``fairq_enqueued_total``           jobs this process enqueued, by the ``queue`` they went to
@@ -35,7 +36,7 @@ from collections.abc import Iterable, Sequence
 
 from fairq.contract import ExpiredLease
 from fairq.errors import ConfigError
-from fairq.instrument import JobEnd, Middleware, StoreCall
+from fairq.instrument import JobEnd, Middleware, Outcome, StoreCall
 from fairq.instrument.extras import needs_extra
 from fairq.job import Lease, NewJob
 
@@ -58,6 +59,9 @@ WAIT_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 3
 STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 
 Labels = tuple[str, ...]
+#: The ends of attempts whose function ran to its end (``JobEnd.seconds`` is its run time,
+#: 0 for a job that never ran); a hand-back cut the run short.
+RAN = frozenset(set(Outcome) - {Outcome.HANDED_BACK})
 
 
 class _Histogram:
@@ -121,15 +125,32 @@ class PrometheusMetrics(Middleware):
             self._count(self._enqueued, (queue,))
 
     def after_dequeue(self, leases: Sequence[Lease]) -> None:
-        for lease in leases:
-            waited = max(lease.started_at - lease.ready_at, 0.0)
-            self._observe(self._wait, self.wait_buckets, (lease.queue,), waited)
-
-    def after_run(self, lease: Lease, error: BaseException | None, seconds: float) -> None:
-        self._observe(self._run, self.run_buckets, (lease.queue, lease.name), seconds)
+        bounds = self.wait_buckets
+        waits = [(lease.queue, max(lease.started_at - lease.ready_at, 0.0)) for lease in leases]
+        with self._lock:  # once for the batch
+            for queue, waited in waits:
+                found = self._wait.get((queue,))
+                if found is None:
+                    found = self._wait[(queue,)] = _Histogram(len(bounds))
+                found.counts[bisect_left(bounds, waited)] += 1
+                found.total += waited
 
     def after_job(self, lease: Lease, end: JobEnd) -> None:
-        self._count(self._jobs, (lease.queue, end.outcome.value))
+        """The attempt's outcome, and how long its function ran (one lock for both: this is
+        the one hook of this plug-in every job calls on its own)."""
+        outcome = (lease.queue, end.outcome.value)
+        ran = end.outcome in RAN and end.seconds > 0.0
+        if ran:
+            run = (lease.queue, lease.name)
+            index = bisect_left(self.run_buckets, end.seconds)
+        with self._lock:
+            self._jobs[outcome] = self._jobs.get(outcome, 0) + 1
+            if ran:
+                found = self._run.get(run)
+                if found is None:
+                    found = self._run[run] = _Histogram(len(self.run_buckets))
+                found.counts[index] += 1
+                found.total += end.seconds
 
     def lease_expired(self, expired: ExpiredLease) -> None:
         self._count(self._expiries, (expired.queue, "true" if expired.dead else "false"))
