@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from fairq.contract import ExpiredLease
@@ -121,8 +122,12 @@ class PrometheusMetrics(Middleware):
     def after_enqueue(
         self, jobs: Sequence[NewJob], queues: Sequence[str] | None, error: BaseException | None
     ) -> None:
-        for queue in queues or ():
-            self._count(self._enqueued, (queue,))
+        if not queues:
+            return
+        counts = Counter(queues)
+        with self._lock:
+            for queue, count in counts.items():
+                self._enqueued[(queue,)] = self._enqueued.get((queue,), 0) + count
 
     def after_dequeue(self, leases: Sequence[Lease]) -> None:
         bounds = self.wait_buckets
