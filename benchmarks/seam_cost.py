@@ -124,9 +124,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--callgrind", action="store_true", help="count instructions")
     parser.add_argument("--baseline", metavar="PATH", help="another checkout's default worker")
+    parser.add_argument(
+        "--skip-prometheus", action="store_true", help="only the default (and the baseline)"
+    )
     args = parser.parse_args(argv)
     url = f"{REDIS_URL}?prefix=seamcost"
     variants = [Variant(name, extra) for name, extra in VARIANTS.items()]
+    if args.skip_prometheus:
+        variants = variants[:1]
     if args.baseline:
         variants.insert(0, Variant("baseline", [], str(Path(args.baseline).resolve())))
     unit = "instructions/job" if args.callgrind else "us CPU/job"
@@ -149,7 +154,8 @@ def main(argv: list[str] | None = None) -> None:
     rate = {name: statistics.median(r.wall for r in runs) for name, runs in found.items()}
     for name in found:
         print(f"median {name:10} {cpu[name]:9.1f} {unit} {rate[name]:8.0f} jobs/s")
-    pairs = [("prometheus", "default")] + ([("default", "baseline")] if args.baseline else [])
+    pairs = [] if args.skip_prometheus else [("prometheus", "default")]
+    pairs += [("default", "baseline")] if args.baseline else []
     for one, other in pairs:
         print(
             f"{one} / {other}: {unit} {cpu[one] / cpu[other]:.3f}x, "
