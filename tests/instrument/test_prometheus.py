@@ -3,13 +3,18 @@ checked through prometheus_client's exposition and parser."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+from typing import Any
+
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fairq import ConfigError
+from fairq import App, ConfigError
 from fairq.cli.worker import DEFAULT_TOP_TENANTS
 from fairq.instrument import JobEnd, Outcome, StoreCall
+from fairq.instrument.metrics_http import asgi_app, metrics_registry, wsgi_app
 from fairq.instrument.prometheus import PrometheusMetrics
 from fairq.instrument.tenant_gauges import DEFAULT_TOP
 from fairq.job import Lease, NewJob
@@ -84,3 +89,45 @@ def test_bad_buckets_and_a_second_plug_in_on_one_registry_are_refused() -> None:
 
 def test_the_worker_commands_default_is_the_gauges_default() -> None:
     assert DEFAULT_TOP_TENANTS == DEFAULT_TOP
+
+
+def test_one_registry_per_app_served_over_wsgi_and_asgi(tmp_path: Path) -> None:
+    app = App(f"sqlite:///{tmp_path / 'q.db'}")
+    app.job(name="task", tenant="who")(lambda who: None)
+    app.enqueue("task", ["acme"])
+    registry = metrics_registry(app, top=5)
+    assert metrics_registry(app) is registry  # the gauges are registered once
+    assert [type(m).__name__ for m in app.middleware] == ["JobLog", "PrometheusMetrics"]
+
+    def wsgi_body() -> str:
+        statuses: list[str] = []
+        body = wsgi_app(registry)(
+            {"REQUEST_METHOD": "GET", "PATH_INFO": "/metrics", "QUERY_STRING": ""},
+            lambda status, headers: statuses.append(status),
+        )
+        assert statuses == ["200 OK"]
+        return b"".join(body).decode()
+
+    async def asgi_body() -> str:
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": "GET", "path": "/metrics", "query_string": b"",
+                 "headers": []}  # fmt: skip
+        await asgi_app(registry)(scope, receive, send)
+        assert sent[0]["status"] == 200
+        return b"".join(m.get("body", b"") for m in sent[1:]).decode()
+
+    for text in (wsgi_body(), asyncio.run(asgi_body())):
+        found = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
+        assert found[("fairq_tenant_ready_jobs", (("queue", "default"), ("tenant", "acme")))] == 1
+    app.close()
