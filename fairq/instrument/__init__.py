@@ -56,12 +56,13 @@ class Outcome(str, Enum):
         return self.value
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class JobEnd:
     """The end of one attempt. ``seconds``: how long the job ran (0 when it never ran: a job
     this worker does not know, or arguments that cannot be decoded). ``error``: what went
     wrong, as stored and logged (for a hand-back: why, or None at a shutdown). ``exc``: the
-    exception behind it, the job's or the store's, when there is one."""
+    exception behind it, the job's or the store's, when there is one. Read-only for hooks
+    (not frozen: one is made per job, and a frozen dataclass costs three times as much)."""
 
     outcome: Outcome
     seconds: float
@@ -69,10 +70,11 @@ class JobEnd:
     exc: BaseException | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class StoreCall:
     """One call to the store: the operation (``Backend`` method name; ``dequeue_wait`` for a
-    dequeue that first waits for new work), its wall-clock seconds, and what it raised."""
+    dequeue that first waits for new work), its wall-clock seconds, and what it raised.
+    Read-only for hooks."""
 
     op: str
     seconds: float

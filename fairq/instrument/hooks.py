@@ -63,11 +63,15 @@ class Hooks:
             Outcome.LEASE_LOST: self._overriding("after_lease_lost"),
             Outcome.HANDED_BACK: self._overriding("after_hand_back"),
         }
+        self._any_by_outcome = any(self._by_outcome.values())
         self._lease_lost = self._overriding("lease_lost")
         self._lease_expired = self._overriding("lease_expired")
         self._store_call = self._overriding("store_call")
         #: Some plug-in times store calls: the worker then uses a ``TimedBackend``.
         self.times_store_calls = bool(self._store_call)
+        #: Some plug-in has ``before_run`` or ``after_run``: the worker calls neither otherwise
+        #: (two calls per job saved where only the job log listens).
+        self.wants_run = bool(self._before_run or self._after_run)
 
     def _overriding(self, name: str) -> Bound:
         base = getattr(Middleware, name)
@@ -152,6 +156,23 @@ class Hooks:
                 hook(lease, end)
             except Exception as exc:
                 self._failed(label, exc)
+
+    def job_ends(self, ends: Sequence[tuple[Lease, JobEnd]]) -> None:
+        """``job_end`` for a batch (the acks the worker stored together): one call, not one
+        per job."""
+        for label, hook in self._after_job:
+            for lease, end in ends:
+                try:
+                    hook(lease, end)
+                except Exception as exc:
+                    self._failed(label, exc)
+        if self._any_by_outcome:
+            for lease, end in ends:
+                for label, hook in self._by_outcome.get(end.outcome, ()):
+                    try:
+                        hook(lease, end)
+                    except Exception as exc:
+                        self._failed(label, exc)
 
     def lease_lost(self, lease: Lease, why: str) -> None:
         for label, hook in self._lease_lost:

@@ -3,8 +3,9 @@ about leases lost or expired, with the same fields in ``extra`` for handlers.
 
 A success is logged at DEBUG (one line per job is most of a no-op job's cost at INFO); every
 other outcome at WARNING or ERROR. ``--log-level debug`` (or the ``fairq.worker`` logger at
-DEBUG) shows the successes too, and a line when each job starts, with the same structured
-fields. Turn the lines off or route them with the logging configuration of ``fairq.worker``.
+DEBUG) shows the successes too, and a line for each job a worker takes ("started"), with the
+same structured fields. Turn the lines off or route them with the logging configuration of
+``fairq.worker``.
 
 Every record about a job carries ``action`` (what happened) and the job's id, name, tenant,
 queue and attempt as attributes, so a JSON or OpenTelemetry handler needs no parsing. Tenants
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fairq.contract import ExpiredLease
@@ -63,10 +64,12 @@ class JobLog(Middleware):
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
 
-    def before_run(self, lease: Lease) -> None:
+    def after_dequeue(self, leases: Sequence[Lease]) -> None:
+        """The "started" lines, once per batch taken (a check per job would cost every job)."""
         if log.isEnabledFor(logging.DEBUG):
-            fields = job_fields(lease, "start")
-            log.debug("job %s %s started", lease.job_id, lease.name, extra=fields)
+            for lease in leases:
+                fields = job_fields(lease, "start")
+                log.debug("job %s %s started", lease.job_id, lease.name, extra=fields)
 
     def after_job(self, lease: Lease, end: JobEnd) -> None:
         if end.outcome is Outcome.HANDED_BACK and end.error is not None:

@@ -41,17 +41,18 @@ def metrics_registry(
     top: int = DEFAULT_TOP,
     rank: str = "ready",
 ) -> CollectorRegistry:
-    """The registry to serve for ``app``: its ``PrometheusMetrics`` (added if it has none, on
-    prometheus_client's global registry) and the store's gauges of ``queues`` (None: all) with
-    the ``top`` tenants per queue (``TenantGauges``). Asked again for the same App, the same
-    registry (the gauges are registered once)."""
+    """The registry to serve for ``app``: the one of its ``PrometheusMetrics`` (if it has none,
+    one is added, on a registry of its own), with the store's gauges of ``queues`` (None: all)
+    and the ``top`` tenants per queue (``TenantGauges``). Asked again for the same App, the
+    same registry (the gauges are registered once). To serve your own metrics beside fairq's,
+    give the App ``PrometheusMetrics()`` (prometheus_client's global registry) yourself."""
     with _lock:
         found = _registries.get(app)
         if found is not None:
             return found
         plugin = next((m for m in app.middleware if isinstance(m, PrometheusMetrics)), None)
         if plugin is None:
-            plugin = PrometheusMetrics()
+            plugin = PrometheusMetrics(CollectorRegistry())
             app.add_middleware(plugin)
         registry = plugin.registry
         registry.register(

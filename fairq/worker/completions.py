@@ -90,13 +90,14 @@ class Acks:
             lost = set(result.lost)
             held = [(e.lease, e.deadline) for e in batch if e.lease.token in lost]
             why = why_lost(self.backend, held, self.clock()) if held else {}
-            job_end = self.hooks.job_end
+            ends = []
             for entry in batch:
                 if entry.lease.token in lost:
                     error = f"the ack was refused; {why[entry.lease.token]}"
-                    job_end(entry.lease, JobEnd(Outcome.LEASE_LOST, entry.duration, error))
+                    ends.append((entry.lease, JobEnd(Outcome.LEASE_LOST, entry.duration, error)))
                 else:
-                    job_end(entry.lease, JobEnd(Outcome.SUCCEEDED, entry.duration))
+                    ends.append((entry.lease, JobEnd(Outcome.SUCCEEDED, entry.duration)))
+            self.hooks.job_ends(ends)
         finally:
             self.running.done_many([entry.lease.token for entry in batch])
 

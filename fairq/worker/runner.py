@@ -169,8 +169,9 @@ class JobRunner:
         args: list[Any],
         kwargs: dict[str, Any],
     ) -> None:
-        lease = entry.lease
-        self.hooks.before_run(lease)
+        hooks = self.hooks if self.hooks.wants_run else None
+        if hooks is not None:
+            hooks.before_run(entry.lease)
         started = time.monotonic()
         error: BaseException | None = None
         try:
@@ -178,7 +179,8 @@ class JobRunner:
         except BaseException as exc:  # any way out of the job is its outcome
             error = exc
         duration = time.monotonic() - started
-        self.hooks.after_run(lease, error, duration)
+        if hooks is not None:
+            hooks.after_run(entry.lease, error, duration)
         self._finish(entry, definition, error, duration)
 
     async def _run_async(
@@ -188,8 +190,9 @@ class JobRunner:
         args: list[Any],
         kwargs: dict[str, Any],
     ) -> None:
-        lease = entry.lease
-        self.hooks.before_run(lease)
+        hooks = self.hooks if self.hooks.wants_run else None
+        if hooks is not None:
+            hooks.before_run(entry.lease)
         started = time.monotonic()
         error: BaseException | None = None
         try:
@@ -197,7 +200,8 @@ class JobRunner:
         except BaseException as exc:  # includes CancelledError: the job did not finish
             error = exc
         duration = time.monotonic() - started
-        self.hooks.after_run(lease, error, duration)
+        if hooks is not None:
+            hooks.after_run(entry.lease, error, duration)
         if error is None:  # only buffered for the next ack: no store call blocks the loop
             self._finish(entry, definition, error, duration)
         else:

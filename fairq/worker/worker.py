@@ -92,6 +92,9 @@ class Worker:
     ``unknown_job_timeout``: a job whose name the app does not declare is handed back for a
     worker that knows it (a rolling deploy, apps sharing a queue) until it is this many seconds
     old (since its enqueue); then it is dead.
+
+    What happens to each job is reported to the App's plug-ins (``fairq.instrument``: the job
+    log, metrics, tracing), as registered when ``run()`` starts.
     """
 
     def __init__(
