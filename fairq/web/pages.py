@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from fairq.errors import ConfigError, InvalidTenant
 from fairq.policy.bounds import check_tenant
@@ -154,6 +154,14 @@ async def http_error(request: Request, exc: Exception) -> Response:
     code = exc.status_code if isinstance(exc, HTTPException) else 404
     detail = exc.detail if isinstance(exc, HTTPException) else "not found"
     return board.render(request, "error.html", {"message": detail}, status_code=code)
+
+
+async def store_error(request: Request, exc: Exception) -> Response:
+    """The store could not be read or changed (down, unreachable): say so, with its message."""
+    message = f"the store cannot be used right now ({type(exc).__name__}: {exc}); retry shortly"
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": message}, status_code=503)
+    return dashboard(request).render(request, "error.html", {"message": message}, 503)
 
 
 def queue_name(request: Request) -> str:

@@ -27,7 +27,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from fairq.app import App
-from fairq.errors import ConfigError
+from fairq.errors import ConfigError, FairqError
 from fairq.reports.queues import QueueReport
 from fairq.urls import redact_url
 from fairq.web import actions, api, data, pages
@@ -207,7 +207,7 @@ def create_app(
     web = Starlette(
         routes=[*routes(), *metrics_routes(app), *(extra_routes or [])],
         middleware=[Middleware(Gate)],
-        exception_handlers={HTTPException: pages.http_error},
+        exception_handlers={HTTPException: pages.http_error, FairqError: pages.store_error},
     )
     web.state.dashboard = Dashboard(app, Access(token=token, loopback=loopback))
     return web

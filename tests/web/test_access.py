@@ -207,3 +207,40 @@ def test_the_command_takes_an_app_and_refuses_a_missing_store(
     assert done.returncode == 1
     assert "no fairq store at" in done.stderr
     assert not (tmp_path / "nothing-here.db").exists()
+
+
+def test_on_another_address_reading_needs_the_token_too(
+    page: Page, app: App, open_dashboard: OpenDashboard
+) -> None:
+    """Bound to all addresses (reached here through 127.0.0.1 only): every page asks to sign
+    in, and /metrics takes the token as a bearer token (for a Prometheus scraper)."""
+    flood(app, greedy=5, small=1, per_small=1)
+    board = open_dashboard(app.url, "--host", "0.0.0.0", "--token", TOKEN)
+    base = board.base.replace("0.0.0.0", "127.0.0.1")
+    page.goto(base + "/queues/demo")
+    expect(page).to_have_url(base + "/login?next=/queues/demo")
+    expect(page.locator("#tenants")).to_have_count(0)
+    sign_in(page, board=Dashboard(board.process, board.log_path, base))
+    page.goto(base + "/queues/demo")
+    expect(page.locator('#tenants tr[data-tenant="greedy"]')).to_have_count(1)
+    request = urllib.request.Request(base + "/api/overview")
+    try:
+        urllib.request.urlopen(request, timeout=30)
+        raise AssertionError("the API answered without the token")
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 401
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    with urllib.request.urlopen(urllib.request.Request(base + "/metrics", headers=bearer)) as r:
+        assert b"fairq_queue_ready_jobs" in r.read()
+
+
+def test_a_store_that_cannot_be_reached_is_a_clear_page(open_dashboard: OpenDashboard) -> None:
+    board = open_dashboard("redis://127.0.0.1:1/0")  # nothing listens on port 1
+    for path, kind in (("/", "text/html"), ("/api/overview", "application/json")):
+        try:
+            urllib.request.urlopen(board.base + path, timeout=60)
+            raise AssertionError(f"{path} answered with no store")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 503
+            assert exc.headers["content-type"].startswith(kind)
+            assert "the store cannot be used right now" in exc.read().decode()
