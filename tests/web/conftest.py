@@ -24,13 +24,15 @@ TOKEN = "test-token-0123456789abcdef"
 REDIS_DEFAULT = "redis://127.0.0.1:6379/9"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
+    """Per module, not per session: Playwright's sync API keeps an event loop running in this
+    thread until it stops, and tests after these (asyncio.run) need none running."""
     with sync_playwright() as driver:
         yield driver
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.fail(
