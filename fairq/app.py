@@ -51,6 +51,10 @@ from fairq.declare import (
     run_at,
 )
 from fairq.errors import ConfigError, JobArgumentsError, MissingTenant, UnknownJob
+from fairq.instrument import Middleware
+from fairq.instrument.hooks import Hooks, check_middleware
+from fairq.instrument.logs import JobLog
+from fairq.instrument.timing import TimedBackend
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo, NewJob, encode_payload
 from fairq.policy.bounds import (
     MAX_TENANT_CHARS,
@@ -103,6 +107,8 @@ class App:
     ``fallback_tenant``: used, with a warning, for jobs whose tenant is missing; by default a
     missing tenant is an error. ``clock``: the time of enqueues and settings; a clock of your
     own (tests, simulations) is followed exactly, the real one is bounded by the store's.
+    ``middleware``: plug-ins of the instrumentation seam (``fairq.instrument``), e.g.
+    ``[fairq.instrument.prometheus.PrometheusMetrics()]``, after the job log every App has.
     """
 
     def __init__(
@@ -113,6 +119,7 @@ class App:
         fallback_tenant: str | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         clock: Callable[[], float] = time.time,
+        middleware: Sequence[Middleware] = (),
     ) -> None:
         self.url = resolve_url(url)
         if backend is None:
@@ -130,7 +137,42 @@ class App:
         self.queues: dict[str, QueueDeclaration] = {}
         self.weight_callbacks: dict[str, TenantWeights] = {}
         self._backend = backend
+        self._timed: Backend | None = None
         self._lock = threading.Lock()
+        if isinstance(middleware, (str, bytes)) or not isinstance(middleware, Sequence):
+            raise ConfigError(f"middleware must be a list of plug-ins, got {middleware!r}")
+        self._middleware: list[object] = [JobLog(clock)]
+        self.hooks = Hooks(self._middleware)
+        for plugin in middleware:
+            self.add_middleware(plugin)
+
+    # -- instrumentation -------------------------------------------------------------------
+
+    def add_middleware(self, middleware: Middleware) -> None:
+        """Add a plug-in of the instrumentation seam, after those already there. Add them
+        before a worker (or a relayed job's peer worker) starts: it takes the hooks then."""
+        check_middleware(middleware)
+        with self._lock:
+            self._middleware.append(middleware)
+            self.hooks = Hooks(self._middleware)
+            self._timed = None
+
+    @property
+    def middleware(self) -> tuple[object, ...]:
+        """The plug-ins, in the order their hooks are called (the job log first)."""
+        return tuple(self._middleware)
+
+    @property
+    def timed_backend(self) -> Backend:
+        """The store as the worker and ``enqueue`` call it: each call timed for the plug-ins
+        that want store calls (``Middleware.store_call``); the store itself when none does."""
+        timed = self._timed
+        if timed is None:
+            backend = self.backend
+            hooks = self.hooks
+            timed = TimedBackend(backend, hooks) if hooks.times_store_calls else backend
+            self._timed = timed
+        return timed
 
     # -- the store -------------------------------------------------------------------------
 
@@ -150,6 +192,7 @@ class App:
         if self._backend is not None:
             self._backend.close()
             self._backend = None
+        self._timed = None
 
     # -- declaring queues ------------------------------------------------------------------
 
@@ -323,7 +366,14 @@ class App:
         specs = self._job_types([call.name for call in calls])
         jobs = [self._new_job(call, spec, now) for call, spec in zip(calls, specs, strict=True)]
         if jobs:
-            chosen = self.backend.enqueue(EnqueueParams(jobs=jobs, now=now)).queues
+            hooks = self.hooks
+            jobs = list(hooks.before_enqueue(jobs))
+            try:
+                chosen = self.timed_backend.enqueue(EnqueueParams(jobs=jobs, now=now)).queues
+            except BaseException as exc:
+                hooks.after_enqueue(jobs, None, exc)
+                raise
+            hooks.after_enqueue(jobs, chosen, None)
             for job, went in zip(jobs, chosen, strict=True):
                 if went != job.queue:
                     log.debug(

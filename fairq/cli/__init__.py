@@ -33,6 +33,14 @@ def cli(log_level: str) -> None:
 
 
 def main() -> None:
-    from fairq.cli import admin, demo, migrate, relay, simulate, worker  # noqa: F401  (each registers its commands)
+    from fairq.cli import (  # noqa: F401  (each registers its commands)
+        admin,
+        dashboard,
+        demo,
+        migrate,
+        relay,
+        simulate,
+        worker,
+    )
 
     cli(prog_name="fairq")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,11 @@ from fairq.worker.startup import StartupSignals
 from fairq.worker.supervisor import Supervisor, watch_parent
 from fairq.worker.unknown import DEFAULT_TIMEOUT as DEFAULT_UNKNOWN_JOB_TIMEOUT
 from fairq.worker.worker import DEFAULT_CONCURRENCY, DEFAULT_RETENTION
+
+if TYPE_CHECKING:
+    from fairq.instrument.metrics_http import MetricsServer
+
+DEFAULT_TOP_TENANTS = 20  # fairq.instrument.tenant_gauges.DEFAULT_TOP, without importing it
 
 log = logging.getLogger("fairq.worker")
 
@@ -86,6 +92,30 @@ log = logging.getLogger("fairq.worker")
     help="A job this app does not declare is handed back (with a growing back-off) for a worker "
     "that does, e.g. during a rolling deploy; it is dead once this old, counted from its enqueue.",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    default=None,
+    metavar="PORT",
+    help="Serve Prometheus metrics at http://HOST:PORT/metrics (extra fairq[metrics]): this "
+    "process's job counts and times, and the store's ready/running jobs per queue and tenant.",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="HOST",
+    help="The address to serve metrics on; 0.0.0.0 for every interface.",
+)
+@click.option(
+    "--metrics-tenants",
+    type=click.IntRange(min=0),
+    default=DEFAULT_TOP_TENANTS,
+    show_default=True,
+    metavar="N",
+    help="Tenants per queue with metrics of their own (those with the most ready jobs); the "
+    'others are summed as tenant="other", so a million tenants cost Prometheus N+1 series.',
+)
 @click.option("--supervised-by", type=int, default=None, hidden=True)
 @click.pass_context
 def worker(
@@ -99,6 +129,9 @@ def worker(
     burst: bool,
     retention: float,
     unknown_job_timeout: float,
+    metrics_port: int | None,
+    metrics_host: str,
+    metrics_tenants: int,
     supervised_by: int | None,
 ) -> None:
     """Run the jobs of APP, a fairq App given as 'module:attribute'.
@@ -113,6 +146,7 @@ def worker(
       fairq worker myproject.jobs:app --queues critical,default --concurrency 8
       fairq worker myproject.jobs:app --queues reports:3,default:1 --processes 4
       fairq worker myproject.jobs:app --url sqlite:///jobs.db --burst
+      fairq worker myproject.jobs:app --metrics-port 9100
     """
     startup = StartupSignals.install()  # before anything slow: a SIGTERM now stops it cleanly
     log.info("loading %s", app_ref, extra={"action": "loading"})
@@ -131,15 +165,47 @@ def worker(
     except FairqError as exc:
         raise click.UsageError(str(exc)) from None
     if processes > 1:
+        if metrics_port is not None:
+            raise click.UsageError(
+                "--metrics-port serves one process's metrics; with --processes, run one "
+                "`fairq worker` per process instead, each with its own --metrics-port"
+            )
         if startup.received:
             ctx.exit(0)
         _supervise(ctx, app, processes)
     if supervised_by is not None:
         watch_parent(supervised_by, built.stop)
+    server = None
+    if metrics_port is not None:
+        server = _serve_metrics(app, built, metrics_host, metrics_port, metrics_tenants)
     try:
         built.run(startup=startup)
     except FairqError:
         ctx.exit(1)  # the worker has logged why, in one line
+    finally:
+        if server is not None:
+            server.close()
+
+
+def _serve_metrics(app: App, built: Worker, host: str, port: int, tenants: int) -> MetricsServer:
+    """Serve /metrics for the worker's queues (the worker takes the App's plug-ins, with
+    the metrics one added here, when it starts)."""
+    try:
+        from fairq.instrument.metrics_http import metrics_registry, serve
+    except FairqError as exc:
+        raise click.UsageError(f"--metrics-port: {exc}") from None
+    registry = metrics_registry(app, queues=built.order.queues, top=tenants)
+    try:
+        server = serve(registry, port, host)
+    except OSError as exc:
+        raise click.UsageError(f"--metrics-port: cannot serve on {host}:{port}: {exc}") from None
+    log.info(
+        "metrics at http://%s:%d/metrics",
+        host,
+        server.port,
+        extra={"action": "metrics_serving", "port": server.port},
+    )
+    return server
 
 
 def _load(app_ref: str, url: str | None) -> App:

@@ -13,6 +13,11 @@ Inside a Celery, RQ or Dramatiq worker process, each relayed job runs between ``
 * the end is stored in fairq: an ack, or a failure with fairq's retry back-off (the job goes
   back to its tenant's queue and the relay releases it again when due) or dead after its last
   attempt. The tenant is charged the real run time, as for a native job.
+
+The App's plug-ins (``fairq.instrument``) see a relayed job as a native one: ``after_dequeue``
+and ``before_run`` when ``begin`` claims it, ``after_run`` and the end's hooks in
+``succeeded``/``failed`` (both on the thread that runs the job), ``lease_lost`` from the
+heartbeat, and every store call when a plug-in times them.
 """
 
 from __future__ import annotations
@@ -29,10 +34,12 @@ from fairq.app import App
 from fairq.backends import open_backend
 from fairq.contract import AckManyParams, Backend, FailParams, HeartbeatParams
 from fairq.errors import LeaseError
+from fairq.instrument import JobEnd, Outcome
+from fairq.instrument.timing import TimedBackend
 from fairq.job import JobInfo, JobState, Lease
 from fairq.policy.retry import backoff
 from fairq.relay.tickets import lease_of
-from fairq.worker.joblog import ERROR_CHARS, Outcome, describe, job_fields, log_job_end
+from fairq.worker.joblog import ERROR_CHARS, describe, job_fields
 from fairq.worker.lost import why_lost
 
 log = logging.getLogger("fairq.relay")
@@ -111,12 +118,17 @@ class RelayedRuns:
             self._held[lease.token] = run
             self._start_heartbeat()
             self._changed.notify_all()
+        hooks = self.app.hooks
+        hooks.after_dequeue([lease])
+        hooks.before_run(lease)
+        run.started = time.monotonic()
         return run
 
     def end(self, run: RelayedRun, error: BaseException | None) -> JobInfo | None:
         with self._lock:
             self._held.pop(run.lease.token, None)
         duration = time.monotonic() - run.started
+        self.app.hooks.after_run(run.lease, error, duration)
         if error is None:
             self._ack(run, duration)
             return None
@@ -127,13 +139,14 @@ class RelayedRuns:
         (a prefork pool's) opens its own connection, since none may cross a fork."""
         pid = os.getpid()
         if pid == self._home:
-            return self.app.backend
+            return self.app.timed_backend
         if self._pid != pid or self._backend is None:
             with self._lock:
                 if self._pid != pid or self._backend is None:
                     self._backend = open_backend(self.app.url)
                     self._pid = pid
-        return self._backend
+        hooks = self.app.hooks
+        return TimedBackend(self._backend, hooks) if hooks.times_store_calls else self._backend
 
     def close(self) -> None:
         with self._lock:
@@ -153,9 +166,10 @@ class RelayedRuns:
         result = self.backend().ack_many(AckManyParams(tokens=[lease.token], now=self.clock()))
         if lease.token in result.lost:
             why = why_lost(self.backend(), [(lease, run.deadline)], self.clock())[lease.token]
-            log_job_end(lease, Outcome.LEASE_LOST, duration, error=f"it succeeded, but {why}")
+            end = JobEnd(Outcome.LEASE_LOST, duration, f"it succeeded, but {why}")
+            self.app.hooks.job_end(lease, end)
             return
-        log_job_end(lease, Outcome.SUCCEEDED, duration)
+        self.app.hooks.job_end(lease, JobEnd(Outcome.SUCCEEDED, duration))
 
     def _fail(self, run: RelayedRun, error: BaseException, duration: float) -> JobInfo | None:
         lease = run.lease
@@ -176,11 +190,11 @@ class RelayedRuns:
             info = self.backend().fail(params)
         except LeaseError:
             why = why_lost(self.backend(), [(lease, run.deadline)], self.clock())[lease.token]
-            log_job_end(lease, Outcome.LEASE_LOST, duration, error=f"{text}; {why}")
+            end = JobEnd(Outcome.LEASE_LOST, duration, f"{text}; {why}", error)
+            self.app.hooks.job_end(lease, end)
             return None
-        dead = info.state is JobState.DEAD
-        outcome = Outcome.DEAD if dead else Outcome.RETRYING
-        log_job_end(lease, outcome, duration, error=text, exc_info=error if dead else None)
+        outcome = Outcome.DEAD if info.state is JobState.DEAD else Outcome.RETRYING
+        self.app.hooks.job_end(lease, JobEnd(outcome, duration, text, error))
         return info
 
     # -- the heartbeat ---------------------------------------------------------------------
@@ -230,10 +244,4 @@ class RelayedRuns:
         if lost:
             why = why_lost(self.backend(), [(r.lease, r.deadline) for r in lost], self.clock())
             for run in lost:
-                log.warning(
-                    "job %s %s lost its lease while running: %s",
-                    run.lease.job_id,
-                    run.lease.name,
-                    why[run.lease.token],
-                    extra=job_fields(run.lease, "lease_lost"),
-                )
+                self.app.hooks.lease_lost(run.lease, why[run.lease.token])

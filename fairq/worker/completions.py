@@ -26,7 +26,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from fairq.contract import AckManyParams, AckManyResult, Backend
-from fairq.worker.joblog import Outcome, describe, log_job_end
+from fairq.instrument import JobEnd, Outcome
+from fairq.instrument.hooks import Hooks, default_hooks
+from fairq.worker.joblog import describe
 from fairq.worker.lost import why_lost
 from fairq.worker.running import Running, RunningJobs
 
@@ -40,10 +42,18 @@ RETRY_FIRST, RETRY_MAX = 0.5, 5.0  # back-off between tries while the store is u
 class Acks:
     """Stores the acks the fetch loop takes from ``running`` (one thread: the fetch loop)."""
 
-    def __init__(self, backend: Backend, running: RunningJobs, *, clock: Callable[[], float]):
+    def __init__(
+        self,
+        backend: Backend,
+        running: RunningJobs,
+        *,
+        clock: Callable[[], float],
+        hooks: Hooks | None = None,
+    ):
         self.backend = backend
         self.running = running
         self.clock = clock
+        self.hooks = hooks or default_hooks(clock)
         self._retry_wait = 0.0  # the current back-off; 0 while the store answers
 
     def store_due(self) -> bool:
@@ -80,12 +90,14 @@ class Acks:
             lost = set(result.lost)
             held = [(e.lease, e.deadline) for e in batch if e.lease.token in lost]
             why = why_lost(self.backend, held, self.clock()) if held else {}
+            ends = []
             for entry in batch:
                 if entry.lease.token in lost:
                     error = f"the ack was refused; {why[entry.lease.token]}"
-                    log_job_end(entry.lease, Outcome.LEASE_LOST, entry.duration, error=error)
+                    ends.append((entry.lease, JobEnd(Outcome.LEASE_LOST, entry.duration, error)))
                 else:
-                    log_job_end(entry.lease, Outcome.SUCCEEDED, entry.duration)
+                    ends.append((entry.lease, JobEnd(Outcome.SUCCEEDED, entry.duration)))
+            self.hooks.job_ends(ends)
         finally:
             self.running.done_many([entry.lease.token for entry in batch])
 
@@ -108,9 +120,8 @@ class Acks:
         kept = {id(entry) for entry in keep}
         given_up = [entry for entry in batch if id(entry) not in kept]
         for entry in given_up:
-            log_job_end(
-                entry.lease, Outcome.ERROR, entry.duration, error=describe(exc), exc_info=exc
-            )
+            end = JobEnd(Outcome.ERROR, entry.duration, describe(exc), exc)
+            self.hooks.job_end(entry.lease, end)
         self.running.done_many([entry.lease.token for entry in given_up])
 
 

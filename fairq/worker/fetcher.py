@@ -36,6 +36,7 @@ from fairq.contract import (
     ReleaseParams,
     StatsParams,
 )
+from fairq.instrument.hooks import Hooks, default_hooks
 from fairq.job import Lease
 from fairq.policy.queues import QueueOrder
 from fairq.worker.completions import Acks
@@ -67,8 +68,10 @@ class Fetcher:
         burst: bool,
         stopping: threading.Event,
         expiries: Expiries,
+        hooks: Hooks | None = None,
     ) -> None:
         self.backend = backend
+        self.hooks = hooks or default_hooks(clock)
         self.expiries = expiries
         self.order = order
         self.running = running
@@ -78,7 +81,7 @@ class Fetcher:
         self.idle_wait = idle_wait
         self.burst = burst
         self.stopping = stopping
-        self.acks = Acks(backend, running, clock=clock)
+        self.acks = Acks(backend, running, clock=clock, hooks=self.hooks)
         self._gate = threading.Lock()  # held while taking and starting jobs
         self._no_wait = threading.Event()  # clear while a wait on a job thread is under way
         self._no_wait.set()
@@ -170,7 +173,9 @@ class Fetcher:
     def _taken(self, result: DequeueResult) -> list[Lease]:
         """The leases a dequeue gave, once the leases its maintenance expired are reported."""
         self.expiries.report(result.expired)
-        return list(result.leases)
+        leases = list(result.leases)
+        self.hooks.after_dequeue(leases)
+        return leases
 
     def _asking(self, free: int, wait: float = 0.0) -> DequeueParams:
         return DequeueParams(

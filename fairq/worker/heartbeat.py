@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable
 
 from fairq.contract import Backend, HeartbeatParams
+from fairq.instrument.hooks import Hooks, default_hooks
 from fairq.job import Lease
-from fairq.worker.joblog import describe, job_fields
+from fairq.worker.joblog import describe
 from fairq.worker.lost import why_lost
 from fairq.worker.running import RunningJobs
 
@@ -33,10 +34,12 @@ class Heartbeat:
         *,
         clock: Callable[[], float],
         interval: float | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self.backend = backend
         self.running = running
         self.clock = clock
+        self.hooks = hooks or default_hooks(clock)
         self.interval = interval
         self._stopped = threading.Event()
         self._reported: set[str] = set()
@@ -102,11 +105,4 @@ class Heartbeat:
             " (the heartbeats before this one could not reach the store)" if unreachable else ""
         )
         for lease in leases:
-            log.warning(
-                "job %s %s lost its lease%s: %s",
-                lease.job_id,
-                lease.name,
-                before,
-                why[lease.token],
-                extra=job_fields(lease, "lease_lost"),
-            )
+            self.hooks.lease_lost(lease, why[lease.token] + before)

@@ -24,9 +24,10 @@ from typing import Any
 from fairq.app import App, JobDefinition
 from fairq.contract import Backend, FailParams
 from fairq.errors import LeaseError
+from fairq.instrument import JobEnd, Outcome
 from fairq.job import JobState, Lease, decode_payload
 from fairq.policy.retry import backoff
-from fairq.worker.joblog import ERROR_CHARS, Outcome, describe, job_fields, log_job_end
+from fairq.worker.joblog import ERROR_CHARS, describe, job_fields
 from fairq.worker.lost import why_lost
 from fairq.worker.pools import CLEANUP_WAIT, DaemonPool, LoopThread
 from fairq.worker.running import Running, RunningJobs
@@ -52,7 +53,8 @@ class JobRunner:
         unknown_job_timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.app = app
-        self.backend: Backend = app.backend
+        self.backend: Backend = app.timed_backend
+        self.hooks = app.hooks
         self.running = running
         self.app_name = app_name
         self.clock = clock
@@ -66,6 +68,7 @@ class JobRunner:
             timeout=unknown_job_timeout,
             app_name=app_name,
             declared=app.jobs,
+            hooks=self.hooks,
         )
 
     def start(self, leases: Sequence[Lease]) -> list[Callable[[], None]]:
@@ -79,9 +82,6 @@ class JobRunner:
         coros: list[Coroutine[Any, Any, None]] = []
         for lease in leases:
             entry = self.running.add(lease)
-            if log.isEnabledFor(logging.DEBUG):
-                fields = job_fields(lease, "start")
-                log.debug("job %s %s started", lease.job_id, lease.name, extra=fields)
             if lease.name not in self.app.jobs:
                 calls.append(functools.partial(self._hand_back_unknown, entry))
                 continue
@@ -169,13 +169,19 @@ class JobRunner:
         args: list[Any],
         kwargs: dict[str, Any],
     ) -> None:
+        hooks = self.hooks if self.hooks.wants_run else None
+        if hooks is not None:
+            hooks.before_run(entry.lease)
         started = time.monotonic()
         error: BaseException | None = None
         try:
             definition.fn(*args, **kwargs)
         except BaseException as exc:  # any way out of the job is its outcome
             error = exc
-        self._finish(entry, definition, error, time.monotonic() - started)
+        duration = time.monotonic() - started
+        if hooks is not None:
+            hooks.after_run(entry.lease, error, duration)
+        self._finish(entry, definition, error, duration)
 
     async def _run_async(
         self,
@@ -184,6 +190,9 @@ class JobRunner:
         args: list[Any],
         kwargs: dict[str, Any],
     ) -> None:
+        hooks = self.hooks if self.hooks.wants_run else None
+        if hooks is not None:
+            hooks.before_run(entry.lease)
         started = time.monotonic()
         error: BaseException | None = None
         try:
@@ -191,6 +200,8 @@ class JobRunner:
         except BaseException as exc:  # includes CancelledError: the job did not finish
             error = exc
         duration = time.monotonic() - started
+        if hooks is not None:
+            hooks.after_run(entry.lease, error, duration)
         if error is None:  # only buffered for the next ack: no store call blocks the loop
             self._finish(entry, definition, error, duration)
         else:
@@ -216,7 +227,7 @@ class JobRunner:
         if error is None:
             if not self.running.succeeded(entry):  # the fetch loop stores its ack
                 why = "it ended after the worker stopped storing outcomes; it runs again"
-                log_job_end(entry.lease, Outcome.ERROR, duration, error=why)
+                self.hooks.job_end(entry.lease, JobEnd(Outcome.ERROR, duration, why))
                 self.running.done(entry.lease.token)
             return
         try:
@@ -239,18 +250,15 @@ class JobRunner:
             info = self.backend.fail(params)
         except LeaseError:
             why = why_lost(self.backend, [(lease, entry.deadline)], self.clock())[lease.token]
-            log_job_end(lease, Outcome.LEASE_LOST, entry.duration, error=f"{error}; {why}")
+            end = JobEnd(Outcome.LEASE_LOST, entry.duration, f"{error}; {why}", exc)
+            self.hooks.job_end(lease, end)
             return
         except Exception as failed:
-            log_job_end(
-                lease, Outcome.ERROR, entry.duration, error=describe(failed), exc_info=failed
-            )
+            end = JobEnd(Outcome.ERROR, entry.duration, describe(failed), failed)
+            self.hooks.job_end(lease, end)
             return
-        dead = info.state is JobState.DEAD
-        outcome = Outcome.DEAD if dead else Outcome.RETRYING
-        log_job_end(lease, outcome, entry.duration, error=error, exc_info=exc if dead else None)
-        if exc is not None and not dead:
-            log.debug("traceback of job %s", lease.job_id, exc_info=exc)
+        outcome = Outcome.DEAD if info.state is JobState.DEAD else Outcome.RETRYING
+        self.hooks.job_end(lease, JobEnd(outcome, entry.duration, error, exc))
 
 
 def _cut(text: str) -> str:

@@ -10,16 +10,15 @@ error saying so. Rare path: it reads the job's enqueue time with ``get_jobs``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable
 
 from fairq.contract import Backend, FailParams, GetJobsParams, ReleaseParams
 from fairq.errors import LeaseError
+from fairq.instrument import JobEnd, Outcome
+from fairq.instrument.hooks import Hooks, default_hooks
 from fairq.job import Lease
-from fairq.worker.joblog import Outcome, describe, job_fields, log_job_end
+from fairq.worker.joblog import describe
 from fairq.worker.lost import why_lost
-
-log = logging.getLogger("fairq.worker")
 
 DEFAULT_TIMEOUT = 3600.0
 FIRST_BACKOFF, MAX_BACKOFF = 1.0, 60.0
@@ -36,9 +35,11 @@ class UnknownJobs:
         timeout: float,
         app_name: str,
         declared: Iterable[str],
+        hooks: Hooks | None = None,
     ) -> None:
         self.backend = backend
         self.clock = clock
+        self.hooks = hooks or default_hooks(clock)
         self.timeout = timeout
         self.app_name = app_name
         self.declared = ", ".join(sorted(declared)) or "(none)"
@@ -49,9 +50,9 @@ class UnknownJobs:
             self._handle(lease)
         except LeaseError:
             why = why_lost(self.backend, [(lease, deadline)], self.clock())[lease.token]
-            log_job_end(lease, Outcome.LEASE_LOST, 0.0, error=f"unknown job; {why}")
+            self.hooks.job_end(lease, JobEnd(Outcome.LEASE_LOST, 0.0, f"unknown job; {why}"))
         except Exception as exc:
-            log_job_end(lease, Outcome.ERROR, 0.0, error=describe(exc), exc_info=exc)
+            self.hooks.job_end(lease, JobEnd(Outcome.ERROR, 0.0, describe(exc), exc))
 
     def _handle(self, lease: Lease) -> None:
         found = self.backend.get_jobs(GetJobsParams(ids=[lease.job_id]))
@@ -69,7 +70,7 @@ class UnknownJobs:
             )
             params = FailParams(token=lease.token, now=now, error=error, retry_at=None)
             self.backend.fail(params)
-            log_job_end(lease, Outcome.DEAD, 0.0, error=error)
+            self.hooks.job_end(lease, JobEnd(Outcome.DEAD, 0.0, error))
             return
         backoff = min(max(age / 2, FIRST_BACKOFF), MAX_BACKOFF)
         run_at = min(now + backoff, enqueued_at + self.timeout)
@@ -79,6 +80,4 @@ class UnknownJobs:
             f"dead if none has run it {left:.0f} s from now)"
         )
         self.backend.release(ReleaseParams(token=lease.token, now=now, run_at=run_at, note=note))
-        fields = job_fields(lease, "unknown_job")
-        fields["outcome"] = str(Outcome.HANDED_BACK)
-        log.warning("job %s %s: %s", lease.job_id, lease.name, note, extra=fields)
+        self.hooks.job_end(lease, JobEnd(Outcome.HANDED_BACK, 0.0, note))

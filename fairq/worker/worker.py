@@ -42,14 +42,15 @@ from types import FrameType
 from typing import Any
 
 from fairq.app import App
-from fairq.contract import ReleaseParams
+from fairq.contract import Backend, ReleaseParams
 from fairq.errors import ConfigError, FairqError, LeaseError
+from fairq.instrument import JobEnd, Outcome
 from fairq.policy.queues import QueueOrder
 from fairq.urls import redact_url
 from fairq.worker.expiries import Expiries
 from fairq.worker.fetcher import Fetcher
 from fairq.worker.heartbeat import Heartbeat
-from fairq.worker.joblog import Outcome, describe, log_job_end
+from fairq.worker.joblog import describe
 from fairq.worker.lost import why_lost
 from fairq.worker.maintenance import Maintenance
 from fairq.worker.runner import JobRunner
@@ -91,6 +92,9 @@ class Worker:
     ``unknown_job_timeout``: a job whose name the app does not declare is handed back for a
     worker that knows it (a rolling deploy, apps sharing a queue) until it is this many seconds
     old (since its enqueue); then it is dead.
+
+    What happens to each job is reported to the App's plug-ins (``fairq.instrument``: the job
+    log, metrics, tracing), as registered when ``run()`` starts.
     """
 
     def __init__(
@@ -114,6 +118,7 @@ class Worker:
                 f"concurrency must be a whole number of at least 1, not {concurrency!r}"
             )
         self.app = app
+        self.hooks = app.hooks  # the App's plug-ins (fairq.instrument), taken again at run()
         self.order = queue_order(app, queues)
         self.concurrency = concurrency
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -133,7 +138,7 @@ class Worker:
         self._check_heartbeat()
         self.app_name = app_name or f"App({redact_url(app.url)!r})"
         self.running = RunningJobs(concurrency)
-        self.expiries = Expiries(app.clock)
+        self.expiries = Expiries(app.clock, self.hooks)
         self._stopping = threading.Event()
         #: Set once the worker has published its jobs and started fetching.
         self.started = threading.Event()
@@ -142,6 +147,11 @@ class Worker:
         self._wake_fds: tuple[int, int] | None = None
         self._previous_wakeup_fd = -1
         self._error: BaseException | None = None
+
+    @property
+    def backend(self) -> Backend:
+        """The store, opened on first use; each call timed if a plug-in wants store calls."""
+        return self.app.timed_backend
 
     # -- running and stopping -------------------------------------------------------------
 
@@ -201,6 +211,7 @@ class Worker:
             if self._stopping.is_set():
                 log.info("stopped before it started: no job taken", extra={"action": "stopped"})
                 return
+            self.hooks = self.expiries.hooks = self.app.hooks
             self.app.publish()
             runner = JobRunner(
                 self.app,
@@ -233,12 +244,16 @@ class Worker:
 
     def _heartbeat(self) -> Heartbeat:
         return Heartbeat(
-            self.app.backend, self.running, clock=self.app.clock, interval=self.heartbeat_interval
+            self.backend,
+            self.running,
+            clock=self.app.clock,
+            interval=self.heartbeat_interval,
+            hooks=self.hooks,
         )
 
     def _maintenance(self) -> Maintenance:
         return Maintenance(
-            self.app.backend,
+            self.backend,
             clock=self.app.clock,
             interval=self.maintenance_interval,
             retention=self.retention,
@@ -248,7 +263,7 @@ class Worker:
     def _weights(self) -> WeightRefresher:
         served = set(self.order.queues)
         registrations = [r for q, r in self.app.weight_callbacks.items() if q in served]
-        return WeightRefresher(self.app.backend, registrations, clock=self.app.clock)
+        return WeightRefresher(self.backend, registrations, clock=self.app.clock)
 
     def _check_heartbeat(self) -> None:
         """Warn when beats are too rare: a lease may lapse, and long jobs are charged late."""
@@ -266,7 +281,7 @@ class Worker:
 
     def _fetcher(self, runner: JobRunner) -> Fetcher:
         return Fetcher(
-            self.app.backend,
+            self.backend,
             self.order,
             self.running,
             runner,
@@ -276,6 +291,7 @@ class Worker:
             burst=self.burst,
             stopping=self._stopping,
             expiries=self.expiries,
+            hooks=self.hooks,
         )
 
     def _log_start(self) -> None:
@@ -349,14 +365,14 @@ class Worker:
                 entry.cancel()
             ran = time.monotonic() - entry.started
             try:
-                self.app.backend.release(ReleaseParams(token=lease.token, now=self.app.clock()))
+                self.backend.release(ReleaseParams(token=lease.token, now=self.app.clock()))
             except LeaseError:
-                why = why_lost(self.app.backend, [(lease, entry.deadline)], self.app.clock())
-                log_job_end(lease, Outcome.LEASE_LOST, ran, error=why[lease.token])
+                why = why_lost(self.backend, [(lease, entry.deadline)], self.app.clock())
+                self.hooks.job_end(lease, JobEnd(Outcome.LEASE_LOST, ran, why[lease.token]))
             except Exception as exc:
-                log_job_end(lease, Outcome.ERROR, ran, error=describe(exc), exc_info=exc)
+                self.hooks.job_end(lease, JobEnd(Outcome.ERROR, ran, describe(exc), exc))
             else:
-                log_job_end(lease, Outcome.HANDED_BACK, ran)
+                self.hooks.job_end(lease, JobEnd(Outcome.HANDED_BACK, ran))
             finally:
                 self.running.done(lease.token)
         return len(entries)

@@ -31,6 +31,7 @@ from fairq.errors import (
     PayloadTooLarge,
     UnknownJob,
 )
+from fairq.reports.text import format_age as format_age  # shared with the dashboard
 from fairq.urls import redact_url
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -136,18 +137,6 @@ def safe_text(value: str, limit: int | None = None) -> Text:
 def _escape(ch: str) -> str:
     code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def format_age(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    if seconds < 3600:
-        minutes, secs = divmod(int(seconds), 60)
-        return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
-    hours, rest = divmod(int(seconds), 3600)
-    return f"{hours}h{rest // 60:02d}m"
 
 
 def format_time(ts: float | None) -> str:

@@ -1,17 +1,16 @@
 """``fairq stats``: who is waiting, running, done and dead, per queue and tenant, and why.
 
-The table and ``--json`` carry the same figures, computed once by ``queue_reports``; the table
-only shortens long tenant ids (JSON keeps them exact). "status" is ``App.tenant_report``'s
-verdict (see ``fairq.reports.verdicts``): paused, capped, rate-limited, throttled, running,
-waiting its turn or idle; "share" is the tenant's part of the queue's recent service.
+The table and ``--json`` carry the same figures, computed once by ``fairq.reports.queues`` (the
+dashboard shows the same rows); the table only shortens long tenant ids (JSON keeps them
+exact). "status" is the verdict (see ``fairq.reports.verdicts``): paused, capped,
+rate-limited, throttled, running, waiting its turn or idle; "share" is the tenant's part of
+the queue's recent service.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict
 
 import click
 from rich.table import Table
@@ -23,7 +22,6 @@ from fairq.cli.admin._common import (
     TABLE_TENANT_CHARS,
     format_age,
     format_cap,
-    format_time,
     now,
     open_app,
     out_console,
@@ -32,29 +30,12 @@ from fairq.cli.admin._common import (
     store_options,
 )
 from fairq.cli.admin.tenants import format_weight
-from fairq.contract import GetQueueParams, QueueSettings, TenantStats
 from fairq.policy import histogram
-from fairq.reports.figures import TenantSummary, summaries
-from fairq.reports.verdicts import TenantReport, format_span
+from fairq.reports import queues as reports
+from fairq.reports.queues import COUNTS, QueueReport
+from fairq.reports.text import format_wait
+from fairq.reports.verdicts import format_span
 from fairq.urls import redact_url
-
-COUNTS = ("ready", "scheduled", "running", "succeeded", "failed", "dead")
-
-
-@dataclass
-class QueueReport:
-    """One queue's defaults, tenants and totals, as both outputs show them."""
-
-    queue: str
-    default_weight: float
-    default_max_running: int | None
-    default_rate: str | None
-    half_life: float | None
-    max_debt: float
-    max_in_flight: int | None  # the queue's own cap on its jobs running at once
-    in_flight: int = 0  # its jobs running now (leased), all tenants
-    tenants: list[dict[str, Any]] = field(default_factory=list)
-    totals: dict[str, Any] = field(default_factory=dict)
 
 
 @cli.command(
@@ -111,92 +92,9 @@ def stats(
 
 
 def queue_reports(app: App, queue: str | None, tenant: str | None, at: float) -> list[QueueReport]:
-    by_queue: dict[str, list[TenantStats]] = defaultdict(list)
-    for row in app.stats(queue=queue, tenant=tenant):
-        by_queue[row.queue].append(row)
-    verdicts = {(r.queue, r.tenant): r for r in app.tenant_report(queue=queue, tenant=tenant)}
-    figures = app.figures(queue=queue)  # every tenant's: a queue's rate and shares need them
-    reports = []
-    for name, rows in by_queue.items():
-        defaults = app.backend.get_queue(GetQueueParams(queue=name))
-        report = _queue_report(defaults)
-        every = rows if tenant is None else app.stats(queue=name)  # all tenants of the queue
-        sums = summaries(every, [f for f in figures if f.queue == name], at)
-        report.tenants = [
-            _tenant_row(row, verdicts.get((name, row.tenant)), at, sums[(name, row.tenant)])
-            for row in rows
-        ]
-        report.totals = _totals(report.tenants)
-        report.in_flight = sum(row.running for row in every)
-        reports.append(report)
-    return reports
-
-
-def _queue_report(defaults: QueueSettings) -> QueueReport:
-    return QueueReport(
-        queue=defaults.queue,
-        default_weight=defaults.weight,
-        default_max_running=defaults.max_running,
-        default_rate=None if defaults.rate is None else str(defaults.rate),
-        half_life=defaults.half_life,
-        max_debt=defaults.max_debt,
-        max_in_flight=defaults.max_in_flight,
-    )
-
-
-def _tenant_row(
-    row: TenantStats, verdict: TenantReport | None, at: float, summary: TenantSummary
-) -> dict[str, Any]:
-    age = None if row.oldest_ready_at is None else max(0.0, at - row.oldest_ready_at)
-    limited = None if verdict is None else verdict.limited_until
-    throttle = None if verdict is None or verdict.throttle is None else asdict(verdict.throttle)
-    return {
-        "tenant": row.tenant,
-        "weight": row.weight,
-        "max_running": row.max_running,
-        "rate": None if row.rate is None else str(row.rate),
-        **{name: getattr(row, name) for name in COUNTS},
-        "oldest_ready_at": row.oldest_ready_at,
-        "oldest_ready_age": age,
-        "status": "idle" if verdict is None else verdict.status,
-        "reason": "idle" if verdict is None else verdict.reason,
-        "share": 0.0 if verdict is None else verdict.share,
-        "usage": row.usage,
-        "limited_until": limited,
-        "limited_until_utc": None if limited is None else format_time(limited),
-        "limited_in": None if limited is None else max(0.0, limited - at),
-        "throttle": throttle,
-        "wait_p50": _finite(summary.wait_p50),
-        "wait_p99": _finite(summary.wait_p99),
-        "jobs_per_minute": summary.started_per_minute,
-        "ended_recently": summary.ended,
-        "figures_window": summary.window,
-        "next_start_estimate": summary.eta,
-    }
-
-
-def _finite(seconds: float | None) -> float | None:
-    """A quantile beyond the last bucket as that bucket's bound (JSON has no infinity)."""
-    return None if seconds is None else min(seconds, histogram.BOUNDS[-1])
-
-
-def format_wait(seconds: float | None) -> str:
-    """A wait quantile (a bucket's upper bound): ms below a second; ">" past the last one."""
-    if seconds is None:
-        return "-"
-    if seconds >= histogram.BOUNDS[-1]:
-        return ">" + format_age(histogram.BOUNDS[-1])
-    if seconds < 1.0:
-        return f"{seconds * 1000:.0f}ms"
-    return format_age(seconds)
-
-
-def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    totals: dict[str, Any] = {name: sum(r[name] for r in rows) for name in COUNTS}
-    ages = [r["oldest_ready_age"] for r in rows if r["oldest_ready_age"] is not None]
-    totals["tenants"] = len(rows)
-    totals["oldest_ready_age"] = max(ages) if ages else None
-    return totals
+    """The reports of ``fairq.reports.queues``, judging throttles by ``app``'s jobs too."""
+    declared = [d.job_type for d in app.jobs.values()]
+    return reports.queue_reports(app.backend, declared, queue, tenant, at)
 
 
 def render_queue(report: QueueReport) -> Table:

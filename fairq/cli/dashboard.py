@@ -1,0 +1,127 @@
+"""``fairq dashboard [APP]``: serve the web dashboard on this machine (extra ``fairq[web]``)."""
+
+from __future__ import annotations
+
+import socket
+
+import click
+
+from fairq.app import App
+from fairq.backends import check_url
+from fairq.cli import cli
+from fairq.cli.admin._common import InputError, StoreError, open_app, reported_errors
+from fairq.errors import ConfigError
+from fairq.urls import redact_url
+
+EXTRA_HINT = "the dashboard needs its extra: pip install 'fairq[web]'"
+
+
+@cli.command(
+    short_help="Serve the web dashboard: tenants, why they wait, live throughput.",
+    epilog="""\b
+Examples:
+  fairq dashboard                                  # $FAIRQ_URL or ./fairq.db, read-only
+  fairq dashboard myproject.jobs:app --token "$T"  # sign in with $T to change settings
+  fairq dashboard --url redis://localhost:6379/0 --port 9000
+  FAIRQ_DASHBOARD_TOKEN=... fairq dashboard --host 0.0.0.0   # other machines: token required
+""",
+)
+@click.argument("app_ref", metavar="[APP]", required=False)
+@click.option(
+    "--url",
+    envvar="FAIRQ_URL",
+    show_envvar=True,
+    default=None,
+    metavar="URL",
+    help="The store, e.g. sqlite:///fairq.db (default: APP's store, else $FAIRQ_URL, else "
+    "./fairq.db).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on. Any address other than a loopback one needs --token.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="Port to listen on (0: any free port; the address is printed).",
+)
+@click.option(
+    "--token",
+    envvar="FAIRQ_DASHBOARD_TOKEN",
+    show_envvar=True,
+    default=None,
+    metavar="TOKEN",
+    help="Access token (16+ characters). Whoever signs in with it may change weights, caps, "
+    "rates and requeue dead jobs; without one the dashboard is read-only.",
+)
+def dashboard(
+    app_ref: str | None, url: str | None, host: str, port: int, token: str | None
+) -> None:
+    """Serve the dashboard for APP's store (or --url): queues, each tenant's figures and why
+    it waits, a live per-tenant throughput chart, dead jobs; with --token, change a tenant's
+    weight, cap or rate, pause it, requeue dead jobs.
+
+    Binds 127.0.0.1 unless told otherwise, and refuses any other address without a token.
+    Stops on Ctrl-C or SIGTERM.
+    """
+    try:
+        import uvicorn
+
+        from fairq.web import check_bind, create_app
+        from fairq.web.security import is_loopback
+    except ImportError as exc:
+        raise click.ClickException(f"{EXTRA_HINT} ({exc})") from None
+    try:
+        check_bind(host, token or None)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    with reported_errors():
+        app = _open(url, app_ref)
+    sock = _listen(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    mode = "changes need the token" if token else "read-only (no --token)"
+    click.echo(
+        f"fairq dashboard on http://{shown}:{bound_port}/ (store {redact_url(app.url)}; {mode})",
+        err=True,
+    )
+    web = create_app(app, token=token or None, loopback=is_loopback(host))
+    config = uvicorn.Config(web, log_level="warning", access_log=False, lifespan="off")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        app.close()
+
+
+def _open(url: str | None, app_ref: str | None) -> App:
+    app = open_app(url, app_ref, existing=True)
+    if check_url(app.url) == "memory":
+        raise InputError(
+            "memory:// lives inside one process; the dashboard cannot see another's. Use a "
+            "shared store, e.g. --url sqlite:///fairq.db"
+        )
+    return app
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind now, so a port in use is a clear error before anything starts."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise click.UsageError(f"cannot use --host {host!r}: {exc.strerror}") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise StoreError(
+            f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port"
+        ) from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock

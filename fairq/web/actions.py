@@ -1,0 +1,135 @@
+"""The changes (POST): a tenant's settings, requeueing dead jobs, signing in and out.
+
+Each one passes ``Access.refuse_change`` first (token set, signed in, CSRF field, Origin), and
+reads its whole form before it touches the store: a refused request has changed nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from fairq.web import data, pages
+from fairq.web.format import query
+from fairq.web.forms import TenantChange, read_action, read_tenant_form
+from fairq.web.security import COOKIE
+
+if TYPE_CHECKING:
+    from fairq.web.server import Dashboard
+
+MAX_REQUEUE = 1000  # ids in one request
+
+
+async def change_tenant(request: Request) -> Response:
+    board = pages.dashboard(request)
+    name = pages.queue_name(request)
+    tenant_id = pages.tenant_param(request)
+    form = await request.form()
+    refused = _refused(request, form)
+    if refused is not None:
+        return refused
+    current = await board.read(data.tenant_stats, board.app, name, tenant_id)
+    action = _text(form, "action")
+    change = read_action(action) or read_tenant_form(_fields(form), current)
+    if change.errors:
+        return await pages.tenant_page(
+            request,
+            name,
+            tenant_id,
+            errors=change.errors,
+            form=_fields(form),
+            status_code=400,
+        )
+    done = "unchanged"
+    if change.changes_something:
+        await board.read(_apply, board, name, tenant_id, change)
+        board.forget()
+        done = action if action in ("pause", "resume", "reset") else "saved"
+        done = {"pause": "paused", "resume": "resumed"}.get(done, done)
+    target = f"/queues/{name}/tenant" + query({"id": tenant_id, "done": done})
+    return RedirectResponse(target, status_code=303)
+
+
+def _apply(board: Dashboard, name: str, tenant_id: str, change: TenantChange) -> None:
+    board.app.set_tenant(
+        name, tenant_id, weight=change.weight, max_running=change.max_running, rate=change.rate
+    )
+
+
+async def requeue(request: Request) -> Response:
+    board = pages.dashboard(request)
+    form = await request.form()
+    refused = _refused(request, form)
+    if refused is not None:
+        return refused
+    ids = [value for value in form.getlist("id") if isinstance(value, str) and value]
+    if not ids or len(ids) > MAX_REQUEUE:
+        message = (
+            "choose at least one dead job to requeue"
+            if not ids
+            else f"{len(ids):,} jobs in one request is over {MAX_REQUEUE:,}; requeue in parts"
+        )
+        return board.render(request, "error.html", {"message": message}, status_code=400)
+    count = await board.read(board.app.requeue, ids)
+    board.forget()
+    back = {"requeued": str(count)}
+    for key in ("queue", "tenant"):
+        value = _text(form, key)
+        if value:
+            back[key] = value
+    return RedirectResponse("/dead" + query(back), status_code=303)
+
+
+async def login(request: Request) -> Response:
+    board = pages.dashboard(request)
+    access = board.access
+    form = await request.form()
+    after = pages.safe_next(_text(form, "next") or "/")
+    error = None
+    if not access.changes_allowed:
+        error = (
+            "this dashboard has no access token: it is read-only (restart it with --token or "
+            "$FAIRQ_DASHBOARD_TOKEN to allow changes)"
+        )
+    elif (refused := access.refuse_origin(request)) is not None:
+        error = refused
+    elif not access.token_matches(_text(form, "token")):
+        error = "wrong token: nothing was changed; check $FAIRQ_DASHBOARD_TOKEN or --token"
+    if error is not None:
+        return board.render(request, "login.html", {"next": after, "error": error}, status_code=403)
+    response = RedirectResponse(after, status_code=303)
+    response.set_cookie(
+        COOKIE,
+        access.new_session(),
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
+    return response
+
+
+async def logout(request: Request) -> Response:
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+def _refused(request: Request, form: FormData) -> Response | None:
+    board = pages.dashboard(request)
+    why = board.access.refuse_change(request, _text(form, "csrf"))
+    if why is None:
+        return None
+    return board.render(request, "error.html", {"message": why}, status_code=403)
+
+
+def _text(form: FormData, key: str) -> str:
+    value = form.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _fields(form: FormData) -> dict[str, str]:
+    return {key: _text(form, key) for key in ("weight", "max_running", "rate", "burst")}

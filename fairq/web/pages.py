@@ -1,0 +1,189 @@
+"""The pages (GET): overview, a queue's tenants, one tenant, dead jobs, sign-in."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from fairq.errors import ConfigError, InvalidTenant
+from fairq.policy.bounds import check_tenant
+from fairq.policy.queues import check_queue_name
+from fairq.reports import verdicts
+from fairq.web import data
+from fairq.web.tables import PAGE_SIZES, SORT_KEYS, TableQuery, table_page
+
+if TYPE_CHECKING:
+    from fairq.web.server import Dashboard
+
+STATUSES = (
+    verdicts.PAUSED,
+    verdicts.CAPPED,
+    verdicts.RATE_LIMITED,
+    verdicts.THROTTLED,
+    verdicts.RUNNING,
+    verdicts.WAITING,
+    verdicts.IDLE,
+)
+#: Messages after a change (the redirect names one of these; free text never comes from a URL).
+DONE = {
+    "saved": "Saved. The next job handed out follows the new settings.",
+    "paused": "Paused: its jobs stay queued, nothing is lost; none of them starts until resumed.",
+    "resumed": "Resumed: its weight follows the queue's default again.",
+    "reset": "Back to the queue's defaults (weight, cap and rate).",
+    "unchanged": "Nothing to change: the values are the ones already in force.",
+}
+
+
+def dashboard(request: Request) -> Dashboard:
+    found: Dashboard = request.app.state.dashboard
+    return found
+
+
+async def overview(request: Request) -> Response:
+    board = dashboard(request)
+    found = (await board.reports()).queues
+    recent = {report.queue: data.recent(report) for report in found}
+    return board.render(request, "overview.html", {"queues": found, "recent": recent})
+
+
+async def queue(request: Request) -> Response:
+    board = dashboard(request)
+    name = queue_name(request)
+    _, report = await board.report(name)
+    if report is None:
+        raise HTTPException(404, f"queue {name!r} has no tenants in this store")
+    query = TableQuery.of(request.query_params, SORT_KEYS)
+    page = table_page(report.tenants, query)
+    context = {
+        "report": report,
+        "table": page,
+        "query": query,
+        "statuses": STATUSES,
+        "sizes": PAGE_SIZES,
+    }
+    return board.render(request, "queue.html", context)
+
+
+async def tenant(request: Request) -> Response:
+    name = queue_name(request)
+    tenant_id = tenant_param(request)
+    done = DONE.get(request.query_params.get("done", ""))
+    return await tenant_page(request, name, tenant_id, done=done)
+
+
+async def tenant_page(
+    request: Request,
+    name: str,
+    tenant_id: str,
+    *,
+    done: str | None = None,
+    errors: dict[str, str] | None = None,
+    form: dict[str, str] | None = None,
+    status_code: int = 200,
+) -> Response:
+    """One tenant: its row, the change form (signed in), its dead jobs. Also re-shown with
+    ``errors`` when a change was refused."""
+    board = dashboard(request)
+    _, report = await board.report(name)
+    row = None if report is None else data.tenant_row(report, tenant_id)
+    if report is None or row is None:
+        raise HTTPException(404, f"queue {name!r} has no tenant {tenant_id!r}")
+    dead = await board.read(data.dead_jobs, board.app, name, tenant_id)
+    shown = form if form is not None else _form_values(row)
+    context = {
+        "report": report,
+        "row": row,
+        "dead": dead,
+        "done": done,
+        "errors": errors or {},
+        "form": shown,
+    }
+    return board.render(request, "tenant.html", context, status_code=status_code)
+
+
+def _form_values(row: dict[str, object]) -> dict[str, str]:
+    """The form shows the settings in force (a field left as shown is not changed)."""
+    rate = row["rate"]
+    rate_text, burst = "", ""
+    if isinstance(rate, str):
+        rate_text, _, rest = rate.partition(" (burst ")
+        burst = rest.rstrip(")")
+    cap = row["max_running"]
+    return {
+        "weight": f"{row['weight']:g}" if isinstance(row["weight"], float) else str(row["weight"]),
+        "max_running": "" if cap is None else str(cap),
+        "rate": rate_text,
+        "burst": burst,
+    }
+
+
+async def dead(request: Request) -> Response:
+    board = dashboard(request)
+    name = request.query_params.get("queue") or None
+    tenant_id = request.query_params.get("tenant") or None
+    try:
+        if name is not None:
+            check_queue_name(name)
+        if tenant_id is not None:
+            check_tenant(tenant_id)
+    except (ConfigError, InvalidTenant) as exc:
+        raise HTTPException(400, str(exc)) from None
+    jobs = await board.read(data.dead_jobs, board.app, name, tenant_id)
+    requeued = request.query_params.get("requeued", "")
+    context = {
+        "jobs": jobs,
+        "queue": name or "",
+        "tenant": tenant_id or "",
+        "requeued": int(requeued) if requeued.isdigit() and len(requeued) < 9 else None,
+        "limit": data.DEAD_LIMIT,
+    }
+    return board.render(request, "dead.html", context)
+
+
+async def login(request: Request) -> Response:
+    board = dashboard(request)
+    after = safe_next(request.query_params.get("next", "/"))
+    return board.render(request, "login.html", {"next": after, "error": None})
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    board = dashboard(request)
+    code = exc.status_code if isinstance(exc, HTTPException) else 404
+    detail = exc.detail if isinstance(exc, HTTPException) else "not found"
+    return board.render(request, "error.html", {"message": detail}, status_code=code)
+
+
+async def store_error(request: Request, exc: Exception) -> Response:
+    """The store could not be read or changed (down, unreachable): say so, with its message."""
+    message = f"the store cannot be used right now ({type(exc).__name__}: {exc}); retry shortly"
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": message}, status_code=503)
+    return dashboard(request).render(request, "error.html", {"message": message}, 503)
+
+
+def queue_name(request: Request) -> str:
+    name = str(request.path_params["queue"])
+    try:
+        return check_queue_name(name)
+    except ConfigError as exc:
+        raise HTTPException(404, str(exc)) from None
+
+
+def tenant_param(request: Request) -> str:
+    found = request.query_params.get("id")
+    if found is None:
+        raise HTTPException(400, "name the tenant: ?id=TENANT")
+    try:
+        return check_tenant(found)
+    except (ConfigError, InvalidTenant) as exc:
+        raise HTTPException(400, str(exc)) from None
+
+
+def safe_next(path: str) -> str:
+    """Only a path of this site (``/x``), never ``//other.site`` or ``https://...``."""
+    if not path.startswith("/") or path.startswith("//") or "\\" in path:
+        return "/"
+    return path
