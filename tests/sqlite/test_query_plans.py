@@ -83,6 +83,7 @@ COLD = {
     "queue_names",
     "tenants_of_queue",
     "tenants_stats",
+    "tenants_oldest_ready",
     "jobs_dead",
     "job_type_save",
     "job_types_all",

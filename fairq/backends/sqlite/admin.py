@@ -88,17 +88,27 @@ def stats(db: sqlite3.Connection, params: StatsParams) -> list[TenantStats]:
     rows = db.execute(Q["tenants_stats"], {"queue": params.queue, "tenant": params.tenant})
     tenants = sorted((TenantRow.from_row(row) for row in rows), key=lambda t: (t.queue, t.tenant))
     queues = {name: QueueRow.get(db, name) for name in dict.fromkeys(t.queue for t in tenants)}
-    return [_stats_of(db, t, queues[t.queue], params.now) for t in tenants]
+    oldest: dict[int, float | None] | None = None
+    if len(tenants) > 1:  # one pass over the ready jobs, not a query per tenant
+        found = db.execute(Q["tenants_oldest_ready"], {"queue": params.queue})
+        oldest = {row["tenant_id"]: float(row["oldest"]) for row in found}
+    return [_stats_of(db, t, queues[t.queue], params.now, oldest) for t in tenants]
 
 
 def _stats_of(
-    db: sqlite3.Connection, tenant: TenantRow, queue: QueueRow, now: float | None
+    db: sqlite3.Connection,
+    tenant: TenantRow,
+    queue: QueueRow,
+    now: float | None,
+    oldest: dict[int, float | None] | None = None,
 ) -> TenantStats:
-    """Usage is decayed to ``now`` when one is given, else shown as last recorded."""
+    """Usage is decayed to ``now`` when one is given, else shown as last recorded.
+    ``oldest``: every tenant's oldest ready time read at once (a tenant not in it has none)."""
     usage = tenant.usage
     if now is not None:
         usage = history.decayed(usage, tenant.usage_at, now, queue.usage_half_life())
-    return tenant.stats(_oldest_ready(db, tenant.id), usage)
+    ready_at = _oldest_ready(db, tenant.id) if oldest is None else oldest.get(tenant.id)
+    return tenant.stats(ready_at, usage)
 
 
 def _oldest_ready(db: sqlite3.Connection, tenant_id: int) -> float | None:

@@ -111,6 +111,13 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:tenant IS NULL OR tenant = :tenan
 -- Inspection, not a hot path: reads every ready job of one tenant through jobs_ready.
 SELECT MIN(ready_at) AS oldest FROM jobs WHERE tenant_id = :tenant_id AND state = 'ready'
 
+-- name: tenants_oldest_ready
+-- Inspection of many tenants at once (a queue's, or all): one pass over the ready jobs
+-- instead of one query per tenant.
+SELECT tenant_id, MIN(ready_at) AS oldest FROM jobs
+WHERE state = 'ready' AND (:queue IS NULL OR queue = :queue)
+GROUP BY tenant_id
+
 -- name: job_insert
 INSERT INTO jobs (
     id, tenant_id, queue, name, state, payload, priority, max_attempts, lease_timeout, cost,
