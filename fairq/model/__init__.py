@@ -126,14 +126,14 @@ class ReferenceModel(Reads):
         return self._count(throttle.Routing(new.name, new.tenant, new.queue, new.throttle), now)
 
     def _load(self, name: str, tenant: str) -> tuple[int, int]:
-        """A shard's load as ``shards.least_loaded`` weighs it: eligible tenants, the
-        tenant's own ready jobs."""
+        """A shard's load as ``shards.least_loaded`` weighs it: the other eligible tenants,
+        the tenant's own ready jobs."""
         queue = self._queues.get(name)
         if queue is None:
             return (0, 0)
         own = queue.tenants.get(tenant)
-        eligible = sum(1 for t in queue.tenants.values() if t.start is not None)
-        return (eligible, own.ready if own is not None else 0)
+        others = sum(1 for t in queue.tenants.values() if t.start is not None and t is not own)
+        return (others, own.ready if own is not None else 0)
 
     def _count(self, routing: throttle.Routing, now: float) -> str:
         """Record the enqueue in its throttle window, then let the rules pick the queue."""

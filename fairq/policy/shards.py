@@ -157,10 +157,19 @@ def parse_shards(spec: str, count: int, queue: str) -> list[int]:
 
 
 def least_loaded(loads: Sequence[tuple[int, int]]) -> int:
-    """The position of the candidate shard to enqueue in: fewest eligible tenants, then
-    fewest ready jobs of the enqueueing tenant, then the first (the tenant's best score).
+    """The position of the candidate shard to enqueue in. Each load is (eligible tenants
+    other than the enqueueing one, its own ready jobs there).
 
-    Fewest eligible tenants first because the scheduler is fair within a shard: a new job
-    waits behind one turn of each eligible tenant there, not behind all their jobs.
+    The scheduler is fair within a shard: each round it serves one job of each eligible tenant,
+    so a new job starts after about (own ready + 1) × (others + 1) turns. The shard where that is
+    least wins; ties go to the one with fewer others, then to the first named (the tenant's best
+    score). So a tenant alone, or with the same company in each shard, spreads its jobs evenly,
+    and one that shares a shard with a flood puts two of every three jobs in its quiet shard:
+    it keeps its fair share of the shard it shares as well as all of the other.
     """
-    return min(range(len(loads)), key=lambda at: (loads[at][0], loads[at][1], at))
+
+    def turns(at: int) -> tuple[int, int, int]:
+        others, own = loads[at]
+        return ((own + 1) * (others + 1), others, at)
+
+    return min(range(len(loads)), key=turns)

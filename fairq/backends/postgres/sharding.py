@@ -1,6 +1,6 @@
 """Sharded jobs at enqueue: each goes to the least loaded of its tenant's shards.
 
-The loads are read in the enqueue's transaction (``shard_loads``: eligible tenants per shard, a
+The loads are read in the enqueue's transaction (``shard_loads``: other eligible tenants per shard, a
 range of ``tenants_eligible``, and the tenant's own ready jobs) and weighed by
 ``fairq.policy.shards.least_loaded``, the rule the reference model follows. Enqueues take the
 queue lock shared, so two running at once may both read the same loads and choose the same
@@ -25,5 +25,5 @@ def place(cur: Cursor[Row], q: Queries, job: NewJob) -> NewJob:
         return job
     args = {"queues": list(job.shards), "tenant": job.tenant, "key": tenant_key(job.tenant)}
     rows = cur.execute(q["shard_loads"], args).fetchall()
-    loads = [(int(row["eligible"]), int(row["ready"])) for row in rows]
+    loads = [(int(row["others"]), int(row["ready"])) for row in rows]
     return replace(job, queue=job.shards[least_loaded(loads)], shards=())

@@ -55,7 +55,7 @@ def _to_shard(db: sqlite3.Connection, job: NewJob) -> NewJob:
     loads = []
     for queue in job.shards:
         row = db.execute(Q["shard_load"], {"queue": queue, "tenant": job.tenant}).fetchone()
-        loads.append((int(row["eligible"]), int(row["ready"])))
+        loads.append((int(row["others"]), int(row["ready"])))
     return replace(job, queue=job.shards[least_loaded(loads)], shards=())
 
 

@@ -52,8 +52,9 @@ ON CONFLICT (queue, tenant) DO NOTHING
 
 -- name: shard_load
 -- A candidate shard of a sharded job, as fairq.policy.shards.least_loaded weighs it: its
--- eligible tenants (a range of tenants_eligible) and the tenant's own ready jobs there.
-SELECT (SELECT count(*) FROM tenants WHERE queue = :queue AND start_tag IS NOT NULL) AS eligible,
+-- other eligible tenants (a range of tenants_eligible) and the tenant's own ready jobs there.
+SELECT (SELECT count(*) FROM tenants
+        WHERE queue = :queue AND start_tag IS NOT NULL AND tenant <> :tenant) AS others,
        coalesce((SELECT ready FROM tenants WHERE queue = :queue AND tenant = :tenant), 0) AS ready
 
 -- name: tenant_id

@@ -35,22 +35,26 @@ local function claim(directory, first, fields, njobs)
 end
 
 -- fairq.policy.shards.least_loaded: of a sharded job's shards (spec: their blocks, best first),
--- the one with the fewest eligible tenants, then the fewest ready jobs of its tenant, then the
--- first. Each shard is synced first, so the jobs of this batch before it count.
+-- the one where (own ready + 1) * (other eligible tenants + 1) is least, then with the fewest
+-- others, then the first. Each shard is synced first, so the batch's jobs before it count.
 local function least_loaded(queues, spec, name)
-  local best, least_e, least_r = nil, 0, 0
+  local best, least_turns, least_others = nil, 0, 0
   for b in string.gmatch(spec, '%d+') do
     local q = queues[tonumber(b)]
     sync(q)
-    local e, r = redis.call('ZCARD', q.k.eligible), 0
+    local others, own = redis.call('ZCARD', q.k.eligible), 0
     local t = q.named[name]
     if t == nil then
       local tid = redis.call('HGET', q.k.tids, name)
       if tid then t = tenant(q, tonumber(tid)); t.name, q.named[name] = name, t end
     end
-    if t ~= nil then r = t.ready end
-    if best == nil or e < least_e or (e == least_e and r < least_r) then
-      best, least_e, least_r = tonumber(b), e, r
+    if t ~= nil then
+      own = t.ready
+      if t.eseq ~= '' then others = others - 1 end  -- its own entry in the eligible index
+    end
+    local turns = (own + 1) * (others + 1)
+    if best == nil or turns < least_turns or (turns == least_turns and others < least_others) then
+      best, least_turns, least_others = tonumber(b), turns, others
     end
   end
   return best
