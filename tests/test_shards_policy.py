@@ -77,8 +77,7 @@ def test_more_shards_keep_most_tenants_where_they_were() -> None:
     """Rendezvous hashing: from 8 to 9 shards a tenant's best shard changes only when the new
     one outscores it (about 1 in 9), not for most tenants as with modulo."""
     moved = sum(
-        tenant_shards("q", f"t{n}", 8, 1) != tenant_shards("q", f"t{n}", 9, 1)
-        for n in range(900)
+        tenant_shards("q", f"t{n}", 8, 1) != tenant_shards("q", f"t{n}", 9, 1) for n in range(900)
     )
     assert moved < 200
 
