@@ -1,7 +1,8 @@
 """Sharded jobs: the store puts each in the least loaded of the shards it names
-(``fairq.policy.shards.least_loaded``): the fewest turns before it starts, (own ready + 1) ×
-(other eligible tenants + 1), then fewer others, then the first named. Each job of a batch sees those before it. Shards are queues
-like any other once a job is in one: fairness, dequeue and stats are theirs."""
+(``fairq.policy.shards.least_loaded``): the fewest turns before it starts, (own ready + 1) *
+(other eligible tenants + 1), then fewer others, then the first named. Each job of a batch
+sees those before it. Shards are queues like any other once a job is in one: fairness,
+dequeue and stats are theirs."""
 
 from __future__ import annotations
 

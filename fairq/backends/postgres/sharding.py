@@ -1,7 +1,7 @@
 """Sharded jobs at enqueue: each goes to the least loaded of its tenant's shards.
 
-The loads are read in the enqueue's transaction (``shard_loads``: other eligible tenants per shard, a
-range of ``tenants_eligible``, and the tenant's own ready jobs) and weighed by
+The loads are read in the enqueue's transaction (``shard_loads``: other eligible tenants per
+shard, a range of ``tenants_eligible``, and the tenant's own ready jobs) and weighed by
 ``fairq.policy.shards.least_loaded``, the rule the reference model follows. Enqueues take the
 queue lock shared, so two running at once may both read the same loads and choose the same
 shard: a less even spread for that moment, never a job lost or misplaced.
