@@ -73,11 +73,8 @@ register_once('enqueue', function()
   local dups = claim(directory, first, FIELDS, njobs)
   if dups then return {'dup', unpack(dups)} end
 
-  local queues = {}
-  for b = 1, nblocks do
-    queues[b] = open_queue(b, ARGV[2 + b])
-    redis.call('SADD', queue_set, ARGV[2 + b])
-  end
+  local queues, used = {}, {}
+  for b = 1, nblocks do queues[b] = open_queue(b, ARGV[2 + b]) end
 
   local seq = redis.call('INCRBY', counter, njobs) - njobs
   local chosen, sharded = {'ok'}, false
@@ -89,6 +86,10 @@ register_once('enqueue', function()
       redis.call('HSET', directory, ARGV[a + 1], ARGV[2 + block])
     end
     chosen[i + 2] = block
+    if not used[block] then  -- a shard no job went to is not a queue seen
+      used[block] = true
+      redis.call('SADD', queue_set, ARGV[2 + block])
+    end
     local q = queues[block]
     local t = tenant_named(q, ARGV[a + 3])
     seq = seq + 1
