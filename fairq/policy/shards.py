@@ -28,6 +28,9 @@ from fairq.policy.bounds import check_tenant
 SEPARATOR = "@"
 #: Most shards a queue may have: worker options and stats list them one by one.
 MAX_SHARDS = 1024
+#: Other eligible tenants a shard's load counts at most: beyond that a shard is simply crowded,
+#: and the count (an index range in SQL stores) stays cheap however many tenants wait there.
+MAX_OTHERS = 100
 
 _SHARD = re.compile(r"^(?P<base>[A-Za-z0-9_.\-]+)@(?P<index>0|[1-9][0-9]{0,3})$")
 
@@ -160,7 +163,7 @@ def least_loaded(loads: Sequence[tuple[int, int]]) -> int:
     """The position of the candidate shard to enqueue in. Each load is (eligible tenants
     other than the enqueueing one, its own ready jobs there).
 
-    The scheduler is fair within a shard: each round it serves one job of each eligible tenant,
+    Others count up to ``MAX_OTHERS``. The scheduler is fair within a shard: each round it serves one job of each eligible tenant,
     so a new job starts after about (own ready + 1) * (others + 1) turns. The shard where that is
     least wins; ties go to the one with fewer others, then to the first named (the tenant's best
     score). So a tenant alone, or with the same company in each shard, spreads its jobs evenly,
@@ -170,6 +173,7 @@ def least_loaded(loads: Sequence[tuple[int, int]]) -> int:
 
     def turns(at: int) -> tuple[int, int, int]:
         others, own = loads[at]
+        others = min(others, MAX_OTHERS)
         return ((own + 1) * (others + 1), others, at)
 
     return min(range(len(loads)), key=turns)

@@ -13,6 +13,7 @@ import pytest
 from fairq.contract import Backend, EnqueueParams, GetJobsParams, StatsParams
 from fairq.errors import ConfigError, DuplicateJob
 from fairq.job import NewJob
+from fairq.policy.shards import MAX_OTHERS
 from fairq.policy.throttle import Throttle
 
 from .helpers import new_job, take
@@ -96,3 +97,15 @@ def test_a_sharded_job_takes_no_throttle_rules() -> None:
 def test_a_shard_name_out_of_form_is_refused() -> None:
     with pytest.raises(ConfigError, match="queue name"):
         replace(new_job(1, "a", queue=S0), shards=(S0, "imports@x"))
+
+
+def test_other_tenants_count_up_to_a_hundred(backend: Backend) -> None:
+    """Beyond MAX_OTHERS a shard is simply crowded: 101 others and 150 others weigh alike (so
+    the first named wins), which keeps the count cheap however many tenants wait."""
+    assert MAX_OTHERS == 100
+    crowd = [new_job(n, f"s0-{n}", queue=S0) for n in range(101)]
+    crowd += [new_job(1000 + n, f"s1-{n}", queue=S1) for n in range(150)]
+    put(backend, crowd)
+    assert put(backend, [sharded(5000, "x", (S1, S0))]) == [S1]
+    put(backend, [new_job(6000 + n, f"s2-{n}", queue=S2) for n in range(99)])
+    assert put(backend, [sharded(5001, "y", (S1, S2))]) == [S2]  # 99 others: fewer

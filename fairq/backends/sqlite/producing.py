@@ -13,7 +13,7 @@ from fairq.backends.sqlite.sql import Q
 from fairq.backends.sqlite.throttling import route
 from fairq.errors import ConfigError, DuplicateJob, FairqError
 from fairq.job import JobState, NewJob, encode_headers
-from fairq.policy.shards import least_loaded
+from fairq.policy.shards import MAX_OTHERS, least_loaded
 from fairq.policy.tenant import refresh
 
 
@@ -54,7 +54,8 @@ def _to_shard(db: sqlite3.Connection, job: NewJob) -> NewJob:
         return job
     loads = []
     for queue in job.shards:
-        row = db.execute(Q["shard_load"], {"queue": queue, "tenant": job.tenant}).fetchone()
+        args = {"queue": queue, "tenant": job.tenant, "most": MAX_OTHERS}
+        row = db.execute(Q["shard_load"], args).fetchone()
         loads.append((int(row["others"]), int(row["ready"])))
     return replace(job, queue=job.shards[least_loaded(loads)], shards=())
 

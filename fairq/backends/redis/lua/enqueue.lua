@@ -36,7 +36,9 @@ end
 
 -- fairq.policy.shards.least_loaded: of a sharded job's shards (spec: their blocks, best first),
 -- the one where (own ready + 1) * (other eligible tenants + 1) is least, then with the fewest
--- others, then the first. Each shard is synced first, so the batch's jobs before it count.
+-- others, then the first; others count up to MAX_OTHERS (policy/shards.py). Each shard is
+-- synced first, so the batch's jobs before it count.
+local MAX_OTHERS = 100
 local function least_loaded(queues, spec, name)
   local best, least_turns, least_others = nil, 0, 0
   for b in string.gmatch(spec, '%d+') do
@@ -52,6 +54,7 @@ local function least_loaded(queues, spec, name)
       own = t.ready
       if t.eseq ~= '' then others = others - 1 end  -- its own entry in the eligible index
     end
+    if others > MAX_OTHERS then others = MAX_OTHERS end
     local turns = (own + 1) * (others + 1)
     if best == nil or turns < least_turns or (turns == least_turns and others < least_others) then
       best, least_turns, least_others = tonumber(b), turns, others
