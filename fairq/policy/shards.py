@@ -163,8 +163,9 @@ def least_loaded(loads: Sequence[tuple[int, int]]) -> int:
     """The position of the candidate shard to enqueue in. Each load is (eligible tenants
     other than the enqueueing one, its own ready jobs there).
 
-    Others count up to ``MAX_OTHERS``. The scheduler is fair within a shard: each round it serves one job of each eligible tenant,
-    so a new job starts after about (own ready + 1) * (others + 1) turns. The shard where that is
+    Others count up to ``MAX_OTHERS``. The scheduler is fair within a shard: each round it
+    serves one job of each eligible tenant, so a new job starts after about
+    (own ready + 1) * (others + 1) turns. The shard where that is
     least wins; ties go to the one with fewer others, then to the first named (the tenant's best
     score). So a tenant alone, or with the same company in each shard, spreads its jobs evenly,
     and one that shares a shard with a flood puts two of every three jobs in its quiet shard:
