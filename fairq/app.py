@@ -212,7 +212,7 @@ class App:
         ``shard_size`` of them by a stable hash, or what ``assign={"bigco": [7]}`` names.
         """
         name = check_declared_name(name)
-        sharding = declare_sharding(name, shards, shard_size, assign, self.jobs.values())
+        sharding = declare_sharding(name, shards, shard_size, assign, self.jobs.values(), strict)
         if not isinstance(strict, bool):
             raise ConfigError(f"queue {name!r}: strict must be True or False, got {strict!r}")
         weight = check_weight(weight, label=f"queue {name!r}: weight")

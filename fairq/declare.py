@@ -103,10 +103,16 @@ def declare_sharding(
     shard_size: int,
     assign: Mapping[str, Sequence[int]] | None,
     jobs: Iterable[JobDefinition[Any, Any]],
+    strict: bool = False,
 ) -> Sharding | None:
     """``App.queue``'s sharding settings, checked; None when the queue is not sharded."""
     if shards is None and assign is None:
         return None
+    if strict:
+        raise ConfigError(
+            f"queue {name!r} cannot be both strict and sharded: a worker serving several "
+            "shards would always empty the first before the next; give it a weight instead"
+        )
     if shards is None:
         raise ConfigError(f"queue {name!r}: assign needs shards=n too, e.g. shards=8")
     throttled = [job.name for job in jobs if job.queue == name and job.throttle]

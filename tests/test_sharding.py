@@ -228,6 +228,7 @@ def test_stats_show_each_shard_as_a_queue(url: str) -> None:
         ({"shards": 4, "shard_size": 0}, "shard_size must be a whole number of at least 1"),
         ({"shards": 4, "assign": {"big": [4]}}, "names shard 4, but the queue has shards 0 to 3"),
         ({"assign": {"big": [0]}}, "assign needs shards=n too"),
+        ({"shards": 4, "strict": True}, "cannot be both strict and sharded"),
     ],
 )
 def test_bad_settings_are_refused_at_the_declaration(
