@@ -13,7 +13,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
@@ -48,6 +48,7 @@ from fairq.declare import (
     WeightsFn,
     argument,
     check_priority,
+    declare_sharding,
     run_at,
 )
 from fairq.errors import ConfigError, JobArgumentsError, MissingTenant, UnknownJob
@@ -64,7 +65,7 @@ from fairq.policy.bounds import (
     check_tenant,
     check_weight,
 )
-from fairq.policy.queues import QueueOrder, check_queue_name
+from fairq.policy.queues import QueueOrder, check_declared_name, check_queue_name
 from fairq.policy.rate import Rate, check_rate
 from fairq.policy.throttle import Throttle, check_rules
 from fairq.reports import tenant_report
@@ -196,7 +197,9 @@ class App:
 
     # -- declaring queues ------------------------------------------------------------------
 
-    def queue(self, name: str, *, weight: float = 1.0, strict: bool = False) -> None:
+    def queue(self, name: str, *, weight: float = 1.0, strict: bool = False,
+              shards: int | None = None, shard_size: int = 2,
+              assign: Mapping[str, Sequence[int]] | None = None) -> None:  # fmt: skip
         """Declare a queue this app's workers serve (with no ``--queues``).
 
         ``strict`` queues are served first, in the order declared, whenever they have work; the
@@ -204,18 +207,23 @@ class App:
         you declare it; a throttle rule's queue must be declared before the job that names it:
         ``app.queue("critical", strict=True); app.queue("default", weight=6);
         app.queue("default_throttled", weight=3)``.
+
+        ``shards=n`` splits it into sub-queues ``<name>@0`` … (docs/sharding.md): each tenant gets
+        ``shard_size`` of them by a stable hash, or what ``assign={"bigco": [7]}`` names.
         """
-        name = check_queue_name(name)
+        name = check_declared_name(name)
+        sharding = declare_sharding(name, shards, shard_size, assign, self.jobs.values(), strict)
         if not isinstance(strict, bool):
             raise ConfigError(f"queue {name!r}: strict must be True or False, got {strict!r}")
         weight = check_weight(weight, label=f"queue {name!r}: weight")
         existing = self.queues.get(name)
         if existing is not None and not existing.implicit:
             raise ConfigError(f"queue {name!r} is already declared")
-        self.queues[name] = QueueDeclaration(name, weight, strict)
+        self.queues[name] = QueueDeclaration(name, weight, strict, sharding=sharding)
 
-    def queue_order(self) -> QueueOrder:
-        """The order a worker with no ``--queues`` serves: strict queues, then weighted ones."""
+    def queue_order(self, shards: str | None = None) -> QueueOrder:
+        """The order a worker with no ``--queues`` serves: strict queues, then weighted ones;
+        of a sharded queue only the ``shards`` given (``"0-3"``, ``"1,4,7"``), else all."""
         queues = dict(self.queues)
         for definition in self.jobs.values():
             queues.setdefault(definition.queue, QueueDeclaration(definition.queue, implicit=True))
@@ -225,9 +233,12 @@ class App:
                 "jobs with @app.job, queues with app.queue(…), or name them (--queues)"
             )
         declared = queues.values()
+        if shards is not None and not any(q.sharding for q in declared):
+            raise ConfigError(f"--shards {shards!r}: the app declares no sharded queue; declare "
+                              "one with app.queue('imports', shards=8, shard_size=2)")  # fmt: skip
         return QueueOrder.of(
-            strict=[q.name for q in declared if q.strict],
-            weighted={q.name: q.weight for q in declared if not q.strict},
+            strict=[n for q in declared if q.strict for n in q.served(shards)],
+            weighted={n: q.weight for q in declared if not q.strict for n in q.served(shards)},
         )
 
     def tenant_weights(
@@ -317,6 +328,12 @@ class App:
         def declare(f: Callable[P, R]) -> JobDefinition[P, R]:
             home = check_queue_name(queue)
             rules = check_rules(throttle, home, list(self.queues))
+            declared = self.queues.get(home)
+            if rules and declared is not None and declared.sharding is not None:
+                raise ConfigError(
+                    f"queue {home!r} is sharded, and a sharded queue takes no throttle rules; "
+                    "drop the rules or give the job another queue"
+                )
             definition = JobDefinition(
                 self,
                 f,
@@ -413,10 +430,14 @@ class App:
                 )
             else:
                 rules = spec.throttle
+        declared = self.queues.get(queue)
+        shards = () if declared is None or declared.sharding is None else (
+            declared.sharding.queues_of(queue, tenant))  # fmt: skip
         return NewJob(
             id=uuid.uuid4().hex,
             name=spec.name,
-            queue=queue,
+            queue=shards[0] if shards else queue,
+            shards=shards,
             tenant=tenant,
             payload=encode_payload(call.args, call.kwargs, max_bytes=self.max_payload_bytes),
             priority=check_priority(opts.priority),

@@ -26,6 +26,7 @@ from fairq.policy.bounds import (
     seconds,
 )
 from fairq.policy.queues import check_queue_name
+from fairq.policy.shards import Sharding, parse_shards, shard_name
 from fairq.policy.throttle import Throttle
 from fairq.signatures import JobSignature, positional_params
 
@@ -78,6 +79,49 @@ class QueueDeclaration:
     weight: float = 1.0
     strict: bool = False
     implicit: bool = False
+    sharding: Sharding | None = None  # shuffle sharding over sub-queues <name>@<i>
+
+    def shards_of(self, tenant: str) -> list[str]:
+        """The tenant's shards, best first; none when the queue is not sharded."""
+        return [] if self.sharding is None else self.sharding.queues_of(self.name, tenant)
+
+    def served(self, shards: str | None = None) -> list[str]:
+        """The queues a worker serves for this one: itself, and every shard when sharded
+        (the queue itself still holds jobs of producers that do not know its sharding), or
+        only the ``shards`` chosen (``--shards 0-3``, fairq.policy.shards.parse_shards)."""
+        if self.sharding is None:
+            return [self.name]
+        if shards is not None:
+            chosen = parse_shards(shards, self.sharding.count, self.name)
+            return [shard_name(self.name, i) for i in chosen]
+        return [self.name, *self.sharding.queues(self.name)]
+
+
+def declare_sharding(
+    name: str,
+    shards: int | None,
+    shard_size: int,
+    assign: Mapping[str, Sequence[int]] | None,
+    jobs: Iterable[JobDefinition[Any, Any]],
+    strict: bool = False,
+) -> Sharding | None:
+    """``App.queue``'s sharding settings, checked; None when the queue is not sharded."""
+    if shards is None and assign is None:
+        return None
+    if strict:
+        raise ConfigError(
+            f"queue {name!r} cannot be both strict and sharded: a worker serving several "
+            "shards would always empty the first before the next; give it a weight instead"
+        )
+    if shards is None:
+        raise ConfigError(f"queue {name!r}: assign needs shards=n too, e.g. shards=8")
+    throttled = [job.name for job in jobs if job.queue == name and job.throttle]
+    if throttled:
+        raise ConfigError(
+            f"queue {name!r} cannot be sharded: jobs {throttled} have throttle rules on it, "
+            "and a sharded queue takes no throttle rules"
+        )
+    return Sharding(shards, shard_size, assign if assign is not None else {})
 
 
 @dataclass

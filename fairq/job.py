@@ -20,6 +20,7 @@ from fairq.errors import (
     PayloadTooLarge,
 )
 from fairq.policy.bounds import MAX_INT, check_int, check_seconds, check_tenant
+from fairq.policy.queues import check_queue_name
 from fairq.policy.throttle import Throttle
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
@@ -60,10 +61,20 @@ class NewJob:
     throttle: Sequence[Throttle] = ()
     #: Small str metadata that travels with the job to every lease (a trace context, …).
     headers: Mapping[str, str] = field(default_factory=dict)
+    #: The tenant's shards of a sharded queue, best first (fairq.policy.shards): the store
+    #: puts the job in the least loaded of them (``least_loaded``), not in ``queue``.
+    shards: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         """Refuse what some store cannot hold, before any store sees it (fairq.policy.bounds)."""
         check_tenant(self.tenant)
+        if self.shards:
+            if isinstance(self.shards, str) or self.throttle:
+                raise ConfigError(
+                    f"job {self.id!r}: shards must be a list of shard queues, and a sharded "
+                    "job takes no throttle rules"
+                )
+            object.__setattr__(self, "shards", tuple(map(check_queue_name, self.shards)))
         object.__setattr__(self, "headers", check_headers(self.headers))
         check_int("priority", self.priority, least=-MAX_INT - 1)
         check_int("max_attempts", self.max_attempts)

@@ -27,6 +27,20 @@ def _workloads_help() -> str:
     return "\n".join(lines)
 
 
+def split_specs(text: str) -> list[str]:
+    """The strategies of ``--strategies``: a comma starts a new one, except before a further
+    ``key=value`` of the one before ('lottery:per_round=500,interval=60,fifo')."""
+    specs: list[str] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if specs and ":" in specs[-1] and "=" in item and ":" not in item:
+            specs[-1] += "," + item
+        else:
+            specs.append(item)
+    return specs
+
+
 def _strategies_help() -> str:
     return "\n".join(
         f"  {name:<12} {what}" + (f" (settings: {takes})" if takes else "")
@@ -122,7 +136,7 @@ def simulate(
         if plot is not None:
             require_matplotlib()  # before the run, not after it
         chosen = _workload(workload, params, seed, trace)
-        specs = [s.strip() for s in strategies.split(",") if s.strip()]
+        specs = split_specs(strategies)
         if not specs:
             raise ConfigError("--strategies names none; e.g. --strategies fairq,fifo")
         outcomes = _run(chosen, specs, workers, seed)

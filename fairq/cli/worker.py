@@ -40,6 +40,14 @@ log = logging.getLogger("fairq.worker")
     "jobs' home queues, throttle queues included), strict ones first, the rest by weight.",
 )
 @click.option(
+    "--shards",
+    metavar="SHARDS",
+    default=None,
+    help="Of the app's sharded queues, serve only these shards: '0-3', '1,4,7' or '0-1,6'. "
+    "Default: every shard (and the queue itself). Not with --queues, which names shards "
+    "directly ('imports@0,imports@1').",
+)
+@click.option(
     "-c",
     "--concurrency",
     type=click.IntRange(min=1),
@@ -122,6 +130,7 @@ def worker(
     ctx: click.Context,
     app_ref: str,
     queues: str | None,
+    shards: str | None,
     concurrency: int,
     processes: int,
     grace_period: float,
@@ -152,6 +161,13 @@ def worker(
     log.info("loading %s", app_ref, extra={"action": "loading"})
     app = _load(app_ref, url)
     try:
+        if shards is not None:
+            if queues is not None:
+                raise click.UsageError(
+                    "--shards chooses among the app's declared queues; with --queues, name the "
+                    "shards themselves instead, e.g. --queues imports@0,imports@1"
+                )
+            queues = str(app.queue_order(shards))
         built = Worker(
             app,
             queues=queues,
@@ -238,6 +254,8 @@ def _child_args(ctx: click.Context) -> list[str]:
     args += ["--unknown-job-timeout", repr(params["unknown_job_timeout"])]
     if params["queues"] is not None:
         args += ["--queues", params["queues"]]
+    if params["shards"] is not None:
+        args += ["--shards", params["shards"]]
     if params["url"] is not None:
         args += ["--url", params["url"]]
     if params["burst"]:

@@ -58,7 +58,7 @@ from fairq.model.figures import FigureTable
 from fairq.model.reads import Reads
 from fairq.model.slots import SlotTable
 from fairq.model.state import Job, Queue, Tenant
-from fairq.policy import throttle
+from fairq.policy import shards, throttle
 from fairq.policy.histogram import EXPIRED, FAILED, SUCCEEDED
 from fairq.policy.tenant import forgettable
 
@@ -121,7 +121,19 @@ class ReferenceModel(Reads):
         return job.queue
 
     def _route(self, new: NewJob, now: float) -> str:
+        if new.shards:
+            return new.shards[shards.least_loaded([self._load(q, new.tenant) for q in new.shards])]
         return self._count(throttle.Routing(new.name, new.tenant, new.queue, new.throttle), now)
+
+    def _load(self, name: str, tenant: str) -> tuple[int, int]:
+        """A shard's load as ``shards.least_loaded`` weighs it: the other eligible tenants,
+        the tenant's own ready jobs."""
+        queue = self._queues.get(name)
+        if queue is None:
+            return (0, 0)
+        own = queue.tenants.get(tenant)
+        others = sum(1 for t in queue.tenants.values() if t.start is not None and t is not own)
+        return (others, own.ready if own is not None else 0)
 
     def _count(self, routing: throttle.Routing, now: float) -> str:
         """Record the enqueue in its throttle window, then let the rules pick the queue."""

@@ -15,14 +15,28 @@ from dataclasses import dataclass, field
 from fairq.errors import ConfigError
 
 _QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+#: A shard of a sharded queue: ``<queue>@<n>`` (fairq.policy.shards), never a declared name.
+_SHARD_NAME = re.compile(r"^[A-Za-z0-9_.\-]+@(0|[1-9][0-9]{0,3})$")
 
 
 def check_queue_name(name: str) -> str:
-    if not isinstance(name, str) or not _QUEUE_NAME.match(name):
+    """A queue's name as stores take it: a declared name, or a shard's (``imports@3``)."""
+    if not isinstance(name, str) or not (_QUEUE_NAME.match(name) or _SHARD_NAME.match(name)):
         raise ConfigError(
             f"queue name {name!r} is invalid: use letters, digits, '_', '-' and '.' only"
         )
     return name
+
+
+def check_declared_name(name: str) -> str:
+    """A name for ``App.queue``: no '@', which names the shards of a sharded queue."""
+    if isinstance(name, str) and "@" in name:
+        raise ConfigError(
+            f"queue name {name!r} is invalid: '@' is kept for the shards of a sharded queue "
+            "(declare app.queue('imports', shards=8, shard_size=2) and fairq names them "
+            "imports@0 to imports@7); use letters, digits, '_', '-' and '.' only"
+        )
+    return check_queue_name(name)
 
 
 @dataclass

@@ -172,6 +172,8 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
         "queue_set_vclock": {"name": "default", "vclock": 3.0},
         "queue_end_runs": {"name": "default", "ended": 1},
         "tenants_ensure": one,
+        "shard_loads": {"queues": ["default", "other"], "tenant": tenant, "key": one["keys"][0],
+                        "most": 100},
         "tenants_lock": one,
         "tenant_lock_by_id": {"id": 8},
         "tenant_save": save,

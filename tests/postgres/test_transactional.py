@@ -167,3 +167,17 @@ def test_a_job_through_the_inbox_keeps_its_headers_and_waits_from_its_commit(
     assert (seen.headers, seen.ready_at) == (headers, 2.0)
     (lease,) = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=7.0)).leases
     assert (lease.headers, lease.ready_at, lease.started_at) == (headers, 2.0, 7.0)
+
+
+def test_a_sharded_job_in_the_callers_transaction_goes_to_one_of_its_shards(
+    pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """The choice reads the loads of jobs already taken in (a flood in imports@0), not those of
+    jobs still in inboxes; the job then runs from the shard chosen."""
+    flood = [new_job(n, "flood", queue="imports@0") for n in range(3)]
+    pg.enqueue(EnqueueParams(jobs=flood, now=0.0))
+    job = replace(new_job(9, "b", queue="imports@0"), shards=("imports@0", "imports@1"))
+    with conn.transaction():
+        assert pg.enqueue_in(conn, EnqueueParams(jobs=[job], now=0.0)) == ["imports@1"]
+    leases = pg.dequeue(DequeueParams(queues=["imports@1"], worker_id="w", now=1.0)).leases
+    assert [(lease.job_id, lease.queue) for lease in leases] == [("j9", "imports@1")]

@@ -26,6 +26,7 @@ from fairq.backends.postgres import (
     pruning,
     results,
     settings,
+    sharding,
     slots,
     throttling,
 )
@@ -158,6 +159,13 @@ class PostgresBackend:
             yield
 
     def _enqueue(self, cur: Cursor[Row], jobs: list[NewJob], now: float) -> list[str]:
+        """Sharded jobs one after another, so each one's choice of shard sees those before
+        it (sharding.py); the batch is still one transaction: all of it or none."""
+        if any(job.shards for job in jobs):
+            return [self._store(cur, [sharding.place(cur, self.q, job)], now)[0] for job in jobs]
+        return self._store(cur, jobs, now)
+
+    def _store(self, cur: Cursor[Row], jobs: list[NewJob], now: float) -> list[str]:
         if any(job.throttle for job in jobs):  # the windows record the event's time
             now = self._event_time(cur, now)
         jobs = throttling.route(cur, self.q, jobs, now)

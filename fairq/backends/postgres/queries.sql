@@ -112,6 +112,24 @@ RETURNING max_in_flight, in_flight
 -- name: queue_names
 SELECT name FROM {schema}.queues ORDER BY name
 
+-- name: shard_loads
+-- The candidate shards of a sharded job, in the order given, as fairq.policy.shards.least_loaded
+-- weighs them: each one's other eligible tenants (a range of tenants_eligible, counted up to
+-- %(most)s, so the count stays cheap however many wait there) and the tenant's own ready jobs
+-- there (0 when it has no row yet).
+SELECT c.queue,
+       (SELECT count(*) FROM (
+            SELECT 1 FROM {schema}.tenants e
+            WHERE e.queue = c.queue COLLATE "C" AND e.start_tag IS NOT NULL
+              AND NOT (e.tenant_key = %(key)s AND e.tenant = %(tenant)s)
+            ORDER BY e.start_tag  -- the index's order: a range of it, never a table scan
+            LIMIT %(most)s) counted) AS others,
+       coalesce((SELECT t.ready FROM {schema}.tenants t
+                 WHERE t.queue = c.queue COLLATE "C" AND t.tenant_key = %(key)s
+                   AND t.tenant = %(tenant)s), 0) AS ready
+FROM unnest(%(queues)s::text[]) WITH ORDINALITY AS c(queue, ord)
+ORDER BY c.ord
+
 -- name: tenants_ensure
 -- A new tenant starts with its queue's defaults as its effective settings. Rows are inserted
 -- in the order given (sorted by the caller), so concurrent enqueues never wait in a cycle.

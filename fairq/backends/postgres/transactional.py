@@ -33,7 +33,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 
 from fairq.backends._sql import Queries
-from fairq.backends.postgres import throttling
+from fairq.backends.postgres import sharding, throttling
 from fairq.backends.postgres.db import invalid_text
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.records import Row
@@ -75,6 +75,9 @@ class InboxWriter:
         try:
             with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
                 jobs = throttling.route(cur, self.q, jobs, now)
+                # The loads do not count jobs still in inboxes: a batch of one tenant's
+                # sharded jobs written here goes to one shard, not spread over its shards.
+                jobs = [sharding.place(cur, self.q, job) for job in jobs]
                 for job in jobs:
                     if (
                         cur.execute(self.q["inbox_insert"], _inbox_args(job, now)).fetchone()

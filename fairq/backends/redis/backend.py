@@ -147,15 +147,19 @@ class RedisBackend:
         if any(job.throttle for job in jobs):
             self._refuse_stored([job.id for job in jobs])
             queues = throttling.route(self._run_once, self.layout, jobs, self._at(params.now))
-        blocks = calls.blocks(queues)
+        blocks = calls.blocks([q for job, queue in zip(jobs, queues, strict=True)
+                               for q in (job.shards or (queue,))])  # fmt: skip
         args: list[Arg] = [self._at(params.now), len(blocks), *blocks, len(jobs)]
         for job, queue in zip(jobs, queues, strict=True):
-            args += calls.job_args(blocks[queue], job)
+            args += calls.job_args(calls.block_of(blocks, job, queue), job)
         keys = [self.layout.directory, self.layout.seq, self.layout.queues]
         keys += self._keys(blocks, params.now)
         reply = self._run_once("enqueue", queues[0], keys, args)
-        if reply:
+        if reply and text(reply[0]) == "dup":
             raise calls.duplicate([text(i) for i in reply[1:]])
+        if reply:  # a sharded job's queue is the script's choice
+            names = list(blocks)
+            queues = [names[int(block) - 1] for block in reply[1:]]
         return EnqueueResult(queues=queues)
 
     def _refuse_stored(self, ids: list[str]) -> None:

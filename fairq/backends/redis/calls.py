@@ -69,7 +69,15 @@ def ack_result(answers: list[tuple[str, str]]) -> AckManyResult:
     )
 
 
-def job_args(block: int, job: NewJob) -> list[Arg]:
+def block_of(blocks: dict[str, int], job: NewJob, queue: str) -> int | str:
+    """A job's block argument of enqueue.lua: its queue's, or a sharded job's shards' blocks,
+    space-separated, best first (the script chooses among them)."""
+    if job.shards:
+        return " ".join(str(blocks[shard]) for shard in job.shards)
+    return blocks[queue]
+
+
+def job_args(block: int | str, job: NewJob) -> list[Arg]:
     return [
         block,
         job.id,

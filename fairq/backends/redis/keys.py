@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from fairq.errors import ConfigError
 from fairq.policy import histogram
 from fairq.policy.queues import check_queue_name
+from fairq.policy.shards import split_shard
 
 DEFAULT_PREFIX = "fairq"
 
@@ -138,7 +139,13 @@ class Layout:
                 self.types: "hash"}  # fmt: skip
 
     def queue_key(self, queue: str, part: str) -> str:
-        return f"{self.prefix}:{{{check_queue_name(queue)}}}:{part}"
+        """A shard ``<queue>@<n>`` keeps its queue's hash tag (``{prefix}:{<queue>}@<n>:…``):
+        all shards of a queue share one Cluster slot, so one enqueue.lua call can choose
+        among a tenant's shards atomically."""
+        shard = split_shard(check_queue_name(queue))
+        if shard is not None:
+            return f"{self.prefix}:{{{shard[0]}}}@{shard[1]}:{part}"
+        return f"{self.prefix}:{{{queue}}}:{part}"
 
     def queue_keys(self, queue: str) -> list[str]:
         """The block of keys a script takes for one queue, in ``QUEUE_PARTS`` order."""

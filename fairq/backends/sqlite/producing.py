@@ -13,6 +13,7 @@ from fairq.backends.sqlite.sql import Q
 from fairq.backends.sqlite.throttling import route
 from fairq.errors import ConfigError, DuplicateJob, FairqError
 from fairq.job import JobState, NewJob, encode_headers
+from fairq.policy.shards import MAX_OTHERS, least_loaded
 from fairq.policy.tenant import refresh
 
 
@@ -26,7 +27,40 @@ def enqueue(db: sqlite3.Connection, given: Sequence[NewJob], now: float) -> list
     ready work never ends eligibility, so ``refresh`` gives the same start tag whether it runs
     once or after every job (and the tenant is *returning* exactly when it had no ready job
     before the batch).
+
+    Sharded jobs go one after another, so each job's choice of shard sees the jobs before it,
+    as it would had each been enqueued alone.
     """
+    if any(job.shards for job in given):
+        _refuse_stored(db, given)
+        return [_enqueue(db, [_to_shard(db, job)], now)[0] for job in given]
+    return _enqueue(db, given, now)
+
+
+def _refuse_stored(db: sqlite3.Connection, jobs: Sequence[NewJob]) -> None:
+    seen: set[str] = set()
+    bad: list[str] = []
+    for job in jobs:
+        if job.id in seen or db.execute(Q["job_by_id"], {"id": job.id}).fetchone() is not None:
+            bad.append(job.id)
+        seen.add(job.id)
+    if bad:
+        raise DuplicateJob(f"job ids already stored or repeated: {bad}")
+
+
+def _to_shard(db: sqlite3.Connection, job: NewJob) -> NewJob:
+    """The job in the least loaded of its shards (fairq.policy.shards.least_loaded)."""
+    if not job.shards:
+        return job
+    loads = []
+    for queue in job.shards:
+        args = {"queue": queue, "tenant": job.tenant, "most": MAX_OTHERS}
+        row = db.execute(Q["shard_load"], args).fetchone()
+        loads.append((int(row["others"]), int(row["ready"])))
+    return replace(job, queue=job.shards[least_loaded(loads)], shards=())
+
+
+def _enqueue(db: sqlite3.Connection, given: Sequence[NewJob], now: float) -> list[str]:
     jobs = [replace(job, queue=route(db, job, now)) if job.throttle else job for job in given]
     tenant_ids = _tenant_ids(db, jobs)
     rows = [_job_row(job, tenant_ids[job.queue, job.tenant], now) for job in jobs]

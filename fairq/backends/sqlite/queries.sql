@@ -50,6 +50,15 @@ SELECT name, :tenant, weight, max_running, rate_count, rate_period, rate_burst
 FROM queues WHERE name = :queue
 ON CONFLICT (queue, tenant) DO NOTHING
 
+-- name: shard_load
+-- A candidate shard of a sharded job, as fairq.policy.shards.least_loaded weighs it: its
+-- other eligible tenants (a range of tenants_eligible, counted up to :most) and the tenant's
+-- own ready jobs there.
+SELECT (SELECT count(*) FROM (SELECT 1 FROM tenants
+        WHERE queue = :queue AND start_tag IS NOT NULL AND tenant <> :tenant
+        LIMIT :most)) AS others,
+       coalesce((SELECT ready FROM tenants WHERE queue = :queue AND tenant = :tenant), 0) AS ready
+
 -- name: tenant_id
 SELECT id FROM tenants WHERE queue = :queue AND tenant = :tenant
 

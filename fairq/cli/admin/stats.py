@@ -31,8 +31,10 @@ from fairq.cli.admin._common import (
 )
 from fairq.cli.admin.tenants import format_weight
 from fairq.policy import histogram
+from fairq.policy.shards import split_shard
 from fairq.reports import queues as reports
 from fairq.reports.queues import COUNTS, QueueReport
+from fairq.reports.shards import ShardedQueue, in_queue, sharded_queues
 from fairq.reports.text import format_wait
 from fairq.reports.verdicts import format_span
 from fairq.urls import redact_url
@@ -44,6 +46,7 @@ from fairq.urls import redact_url
 Examples:
   fairq stats
   fairq stats --queue imports
+  fairq stats --queue imports --tenant acme --app myproject.jobs:app
   fairq stats --json | jq '.queues[].totals.ready'
 """,
 )
@@ -70,15 +73,28 @@ def stats(
     twice the true value), "jobs/min" how many started per minute, and "next start" an
     estimate of when its oldest ready job starts, from its share of the queue's recent
     starts and its cap and rate limit (it assumes the recent past goes on).
+
+    A sharded queue's shards (imports@0, …) are queues of their own; --queue imports shows
+    them too, and a "shards of imports" table puts their loads side by side (with --tenant,
+    its jobs in each; with --app as well, the shards the tenant is assigned).
     """
     with reported_errors():
         app = open_app(url, app_ref, existing=True)
         try:
-            reports = queue_reports(app, queue, tenant, now())
+            at = now()
+            reports, sharded = queue_reports(app, queue, tenant, at), []
+            if queue is None or split_shard(queue) is None:  # a queue's shards come with it
+                every = queue_reports(app, None, None, at)
+                if queue is not None:
+                    every = [r for r in every if in_queue(r.queue, queue)]
+                    reports = queue_reports(app, None, tenant, at)
+                    reports = [r for r in reports if in_queue(r.queue, queue)]
+                sharded = shard_views(app, every, tenant)
         finally:
             app.close()
     if as_json:
         payload = {"store": redact_url(app.url), "queues": [asdict(r) for r in reports]}
+        payload["shards"] = [asdict(s) for s in sharded]
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     console = out_console()
@@ -89,6 +105,43 @@ def stats(
         console.print(render_queue(report))
         if any(row["figures_window"] > 0 for row in report.tenants):
             console.print(render_recent(report))
+    for view in sharded:
+        console.print(render_shards(view, tenant))
+
+
+def shard_views(app: App, every: list[QueueReport], tenant: str | None) -> list[ShardedQueue]:
+    """The shards of each sharded queue (loads over all tenants), and ``tenant``'s shards
+    when the app (``--app``) declares the queue's sharding."""
+    views = sharded_queues(every, tenant)
+    for view in views:
+        declared = app.queues.get(view.queue)
+        if tenant is not None and declared is not None and declared.sharding is not None:
+            view.assigned = declared.shards_of(tenant)
+    return views
+
+
+def render_shards(view: ShardedQueue, tenant: str | None) -> Table:
+    """Each shard's load side by side: busy shards beside idle ones, and a tenant's own."""
+    title = Text.assemble(("shards of ", "bold"), safe_text(view.queue))
+    if tenant is not None:
+        title.append("  (tenant ")
+        title.append(safe_text(tenant, TABLE_TENANT_CHARS))
+        if view.assigned is not None:
+            title.append(f"'s shards: {', '.join(view.assigned)}")
+        title.append(")")
+    table = Table(title=title, title_justify="left")
+    for name in ("shard", "tenants", "ready", "running", "oldest ready"):
+        table.add_column(name, justify="left" if name == "shard" else "right")
+    if tenant is not None:
+        table.add_column("its ready", justify="right")
+        table.add_column("its running", justify="right")
+    for row in view.shards:
+        cells = [row["shard"], str(row["tenants"]), str(row["ready"]), str(row["running"])]
+        cells.append(format_age(row["oldest_ready_age"]))
+        if tenant is not None:
+            cells += [str(row["tenant_ready"]), str(row["tenant_running"])]
+        table.add_row(*cells)
+    return table
 
 
 def queue_reports(app: App, queue: str | None, tenant: str | None, at: float) -> list[QueueReport]:

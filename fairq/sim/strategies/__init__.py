@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 
 from fairq.errors import ConfigError
 from fairq.policy.rate import Rate
+from fairq.policy.shards import Sharding
 from fairq.sim.engine import Strategy
 from fairq.sim.strategies.decayed import DecayedActivity
 from fairq.sim.strategies.fairq import Fairq
@@ -28,12 +29,21 @@ def _fairq(weights: Weights, s: Settings) -> Strategy:
     rate = Rate(int(s.pop("rate")), s.pop("per", 1.0)) if "rate" in s else None
     cap = s.pop("max_running", None)
     half_life = s.pop("half_life", None)
+    shards = s.pop("shards", None)
+    size = s.pop("shard_size", 2.0)
     return Fairq(
         weights=weights,
         max_running=None if cap is None else int(cap),
         rate=rate,
         half_life=half_life,
+        shards=None if shards is None else Sharding(_whole(shards), _whole(size)),
     )
+
+
+def _whole(value: float) -> int:
+    """A whole-number setting as an int; anything else is passed on for Sharding to refuse,
+    naming it."""
+    return int(value) if value.is_integer() else value  # type: ignore[return-value]
 
 
 def _lottery(weights: Weights, s: Settings) -> Strategy:
@@ -62,7 +72,7 @@ STRATEGIES: dict[str, tuple[Callable[[Weights, Settings], Strategy], str, str]] 
     "fairq": (
         _fairq,
         "fair queuing per tenant (the reference model)",
-        "max_running rate per half_life",
+        "max_running rate per half_life shards shard_size",
     ),
     "fifo": (lambda w, s: Fifo(), "one shared FIFO queue", ""),
     "round-robin": (lambda w, s: RoundRobin(), "a ring of the tenants with jobs", ""),

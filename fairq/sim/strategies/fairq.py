@@ -5,12 +5,17 @@ its idle workers one ``dequeue`` and each finish an ``ack_many``, all at the sim
 ``now``. Weights, caps (``max_running``), rate limits and the half-life of history-aware
 fairness are the model's own settings. Left out: leases never expire (jobs never crash) and
 there is no network or store latency, so every worker sees the decision the moment it is made.
+
+With ``shards``, fairq's shuffle sharding (docs/sharding.md): each tenant gets ``shard_size`` of
+the shards by fairq.policy.shards, the model puts each job in the least loaded of them, and
+worker ``i`` serves shard ``i % shards`` only (a pool per shard), fairly within it.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from fairq.contract import (
     AckManyParams,
@@ -21,10 +26,12 @@ from fairq.contract import (
     SetQueueParams,
     TenantSettingsParams,
 )
-from fairq.job import NewJob
+from fairq.errors import ConfigError
+from fairq.job import Lease, NewJob
 from fairq.model import ReferenceModel
 from fairq.policy.bounds import MAX_SECONDS
 from fairq.policy.rate import Rate
+from fairq.policy.shards import Sharding
 from fairq.sim.engine import SimJob
 
 _QUEUE = "sim"
@@ -40,9 +47,12 @@ class Fairq:
         max_running: int | None = None,
         rate: Rate | None = None,
         half_life: float | None = None,
+        shards: Sharding | None = None,
         name: str = "fairq",
     ) -> None:
         self.name = name
+        self._sharding = shards
+        self._queues = [_QUEUE] if shards is None else shards.queues(_QUEUE)
         self._weights = dict(weights or {})
         self._settings = QueueSettings(
             queue=_QUEUE, max_running=max_running, rate=rate, half_life=half_life
@@ -55,11 +65,18 @@ class Fairq:
         self._model = ReferenceModel()
         self._jobs.clear()
         self._tokens.clear()
-        self._model.set_queue(SetQueueParams(settings=self._settings, now=0.0))
-        for tenant, weight in sorted(self._weights.items()):
-            self._model.set_tenant(
-                TenantSettingsParams(queue=_QUEUE, tenant=tenant, now=0.0, weight=weight)
+        if self._sharding is not None and workers < self._sharding.count:
+            raise ConfigError(
+                f"fairq with shards needs a worker per shard: {workers} workers, "
+                f"{self._sharding.count} shards; add workers or lower shards"
             )
+        for queue in self._queues:
+            settings = replace(self._settings, queue=queue)
+            self._model.set_queue(SetQueueParams(settings=settings, now=0.0))
+            for tenant, weight in sorted(self._weights.items()):
+                self._model.set_tenant(
+                    TenantSettingsParams(queue=queue, tenant=tenant, now=0.0, weight=weight)
+                )
 
     def submit(self, jobs: Sequence[SimJob], now: float) -> None:
         """One instant's arrivals as one ``enqueue``."""
@@ -78,23 +95,41 @@ class Fairq:
                     max_attempts=1,
                     lease_timeout=MAX_SECONDS,
                     cost=job.cost,
+                    shards=self._shards_of(job.tenant),
                 )
             )
         self._model.enqueue(EnqueueParams(jobs=new, now=now))
 
-    def take(self, idle: Sequence[int], now: float) -> list[SimJob]:
+    def _shards_of(self, tenant: str) -> list[str]:
+        if self._sharding is None:
+            return []
+        return self._sharding.queues_of(_QUEUE, tenant)
+
+    def take(self, idle: Sequence[int], now: float) -> Sequence[SimJob | None]:
         """One ``dequeue`` for all the idle workers: the contract makes a batch of ``limit``
         the same as that many single dequeues at the same ``now``. With nothing waiting there
         is nothing to ask (unless rate limits are on: the model ends them as it dequeues)."""
         if not self._jobs and self._settings.rate is None:
             return []
+        if self._sharding is not None:
+            return self._take_per_shard(idle, now)
         params = DequeueParams(queues=[_QUEUE], worker_id="sim", now=now, limit=len(idle))
-        handed: list[SimJob] = []
-        for lease in self._model.dequeue(params).leases:
-            job = self._jobs.pop(lease.job_id)
-            self._tokens[job.id] = lease.token
-            handed.append(job)
+        return [self._leased(lease) for lease in self._model.dequeue(params).leases]
+
+    def _take_per_shard(self, idle: Sequence[int], now: float) -> list[SimJob | None]:
+        """Each idle worker asks its own shard; a shard with no work leaves it idle."""
+        handed: list[SimJob | None] = []
+        for worker in idle:
+            shard = self._queues[worker % len(self._queues)]
+            params = DequeueParams(queues=[shard], worker_id="sim", now=now, limit=1)
+            leases = self._model.dequeue(params).leases
+            handed.append(self._leased(leases[0]) if leases else None)
         return handed
+
+    def _leased(self, lease: Lease) -> SimJob:
+        job = self._jobs.pop(lease.job_id)
+        self._tokens[job.id] = lease.token
+        return job
 
     def finished(self, job: SimJob, worker: int, now: float) -> None:
         token = self._tokens.pop(job.id)
@@ -104,5 +139,5 @@ class Fairq:
         """A rate-limited tenant becomes eligible again with no event of its own."""
         if self._settings.rate is None:
             return None
-        due = self._model.maintain(MaintainParams(now=now, queues=[_QUEUE])).next_due
+        due = self._model.maintain(MaintainParams(now=now, queues=self._queues)).next_due
         return due if due is not None and due < now + MAX_SECONDS / 2 else None

@@ -6,9 +6,12 @@
 -- ARGV: [1] now (see `now_of`), [2] number of queue blocks B, [3 .. 2+B] queue names (block order),
 --       then [3+B] number of jobs N and 9 values per job, in enqueue order:
 --       block, job_id, body, tenant, priority, run_at, max_attempts, lease_timeout, cost.
+--       A sharded job's block is its shards' blocks, space-separated, best first: it goes to
+--       the least loaded (`least_loaded`); its shards share one hash tag (keys.py).
 -- Touches: the directory, the seq counter, the queues set; per queue: meta, tenants, tids,
 --       tnames, eligible, ready, readyat, scheduled, jobs, bodies, backlog, wake.
--- Returns: {} when stored; {'dup', id, ...} (nothing stored) when ids are already stored.
+-- Returns: {} when stored ({'ok', block, ...}: the block of each job, when one is sharded);
+--       {'dup', id, ...} (nothing stored) when ids are already stored.
 
 -- Enter every job id in the directory (HSETNX: one command per job, where a check and a
 -- write took two), or none: at the first id already stored the ids entered so far are taken
@@ -19,7 +22,8 @@ local function claim(directory, first, fields, njobs)
     local a = first + i * fields
     local id = ARGV[a + 1]
     if dups == nil then
-      if redis.call('HSETNX', directory, id, ARGV[2 + tonumber(ARGV[a])]) == 0 then
+      local queue = ARGV[2 + tonumber(string.match(ARGV[a], '^%d+'))]  -- a shard: set again
+      if redis.call('HSETNX', directory, id, queue) == 0 then
         dups = {id}
         for k = 0, i - 1 do redis.call('HDEL', directory, ARGV[first + k * fields + 1]) end
       end
@@ -28,6 +32,35 @@ local function claim(directory, first, fields, njobs)
     end
   end
   return dups
+end
+
+-- fairq.policy.shards.least_loaded: of a sharded job's shards (spec: their blocks, best first),
+-- the one where (own ready + 1) * (other eligible tenants + 1) is least, then with the fewest
+-- others, then the first; others count up to MAX_OTHERS (policy/shards.py). Each shard is
+-- synced first, so the batch's jobs before it count.
+local MAX_OTHERS = 100
+local function least_loaded(queues, spec, name)
+  local best, least_turns, least_others = nil, 0, 0
+  for b in string.gmatch(spec, '%d+') do
+    local q = queues[tonumber(b)]
+    sync(q)
+    local others, own = redis.call('ZCARD', q.k.eligible), 0
+    local t = q.named[name]
+    if t == nil then
+      local tid = redis.call('HGET', q.k.tids, name)
+      if tid then t = tenant(q, tonumber(tid)); t.name, q.named[name] = name, t end
+    end
+    if t ~= nil then
+      own = t.ready
+      if t.eseq ~= '' then others = others - 1 end  -- its own entry in the eligible index
+    end
+    if others > MAX_OTHERS then others = MAX_OTHERS end
+    local turns = (own + 1) * (others + 1)
+    if best == nil or turns < least_turns or (turns == least_turns and others < least_others) then
+      best, least_turns, least_others = tonumber(b), turns, others
+    end
+  end
+  return best
 end
 
 register_once('enqueue', function()
@@ -43,16 +76,24 @@ register_once('enqueue', function()
   local dups = claim(directory, first, FIELDS, njobs)
   if dups then return {'dup', unpack(dups)} end
 
-  local queues = {}
-  for b = 1, nblocks do
-    queues[b] = open_queue(b, ARGV[2 + b])
-    redis.call('SADD', queue_set, ARGV[2 + b])
-  end
+  local queues, used = {}, {}
+  for b = 1, nblocks do queues[b] = open_queue(b, ARGV[2 + b]) end
 
   local seq = redis.call('INCRBY', counter, njobs) - njobs
+  local chosen, sharded = {'ok'}, false
   for i = 0, njobs - 1 do
     local a = first + i * FIELDS
-    local q = queues[tonumber(ARGV[a])]
+    local block = tonumber(ARGV[a])
+    if block == nil then
+      block, sharded = least_loaded(queues, ARGV[a], ARGV[a + 3]), true
+      redis.call('HSET', directory, ARGV[a + 1], ARGV[2 + block])
+    end
+    chosen[i + 2] = block
+    if not used[block] then  -- a shard no job went to is not a queue seen
+      used[block] = true
+      redis.call('SADD', queue_set, ARGV[2 + block])
+    end
+    local q = queues[block]
     local t = tenant_named(q, ARGV[a + 3])
     seq = seq + 1
     local j = {
@@ -72,5 +113,6 @@ register_once('enqueue', function()
   end
 
   for b = 1, nblocks do flush(queues[b]) end
+  if sharded then return chosen end
   return {}
 end)
