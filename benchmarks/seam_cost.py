@@ -203,21 +203,23 @@ def main(argv: list[str] | None = None) -> None:
                         url, args.jobs, variant, args.concurrency, work_dir, args.callgrind
                     )
                 found[variant.name].append(run)
-                print(f"  round {n} {variant.name:10} {run.cpu:9.1f} {unit} {run.wall:8.0f} jobs/s")
+                print(f"  round {n} {variant.name:10} {run.cpu:9.1f} {unit}{_rate(run.wall)}")
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
         reset()
     cpu = {name: statistics.median(r.cpu for r in runs) for name, runs in found.items()}
     rate = {name: statistics.median(r.wall for r in runs) for name, runs in found.items()}
     for name in found:
-        print(f"median {name:10} {cpu[name]:9.1f} {unit} {rate[name]:8.0f} jobs/s")
+        print(f"median {name:10} {cpu[name]:9.1f} {unit}{_rate(rate[name])}")
     pairs = [] if args.skip_prometheus else [("prometheus", "default")]
     pairs += [("default", "baseline")] if args.baseline else []
     for one, other in pairs:
-        print(
-            f"{one} / {other}: {unit} {cpu[one] / cpu[other]:.3f}x, "
-            f"drain rate {rate[one] / rate[other]:.3f}x (budget: 5 %)"
-        )
+        drain = f", drain rate {rate[one] / rate[other]:.3f}x" if rate[other] else ""
+        print(f"{one} / {other}: {unit} {cpu[one] / cpu[other]:.3f}x{drain} (budget: 5 %)")
+
+
+def _rate(jobs_per_second: float) -> str:
+    return f" {jobs_per_second:8.0f} jobs/s" if jobs_per_second else ""
 
 
 if __name__ == "__main__":
