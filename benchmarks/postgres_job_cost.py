@@ -165,7 +165,7 @@ def drain_plain(
             calls += 1
         assert not due, "maintenance due: not a busy drain"
         jobs += len(leases)
-        leases = [(row[-12], row[-6]) for row in rows]
+        leases = [(row[-14], row[-8]) for row in rows]  # l_id, l_leases (dispatch.sql)
         if not leases:
             return jobs, calls
 

@@ -23,6 +23,7 @@ from fairq.contract import (
     KEEP,
     Backend,
     EnqueueParams,
+    FiguresParams,
     GetJobsParams,
     JobType,
     Keep,
@@ -32,6 +33,7 @@ from fairq.contract import (
     RequeueParams,
     SetQueueParams,
     StatsParams,
+    TenantFigures,
     TenantSettingsParams,
     TenantStats,
 )
@@ -544,6 +546,11 @@ class App:
     def stats(self, queue: str | None = None, tenant: str | None = None) -> list[TenantStats]:
         params = StatsParams(queue=queue, tenant=_tenant_filter(tenant), now=self.clock())
         return self.backend.stats(params)
+
+    def figures(self, queue: str | None = None, tenant: str | None = None) -> list[TenantFigures]:
+        """Each (queue, tenant)'s recent wait and run-time histograms and ends by outcome."""
+        params = FiguresParams(queue=queue, tenant=_tenant_filter(tenant), now=self.clock())
+        return self.backend.figures(params)
 
     def tenant_report(
         self, queue: str | None = None, tenant: str | None = None

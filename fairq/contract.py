@@ -18,6 +18,8 @@ from enum import Enum
 from typing import Protocol, runtime_checkable
 
 from fairq.errors import ConfigError
+from fairq.figures import FiguresParams as FiguresParams  # re-exported with the other params
+from fairq.figures import TenantFigures as TenantFigures
 from fairq.job import JobInfo, JobState, Lease, NewJob, StoredJob
 from fairq.policy.bounds import (
     check_int,
@@ -487,6 +489,10 @@ class Backend(Protocol):
 
     def stats(self, params: StatsParams) -> list[TenantStats]:
         """One row per (queue, tenant) the store has seen, sorted by queue then tenant."""
+
+    def figures(self, params: FiguresParams) -> list[TenantFigures]:
+        """Each (queue, tenant)'s recent wait and run-time histograms and ends by outcome
+        (fairq/figures.py), sorted by queue then tenant: those with figures in the window."""
 
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         """The jobs that exist among ``ids``, in the order asked."""

@@ -25,6 +25,7 @@ from fairq.contract import (
     EnqueueParams,
     EnqueueResult,
     FailParams,
+    FiguresParams,
     GetJobsParams,
     GetQueueParams,
     HeartbeatParams,
@@ -46,6 +47,7 @@ from fairq.contract import (
     SetQueueParams,
     SlotResult,
     StatsParams,
+    TenantFigures,
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
@@ -113,6 +115,9 @@ class TimedBackend:
 
     def stats(self, params: StatsParams) -> list[TenantStats]:
         return self._timed("stats", self.inner.stats, params)
+
+    def figures(self, params: FiguresParams) -> list[TenantFigures]:
+        return self._timed("figures", self.inner.figures, params)
 
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         return self._timed("get_jobs", self.inner.get_jobs, params)

@@ -23,6 +23,7 @@ from fairq.contract import (
     EnqueueResult,
     ExpiredLease,
     FailParams,
+    FiguresParams,
     GetJobsParams,
     HeartbeatParams,
     HeartbeatResult,
@@ -42,6 +43,7 @@ from fairq.contract import (
     SetQueueParams,
     SlotResult,
     StatsParams,
+    TenantFigures,
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
@@ -52,10 +54,12 @@ from fairq.contract import (
 from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease, NewJob, encode_headers, held_leases
 from fairq.model import rules
+from fairq.model.figures import FigureTable
 from fairq.model.reads import Reads
 from fairq.model.slots import SlotTable
 from fairq.model.state import Job, Queue, Tenant
 from fairq.policy import throttle
+from fairq.policy.histogram import EXPIRED, FAILED, SUCCEEDED
 from fairq.policy.tenant import forgettable
 
 LEASE_EXPIRED_ERROR = "lease expired"
@@ -69,6 +73,7 @@ class ReferenceModel(Reads):
         self._seq = 0
         self._changed = threading.Condition(threading.RLock())
         self._slots = SlotTable()
+        self._figures = FigureTable()
 
     @classmethod
     def from_url(cls, url: str) -> ReferenceModel:
@@ -192,6 +197,8 @@ class ReferenceModel(Reads):
         heapq.heappush(queue.running, (job.deadline, job.seq, job.leases))
         queue.in_flight += 1
         rules.dispatch(queue, tenant, job, now)
+        assert job.ready_at is not None
+        self._figures.waited(queue.name, tenant.name, now - job.ready_at, now)
         return job.lease()
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
@@ -213,6 +220,8 @@ class ReferenceModel(Reads):
             )
 
     def _ack(self, job: Job, now: float) -> None:
+        assert job.started_at is not None
+        self._figures.ended(job.queue, job.tenant, SUCCEEDED, now - job.started_at, now)
         queue, tenant = self._end_run(job, now, now)
         tenant.succeeded += 1
         tenant.kept += 1
@@ -282,6 +291,12 @@ class ReferenceModel(Reads):
     def _fail(
         self, job: Job, now: float, ended_at: float | None, error: str, retry_at: float | None
     ) -> None:
+        if ended_at is None:  # its lease expired: how long it ran is unknown
+            self._figures.ended(job.queue, job.tenant, EXPIRED, None, now)
+        else:
+            assert job.started_at is not None
+            ran = ended_at - job.started_at
+            self._figures.ended(job.queue, job.tenant, FAILED, ran, now)
         queue, tenant = self._end_run(job, ended_at, now)
         tenant.failed += 1
         job.last_error = error
@@ -450,6 +465,10 @@ class ReferenceModel(Reads):
     def stats(self, params: StatsParams) -> list[TenantStats]:
         with self._changed:
             return self._stats(params)
+
+    def figures(self, params: FiguresParams) -> list[TenantFigures]:
+        with self._changed:
+            return self._figures.read(params)
 
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         with self._changed:

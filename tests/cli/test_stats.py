@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from cli_store import Store
 
 from fairq.contract import DequeueParams
+from fairq.policy.histogram import BOUNDS, WINDOW
 
 
 def test_table_shows_each_tenant_and_queue_totals(store: Store) -> None:
@@ -72,3 +74,21 @@ def test_empty_store(store: Store) -> None:
     assert result.exit_code == 0
     assert "No queues yet" in result.stdout
     assert json.loads(store.run("stats", "--json").stdout)["queues"] == []
+
+
+def test_recent_waits_throughput_and_an_estimated_next_start(store: Store) -> None:
+    store.enqueue("acme", n=3)
+    store.enqueue("globex", n=2)
+    taken = store.app.backend.dequeue(
+        DequeueParams(queues=["demo"], worker_id="w", now=store.app.clock(), limit=2)
+    ).leases
+    assert sorted(lease.tenant for lease in taken) == ["acme", "globex"]
+    doc = json.loads(store.run("stats", "--json").stdout)
+    rows = {t["tenant"]: t for t in doc["queues"][0]["tenants"]}
+    for row in rows.values():
+        assert row["wait_p50"] in BOUNDS and row["wait_p99"] in BOUNDS
+        assert row["jobs_per_minute"] > 0 and 0 < row["figures_window"] <= WINDOW
+        # one start each of the queue's two: a turn every two starts, at the queue's rate
+        assert row["next_start_estimate"] == pytest.approx(2 / (2 * row["jobs_per_minute"] / 60))
+    table = store.run("stats").stdout
+    assert "recent demo" in table and "wait p99" in table and "next start (est.)" in table

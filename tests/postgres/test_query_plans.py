@@ -31,7 +31,9 @@ from fairq.policy.throttle import Throttle
 
 from ._store import CALLER_CLOCK, DisposableBackend, open_disposable, server_url
 
-BIG_TABLES = {"tenants", "jobs", "succeeded_jobs", "inbox", "throttle_windows", "slots"}
+BIG_TABLES = {
+    "tenants", "jobs", "succeeded_jobs", "inbox", "throttle_windows", "slots", "figures",
+}  # fmt: skip
 TENANTS = 2_000
 JOBS_PER_TENANT = 10
 
@@ -81,6 +83,7 @@ def filled() -> Iterator[DisposableBackend]:
         backend.enqueue_in(conn, EnqueueParams(jobs=parked, now=1.0))
     with psycopg.connect(server_url(), autocommit=True, **CALLER_CLOCK) as conn:
         fill_slots(conn, backend.schema)
+        fill_figures(conn, backend.schema)
         for table in (
             "queues",
             "tenants",
@@ -89,6 +92,7 @@ def filled() -> Iterator[DisposableBackend]:
             "inbox",
             "throttle_windows",
             "slots",
+            "figures",
         ):
             conn.execute(f'ANALYZE "{backend.schema}".{table}')
     yield backend
@@ -103,6 +107,18 @@ def fill_slots(conn: psycopg.Connection[Any], schema: str) -> None:
                    sha256(convert_to('tenant-' || (i / 3), 'UTF8')), 'w', 30.0, 5.0 + i %% 3
             FROM generate_series(0, %(count)s - 1) AS i""",
         {"count": TENANTS * 3},
+    )
+
+
+def fill_figures(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Figures of every tenant over a window of slots (0 .. 9), a few buckets each."""
+    conn.execute(
+        f"""INSERT INTO "{schema}".figures (slot, tenant_id, kind, bucket, count)
+            SELECT s, t, k, b, 1 FROM generate_series(0, 9) AS s,
+                   generate_series(1, %(tenants)s) AS t, unnest(ARRAY['w', 'r']) AS k,
+                   generate_series(0, 3) AS b
+            ON CONFLICT DO NOTHING""",
+        {"tenants": TENANTS},
     )
 
 
@@ -135,7 +151,7 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
     job = {
         "id": "new", "tenant_id": 8, "queue": "default", "name": "task", "state": "ready",
         "payload": "{}", "priority": 0, "max_attempts": 1, "lease_timeout": 30.0, "cost": 1.0,
-        "enqueued_at": 5.0, "run_at": 5.0, "ready_at": 5.0,
+        "enqueued_at": 5.0, "run_at": 5.0, "ready_at": 5.0, "headers": None,
     }  # fmt: skip
     saved_job = {
         "seq": 77, "state": "running", "attempts": 1, "run_at": 0.0, "ready_at": 1.0,
@@ -199,6 +215,8 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
         "slots_renew": {"nonces": ["a", "b"], "deadlines": [40.0, 41.0]},
         "slots_delete": {"nonces": ["a", "b"]},
         "slots_prune": {"now": 6.0, "limit": 1000},
+        "figures_add": {"now": 10.0, "tenants": [8, 8], "kinds": ["r", "o"], "buckets": [3, 1]},
+        "figures_prune": {"first": 0},  # as most maintains: nothing has left the window
     }  # fmt: skip
 
 
@@ -224,6 +242,7 @@ def test_every_hot_path_query_is_checked(filled: DisposableBackend) -> None:
     inspection = functions | {
         "tenants_stats", "tenants_of_queue", "jobs_dead", "queue_names",
         "queue_set_defaults", "inbox_queues", "job_types_upsert", "job_types_all",
+        "figures_read",
     }  # fmt: skip
     assert set(filled.q) - inspection == set(samples(filled))
 

@@ -10,6 +10,7 @@ from redis_helpers import keys_of, new_job
 
 from fairq.backends.redis import RedisBackend
 from fairq.backends.redis.keys import (
+    FIGURES_TTL,
     QUEUE_PARTS,
     REPLY_PART,
     Layout,
@@ -64,7 +65,10 @@ def test_every_key_of_a_queue_is_in_the_queues_slot(
     # The calls' remembered replies: one key per caller (this thread) and queue, expiring.
     replies = {k.decode() for k in keys_of(raw, prefix) if f"}}:{REPLY_PART}:".encode() in k}
     assert len(replies) == 3 and all(raw.pttl(k) > 0 for k in replies)
-    assert {k.decode() for k in keys_of(raw, prefix)} - replies <= expected
+    # The figures of the slot the calls ran in (slot 0 of the virtual clock), expiring.
+    figures = {layout.figures_key(q, 0) for q in ("default", "reports.v2", "x-y_z")}
+    assert all(0 < raw.pttl(k) <= FIGURES_TTL * 1000 for k in figures)
+    assert {k.decode() for k in keys_of(raw, prefix)} - replies <= expected | figures
 
 
 def test_tenant_ids_never_reach_key_names(

@@ -72,6 +72,8 @@ HOT = {
     "slot_renew",
     "slot_delete",
     "slots_prune",
+    "figures_add",
+    "figures_prune",
 }
 # Operator and start-up paths: allowed to scan, each for a reason given in queries.sql.
 COLD = {
@@ -85,6 +87,7 @@ COLD = {
     "job_type_save",
     "job_types_all",
     "schema_objects",
+    "figures_read",
 }
 
 
@@ -99,7 +102,7 @@ def plan(db: sqlite3.Connection, sql: str, params: dict[str, object] | None = No
 
 def assert_indexed(steps: list[str], sql: str) -> None:
     for step in steps:
-        assert not re.match(r"SCAN (jobs|tenants|throttle_times|slots)\b", step), (
+        assert not re.match(r"SCAN (jobs|tenants|throttle_times|slots|figures)\b", step), (
             f"{step!r} in plan of {sql}"
         )
         assert "TEMP B-TREE" not in step, f"{step!r} (a sort) in plan of {sql}"

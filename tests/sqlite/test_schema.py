@@ -42,6 +42,7 @@ EXPECTED_OBJECTS = {
     ("table", "slots", "slots"),
     ("index", "slots_place", "slots"),
     ("index", "slots_deadline", "slots"),
+    ("table", "figures", "figures"),
 }
 # Each partial index covers exactly one job state (or eligible tenants); dispatch relies on it.
 PARTIAL = {

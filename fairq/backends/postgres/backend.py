@@ -20,7 +20,15 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import Connection, Cursor
 
-from fairq.backends.postgres import inspect, pruning, results, settings, slots, throttling
+from fairq.backends.postgres import (
+    figures,
+    inspect,
+    pruning,
+    results,
+    settings,
+    slots,
+    throttling,
+)
 from fairq.backends.postgres.db import Database, Pool
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.keys import (
@@ -48,6 +56,7 @@ from fairq.contract import (
     EnqueueResult,
     ExpiredLease,
     FailParams,
+    FiguresParams,
     GetJobsParams,
     GetQueueParams,
     HeartbeatParams,
@@ -70,6 +79,7 @@ from fairq.contract import (
     SetQueueParams,
     SlotResult,
     StatsParams,
+    TenantFigures,
     TenantSettingsParams,
     TenantStats,
     ThrottleWindowsParams,
@@ -205,6 +215,7 @@ class PostgresBackend:
         now = args["now"]
         assert isinstance(now, float | int)
         _, expired = self._maintain(cur, events, names, float(now))
+        figures.write(cur, self.q, events.figures, float(now))
         self._notify(cur, events.woken)
         return expired, cur.execute(self.q["dispatch"], args).fetchall()
 
@@ -297,6 +308,7 @@ class PostgresBackend:
             job, at = self._held(cur, token, now)
             events = Events(cur, self.q)
             apply(events, job, at)
+            figures.write(cur, self.q, events.figures, at)
             self._notify(cur, events.woken)
             return job
 
@@ -397,6 +409,8 @@ class PostgresBackend:
                 pruned = pruning.prune(cur, self.q, now - params.retention, now)
             throttling.prune(cur, self.q, now)
             slots.prune(cur, self.q, now)
+            figures.write(cur, self.q, events.figures, now)
+            figures.prune(cur, self.q, now)
             self._notify(cur, events.woken)
             return MaintainResult(
                 promoted=promoted,
@@ -498,6 +512,9 @@ class PostgresBackend:
 
     def stats(self, params: StatsParams) -> list[TenantStats]:
         return self.db.run(lambda cur: inspect.stats(cur, self.q, params))
+
+    def figures(self, params: FiguresParams) -> list[TenantFigures]:
+        return self.db.run(lambda cur: figures.read(cur, self.q, params))
 
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         return self.db.run(lambda cur: inspect.get_jobs(cur, self.q, params.ids))

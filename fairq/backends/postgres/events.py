@@ -16,8 +16,10 @@ from psycopg import Cursor
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import JobRow, QueueRow, Row, TenantRow, tenant_key
 from fairq.contract import ExpiredLease, ReleaseParams
+from fairq.figures import Tally
 from fairq.job import JobState, NewJob, encode_headers
 from fairq.policy import tenant as transitions
+from fairq.policy.histogram import EXPIRED, FAILED
 
 LEASE_EXPIRED_ERROR = "lease expired"
 Taken = tuple[NewJob, TenantRow, float, int]  # a job taken in: its tenant, enqueued_at, seq
@@ -32,6 +34,7 @@ class Events:
         self.tenants: dict[int, TenantRow] = {}
         self.queues: dict[str, QueueRow] = {}
         self.woken: set[str] = set()  # queues that got work a waiting worker could take
+        self.figures: Tally[int] = Tally()  # runs failed or expired here (figures.write)
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -170,6 +173,8 @@ class Events:
         self.save(job, tenant)
 
     def fail(self, job: JobRow, now: float, error: str, retry_at: float | None) -> None:
+        assert job.started_at is not None
+        self.figures.ended(job.tenant_id, FAILED, now - job.started_at)
         self._failed(job, self.end_run(job, now, now), now, error, retry_at)
 
     def _failed(
@@ -235,6 +240,7 @@ class Events:
         change; charging the whole lease would freeze the tenant for as long as the lease."""
         deadline = job.deadline
         assert deadline is not None
+        self.figures.ended(job.tenant_id, EXPIRED, None)
         self._failed(job, self.end_run(job, None, now), now, LEASE_EXPIRED_ERROR, now)
         return ExpiredLease.of(job, deadline)
 

@@ -556,3 +556,17 @@ SELECT {schema}.lock_ack_dequeue(%(queues)s::text[], %(ids)s::text[], %(seed)s)
 -- name: notify
 -- Delivered when the transaction commits; identical notifications in one transaction merge.
 SELECT pg_notify(%(channel)s, '')
+
+-- name: figures_add
+-- The figures a fail or an expiry counted in one transaction (figures.sql: fig_add).
+SELECT {schema}.fig_add(%(now)s, %(tenants)s::bigint[], %(kinds)s::text[], %(buckets)s::integer[])
+
+-- name: figures_prune
+-- Slots out of the window, through the key's slot prefix (maintain).
+DELETE FROM {schema}.figures WHERE slot < %(first)s
+
+-- name: figures_read
+-- Inspection: the window's counts with their tenants (a forgotten tenant's are left out).
+SELECT f.slot, f.kind, f.bucket, f.count, t.queue, t.tenant
+FROM {schema}.figures f JOIN {schema}.tenants t ON t.id = f.tenant_id
+WHERE f.slot >= %(first)s AND (%(queue)s::text IS NULL OR t.queue = %(queue)s::text)

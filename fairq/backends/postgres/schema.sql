@@ -213,3 +213,15 @@ CREATE TABLE {schema}.slots (
 
 CREATE INDEX slots_place ON {schema}.slots (queue, tenant_key, deadline);
 CREATE INDEX slots_deadline ON {schema}.slots (deadline);
+
+-- Per-tenant figures (fairq/figures.py): counts per (slot, tenant, kind, bucket); kind 'w'
+-- waits and 'r' run times by histogram bucket, 'o' ends by outcome. Old slots are deleted by
+-- maintain.
+CREATE TABLE {schema}.figures (
+    slot      bigint NOT NULL,
+    tenant_id bigint NOT NULL,
+    kind      text COLLATE "C" NOT NULL,
+    bucket    integer NOT NULL,
+    count     bigint NOT NULL,
+    PRIMARY KEY (slot, tenant_id, kind, bucket)
+);

@@ -67,10 +67,11 @@ from fairq.errors import (
     PayloadTooLarge,
     SchemaError,
 )
+from fairq.figures import FiguresParams, TenantFigures
 from fairq.job import JobInfo, Lease, NewJob, check_distinct
 from fairq.policy.throttle import Routing
 
-from . import calls, reads, slots, throttling
+from . import calls, figures, reads, slots, throttling
 from .connection import (
     RedisOptions,
     check_eviction,
@@ -151,7 +152,7 @@ class RedisBackend:
         for job, queue in zip(jobs, queues, strict=True):
             args += calls.job_args(blocks[queue], job)
         keys = [self.layout.directory, self.layout.seq, self.layout.queues]
-        keys += self._keys(blocks)
+        keys += self._keys(blocks, params.now)
         reply = self._run_once("enqueue", queues[0], keys, args)
         if reply:
             raise calls.duplicate([text(i) for i in reply[1:]])
@@ -187,12 +188,12 @@ class RedisBackend:
             return DequeueResult()
         blocks = calls.blocks(params.queues)
         order = list(blocks.values())  # a queue named twice is tried once: same result
-        keys = self._keys(blocks)
         rest: list[Arg] = [params.limit, params.worker_id, *order]
         if params.wait > 0:
-            reply = self._dequeue_after_wait(params, keys, rest)
+            reply = self._dequeue_after_wait(params, blocks, rest)
         else:
             at = self._at(params.now)
+            keys = self._keys(blocks, params.now)
             reply = self._run_once("dequeue", params.queues[0], keys, [at, *rest])
         return self._dequeued(blocks, reply)
 
@@ -214,7 +215,9 @@ class RedisBackend:
             self._remember(item.job_id, item.queue)
         return leases
 
-    def _dequeue_after_wait(self, params: DequeueParams, keys: list[str], rest: list[Arg]) -> Any:
+    def _dequeue_after_wait(
+        self, params: DequeueParams, blocks: dict[str, int], rest: list[Arg]
+    ) -> Any:
         """BLPOP slices, each with the dequeue pipelined behind it (at the later of the sender's
         and the server's clock: ``now_of`` in _lib.lua), until a token wakes us, a job is
         taken or the wait is over."""
@@ -222,6 +225,7 @@ class RedisBackend:
         while True:
             waited = time.monotonic() - started
             at = ">" + num(params.now + waited)
+            keys = self._keys(blocks, params.now + waited)  # figures: the slot it runs in
             sent, args = self._once(params.queues[0], keys, [at, *rest])
             with self._translated():
                 woke, reply = self._waiter.wait_then(
@@ -248,7 +252,9 @@ class RedisBackend:
         order = list(dict.fromkeys(blocks[q] for q in params.queues))
         args: list[Arg] = [self._at(params.now), params.limit, params.worker_id, len(order)]
         args += [*order, self._at(acks.now), *calls.held_args(routed, blocks)]
-        reply = self._run_once("ack_dequeue", params.queues[0], self._keys(blocks), args)
+        reply = self._run_once(
+            "ack_dequeue", params.queues[0], self._keys(blocks, params.now), args
+        )
         answers = self._rerouted("ack_many", routed, calls.answers(routed, reply[0]), acks.now)
         return AckAndDequeueResult(
             acks=calls.ack_result(answers), dequeue=self._dequeued(blocks, reply[1:])
@@ -276,7 +282,7 @@ class RedisBackend:
     ) -> list[Any]:
         if queue is None:
             raise LeaseNotFound.of(token)
-        reply: list[Any] = self._run_once(name, queue, self._keys({queue: 1}), args)
+        reply: list[Any] = self._run_once(name, queue, self._keys({queue: 1}, now), args)
         if text(reply[0]) == "nf" and self._forget(str(args[0]), queue):
             return self._end(name, self._route(token)[0], args, token, now)
         status = text(reply[0])
@@ -311,7 +317,7 @@ class RedisBackend:
         if not blocks:
             return calls.answers(routed, [])
         args = [self._at(now), *calls.held_args(routed, blocks)]
-        reply = self._run_once(script, next(iter(blocks)), self._keys(blocks), args)
+        reply = self._run_once(script, next(iter(blocks)), self._keys(blocks, now), args)
         return self._rerouted(script, routed, calls.answers(routed, reply), now)
 
     def _rerouted(
@@ -344,7 +350,7 @@ class RedisBackend:
         return RouteResult(queue=queue)
 
     def acquire_slot(self, params: AcquireSlotParams) -> SlotResult:
-        block = self._keys({params.queue: 1})
+        block = self._keys({params.queue: 1}, params.now)
         return slots.acquire(self._run_once, block, self.layout, params, self._at(params.now))
 
     def renew_slots(self, params: RenewSlotsParams) -> RenewSlotsResult:
@@ -377,7 +383,9 @@ class RedisBackend:
         blocks = calls.blocks([*asked, *pruned_only])
         retention = "" if params.retention is None else num(params.retention)
         args: list[Arg] = [self._at(params.now), retention, len(asked)]
-        reply = self._run("maintain", [self.layout.directory, *self._keys(blocks)], args)
+        reply = self._run(
+            "maintain", [self.layout.directory, *self._keys(blocks, params.now)], args
+        )
         due = text(reply[2])
         return MaintainResult(
             promoted=int(reply[0]),
@@ -394,7 +402,7 @@ class RedisBackend:
         rate = rate_arg(settings.rate).split(",") if settings.rate else ["", "", ""]
         half_life = "" if settings.half_life is None else num(settings.half_life)
         in_flight = "" if settings.max_in_flight is None else str(settings.max_in_flight)
-        keys = [self.layout.queues, *self._keys({settings.queue: 1})]
+        keys = [self.layout.queues, *self._keys({settings.queue: 1}, params.now)]
         args: list[Arg] = [settings.queue, num(settings.weight), cap, *rate, half_life]
         args += [num(settings.max_debt), self._at(params.now), in_flight]
         self._run("set_queue", keys, args)
@@ -404,7 +412,7 @@ class RedisBackend:
             return reads.get_queue(self.client, self.layout, params.queue)
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
-        keys = [self.layout.queues, *self._keys({params.queue: 1})]
+        keys = [self.layout.queues, *self._keys({params.queue: 1}, params.now)]
         args: list[Arg] = [
             params.queue,
             params.tenant,
@@ -444,6 +452,10 @@ class RedisBackend:
         with self._translated():
             return reads.stats(self.client, self.layout, params)
 
+    def figures(self, params: FiguresParams) -> list[TenantFigures]:
+        with self._translated():
+            return figures.read(self.client, self.layout, params)
+
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         with self._translated():
             return reads.get_jobs(self.client, self.layout, list(params.ids))
@@ -470,7 +482,7 @@ class RedisBackend:
         args: list[Arg] = [self._at(params.now)]
         for job_id, queue in routed:
             args += [blocks[queue], job_id]
-        return int(self._run_once("requeue", routed[0][1], self._keys(blocks), args))
+        return int(self._run_once("requeue", routed[0][1], self._keys(blocks, params.now), args))
 
     # -- waiting ---------------------------------------------------------------------------
 
@@ -513,14 +525,15 @@ class RedisBackend:
         caller = f"{self._caller}-{threading.get_ident()}"
         return [*keys, self.layout.reply_key(queue, caller)], [*args, os.urandom(8).hex()]
 
-    def _keys(self, blocks: dict[str, int]) -> list[str]:
-        """The key blocks of ``blocks`` (queue -> block number), in block order."""
+    def _keys(self, blocks: dict[str, int], now: float) -> list[str]:
+        """The key blocks of ``blocks`` (queue -> block number), in block order, each ending
+        with the queue's figures key of the slot of ``now`` (``Layout.block``)."""
         keys: list[str] = []
         for queue in sorted(blocks, key=blocks.__getitem__):
             if queue not in self._checked:
                 self._check_types(self.layout.queue_types(queue), queue)
                 self._checked.add(queue)
-            keys += self.layout.queue_keys(queue)
+            keys += self.layout.block(queue, now)
         return keys
 
     def _check_types(self, expected: dict[str, str], queue: str | None = None) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fairq.errors import ConfigError
+from fairq.policy import histogram
 from fairq.policy.queues import check_queue_name
 
 DEFAULT_PREFIX = "fairq"
@@ -77,6 +78,12 @@ WINDOW_PART = "win"
 #: ``Layout.slot_keys``; both expire with their last deadline).
 SLOTS_PART = "slots"
 SLOT_INFO_PART = "slotinfo"
+#: A queue's figures (fairq/figures.py) of one time slot: ``{prefix}:{<queue>}:fig:<slot>``,
+#: a hash of tid:kind bucket -> count, the last key of each key block a script takes (the
+#: slot of the call's ``now``), expiring FIGURES_TTL seconds after its last write: a slot is
+#: written during its SLOT seconds and read for WINDOW seconds from its start.
+FIGURES_PART = "fig"
+FIGURES_TTL = int(histogram.WINDOW + histogram.SLOT)
 #: A caller's last reply from each queue's slot, for its re-sending (``register_once`` in
 #: _lib.lua): ``{prefix}:{<queue>}:reply:<caller id>``, a string that expires.
 REPLY_PART = "reply"
@@ -139,6 +146,14 @@ class Layout:
         if found is None:
             found = self._blocks[queue] = [self.queue_key(queue, part) for part in QUEUE_PARTS]
         return found
+
+    def figures_key(self, queue: str, slot: int) -> str:
+        return f"{self.queue_key(queue, FIGURES_PART)}:{slot}"
+
+    def block(self, queue: str, now: float) -> list[str]:
+        """The keys a script takes for one queue at ``now``: its ``queue_keys``, then the
+        figures key of the slot of ``now``."""
+        return [*self.queue_keys(queue), self.figures_key(queue, histogram.slot_of(now))]
 
     def window_key(self, home: str, name: str, tenant: str) -> str:
         """The throttle window of (job name, tenant), in its home queue's slot.

@@ -21,8 +21,10 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
+from fairq.policy import histogram
+
 from .connection import REPLY_TTL_MS
-from .keys import LAYOUT
+from .keys import FIGURES_TTL, LAYOUT
 
 Arg = str | bytes | int | float
 
@@ -54,7 +56,11 @@ class Library:
     """The library's source and name, and a call that loads it when the server lacks it."""
 
     def __init__(self, body: str) -> None:
-        consts = f"local LAYOUT = '{LAYOUT}'\nlocal REPLY_TTL = '{REPLY_TTL_MS}'\n{body}"
+        consts = (
+            f"local LAYOUT = '{LAYOUT}'\nlocal REPLY_TTL = '{REPLY_TTL_MS}'\n"
+            f"local FIG_BUCKETS = {len(histogram.BOUNDS)}\nlocal FIG_TTL = '{FIGURES_TTL}'\n"
+            f"{body}"
+        )
         self.name = "fairq_" + hashlib.sha1(consts.encode()).hexdigest()[:16]
         self.source = f"#!lua name={self.name}\nlocal LIBRARY = '{self.name}'\n{consts}"
 

@@ -11,11 +11,22 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from fairq.backends.clock import Clock
-from fairq.backends.sqlite import admin, leases, maintenance, producing, slots, throttling
+from fairq.backends.sqlite import (
+    admin,
+    figures,
+    leases,
+    maintenance,
+    producing,
+    slots,
+    throttling,
+)
 from fairq.backends.sqlite.schema import connect, prepare
 from fairq.backends.sqlite.store import Store
 from fairq.backends.sqlite.url import path_from_url
@@ -57,8 +68,11 @@ from fairq.contract import (
     WaitParams,
     no_wait,
 )
+from fairq.figures import FiguresParams, TenantFigures
 from fairq.job import JobInfo
 from fairq.policy.throttle import Routing
+
+T = TypeVar("T")
 
 
 class SQLiteBackend:
@@ -123,7 +137,8 @@ class SQLiteBackend:
             params = replace(params, now=params.now + (time.monotonic() - started), wait=0.0)
 
         def work(db: sqlite3.Connection) -> tuple[DequeueResult, tuple[int, int]]:
-            found = leases.dequeue(db, replace(params, now=self._at(params.now)))
+            at = self._at(params.now)
+            found = figures.flushed(db, at, lambda db: leases.dequeue(db, replace(params, now=at)))
             return found, self._store.version_within(db)
 
         result, version = self._store.write(work)
@@ -134,7 +149,9 @@ class SQLiteBackend:
         if not params.tokens:
             return AckManyResult()
         return self._store.write(
-            lambda db: leases.ack_many(db, params.tokens, self._at(params.now))
+            lambda db: self._recorded(
+                db, params.now, partial(leases.ack_many, tokens=params.tokens)
+            )
         )
 
     def ack_and_dequeue(self, params: AckAndDequeueParams) -> AckAndDequeueResult:
@@ -148,14 +165,13 @@ class SQLiteBackend:
                 acks=acked or AckManyResult(), dequeue=leases.dequeue(db, dequeue)
             )
 
-        return self._store.write(both)
+        return self._store.write(lambda db: figures.flushed(db, self._at(params.dequeue.now), both))
 
     def fail(self, params: FailParams) -> JobInfo:
-        return self._store.write(
-            lambda db: leases.fail(
-                db, params.token, self._at(params.now), params.error, params.retry_at
-            )
+        fail = partial(
+            leases.fail, token=params.token, error=params.error, retry_at=params.retry_at
         )
+        return self._store.write(lambda db: self._recorded(db, params.now, fail))
 
     def release(self, params: ReleaseParams) -> None:
         self._store.write(lambda db: leases.release(db, replace(params, now=self._at(params.now))))
@@ -166,9 +182,15 @@ class SQLiteBackend:
         )
 
     def maintain(self, params: MaintainParams) -> MaintainResult:
-        return self._store.write(
-            lambda db: maintenance.maintain(db, replace(params, now=self._at(params.now)))
-        )
+        def work(db: sqlite3.Connection, now: float) -> MaintainResult:
+            return maintenance.maintain(db, replace(params, now=now))
+
+        return self._store.write(lambda db: self._recorded(db, params.now, work))
+
+    def _recorded(self, db: sqlite3.Connection, now: float, work: Callable[..., T]) -> T:
+        """``work(db, now=…)`` at the event's time, its figures added at its end."""
+        at = self._at(now)
+        return figures.flushed(db, at, lambda db: work(db, now=at))
 
     # -- routing and tenant slots (for peer brokers' jobs) -----------------------------------------
 
@@ -206,6 +228,9 @@ class SQLiteBackend:
 
     def stats(self, params: StatsParams) -> list[TenantStats]:
         return self._store.read(lambda db: admin.stats(db, params))
+
+    def figures(self, params: FiguresParams) -> list[TenantFigures]:
+        return self._store.read(lambda db: figures.read(db, params))
 
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         return self._store.read(lambda db: admin.get_jobs(db, params.ids))

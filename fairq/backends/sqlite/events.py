@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import sqlite3
 
+from fairq.backends.sqlite import figures
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.job import JobState
+from fairq.policy.histogram import EXPIRED, FAILED
 from fairq.policy.tenant import end_run, limit_until, refresh, retag
 
 
@@ -70,6 +72,10 @@ def fail_run(
 
     Saves the job and the tenant. Failing never moves V.
     """
+    counts = figures.tally(db)
+    if counts is not None and job.started_at is not None:
+        ran = None if ended_at is None else ended_at - job.started_at  # None: lease expired
+        counts.ended(job.tenant_id, EXPIRED if ended_at is None else FAILED, ran)
     queue = QueueRow.get(db, tenant.queue)
     end_run(queue, tenant, job, ended_at, now)
     tenant.failed += 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from fairq.backends.sqlite import figures
 from fairq.backends.sqlite.events import fail_run, make_ready, update_head
 from fairq.backends.sqlite.maintenance import maintain_queues
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
@@ -22,6 +23,7 @@ from fairq.contract import (
 )
 from fairq.errors import LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease, held_leases
+from fairq.policy.histogram import SUCCEEDED
 from fairq.policy.tenant import charge_progress, dispatch, end_run, retag
 
 Rooms = dict[str, int]  # per capped queue: the jobs it may still hand out in this dequeue
@@ -70,6 +72,9 @@ def _dispatch(
     job.started_at = now
     job.deadline = now + job.lease_timeout
     job.worker_id = worker
+    counts = figures.tally(db)
+    if counts is not None and job.ready_at is not None:
+        counts.waited(tenant_id, now - job.ready_at)
     dispatch(queue, tenant, job, now)
     job.save(db)
     update_head(db, tenant)
@@ -101,6 +106,9 @@ def ack_many(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> AckMa
 
 
 def _ack(db: sqlite3.Connection, job: JobRow, now: float) -> None:
+    counts = figures.tally(db)
+    if counts is not None and job.started_at is not None:
+        counts.ended(job.tenant_id, SUCCEEDED, now - job.started_at)
     tenant = TenantRow.load(db, job.tenant_id)
     queue = QueueRow.get(db, job.queue)
     end_run(queue, tenant, job, now, now)

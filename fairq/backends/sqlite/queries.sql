@@ -250,3 +250,18 @@ SELECT * FROM job_types ORDER BY name
 SELECT type, name, tbl_name FROM sqlite_master
 WHERE name NOT LIKE 'sqlite_%'
 ORDER BY type, name
+
+-- name: figures_add
+-- One count of a call's figures (fairq/backends/sqlite/figures.py), added in key order.
+INSERT INTO figures (slot, tenant_id, kind, bucket, count)
+VALUES (:slot, :tenant_id, :kind, :bucket, :count)
+ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = count + excluded.count
+
+-- name: figures_prune
+DELETE FROM figures WHERE slot < :first
+
+-- name: figures_read
+-- Inspection: the window's counts with their tenants (a forgotten tenant's are left out).
+SELECT f.slot, f.kind, f.bucket, f.count, t.queue, t.tenant
+FROM figures f JOIN tenants t ON t.id = f.tenant_id
+WHERE f.slot >= :first AND (:queue IS NULL OR t.queue = :queue)

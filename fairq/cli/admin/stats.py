@@ -33,6 +33,8 @@ from fairq.cli.admin._common import (
 )
 from fairq.cli.admin.tenants import format_weight
 from fairq.contract import GetQueueParams, QueueSettings, TenantStats
+from fairq.policy import histogram
+from fairq.reports.figures import TenantSummary, summaries
 from fairq.reports.verdicts import TenantReport, format_span
 from fairq.urls import redact_url
 
@@ -81,6 +83,12 @@ def stats(
     (eligible again at T), throttled (its recent enqueues match a throttle rule, so new jobs go
     to a slower queue; pass --app to judge jobs no worker has published), running, waiting its
     turn (the fair scheduler is serving others first), or idle.
+
+    Over the last 10 minutes (docs/internals/figures.md): "wait p50/p99" is how long the
+    tenant's started jobs waited to start (each shown as its histogram bucket's top: at most
+    twice the true value), "jobs/min" how many started per minute, and "next start" an
+    estimate of when its oldest ready job starts, from its share of the queue's recent
+    starts and its cap and rate limit (it assumes the recent past goes on).
     """
     with reported_errors():
         app = open_app(url, app_ref, existing=True)
@@ -98,6 +106,8 @@ def stats(
         return
     for report in reports:
         console.print(render_queue(report))
+        if any(row["figures_window"] > 0 for row in report.tenants):
+            console.print(render_recent(report))
 
 
 def queue_reports(app: App, queue: str | None, tenant: str | None, at: float) -> list[QueueReport]:
@@ -105,13 +115,18 @@ def queue_reports(app: App, queue: str | None, tenant: str | None, at: float) ->
     for row in app.stats(queue=queue, tenant=tenant):
         by_queue[row.queue].append(row)
     verdicts = {(r.queue, r.tenant): r for r in app.tenant_report(queue=queue, tenant=tenant)}
+    figures = app.figures(queue=queue)  # every tenant's: a queue's rate and shares need them
     reports = []
     for name, rows in by_queue.items():
         defaults = app.backend.get_queue(GetQueueParams(queue=name))
         report = _queue_report(defaults)
-        report.tenants = [_tenant_row(row, verdicts.get((name, row.tenant)), at) for row in rows]
+        every = rows if tenant is None else app.stats(queue=name)  # all tenants of the queue
+        sums = summaries(every, [f for f in figures if f.queue == name], at)
+        report.tenants = [
+            _tenant_row(row, verdicts.get((name, row.tenant)), at, sums[(name, row.tenant)])
+            for row in rows
+        ]
         report.totals = _totals(report.tenants)
-        every = rows if tenant is None else app.stats(queue=name)  # in flight: all tenants
         report.in_flight = sum(row.running for row in every)
         reports.append(report)
     return reports
@@ -129,7 +144,9 @@ def _queue_report(defaults: QueueSettings) -> QueueReport:
     )
 
 
-def _tenant_row(row: TenantStats, verdict: TenantReport | None, at: float) -> dict[str, Any]:
+def _tenant_row(
+    row: TenantStats, verdict: TenantReport | None, at: float, summary: TenantSummary
+) -> dict[str, Any]:
     age = None if row.oldest_ready_at is None else max(0.0, at - row.oldest_ready_at)
     limited = None if verdict is None else verdict.limited_until
     throttle = None if verdict is None or verdict.throttle is None else asdict(verdict.throttle)
@@ -149,7 +166,29 @@ def _tenant_row(row: TenantStats, verdict: TenantReport | None, at: float) -> di
         "limited_until_utc": None if limited is None else format_time(limited),
         "limited_in": None if limited is None else max(0.0, limited - at),
         "throttle": throttle,
+        "wait_p50": _finite(summary.wait_p50),
+        "wait_p99": _finite(summary.wait_p99),
+        "jobs_per_minute": summary.started_per_minute,
+        "ended_recently": summary.ended,
+        "figures_window": summary.window,
+        "next_start_estimate": summary.eta,
     }
+
+
+def _finite(seconds: float | None) -> float | None:
+    """A quantile beyond the last bucket as that bucket's bound (JSON has no infinity)."""
+    return None if seconds is None else min(seconds, histogram.BOUNDS[-1])
+
+
+def format_wait(seconds: float | None) -> str:
+    """A wait quantile (a bucket's upper bound): ms below a second; ">" past the last one."""
+    if seconds is None:
+        return "-"
+    if seconds >= histogram.BOUNDS[-1]:
+        return ">" + format_age(histogram.BOUNDS[-1])
+    if seconds < 1.0:
+        return f"{seconds * 1000:.0f}ms"
+    return format_age(seconds)
 
 
 def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -194,3 +233,31 @@ def render_queue(report: QueueReport) -> Table:
             row["reason"],
         )
     return table
+
+
+def render_recent(report: QueueReport) -> Table:
+    """The queue's recent figures per tenant, a table of its own so both stay readable."""
+    window = max(row["figures_window"] for row in report.tenants)
+    title = Text.assemble(
+        ("recent ", "bold"), safe_text(report.queue), f"  (last {format_age(window)})"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("tenant", no_wrap=True)
+    for name in ("wait p50", "wait p99", "jobs/min", "succeeded", "failed", "expired"):
+        table.add_column(name, justify="right")
+    table.add_column("next start (est.)", justify="right")
+    for row in report.tenants:
+        ended = row["ended_recently"]
+        table.add_row(
+            safe_text(row["tenant"], TABLE_TENANT_CHARS),
+            format_wait(row["wait_p50"]),
+            format_wait(row["wait_p99"]),
+            "-" if row["jobs_per_minute"] is None else f"{row['jobs_per_minute']:.1f}",
+            *(str(ended.get(name, 0)) for name in histogram.OUTCOMES),
+            _estimate(row["next_start_estimate"]),
+        )
+    return table
+
+
+def _estimate(seconds: float | None) -> str:
+    return "-" if seconds is None else f"~{format_age(seconds)}"

@@ -70,6 +70,15 @@ BEGIN
                m.enqueued_at, m.run_at, m.started_at, p_now, m.name, m.payload, m.last_error,
                m.ready_at, m.headers
         FROM moved m
+    ), ran AS (  -- each run's time in the figures, in key order (succeeded: no outcome row,
+                 -- fairq/figures.py)
+        INSERT INTO {schema}.figures AS f (slot, tenant_id, kind, bucket, count)
+        SELECT {schema}.fig_slot(p_now), m.tenant_id, 'r',
+               {schema}.fig_bucket(p_now - m.started_at) AS bucket, count(*)
+        FROM moved m
+        GROUP BY m.tenant_id, bucket
+        ORDER BY m.tenant_id, bucket
+        ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count
     )
     SELECT array_agg(f.status ORDER BY f.ord),
            array_agg(f.tenant_id ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),

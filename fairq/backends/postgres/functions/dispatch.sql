@@ -202,7 +202,25 @@ BEGIN
         WHERE j.seq = ANY(v_seqs)
         RETURNING j.seq, j.id, j.name, j.queue, j.payload, j.attempts, j.leases,
                   j.max_attempts, j.started_at, j.deadline, j.lease_timeout, j.cost,
-                  j.ready_at, j.headers
+                  j.ready_at, j.headers, j.tenant_id
+    ), counted AS (  -- each job's wait, for the figures (figures.sql)
+        SELECT {schema}.fig_slot(p_now) AS slot, w.tenant_id,
+               {schema}.fig_bucket(p_now - w.ready_at) AS bucket, count(*) AS n
+        FROM started w
+        GROUP BY w.tenant_id, bucket
+    ), bumped AS (  -- counts already there: updated in place (no other writer of waits
+                    -- runs meanwhile: they are written under this queue's exclusive lock)
+        UPDATE {schema}.figures f SET count = f.count + c.n
+        FROM counted c
+        WHERE f.slot = c.slot AND f.tenant_id = c.tenant_id AND f.kind = 'w'
+          AND f.bucket = c.bucket
+        RETURNING f.tenant_id, f.bucket
+    ), waited AS (  -- the others inserted
+        INSERT INTO {schema}.figures (slot, tenant_id, kind, bucket, count)
+        SELECT c.slot, c.tenant_id, 'w', c.bucket, c.n
+        FROM counted c
+        WHERE NOT EXISTS (SELECT 1 FROM bumped b
+                          WHERE b.tenant_id = c.tenant_id AND b.bucket = c.bucket)
     )
     SELECT s.id, s.name, s.queue, o.tenant, s.payload, s.attempts, s.leases, s.max_attempts,
            s.started_at, s.deadline, s.lease_timeout, s.cost, s.ready_at, s.headers

@@ -47,6 +47,10 @@
 --                    order is exactly the model's (limited_until, tenant) tuple order
 --   tats      zset   score tat, member tid(10): tenants whose GCRA tat may still hold them
 --                    (set_queue resettles these; entries with tat <= now are trimmed there)
+--   fig       hash   the figures of the call's time slot (not one key of a fixed name: the
+--                    caller names the slot's key, keys.py figures_key): field tid .. ':' ..
+--                    kind .. bucket -> count, kind w (wait), r (run time) or o (outcome);
+--                    expires FIG_TTL seconds after its last write (fairq/figures.py)
 --
 -- Records are struct.pack layouts (see `formats`): a double packed and unpacked is the same
 -- double, and the C side does the work that parsing text did. Floats in other places (zset
@@ -54,7 +58,7 @@
 -- The tag arithmetic copies fairq/policy/fairness.py, rate.py and history.py expression for
 -- expression (math.pow is C pow, as Python's math.pow), so every double is bit-identical.
 
-local QUEUE_KEYS = 18
+local QUEUE_KEYS = 19
 local TIDW, SEQW, PRIOW = 10, 16, 10
 local MIN_CHARGE = 0.001
 local DEFAULT_HALF_LIFE = 60.0
@@ -238,7 +242,7 @@ end
 -- -- queues ---------------------------------------------------------------------------------
 
 -- A queue's key names, by its meta key. keys.py builds every block from one prefix and
--- queue name, so the meta key fixes the other 17; the table lasts across calls (it is a
+-- queue name, so the meta key fixes the other 17 (all but fig, set by open_queue); the table lasts across calls (it is a
 -- function of the names alone, not of stored data), and is dropped when many piled up.
 local blocks, nblocks = {}, 0
 
@@ -313,12 +317,13 @@ local function is_full(q) return q.maxf ~= nil and in_flight(q) >= q.maxf end
 -- queue notes whether it is full as the call starts (full0), for `wake_waiters`.
 local function open_queue(block, name)
   local k = keys_of((block - 1) * QUEUE_KEYS)
+  k.fig = KEYS[(block - 1) * QUEUE_KEYS + 19]  -- this call's slot: not kept with the others
   local m = redis.call('HMGET', k.meta, 'V', 'due', 'conf')
   local q = {
     k = k, block = block, name = name, V = opt(m[1]) or 0.0, due = opt(m[2]), weight = 1.0,
     cap = nil, rate = nil, half_life = nil, max_debt = 60.0, maxf = nil, full0 = false,
     vdirty = false, duedirty = false, confdirty = false, tenants = {}, named = {}, dirty = {},
-    wake = 0, pending = {}, npending = 0,
+    wake = 0, pending = {}, npending = 0, figs = {}, nfigs = 0,
   }
   load_defaults(q, m[3])
   q.full0 = is_full(q)

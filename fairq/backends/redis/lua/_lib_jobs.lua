@@ -2,6 +2,36 @@
 -- one library scripts.py loads (after _lib.lua, whose helpers it uses, before _lib_slots.lua
 -- and the operations' files). It only defines local functions. The stored records are documented in _lib.lua.
 
+-- -- figures (fairq/figures.py) ---------------------------------------------------------------
+
+-- The histogram's bucket bounds, 0.001 * 2^k for k = 0 .. FIG_BUCKETS - 1 (FIG_BUCKETS from
+-- policy/histogram.py, in the library's header): the very doubles Python computes.
+local FIG_BOUNDS = {}
+for k = 0, FIG_BUCKETS - 1 do FIG_BOUNDS[k + 1] = 0.001 * 2 ^ k end
+
+-- histogram.bucket_of: how many bounds are below x (binary search).
+local function bucket_of(x)
+  local lo, hi = 1, FIG_BUCKETS + 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if FIG_BOUNDS[mid] < x then lo = mid + 1 else hi = mid end
+  end
+  return lo - 1
+end
+
+-- Count one figure of tenant t in this call's tally (written by `flush`, one HINCRBY per
+-- distinct field): kind 'w' / 'r' with a bucket, or 'o' with an outcome's index.
+local function figure(q, t, kind, bucket)
+  local f = t.tids .. ':' .. kind .. bucket
+  local n = q.figs[f]
+  if n == nil then n, q.nfigs = 0, q.nfigs + 1 end
+  q.figs[f] = n + 1
+end
+
+-- Outcomes by their index in histogram.OUTCOMES; a succeeded run is counted by its run time
+-- alone (fairq/figures.py).
+local OUT_FAILED, OUT_EXPIRED = 1, 2
+
 -- -- jobs -----------------------------------------------------------------------------------
 
 -- The job record (JOB_FIXED/JOB_OPTIONAL in records.py): fixed state, seq, tid, priority,
@@ -120,6 +150,12 @@ end
 
 -- A failed attempt (or an expired lease): dead, ready again, or scheduled for retry_at.
 local function fail_job(q, t, j, now, ended_at, err, retry_at)
+  if ended_at == nil then  -- its lease expired: how long it ran is unknown
+    figure(q, t, 'o', OUT_EXPIRED)
+  else
+    figure(q, t, 'r', bucket_of(ended_at - j.started_at))
+    figure(q, t, 'o', OUT_FAILED)
+  end
   end_run(q, t, j, ended_at, now)
   t.failed = t.failed + 1
   redis.call('HSET', q.k.errors, j.id, err)
@@ -264,6 +300,7 @@ local function dispatch(q, now)
   j.leases = j.leases + 1
   j.started_at = now
   j.deadline = now + j.lease_timeout
+  figure(q, t, 'w', bucket_of(now - j.ready_at))
   pend(q, q.k.running, j.deadline, running_member(j))
   q.V = t.S
   q.vdirty = true
@@ -316,6 +353,11 @@ local function flush(q)
     redis.call('HSET', q.k.tenants, t.tids, tenant_record(t))
   end
   q.dirty = {}
+  if q.nfigs > 0 then
+    for f, n in pairs(q.figs) do redis.call('HINCRBY', q.k.fig, f, n) end
+    redis.call('EXPIRE', q.k.fig, FIG_TTL)
+    q.figs, q.nfigs = {}, 0
+  end
   save_meta(q)
   if q.maxf ~= nil or q.full0 then wake_waiters(q) end
   if q.wake > 0 then
@@ -373,6 +415,7 @@ end
 -- A held job succeeded: the run's real cost replaces what it was charged.
 local function succeed(q, j, now)
   local t = tenant(q, j.tid)
+  figure(q, t, 'r', bucket_of(now - j.started_at))  -- a run time alone: succeeded
   end_run(q, t, j, now, now)
   t.succeeded = t.succeeded + 1
   t.kept = t.kept + 1

@@ -1,0 +1,63 @@
+"""The SQLite store's figures (fairq/figures.py): the counts of one write transaction are
+gathered in a Tally and added in one ``executemany`` at its end (``flushed``), so a batch
+dequeue or ack costs one more statement, not one per job.
+
+The steps that dispatch and end runs (leases.py, events.py) add to the tally of the
+transaction running on their connection (``tally``); a write runs under the store's lock, one
+at a time per connection, so the connection names the transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import TypeVar
+
+from fairq.backends.sqlite.sql import Q
+from fairq.figures import FiguresParams, Key, Tally, TenantFigures, figures_from
+from fairq.policy import histogram
+
+T = TypeVar("T")
+
+_open: dict[int, Tally[int]] = {}  # id(connection) -> the running write's tally (by tenant id)
+_pruned: dict[int, int] = {}  # id(connection) -> the first slot it last pruned to
+
+
+def tally(db: sqlite3.Connection) -> Tally[int] | None:
+    """The running write's tally; None outside ``flushed`` (such writes record nothing)."""
+    return _open.get(id(db))
+
+
+def flushed(db: sqlite3.Connection, now: float, work: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``work`` (inside the caller's write transaction), then add what it tallied in the
+    slot of ``now``, and drop the slots that left the window (once per slot and connection)."""
+    counts: Tally[int] = Tally()
+    _open[id(db)] = counts
+    try:
+        result = work(db)
+    finally:
+        del _open[id(db)]
+    if counts:
+        slot = histogram.slot_of(now)
+        db.executemany(
+            Q["figures_add"],
+            [
+                {"slot": slot, "tenant_id": who, "kind": kind, "bucket": bucket, "count": n}
+                for who, kind, bucket, n in counts.rows()
+            ],
+        )
+        first = histogram.first_slot(now)
+        if _pruned.get(id(db), first - 1) < first:
+            db.execute(Q["figures_prune"], {"first": first})
+            _pruned[id(db)] = first
+    return result
+
+
+def read(db: sqlite3.Connection, params: FiguresParams) -> list[TenantFigures]:
+    rows = db.execute(
+        Q["figures_read"], {"first": histogram.first_slot(params.now), "queue": params.queue}
+    ).fetchall()
+    counts: list[tuple[Key, int]] = [
+        ((r["queue"], r["tenant"], r["slot"], r["kind"], r["bucket"]), r["count"]) for r in rows
+    ]
+    return figures_from(counts, params)
