@@ -10,8 +10,10 @@ The design's budget: metrics and the seam cost at most 5 %.
     BENCH_REDIS_URL=redis://127.0.0.1:6379/13 .venv/bin/python benchmarks/seam_cost.py
     .venv/bin/python benchmarks/seam_cost.py --jobs 20000 --rounds 5
 
-On a shared machine CPU time moves with the others' load; ``--callgrind`` counts the worker's
-instructions instead (valgrind; slow: use fewer jobs), which load does not change.
+On a shared machine CPU time moves with the others' load. Two counts it does not move:
+``--callgrind`` counts the worker's instructions (valgrind; slow: use fewer jobs; how jobs
+batch still varies with timing), ``--calls`` the Python function calls per job (a profile
+hook on every thread of an in-process worker), the unit the seam's hooks cost in.
 ``--baseline PATH`` adds a third variant: the default worker of another checkout (e.g. the
 commit before the seam), to see what the seam costs when no plug-in is added:
 
@@ -29,9 +31,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 from fairq.app import Call, Options
 from fairq.demo.jobs import NOOP, make_app
@@ -117,6 +121,48 @@ def measure(
     return Run(cpu=(busy.cpu - base.cpu) / jobs * scale, wall=jobs / (busy.wall - base.wall))
 
 
+def count_calls(url: str, jobs: int, concurrency: int, prometheus: bool) -> None:
+    """(In a child process.) Drain ``jobs`` in this process, counting the Python calls of every
+    thread; prints calls per job."""
+    from fairq.worker import Worker
+
+    reset()
+    enqueue(url, jobs)
+    app = make_app(url)
+    if prometheus:
+        from prometheus_client import CollectorRegistry
+
+        from fairq.instrument.prometheus import PrometheusMetrics
+
+        app.add_middleware(PrometheusMetrics(CollectorRegistry()))
+    worker = Worker(app, queues=QUEUE, concurrency=concurrency, burst=True)
+    calls = [0]
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            calls[0] += 1  # under the GIL; a lost count now and then is noise
+
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    worker.run()
+    sys.setprofile(None)
+    threading.setprofile(None)
+    app.close()
+    print(calls[0] / jobs)
+
+
+def calls_of(url: str, jobs: int, variant: Variant, concurrency: int, cwd: Path) -> Run:
+    command = [sys.executable, str(Path(__file__).resolve()), "--child-calls"]
+    command += ["--jobs", str(jobs), "--concurrency", str(concurrency)]
+    if variant.extra:
+        command.append("--prometheus")
+    env = dict(os.environ, BENCH_REDIS_URL=REDIS_URL)
+    if variant.pythonpath is not None:
+        env["PYTHONPATH"] = variant.pythonpath
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    return Run(cpu=float(done.stdout.split()[-1]), wall=0.0)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=20_000)
@@ -127,14 +173,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--skip-prometheus", action="store_true", help="only the default (and the baseline)"
     )
+    parser.add_argument("--calls", action="store_true", help="count Python calls per job")
+    parser.add_argument("--child-calls", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--prometheus", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     url = f"{REDIS_URL}?prefix=seamcost"
+    if args.child_calls:
+        count_calls(url, args.jobs, args.concurrency, args.prometheus)
+        return
     variants = [Variant(name, extra) for name, extra in VARIANTS.items()]
     if args.skip_prometheus:
         variants = variants[:1]
     if args.baseline:
         variants.insert(0, Variant("baseline", [], str(Path(args.baseline).resolve())))
-    unit = "instructions/job" if args.callgrind else "us CPU/job"
+    unit = "instructions/job" if args.callgrind else "calls/job" if args.calls else "us CPU/job"
     print(
         f"seam cost: Redis, {args.jobs} no-op jobs, 1 worker process x {args.concurrency}, "
         f"{args.rounds} rounds (variants alternate), {unit}"
@@ -144,23 +196,30 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for n in range(1, args.rounds + 1):
             for variant in variants if n % 2 else list(reversed(variants)):
-                run = measure(url, args.jobs, variant, args.concurrency, work_dir, args.callgrind)
+                if args.calls:
+                    run = calls_of(url, args.jobs, variant, args.concurrency, work_dir)
+                else:
+                    run = measure(
+                        url, args.jobs, variant, args.concurrency, work_dir, args.callgrind
+                    )
                 found[variant.name].append(run)
-                print(f"  round {n} {variant.name:10} {run.cpu:9.1f} {unit} {run.wall:8.0f} jobs/s")
+                print(f"  round {n} {variant.name:10} {run.cpu:9.1f} {unit}{_rate(run.wall)}")
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
         reset()
     cpu = {name: statistics.median(r.cpu for r in runs) for name, runs in found.items()}
     rate = {name: statistics.median(r.wall for r in runs) for name, runs in found.items()}
     for name in found:
-        print(f"median {name:10} {cpu[name]:9.1f} {unit} {rate[name]:8.0f} jobs/s")
+        print(f"median {name:10} {cpu[name]:9.1f} {unit}{_rate(rate[name])}")
     pairs = [] if args.skip_prometheus else [("prometheus", "default")]
     pairs += [("default", "baseline")] if args.baseline else []
     for one, other in pairs:
-        print(
-            f"{one} / {other}: {unit} {cpu[one] / cpu[other]:.3f}x, "
-            f"drain rate {rate[one] / rate[other]:.3f}x (budget: 5 %)"
-        )
+        drain = f", drain rate {rate[one] / rate[other]:.3f}x" if rate[other] else ""
+        print(f"{one} / {other}: {unit} {cpu[one] / cpu[other]:.3f}x{drain} (budget: 5 %)")
+
+
+def _rate(jobs_per_second: float) -> str:
+    return f" {jobs_per_second:8.0f} jobs/s" if jobs_per_second else ""
 
 
 if __name__ == "__main__":

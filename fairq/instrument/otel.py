@@ -69,6 +69,9 @@ class OpenTelemetryTracing(Middleware):
         self.propagator = propagator
         self._enqueues: dict[str, _Open] = {}  # by the batch's first job id
         self._runs: dict[str, _Open] = {}  # by lease token
+        # Runs whose end came before their function returned (handed back at shutdown): the
+        # context is still attached on the job's thread, for after_run to detach.
+        self._attached: dict[str, Token[Context]] = {}
         self._lock = threading.Lock()
 
     def _propagator(self) -> TextMapPropagator:
@@ -142,7 +145,10 @@ class OpenTelemetryTracing(Middleware):
     def after_run(self, lease: Lease, error: BaseException | None, seconds: float) -> None:
         with self._lock:
             opened = self._runs.get(lease.token)
+            attached = self._attached.pop(lease.token, None) if opened is None else None
         if opened is None:
+            if attached is not None:
+                otel_context.detach(attached)
             return
         if opened.token is not None:
             otel_context.detach(opened.token)
@@ -154,6 +160,8 @@ class OpenTelemetryTracing(Middleware):
     def after_job(self, lease: Lease, end: JobEnd) -> None:
         with self._lock:
             opened = self._runs.pop(lease.token, None)
+            if opened is not None and opened.token is not None:  # still running
+                self._attached[lease.token] = opened.token
         if opened is None:  # never ran here (a job this worker does not know, a bad payload)
             return
         opened.span.set_attribute("fairq.outcome", end.outcome.value)

@@ -93,7 +93,7 @@ class PrometheusMetrics(Middleware):
         self.wait_buckets = _bounds("wait_buckets", wait_buckets)
         self.store_buckets = _bounds("store_buckets", store_buckets)
         self._lock = threading.Lock()
-        self._jobs: dict[Labels, int] = {}  # (queue, outcome)
+        self._jobs: dict[tuple[str, Outcome], int] = {}  # (queue, outcome)
         self._enqueued: dict[Labels, int] = {}  # (queue,)
         self._expiries: dict[Labels, int] = {}  # (queue, dead)
         self._store_errors: dict[Labels, int] = {}  # (op,)
@@ -143,7 +143,7 @@ class PrometheusMetrics(Middleware):
     def after_job(self, lease: Lease, end: JobEnd) -> None:
         """The attempt's outcome, and how long its function ran (one lock for both: this is
         the one hook of this plug-in every job calls on its own)."""
-        outcome = (lease.queue, end.outcome.value)
+        outcome = (lease.queue, end.outcome)  # .value is a Python-level property: at scrape
         ran = end.outcome in RAN and end.seconds > 0.0
         if ran:
             run = (lease.queue, lease.name)
@@ -170,9 +170,9 @@ class PrometheusMetrics(Middleware):
     def families(self, *, samples: bool = True) -> list[Metric]:
         """The metric families, with their samples (a copy taken under the lock)."""
         with self._lock:
-            counters = [
+            counters: list[tuple[str, str, list[str], dict[Labels, int]]] = [
                 ("fairq_jobs", "Job attempts ended, by outcome.", ["queue", "outcome"],
-                 dict(self._jobs)),
+                 {(queue, outcome.value): n for (queue, outcome), n in self._jobs.items()}),
                 ("fairq_enqueued", "Jobs enqueued by this process.", ["queue"],
                  dict(self._enqueued)),
                 ("fairq_lease_expiries",
@@ -181,7 +181,9 @@ class PrometheusMetrics(Middleware):
                 ("fairq_store_errors", "Store calls that raised.", ["op"],
                  dict(self._store_errors)),
             ]  # fmt: skip
-            histograms = [
+            histograms: list[
+                tuple[str, str, list[str], list[float], dict[Labels, tuple[list[int], float]]]
+            ] = [
                 ("fairq_job_run_seconds", "Seconds job functions ran.", ["queue", "job"],
                  self.run_buckets, _copy(self._run)),
                 ("fairq_job_wait_seconds",

@@ -9,13 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
 from fairq import App, JobState
+from fairq.instrument import JobEnd, Outcome
 from fairq.instrument.otel import OpenTelemetryTracing
+from fairq.job import Lease
 from fairq.worker import Worker
 from tests.worker.helpers import wait_for, wait_state
 
@@ -146,3 +149,23 @@ def test_a_batch_enqueue_is_one_span_and_every_job_carries_it(
     for job_id in ids:
         info = app.job_info(job_id)
         assert info is not None and info.headers["traceparent"].split("-")[2] == span_hex
+
+
+def test_a_run_handed_back_while_it_runs_leaves_no_context_behind(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """Shutdown hands a running job back (its end comes first); when its function returns
+    at last, the job's thread is left with no span current."""
+    plugin = OpenTelemetryTracing(tracer_provider=provider)
+    lease = Lease(
+        token="tok", job_id="j", name="slow", queue="default", tenant="t", payload="{}",
+        attempt=1, max_attempts=3, started_at=10.0, deadline=70.0, lease_timeout=60.0,
+        cost=1.0, ready_at=9.0,
+    )  # fmt: skip
+    plugin.before_run(lease)
+    assert trace.get_current_span().get_span_context().is_valid
+    plugin.after_job(lease, JobEnd(Outcome.HANDED_BACK, 1.0))  # from the shutdown's thread
+    (run,) = finished(exporter, "process slow")
+    assert run.attributes is not None and run.attributes["fairq.outcome"] == "handed_back"
+    plugin.after_run(lease, None, 2.0)  # the function returned at last
+    assert not trace.get_current_span().get_span_context().is_valid

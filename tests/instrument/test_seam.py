@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fairq import App, ConfigError, JobState
-from fairq.contract import DequeueParams, ExpiredLease
+from fairq.contract import Backend, DequeueParams, ExpiredLease
 from fairq.instrument import JobEnd, Middleware, Outcome, StoreCall
 from fairq.instrument.timing import TimedBackend
 from fairq.job import Lease, NewJob
@@ -263,3 +263,15 @@ def test_a_hook_failing_on_every_call_is_logged_once_and_counted(
     assert app.hooks.failures["Raising.lease_expired"] == 100
     (record,) = caplog.records
     assert "Raising.lease_expired raised RuntimeError: lease_expired broke" in record.getMessage()
+
+
+def test_the_timing_wrapper_has_every_operation_of_the_backend_contract(app: App) -> None:
+    """A store operation added to the contract must be added to TimedBackend too."""
+    operations = {
+        name
+        for name, member in vars(Backend).items()
+        if callable(member) and not name.startswith("_")
+    }
+    missing = {name for name in operations if name not in vars(TimedBackend)}
+    assert not missing, f"TimedBackend lacks {sorted(missing)}"
+    assert isinstance(TimedBackend(app.backend, app.hooks), Backend)
