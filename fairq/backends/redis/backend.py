@@ -27,6 +27,8 @@ from fairq.contract import (
     AckManyParams,
     AckManyResult,
     AcquireSlotParams,
+    CheckpointParams,
+    CheckpointResult,
     DequeueParams,
     DequeueResult,
     EnqueueParams,
@@ -276,6 +278,12 @@ class RedisBackend:
         if params.note is not None:
             args.append(params.note)
         self._end("release", queue, args, params.token, params.now)
+
+    def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
+        queue, job_id, attempt = self._route(params.token)
+        args: list[Arg] = [job_id, attempt, self._at(params.now), params.progress]
+        reply = self._end("checkpoint", queue, args, params.token, params.now)
+        return CheckpointResult(deadline=float(reply[1]))
 
     def _end(
         self, name: str, queue: str | None, args: list[Arg], token: str, now: float
