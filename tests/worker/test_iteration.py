@@ -114,10 +114,10 @@ def test_a_stopping_worker_checkpoints_and_hands_the_iteration_back_at_once(app:
                 return  # a resumed run finishes
 
     job_id = forever.enqueue("a")
-    worker = Worker(app, concurrency=1, grace_period=600.0)
+    worker = Worker(app, concurrency=1, grace_period=20.0)
     with worker.in_thread():
         wait_for(started.is_set, "the iteration to start")
-        worker.stop()  # returns once the job is handed back, not after the grace period
+        worker.stop()  # the job hands back at once; without a checkpoint, after the grace period
     info = job(app, job_id)
     assert (info.state, info.attempts) == (JobState.READY, 0)
     assert info.progress is not None
