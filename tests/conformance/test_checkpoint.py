@@ -60,7 +60,8 @@ def test_progress_stays_through_a_hand_back_a_retry_and_an_expiry(backend: Backe
 
     second = take_one(backend, 3.0)
     backend.checkpoint(CheckpointParams(token=second.token, progress=saved("c2", 2, 1), now=4.0))
-    backend.fail(FailParams(token=second.token, now=5.0, error="boom", retry_at=5.0))
+    failed = backend.fail(FailParams(token=second.token, now=5.0, error="boom", retry_at=5.0))
+    assert failed.progress == Progress(cursor="c2", items=2, slices=1)  # fail's answer too
     assert job(backend, "j0").progress == Progress(cursor="c2", items=2, slices=1)
 
     third = take_one(backend, 6.0)

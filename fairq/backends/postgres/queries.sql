@@ -213,7 +213,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged, j.headers
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.progress
 FROM {schema}.jobs j
 WHERE j.id = %(id)s
 FOR UPDATE

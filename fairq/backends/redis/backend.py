@@ -269,7 +269,8 @@ class RedisBackend:
         reply = self._end("fail", queue, args, params.token, params.now)
         record = JobRecord.parse(reply[1])
         assert queue is not None  # _end raised otherwise
-        return job_info(job_id, queue, record, reply[2], text(reply[3]), text(reply[4]))
+        info = job_info(job_id, queue, record, reply[2], text(reply[3]), text(reply[4]))
+        return reads.with_progress(info, reply[5] or None)
 
     def release(self, params: ReleaseParams) -> None:
         queue, job_id, attempt = self._route(params.token)

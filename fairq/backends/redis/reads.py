@@ -129,7 +129,7 @@ def jobs_in_queue(
     found = client.hmget(key("tnames"), [str(t) for t in tids]) if tids else []
     names = dict(zip(tids, found, strict=True))
     return {
-        i: _with_progress(
+        i: with_progress(
             job_info(i, queue, rec, body, text(names[rec.tid]), None if e is None else text(e)),
             p,
         )
@@ -137,7 +137,7 @@ def jobs_in_queue(
     }
 
 
-def _with_progress(info: JobInfo, raw: bytes | None) -> JobInfo:
+def with_progress(info: JobInfo, raw: bytes | None) -> JobInfo:
     return info if raw is None else replace(info, progress=Progress.decode(text(raw)))
 
 
