@@ -159,6 +159,24 @@ def test_a_stopping_worker_checkpoints_and_hands_the_iteration_back_at_once(app:
     assert ends.checkpoints[-1].cursor == stopped_at + 1
 
 
+def test_checkpoints_come_every_checkpoint_seconds_too(app: App) -> None:
+    ends = Ends()
+    app.add_middleware(ends)
+
+    @app.iterative_job(name="timed", tenant="t", checkpoint_items=10**9, checkpoint_seconds=0.01)
+    def timed(cursor: int | None, t: str) -> Iterator[int]:
+        item = 0
+        while not ends.checkpoints:  # only the interval can bring a checkpoint
+            item += 1
+            yield item
+
+    job_id = timed.enqueue("a")
+    with Worker(app, concurrency=1).in_thread():
+        wait_state(app, job_id, JobState.SUCCEEDED)
+    first = ends.checkpoints[0]
+    assert first.slices == 0 and 0 < first.items < 10**9
+
+
 def test_a_cursor_that_is_not_json_fails_the_attempt_and_keeps_the_last_good_one(
     app: App,
 ) -> None:
