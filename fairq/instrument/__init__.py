@@ -20,8 +20,8 @@ Who calls what, and on which thread:
 ``after_job``          every attempt's end, once stored or given up: ``JobEnd.outcome``
 ``after_retry`` …      then, for those outcomes only: ``after_retry``, ``after_dead``,
                        ``after_lease_lost``, ``after_hand_back``
-``after_checkpoint``   an iterative job's thread (or the fairq-checkpoint thread, for an
-                       ``async def`` one): its progress was just stored
+``after_checkpoint``   an iterative job's thread (for an ``async def`` one, a thread of its
+                       event loop's default executor): its progress was just stored
 ``lease_lost``         the heartbeat found a running job's lease gone
 ``lease_expired``      the store expired a lease (its worker died, hung, or lost the store)
 ``store_call``         every store call of the worker and ``App.enqueue*`` (``StoreCall``)
