@@ -115,6 +115,13 @@ class JobDefinition(Generic[P, R]):
         throttle: Sequence[Throttle] = (),
         signature: inspect.Signature | None = None,  # the arguments enqueue takes: fn's own
     ) -> None:
+        if signature is None and (
+            inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
+        ):
+            raise ConfigError(
+                f"job {name!r} is a generator function: as a plain job, calling it would run "
+                "none of its items; declare it with @app.iterative_job (docs/iteration.md)"
+            )
         self.app = app
         self.fn = fn
         self.name = name

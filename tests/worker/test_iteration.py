@@ -268,6 +268,16 @@ def test_a_function_that_cannot_iterate_is_refused_at_declaration(app: App) -> N
     assert not app.jobs
 
 
+def test_a_generator_declared_as_a_plain_job_is_refused(app: App) -> None:
+    with pytest.raises(ConfigError, match=r"declare it with @app\.iterative_job"):
+
+        @app.job(name="gen", tenant="t")
+        def gen(t: str) -> Iterator[int]:
+            yield 1
+
+    assert not app.jobs
+
+
 def test_enqueue_takes_the_arguments_after_the_cursor(app: App) -> None:
     @app.iterative_job(name="export", tenant="account")
     def export(cursor: str | None, account: str, since: int = 0) -> Iterator[str]:
