@@ -8,6 +8,7 @@ from fairq.app import App, Call, JobDefinition, Options
 from fairq.contract import KEEP, Backend, QueueSettings, TenantStats
 from fairq.errors import (
     ConfigError,
+    CursorError,
     FairqError,
     InvalidTenant,
     JobArgumentsError,
@@ -20,7 +21,8 @@ from fairq.errors import (
     StoreUnavailable,
     UnknownJob,
 )
-from fairq.job import JobInfo, JobState, Lease
+from fairq.iteration import IterativeJob
+from fairq.job import JobInfo, JobState, Lease, Progress
 from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
 
@@ -32,8 +34,10 @@ __all__ = [
     "Backend",
     "Call",
     "ConfigError",
+    "CursorError",
     "FairqError",
     "InvalidTenant",
+    "IterativeJob",
     "JobArgumentsError",
     "JobDefinition",
     "JobInfo",
@@ -45,6 +49,7 @@ __all__ = [
     "MissingTenant",
     "Options",
     "PayloadTooLarge",
+    "Progress",
     "QueueSettings",
     "Rate",
     "SchemaError",

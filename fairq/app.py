@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from fairq.backends import check_url, open_backend
 from fairq.backends.clock import Clock
@@ -56,6 +56,7 @@ from fairq.instrument import Middleware
 from fairq.instrument.hooks import Hooks, check_middleware
 from fairq.instrument.logs import JobLog
 from fairq.instrument.timing import TimedBackend
+from fairq.iteration import Declarer, IterativeJob, IterativeSettings, IterFn
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo, NewJob, encode_payload
 from fairq.policy.bounds import (
     MAX_TENANT_CHARS,
@@ -72,6 +73,9 @@ from fairq.reports import tenant_report
 from fairq.reports.verdicts import TenantReport
 from fairq.signatures import check_published_call
 
+if TYPE_CHECKING:  # typing.Unpack is Python 3.11's
+    from typing_extensions import Unpack
+
 __all__ = [
     "DEFAULT_URL",
     "MAX_TENANT_CHARS",
@@ -85,6 +89,8 @@ __all__ = [
 
 P = ParamSpec("P")
 R = TypeVar("R")
+C = TypeVar("C")
+D = TypeVar("D", bound=JobDefinition[Any, Any])
 
 DEFAULT_URL = "sqlite:///fairq.db"
 log = logging.getLogger("fairq")
@@ -346,13 +352,27 @@ class App:
                 retry_base=retry_base,
                 throttle=rules,
             )
-            if definition.name in self.jobs:
-                raise ConfigError(f"a job named {definition.name!r} is already declared")
-            self.jobs[definition.name] = definition
-            self.queues.setdefault(home, QueueDeclaration(home, implicit=True))
-            return definition
+            return self._declared(definition)
 
         return declare(fn) if fn is not None else declare
+
+    def iterative_job(self, **settings: Unpack[IterativeSettings]) -> Declarer:
+        """Declare a job that iterates over a JSON cursor (docs/iteration.md): ``@app.
+        iterative_job(tenant="account", slice=30)`` over ``def export(cursor: int | None,
+        account: str) -> Iterator[int]``, a generator yielding the cursor after each item.
+        Settings: ``job``'s, and ``slice``, ``checkpoint_items``, ``checkpoint_seconds``."""
+
+        def declare(f: IterFn[C, P]) -> IterativeJob[P]:
+            return self._declared(IterativeJob.declared(self, f, list(self.queues), settings))
+
+        return declare
+
+    def _declared(self, definition: D) -> D:
+        if definition.name in self.jobs:
+            raise ConfigError(f"a job named {definition.name!r} is already declared")
+        self.jobs[definition.name] = definition
+        self.queues.setdefault(definition.queue, QueueDeclaration(definition.queue, implicit=True))
+        return definition
 
     def publish(self) -> None:
         """Record the declared jobs in the store, so producers can enqueue them by name."""

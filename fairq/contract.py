@@ -170,6 +170,24 @@ class HeartbeatResult:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CheckpointParams:
+    """Store a running job's progress (``fairq.job.Progress.encode``'s JSON text, which the
+    store keeps as it is) and extend its lease as ``heartbeat`` does, charging the run so far.
+
+    The progress stays with the job through releases, retries, expiries and requeues, so its
+    next run resumes from it; ``get_jobs`` shows it (``JobInfo.progress``)."""
+
+    token: str
+    progress: str
+    now: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckpointResult:
+    deadline: float  # the lease's new deadline
+
+
+@dataclass(frozen=True, kw_only=True)
 class MaintainParams:
     """Promote due scheduled jobs, expire overdue leases, prune old succeeded jobs."""
 
@@ -477,6 +495,10 @@ class Backend(Protocol):
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
         """Extend each held lease to ``now + lease_timeout``."""
+
+    def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
+        """Store a held job's progress and extend its lease (``CheckpointParams``). Raises
+        LeaseExpired / LeaseNotFound and changes nothing when the lease is not held."""
 
     def maintain(self, params: MaintainParams) -> MaintainResult: ...
 

@@ -157,12 +157,20 @@ class JobDefinition(Generic[P, R]):
         cost: float | timedelta,
         retry_base: float | timedelta,
         throttle: Sequence[Throttle] = (),
+        signature: inspect.Signature | None = None,  # the arguments enqueue takes: fn's own
     ) -> None:
+        if signature is None and (
+            inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
+        ):
+            raise ConfigError(
+                f"job {name!r} is a generator function: as a plain job, calling it would run "
+                "none of its items; declare it with @app.iterative_job (docs/iteration.md)"
+            )
         self.app = app
         self.fn = fn
         self.name = name
         self.queue = check_queue_name(queue)
-        self.signature = inspect.signature(fn)
+        self.signature = inspect.signature(fn) if signature is None else signature
         self.tenant_rule = check_tenant_rule(tenant, self.signature, name)
         self.max_attempts = check_int("max_attempts", max_attempts)
         self.lease_timeout = check_seconds("lease", lease)

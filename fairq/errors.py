@@ -71,3 +71,9 @@ class LeaseExpired(LeaseError):
             f"lease {token!r} expired at {deadline:.3f} (now {now:.3f}); the job goes back to "
             "its queue, so its result is not recorded"
         )
+
+
+class CursorError(FairqError, TypeError):
+    """An iterative job yielded a cursor that cannot be stored: cursors must be JSON values
+    (str, int, finite float, bool, None, lists and dicts with str keys). The attempt fails;
+    the last good cursor stays stored."""

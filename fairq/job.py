@@ -108,6 +108,33 @@ class StoredJob(Protocol):
     finished_at: float | None
     last_error: str | None
     headers: str | None  # as stored: ``encode_headers``'s JSON text, None for no headers
+    progress: str | None  # as stored: ``Progress.encode``'s JSON text, None: no checkpoint yet
+
+
+@dataclass(frozen=True, kw_only=True)
+class Progress:
+    """How far an iterative job got (``App.iterative_job``), as its last checkpoint stored it.
+
+    ``cursor`` is the JSON value the job yielded last: where it resumes. ``items`` counts the
+    cursors yielded over all its runs, ``slices`` the runs it handed back because its time
+    slice was used up (or its worker stopped).
+    """
+
+    cursor: Any
+    items: int = 0
+    slices: int = 0
+
+    def encode(self) -> str:
+        """Compact JSON text, as stores keep it. ValueError/TypeError when the cursor is not
+        JSON (the worker names the job and the value's type)."""
+        return _dumps({"cursor": self.cursor, "items": self.items, "slices": self.slices})
+
+    @classmethod
+    def decode(cls, text: str | None) -> Progress | None:
+        if not text:
+            return None
+        found = json.loads(text)
+        return cls(cursor=found["cursor"], items=found["items"], slices=found["slices"])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,6 +202,9 @@ class JobInfo:
     last_error: str | None
     ready_at: float | None = None  # when it last became ready; None: never ready yet
     headers: Mapping[str, str] = field(default_factory=dict)
+    #: An iterative job's last checkpoint (None: none yet, or not iterative). Kept while the
+    #: job is unfinished; once it succeeded a store may drop it (PostgreSQL does).
+    progress: Progress | None = None
 
     @classmethod
     def of(cls, job: StoredJob) -> JobInfo:
@@ -197,6 +227,7 @@ class JobInfo:
             last_error=job.last_error,
             ready_at=job.ready_at,
             headers=decode_headers(job.headers),
+            progress=Progress.decode(job.progress),
         )
 
 

@@ -20,6 +20,8 @@ Who calls what, and on which thread:
 ``after_job``          every attempt's end, once stored or given up: ``JobEnd.outcome``
 ``after_retry`` …      then, for those outcomes only: ``after_retry``, ``after_dead``,
                        ``after_lease_lost``, ``after_hand_back``
+``after_checkpoint``   an iterative job's thread (for an ``async def`` one, a thread of its
+                       event loop's default executor): its progress was just stored
 ``lease_lost``         the heartbeat found a running job's lease gone
 ``lease_expired``      the store expired a lease (its worker died, hung, or lost the store)
 ``store_call``         every store call of the worker and ``App.enqueue*`` (``StoreCall``)
@@ -37,7 +39,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from fairq.contract import ExpiredLease
-from fairq.job import Lease, NewJob
+from fairq.job import Lease, NewJob, Progress
 
 __all__ = ["JobEnd", "Middleware", "Outcome", "StoreCall"]
 
@@ -50,6 +52,8 @@ class Outcome(str, Enum):
     DEAD = "dead"  # failed for good (attempts exhausted, or retrying cannot help)
     LEASE_LOST = "lease_lost"  # the job ended, but its lease had already gone back
     HANDED_BACK = "handed_back"  # released unfinished; the attempt does not count
+    SLICE_ENDED = "slice_ended"  # an iterative job used up its time slice: handed back, to
+    # resume from its checkpoint once its tenant's turn comes again (fairq.iteration)
     ERROR = "error"  # the store could not record the outcome; the lease will expire
 
     def __str__(self) -> str:
@@ -121,6 +125,9 @@ class Middleware:
 
     def after_hand_back(self, lease: Lease, end: JobEnd) -> None:
         """After ``after_job``, for a job released unfinished (its attempt not counted)."""
+
+    def after_checkpoint(self, lease: Lease, progress: Progress) -> None:
+        """An iterative job's progress was stored (``Backend.checkpoint``)."""
 
     def lease_lost(self, lease: Lease, why: str) -> None:
         """The heartbeat found the lease of a job still running gone; ``why`` says what

@@ -19,7 +19,7 @@ from fairq.contract import ExpiredLease
 from fairq.errors import ConfigError
 from fairq.instrument import JobEnd, Middleware, Outcome, StoreCall
 from fairq.instrument.logs import JobLog
-from fairq.job import Lease, NewJob
+from fairq.job import Lease, NewJob, Progress
 
 log = logging.getLogger("fairq.instrument")
 
@@ -64,6 +64,7 @@ class Hooks:
             Outcome.HANDED_BACK: self._overriding("after_hand_back"),
         }
         self._any_by_outcome = any(self._by_outcome.values())
+        self._after_checkpoint = self._overriding("after_checkpoint")
         self._lease_lost = self._overriding("lease_lost")
         self._lease_expired = self._overriding("lease_expired")
         self._store_call = self._overriding("store_call")
@@ -173,6 +174,13 @@ class Hooks:
                         hook(lease, end)
                     except Exception as exc:
                         self._failed(label, exc)
+
+    def after_checkpoint(self, lease: Lease, progress: Progress) -> None:
+        for label, hook in self._after_checkpoint:
+            try:
+                hook(lease, progress)
+            except Exception as exc:
+                self._failed(label, exc)
 
     def lease_lost(self, lease: Lease, why: str) -> None:
         for label, hook in self._lease_lost:

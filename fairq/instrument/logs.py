@@ -33,6 +33,7 @@ LEVELS = {
     Outcome.DEAD: logging.ERROR,
     Outcome.LEASE_LOST: logging.WARNING,
     Outcome.HANDED_BACK: logging.WARNING,
+    Outcome.SLICE_ENDED: logging.INFO,
     Outcome.ERROR: logging.ERROR,
 }
 #: The outcomes whose line carries the exception's traceback (a retry's is logged at DEBUG).

@@ -20,6 +20,8 @@ from fairq.contract import (
     AckManyResult,
     AcquireSlotParams,
     Backend,
+    CheckpointParams,
+    CheckpointResult,
     DequeueParams,
     DequeueResult,
     EnqueueParams,
@@ -100,6 +102,9 @@ class TimedBackend:
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
         return self._timed("heartbeat", self.inner.heartbeat, params)
+
+    def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
+        return self._timed("checkpoint", self.inner.checkpoint, params)
 
     def maintain(self, params: MaintainParams) -> MaintainResult:
         return self._timed("maintain", self.inner.maintain, params)

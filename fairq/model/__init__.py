@@ -17,6 +17,8 @@ from fairq.contract import (
     AckManyParams,
     AckManyResult,
     AcquireSlotParams,
+    CheckpointParams,
+    CheckpointResult,
     DequeueParams,
     DequeueResult,
     EnqueueParams,
@@ -276,6 +278,16 @@ class ReferenceModel(Reads):
                 heapq.heappush(queue.running, (job.deadline, job.seq, job.leases))
                 deadlines[token] = job.deadline
             return HeartbeatResult(deadlines=deadlines, lost=lost)
+
+    def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
+        with self._changed:
+            job = self._held(params.token, params.now)
+            queue = self._queues[job.queue]
+            rules.charge_progress(queue, queue.tenants[job.tenant], job, params.now)
+            job.deadline = params.now + job.lease_timeout
+            heapq.heappush(queue.running, (job.deadline, job.seq, job.leases))
+            job.progress = params.progress
+            return CheckpointResult(deadline=job.deadline)
 
     # -- ending runs -----------------------------------------------------------------------
 

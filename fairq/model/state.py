@@ -39,6 +39,7 @@ class Job:
     last_error: str | None = None
     worker: str | None = None
     headers: str | None = None  # as stored (fairq.job.encode_headers)
+    progress: str | None = None  # as stored (fairq.job.Progress.encode)
 
     def info(self) -> JobInfo:
         return JobInfo.of(self)

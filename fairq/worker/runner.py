@@ -14,19 +14,22 @@ job (``lost.why_lost``), never raised.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import time
 import traceback
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Generator, Sequence
 from typing import Any
 
 from fairq.app import App, JobDefinition
 from fairq.contract import Backend, FailParams
 from fairq.errors import LeaseError
 from fairq.instrument import JobEnd, Outcome
+from fairq.iteration import IterativeJob
 from fairq.job import JobState, Lease, decode_payload
 from fairq.policy.retry import backoff
+from fairq.worker.iteration import SliceRun, Stop
 from fairq.worker.joblog import ERROR_CHARS, describe, job_fields
 from fairq.worker.lost import why_lost
 from fairq.worker.pools import CLEANUP_WAIT, DaemonPool, LoopThread
@@ -88,6 +91,14 @@ class JobRunner:
             prepared = self._prepare(lease)
             if isinstance(prepared, str):
                 self._reject(entry, prepared)
+            elif isinstance(prepared[0], IterativeJob):
+                if prepared[0].is_async:
+                    entries.append(entry)
+                    coros.append(self._iterate_async(entry, prepared[0], *prepared[1:]))
+                else:
+                    calls.append(
+                        functools.partial(self._iterate, entry, prepared[0], *prepared[1:])
+                    )
             elif prepared[0].is_async:
                 entries.append(entry)
                 coros.append(self._run_async(entry, *prepared))
@@ -206,6 +217,88 @@ class JobRunner:
             self._finish(entry, definition, error, duration)
         else:
             self._reporter.submit(lambda: self._finish(entry, definition, error, duration))
+
+    # -- iterative jobs (fairq/worker/iteration.py) ------------------------------------------
+
+    def _iterate(
+        self,
+        entry: Running,
+        definition: IterativeJob[Any],
+        args: list[Any],
+        kwargs: dict[str, Any],
+    ) -> None:
+        run = SliceRun(self.backend, self.running, self.hooks, self.clock, entry, definition)
+        hooks = self.hooks if self.hooks.wants_run else None
+        if hooks is not None:
+            hooks.before_run(entry.lease)
+        started = time.monotonic()
+        error: BaseException | None = None
+        stop: Stop | None = None
+        try:
+            items = definition.iterate(run.resume(), *args, **kwargs)
+            assert isinstance(items, Generator)
+            try:
+                for cursor in items:
+                    stop = run.advance(cursor)
+                    if stop is Stop.CHECKPOINT:
+                        stop = run.save()
+                    if stop is not None:
+                        break
+            finally:
+                items.close()
+            if stop is None:
+                run.finish()
+        except BaseException as exc:  # any way out of the job is its outcome
+            error = exc
+        duration = time.monotonic() - started
+        if hooks is not None:
+            hooks.after_run(entry.lease, error, duration)
+        if stop is None or error is not None:
+            self._finish(entry, definition, error, duration)
+        else:
+            run.hand_back(stop, duration)
+
+    async def _iterate_async(
+        self,
+        entry: Running,
+        definition: IterativeJob[Any],
+        args: list[Any],
+        kwargs: dict[str, Any],
+    ) -> None:
+        """As ``_iterate``; its store calls run on threads, never on the event loop."""
+        run = SliceRun(self.backend, self.running, self.hooks, self.clock, entry, definition)
+        hooks = self.hooks if self.hooks.wants_run else None
+        if hooks is not None:
+            hooks.before_run(entry.lease)
+        started = time.monotonic()
+        error: BaseException | None = None
+        stop: Stop | None = None
+        try:
+            items = definition.iterate(await asyncio.to_thread(run.resume), *args, **kwargs)
+            assert isinstance(items, AsyncGenerator)
+            try:
+                async for cursor in items:
+                    stop = run.advance(cursor)
+                    if stop is Stop.CHECKPOINT:
+                        stop = await asyncio.to_thread(run.save)
+                    if stop is not None:
+                        break
+            finally:
+                await items.aclose()
+            if stop is None:
+                await asyncio.to_thread(run.finish)
+        except BaseException as exc:  # includes CancelledError: handed back at a shutdown
+            error = exc
+        duration = time.monotonic() - started
+        if hooks is not None:
+            hooks.after_run(entry.lease, error, duration)
+        if error is None and stop is None:
+            self._finish(entry, definition, error, duration)
+        elif error is not None:
+            self._reporter.submit(lambda: self._finish(entry, definition, error, duration))
+        elif stop is not None:
+            ended = stop
+            self._reporter.submit(lambda: run.hand_back(ended, duration))
 
     # -- after running --------------------------------------------------------------------
 

@@ -228,6 +228,11 @@ class RunningJobs:
             self._closed = True
             self._cond.notify_all()
 
+    def closed(self) -> bool:
+        """The worker is stopping: an iterative job checkpoints and hands itself back."""
+        with self._cond:
+            return self._closed
+
     def abandon(self) -> None:
         """Stop waiting for running jobs: ``wait_until_empty`` returns at once from now on."""
         with self._cond:

@@ -9,7 +9,8 @@ Threads, and who talks to the store::
                       slot is free, or the oldest ack has waited ~2 ms; else alone (ack_many):
                       while it waits for new work or after a store failure, and after the stop
                       until shutdown has sealed the buffer (``completions``)
-    fairq-job-N       ``def`` jobs; a failure is stored here, a success buffered (N = concurrency)
+    fairq-job-N       ``def`` jobs; a failure is stored here, a success buffered (N = concurrency);
+                      an iterative job's checkpoints and hand-backs are stored here too
     fairq-async       ``async def`` jobs on one event loop (each dequeued batch starts there with
                       one wake-up); a success is buffered from there, fairq-report stores failures
     fairq-heartbeat   extends the held leases

@@ -30,6 +30,7 @@ from fairq.contract import (
     AckAndDequeueParams,
     AckManyParams,
     Backend,
+    CheckpointParams,
     DequeueParams,
     EnqueueParams,
     ExpiredLease,
@@ -48,7 +49,7 @@ from fairq.contract import (
     ThrottleWindowsParams,
 )
 from fairq.errors import FairqError
-from fairq.job import JobState, Lease, NewJob
+from fairq.job import JobInfo, JobState, Lease, NewJob, Progress
 from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
 
@@ -85,6 +86,7 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
         self.ids: list[str] = []  # every job ever enqueued, pruned or not
         self.pruned: set[str] = set()
         self.tokens: list[str] = []  # every token handed out, live or stale
+        self.checkpoints = 0  # checkpoints tried, to give each a progress of its own
         self.latest: dict[str, str] = {}  # job id -> the token of its latest lease
 
     def both(self, call: Callable[[Backend], Any]) -> Any:
@@ -217,6 +219,15 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
 
     @precondition(lambda self: bool(self.tokens))
     @rule(data=st.data())
+    def checkpoint(self, data: st.DataObject) -> None:
+        """An iterative job stores its progress: a heartbeat of one lease, or refused."""
+        self.checkpoints += 1
+        progress = Progress(cursor={"n": self.checkpoints}, items=self.checkpoints).encode()
+        params = CheckpointParams(token=self.draw_token(data), progress=progress, now=self.now)
+        self.both(lambda b: b.checkpoint(params))
+
+    @precondition(lambda self: bool(self.tokens))
+    @rule(data=st.data())
     def ack_many(self, data: st.DataObject) -> None:
         params = AckManyParams(tokens=self.draw_acks(data), now=self.now)
         self.both(lambda b: _ack_many(b, params))
@@ -346,7 +357,7 @@ class StoreAgreesWithModel(RuleBasedStateMachine):
         """Same stats, jobs and dead letters; every job counted once; runs match leases."""
         _, rows = self.both(lambda b: b.stats(StatsParams()))
         self.both(lambda b: b.stats(StatsParams(now=self.now)))  # usage decayed to now
-        _, jobs = self.both(lambda b: b.get_jobs(GetJobsParams(ids=self.ids)))
+        _, jobs = self.both(lambda b: _jobs(b, self.ids))
         self.both(lambda b: b.list_dead(ListDeadParams(limit=1000)))
         states = Counter(j.state for j in jobs)
         assert len(jobs) == len(self.ids) - len(self.pruned)
@@ -391,6 +402,14 @@ def _outcome(call: Callable[[Backend], Any], backend: Backend) -> tuple[str, Any
         return ("ok", call(backend))
     except FairqError as exc:
         return ("raised", type(exc).__name__)
+
+
+def _jobs(backend: Backend, ids: list[str]) -> list[JobInfo]:
+    """The jobs, a succeeded one's progress left out: a store may drop it (JobInfo.progress)."""
+    return [
+        replace(j, progress=None) if j.state is JobState.SUCCEEDED else j
+        for j in backend.get_jobs(GetJobsParams(ids=ids))
+    ]
 
 
 def _heartbeat(backend: Backend, params: HeartbeatParams) -> tuple[dict[str, float], list[str]]:

@@ -183,6 +183,7 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
         "jobs_by_ids": {"ids": ["j70", "j71"]},
         "succeeded_ids": {"ids": ["j70", "j71"]},
         "job_save": saved_job,
+        "job_checkpoint": {"seq": 77, "progress": '{"cursor":1,"items":1,"slices":0}'},
         "jobs_due_scheduled": {"queue": "default", "now": 600.0},
         "jobs_overdue_running": {"queue": "default", "now": 10.0},
         "jobs_queues": {"ids": ["j70", "j71"]},

@@ -52,6 +52,7 @@ HOT = {
     "job_by_seq",
     "job_by_id",
     "job_save",
+    "job_checkpoint",
     "jobs_due",
     "jobs_expired",
     "next_run_at",

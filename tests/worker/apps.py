@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fairq import App
@@ -91,6 +91,21 @@ def make_app(url: str) -> App:
         if _mark(workdir, "started", tag):
             _wait(lambda: False, "a kill that never came")
         _mark(workdir, "done", tag)
+
+    @app.iterative_job(name="count_up", tenant="tenant", lease=1.0, checkpoint_items=5)
+    def count_up(
+        cursor: int | None, tenant: str, workdir: str, total: int, pause_at: int
+    ) -> Iterator[int]:
+        """Items ``cursor`` … ``total - 1``, each appended to ``items.txt`` as it runs. Item
+        ``pause_at`` marks ``paused/<item>`` and waits for ``go/pause`` (a test stops the
+        worker there, between checkpoints: they come every 5 items)."""
+        for item in range(cursor or 0, total):
+            with open(Path(workdir) / "items.txt", "a") as out:
+                out.write(f"{item}\n")
+            if item == pause_at:
+                _mark(workdir, "paused", str(item))
+                _wait(lambda: (Path(workdir) / "go" / "pause").exists(), "go/pause")
+            yield item + 1
 
     return app
 

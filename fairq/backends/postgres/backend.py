@@ -51,6 +51,8 @@ from fairq.contract import (
     AckManyParams,
     AckManyResult,
     AcquireSlotParams,
+    CheckpointParams,
+    CheckpointResult,
     DequeueParams,
     DequeueResult,
     EnqueueParams,
@@ -378,6 +380,16 @@ class PostgresBackend:
                 else:
                     deadlines[token] = events.heartbeat(job, now)
             return HeartbeatResult(deadlines=deadlines, lost=lost)
+
+        return self.db.run(work)
+
+    def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
+        """A heartbeat of one lease that also stores its job's progress (locks as ``_held``)."""
+
+        def work(cur: Cursor[Row]) -> CheckpointResult:
+            job, now = self._held(cur, params.token, params.now)
+            cur.execute(self.q["job_checkpoint"], {"seq": job.seq, "progress": params.progress})
+            return CheckpointResult(deadline=Events(cur, self.q).heartbeat(job, now))
 
         return self.db.run(work)
 

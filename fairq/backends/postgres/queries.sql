@@ -231,7 +231,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged, j.headers
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.progress
 FROM {schema}.jobs j
 WHERE j.id = %(id)s
 FOR UPDATE
@@ -246,14 +246,14 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged, j.headers
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.progress
 FROM {schema}.jobs j
 WHERE j.id = ANY(%(ids)s::text[])
 UNION ALL
 SELECT s.seq, s.id, s.tenant_id, t.queue, t.tenant, s.name, 'succeeded', s.payload, s.priority,
        s.attempts, s.max_attempts, 0.0::double precision, 0.0::double precision, s.enqueued_at,
        s.run_at, s.ready_at, s.started_at, NULL, s.finished_at, s.last_error, NULL, 0,
-       0.0::double precision, s.headers
+       0.0::double precision, s.headers, NULL
 FROM {schema}.succeeded_jobs s
 JOIN {schema}.tenants t ON t.id = s.tenant_id  -- kept while it has succeeded jobs (kept > 0)
 WHERE s.id = ANY(%(ids)s::text[])
@@ -262,6 +262,9 @@ WHERE s.id = ANY(%(ids)s::text[])
 -- Ids of a plain enqueue already taken by a succeeded job. Run after the enqueue's insert into
 -- jobs, which waits for an ack moving the same id: this new statement then sees its row.
 SELECT id FROM {schema}.succeeded_jobs WHERE id = ANY(%(ids)s::text[]) ORDER BY id
+
+-- name: job_checkpoint
+UPDATE {schema}.jobs SET progress = %(progress)s WHERE seq = %(seq)s
 
 -- name: job_save
 UPDATE {schema}.jobs SET
@@ -354,7 +357,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged, j.headers
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.progress
 FROM {schema}.jobs j
 WHERE j.state = 'dead'
   AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)

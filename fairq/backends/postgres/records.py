@@ -163,6 +163,7 @@ class JobRow:
     leases: int = 0  # dispatches so far; the lease token names the current one
     charged: float = 0.0  # what the current run has been charged so far
     headers: str | None = None  # as stored (fairq.job.encode_headers)
+    progress: str | None = None  # as stored (fairq.job.Progress.encode); rows of functions lack it
 
     @classmethod
     def from_row(cls, row: Row) -> JobRow:
@@ -191,6 +192,7 @@ class JobRow:
             leases=row["leases"],
             charged=row["charged"],
             headers=row["headers"],
+            progress=row.get("progress"),
         )
 
     def save(self, cur: Cursor[Row], q: Queries) -> None:

@@ -116,7 +116,8 @@ CREATE TABLE {schema}.jobs (
     worker_id     text,
     leases        integer NOT NULL DEFAULT 0,      -- dispatches so far; names the lease
     charged       double precision NOT NULL DEFAULT 0.0, -- what this run was charged so far
-    headers       text                             -- JSON object of str; NULL: none
+    headers       text,                            -- JSON object of str; NULL: none
+    progress      text                             -- last checkpoint (JSON); NULL: none
 );
 
 CREATE INDEX jobs_ready ON {schema}.jobs (tenant_id, priority DESC, seq) WHERE state = 'ready';

@@ -27,6 +27,8 @@ from fairq.contract import (
     AckManyParams,
     AckManyResult,
     AcquireSlotParams,
+    CheckpointParams,
+    CheckpointResult,
     DequeueParams,
     DequeueResult,
     EnqueueParams,
@@ -271,7 +273,8 @@ class RedisBackend:
         reply = self._end("fail", queue, args, params.token, params.now)
         record = JobRecord.parse(reply[1])
         assert queue is not None  # _end raised otherwise
-        return job_info(job_id, queue, record, reply[2], text(reply[3]), text(reply[4]))
+        info = job_info(job_id, queue, record, reply[2], text(reply[3]), text(reply[4]))
+        return reads.with_progress(info, reply[5] or None)
 
     def release(self, params: ReleaseParams) -> None:
         queue, job_id, attempt = self._route(params.token)
@@ -280,6 +283,12 @@ class RedisBackend:
         if params.note is not None:
             args.append(params.note)
         self._end("release", queue, args, params.token, params.now)
+
+    def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
+        queue, job_id, attempt = self._route(params.token)
+        args: list[Arg] = [job_id, attempt, self._at(params.now), params.progress]
+        reply = self._end("checkpoint", queue, args, params.token, params.now)
+        return CheckpointResult(deadline=float(reply[1]))
 
     def _end(
         self, name: str, queue: str | None, args: list[Arg], token: str, now: float

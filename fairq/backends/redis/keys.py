@@ -46,6 +46,7 @@ QUEUE_PARTS: tuple[str, ...] = (
     "wake",
     "limited",
     "tats",
+    "progress",
 )
 
 #: The Redis type of every key fairq writes, for the check against a clashing prefix.
@@ -68,6 +69,7 @@ PART_TYPES: dict[str, str] = {
     "wake": "list",
     "limited": "zset",
     "tats": "zset",
+    "progress": "hash",
 }
 
 #: Throttle windows are per (job name, tenant) lists, not part of a queue's key block:

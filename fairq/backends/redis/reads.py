@@ -10,10 +10,11 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from fairq.contract import JobType, ListDeadParams, QueueSettings, StatsParams, TenantStats
-from fairq.job import JobInfo
+from fairq.job import JobInfo, Progress
 from fairq.policy.throttle import Throttle
 from fairq.signatures import JobSignature
 
@@ -120,16 +121,24 @@ def jobs_in_queue(
     pipe.hmget(key("jobs"), list(ids))
     pipe.hmget(key("bodies"), list(ids))
     pipe.hmget(key("errors"), list(ids))
-    records, bodies, errors = pipe.execute()
-    rows = zip(ids, records, bodies, errors, strict=True)
-    present = [(i, JobRecord.parse(r), b, e) for i, r, b, e in rows if r is not None]
-    tids = sorted({rec.tid for _, rec, _, _ in present})
+    pipe.hmget(key("progress"), list(ids))
+    records, bodies, errors, progress = pipe.execute()
+    rows = zip(ids, records, bodies, errors, progress, strict=True)
+    present = [(i, JobRecord.parse(r), b, e, p) for i, r, b, e, p in rows if r is not None]
+    tids = sorted({rec.tid for _, rec, _, _, _ in present})
     found = client.hmget(key("tnames"), [str(t) for t in tids]) if tids else []
     names = dict(zip(tids, found, strict=True))
     return {
-        i: job_info(i, queue, rec, body, text(names[rec.tid]), text(e) if e is not None else None)
-        for i, rec, body, e in present
+        i: with_progress(
+            job_info(i, queue, rec, body, text(names[rec.tid]), None if e is None else text(e)),
+            p,
+        )
+        for i, rec, body, e, p in present
     }
+
+
+def with_progress(info: JobInfo, raw: bytes | None) -> JobInfo:
+    return info if raw is None else replace(info, progress=Progress.decode(text(raw)))
 
 
 def list_dead(client: Client, layout: Layout, params: ListDeadParams) -> list[JobInfo]:

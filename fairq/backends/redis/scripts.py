@@ -37,6 +37,7 @@ NAMES = (
     "fail",
     "release",
     "heartbeat",
+    "checkpoint",
     "maintain",
     "set_queue",
     "set_tenant",

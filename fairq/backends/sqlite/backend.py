@@ -36,6 +36,8 @@ from fairq.contract import (
     AckManyParams,
     AckManyResult,
     AcquireSlotParams,
+    CheckpointParams,
+    CheckpointResult,
     DequeueParams,
     DequeueResult,
     EnqueueParams,
@@ -179,6 +181,11 @@ class SQLiteBackend:
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
         return self._store.write(
             lambda db: leases.heartbeat(db, params.tokens, self._at(params.now))
+        )
+
+    def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
+        return self._store.write(
+            lambda db: leases.checkpoint(db, replace(params, now=self._at(params.now)))
         )
 
     def maintain(self, params: MaintainParams) -> MaintainResult:

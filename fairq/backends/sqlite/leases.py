@@ -16,6 +16,8 @@ from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import (
     AckManyResult,
+    CheckpointParams,
+    CheckpointResult,
     DequeueParams,
     DequeueResult,
     HeartbeatResult,
@@ -162,6 +164,18 @@ def heartbeat(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> Hear
         job.save(db)
         deadlines[token] = job.deadline
     return HeartbeatResult(deadlines=deadlines, lost=lost)
+
+
+def checkpoint(db: sqlite3.Connection, params: CheckpointParams) -> CheckpointResult:
+    """A heartbeat of one lease that also stores its job's progress; raises if not held."""
+    job = held(db, params.token, params.now)
+    tenant = TenantRow.load(db, job.tenant_id)
+    charge_progress(QueueRow.get(db, job.queue), tenant, job, params.now)
+    tenant.save(db)
+    job.deadline = params.now + job.lease_timeout
+    job.save(db)
+    db.execute(Q["job_checkpoint"], {"seq": job.seq, "progress": params.progress})
+    return CheckpointResult(deadline=job.deadline)
 
 
 def dequeue(db: sqlite3.Connection, params: DequeueParams) -> DequeueResult:

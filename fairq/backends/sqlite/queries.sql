@@ -154,6 +154,9 @@ UPDATE jobs SET
     last_error = :last_error, worker_id = :worker_id
 WHERE seq = :seq
 
+-- name: job_checkpoint
+UPDATE jobs SET progress = :progress WHERE seq = :seq
+
 -- name: jobs_due
 -- Scheduled jobs whose time has come, in promotion order.
 SELECT seq FROM jobs

@@ -215,6 +215,7 @@ class JobRow:
     last_error: str | None
     worker_id: str | None
     headers: str | None  # as stored (fairq.job.encode_headers)
+    progress: str | None  # as stored (fairq.job.Progress.encode); written by checkpoint only
 
     @classmethod
     def by_seq(cls, db: sqlite3.Connection, seq: int) -> JobRow:

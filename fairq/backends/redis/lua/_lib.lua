@@ -47,6 +47,8 @@
 --                    order is exactly the model's (limited_until, tenant) tuple order
 --   tats      zset   score tat, member tid(10): tenants whose GCRA tat may still hold them
 --                    (set_queue resettles these; entries with tat <= now are trimmed there)
+--   progress  hash   job_id -> an iterative job's last checkpoint (Backend.checkpoint: JSON text,
+--                    kept as given), deleted with the job
 --   fig       hash   the figures of the call's time slot (not one key of a fixed name: the
 --                    caller names the slot's key, keys.py figures_key): field tid .. ':' ..
 --                    kind .. bucket -> count, kind w (wait), r (run time) or o (outcome);
@@ -58,7 +60,7 @@
 -- The tag arithmetic copies fairq/policy/fairness.py, rate.py and history.py expression for
 -- expression (math.pow is C pow, as Python's math.pow), so every double is bit-identical.
 
-local QUEUE_KEYS = 19
+local QUEUE_KEYS = 20
 local TIDW, SEQW, PRIOW = 10, 16, 10
 local MIN_CHARGE = 0.001
 local DEFAULT_HALF_LIFE = 60.0
@@ -256,6 +258,7 @@ local function keys_of(base)
       dead = KEYS[base + 10], done = KEYS[base + 11], jobs = KEYS[base + 12],
       bodies = KEYS[base + 13], errors = KEYS[base + 14], backlog = KEYS[base + 15],
       wake = KEYS[base + 16], limited = KEYS[base + 17], tats = KEYS[base + 18],
+      progress = KEYS[base + 19],
     }
     if nblocks >= 1000 then blocks, nblocks = {}, 0 end
     blocks[k.meta], nblocks = k, nblocks + 1
@@ -317,7 +320,7 @@ local function is_full(q) return q.maxf ~= nil and in_flight(q) >= q.maxf end
 -- queue notes whether it is full as the call starts (full0), for `wake_waiters`.
 local function open_queue(block, name)
   local k = keys_of((block - 1) * QUEUE_KEYS)
-  k.fig = KEYS[(block - 1) * QUEUE_KEYS + 19]  -- this call's slot: not kept with the others
+  k.fig = KEYS[(block - 1) * QUEUE_KEYS + 20]  -- this call's slot: not kept with the others
   local m = redis.call('HMGET', k.meta, 'V', 'due', 'conf')
   local q = {
     k = k, block = block, name = name, V = opt(m[1]) or 0.0, due = opt(m[2]), weight = 1.0,

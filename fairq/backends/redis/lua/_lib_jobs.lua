@@ -383,6 +383,7 @@ local function prune(q, directory, before, now)
     redis.call('HDEL', q.k.jobs, id)
     redis.call('HDEL', q.k.bodies, id)
     redis.call('HDEL', q.k.errors, id)
+    redis.call('HDEL', q.k.progress, id)
     redis.call('HDEL', directory, id)
     redis.call('ZREM', q.k.done, m)
   end

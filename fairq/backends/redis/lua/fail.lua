@@ -4,8 +4,9 @@
 -- ARGV: [1] job_id, [2] lease number (the token's text after its last ':'), [3] now (see
 --       `now_of`), [4] error, [5] retry_at ('' for no retry).
 -- Touches: meta (read), tenants, tnames (read), eligible, ready, readyat, scheduled, running,
---       dead, jobs, bodies (read), errors, backlog, wake.
--- Returns: {'ok', record, body, tenant, error} (the job after the call); {'nf'};
+--       dead, jobs, bodies (read), errors, backlog, wake, progress (read).
+-- Returns: {'ok', record, body, tenant, error, progress ('' for none)} (the job after the
+--       call); {'nf'};
 --       {'exp', deadline}. Nothing is changed unless 'ok'.
 
 register_once('fail', function()
@@ -17,5 +18,6 @@ register_once('fail', function()
   local record = fail_job(q, t, j, now, now, ARGV[4], opt(ARGV[5]))
   flush(q)
   local name = name_of(q, t)
-  return {'ok', record, redis.call('HGET', q.k.bodies, j.id), name, ARGV[4]}
+  local progress = redis.call('HGET', q.k.progress, j.id) or ''
+  return {'ok', record, redis.call('HGET', q.k.bodies, j.id), name, ARGV[4], progress}
 end)
