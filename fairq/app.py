@@ -7,12 +7,10 @@ Declarations and their checks live in ``fairq.declare``; this module enqueues an
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
@@ -25,7 +23,6 @@ from fairq.contract import (
     EnqueueParams,
     FiguresParams,
     GetJobsParams,
-    JobType,
     Keep,
     ListDeadParams,
     PublishJobTypesParams,
@@ -46,18 +43,16 @@ from fairq.declare import (
     TenantRule,
     TenantWeights,
     WeightsFn,
-    argument,
-    check_priority,
     declare_sharding,
-    run_at,
 )
-from fairq.errors import ConfigError, JobArgumentsError, MissingTenant, UnknownJob
+from fairq.errors import ConfigError, JobArgumentsError
 from fairq.instrument import Middleware
 from fairq.instrument.hooks import Hooks, check_middleware
 from fairq.instrument.logs import JobLog
 from fairq.instrument.timing import TimedBackend
 from fairq.iteration import Declarer, IterativeJob, IterativeSettings, IterFn
-from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo, NewJob, encode_payload
+from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo
+from fairq.newjobs import job_types, new_job
 from fairq.policy.bounds import (
     MAX_TENANT_CHARS,
     check_max_in_flight,
@@ -71,7 +66,6 @@ from fairq.policy.rate import Rate, check_rate
 from fairq.policy.throttle import Throttle, check_rules
 from fairq.reports import tenant_report
 from fairq.reports.verdicts import TenantReport
-from fairq.signatures import check_published_call
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11's
     from typing_extensions import Unpack
@@ -400,8 +394,8 @@ class App:
         """Enqueue several jobs in one store transaction: all are stored, or none."""
         now = self.clock()
         calls = list(calls)
-        specs = self._job_types([call.name for call in calls])
-        jobs = [self._new_job(call, spec, now) for call, spec in zip(calls, specs, strict=True)]
+        specs = job_types(self, [call.name for call in calls])
+        jobs = [new_job(self, call, spec, now) for call, spec in zip(calls, specs, strict=True)]
         if jobs:
             hooks = self.hooks
             jobs = list(hooks.before_enqueue(jobs))
@@ -423,98 +417,6 @@ class App:
                         extra={"action": "throttled", "job_id": job.id, "queue": went},
                     )
         return [job.id for job in jobs]
-
-    def _new_job(self, call: Call, spec: JobType, now: float) -> NewJob:
-        definition = self.jobs.get(spec.name)
-        bound = None if definition is None else definition.check_arguments(call.args, call.kwargs)
-        if definition is None and not check_published_call(
-            spec.name, spec.params, spec.signature, call.args, call.kwargs
-        ):
-            log.warning(
-                "job %r: its arguments could not be checked against its signature (this App "
-                "does not declare it, and its published declaration, from an older fairq, "
-                "lacks it); arguments that do not fit make the job fail when it runs",
-                spec.name,
-                extra={"action": "arguments_unchecked"},
-            )
-        opts = call.options
-        queue = check_queue_name(opts.queue) if opts.queue is not None else spec.queue
-        tenant, fallback = self._tenant_for(call, spec, definition, bound)
-        rules: Sequence[Throttle] = ()
-        if spec.throttle and opts.queue is None:  # an explicit queue is never overridden
-            if fallback:
-                log.warning(
-                    "job %r has no tenant of its own: its throttle rules are not applied",
-                    spec.name,
-                    extra={"action": "throttle_skipped"},
-                )
-            else:
-                rules = spec.throttle
-        declared = self.queues.get(queue)
-        shards = () if declared is None or declared.sharding is None else (
-            declared.sharding.queues_of(queue, tenant))  # fmt: skip
-        return NewJob(
-            id=uuid.uuid4().hex,
-            name=spec.name,
-            queue=shards[0] if shards else queue,
-            shards=shards,
-            tenant=tenant,
-            payload=encode_payload(call.args, call.kwargs, max_bytes=self.max_payload_bytes),
-            priority=check_priority(opts.priority),
-            run_at=run_at(opts, now),
-            max_attempts=spec.max_attempts,
-            lease_timeout=spec.lease_timeout,
-            cost=spec.cost,
-            throttle=rules,
-            headers={} if opts.headers is None else opts.headers,
-        )
-
-    def _job_types(self, names: Sequence[str]) -> list[JobType]:
-        """Each name's declaration: this app's own, else the store's published ones (read once
-        per batch, and only when some name is not declared here)."""
-        published: dict[str, JobType] | None = None
-        found: list[JobType] = []
-        for name in names:
-            if name in self.jobs:
-                found.append(self.jobs[name].job_type)
-                continue
-            if published is None:
-                published = self.backend.job_types()
-            if name not in published:
-                known = sorted(set(self.jobs) | set(published)) or ["(none)"]
-                raise UnknownJob(
-                    f"no job named {name!r} is declared; known jobs: {', '.join(known)}. "
-                    "A worker publishes its app's jobs when it starts (or call App.publish())."
-                )
-            found.append(published[name])
-        return found
-
-    def _tenant_for(
-        self,
-        call: Call,
-        spec: JobType,
-        definition: JobDefinition[Any, Any] | None,
-        bound: inspect.BoundArguments | None,
-    ) -> tuple[str, bool]:
-        """The job's tenant, and whether it is the fallback tenant. ``definition`` and
-        ``bound`` (the call's arguments bound to it): the job as declared here, if it is."""
-        found: object = call.options.tenant
-        if found is None:
-            if definition is not None and bound is not None:
-                found = definition.tenant_of(call.args, call.kwargs, bound)
-            elif spec.tenant_arg is not None:
-                found = argument(spec, call.args, call.kwargs)
-        if found is None or found == "":
-            if self.fallback_tenant is None:
-                raise MissingTenant(
-                    f"job {spec.name!r} has no tenant: pass tenant=… when enqueueing, declare "
-                    "@app.job(tenant='arg_name'), or set App(fallback_tenant=…)"
-                )
-            log.warning(
-                "job %r has no tenant; using fallback tenant %r", spec.name, self.fallback_tenant
-            )
-            return self.fallback_tenant, True
-        return check_tenant(found), False
 
     # -- tenants and queues ----------------------------------------------------------------
 

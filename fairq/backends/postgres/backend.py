@@ -365,7 +365,7 @@ class PostgresBackend:
             held = {
                 token: jobs[found[0]]
                 for token, found in parsed.items()
-                if found is not None and found[0] in jobs and _holds(jobs[found[0]], found[1])
+                if found is not None and found[0] in jobs and jobs[found[0]].holds(found[1])
             }
             events = Events(cur, self.q)
             for tenant_id in sorted({job.tenant_id for job in held.values()}):
@@ -375,7 +375,7 @@ class PostgresBackend:
             lost: list[str] = []
             for token in params.tokens:
                 job = held.get(token)
-                if job is None or job.state is not JobState.RUNNING or _over(job, now):
+                if job is None or job.state is not JobState.RUNNING or job.overdue(now):
                     lost.append(token)
                 else:
                     deadlines[token] = events.heartbeat(job, now)
@@ -547,12 +547,7 @@ class PostgresBackend:
             queues = sorted({job.queue for job in inspect.job_rows(cur, self.q, params.ids)})
             now = self._lock(cur, queues, exclusive=False, now=params.now)
             events = Events(cur, self.q)
-            count = 0
-            for job_id in params.ids:
-                row = cur.execute(self.q["job_lock_by_id"], {"id": job_id}).fetchone()
-                if row is not None and row["state"] == JobState.DEAD.value:
-                    events.requeue(JobRow.from_row(row), now)
-                    count += 1
+            count = events.requeue_dead(params.ids, now)
             self._notify(cur, events.woken)
             return count
 
@@ -598,11 +593,3 @@ class PostgresBackend:
     def _notify(self, cur: Cursor[Row], queues: set[str]) -> None:
         for name in sorted(queues):
             cur.execute(self.q["notify"], {"channel": self._channel(name)})
-
-
-def _holds(job: JobRow, lease: int) -> bool:
-    return job.state is JobState.RUNNING and job.leases == lease
-
-
-def _over(job: JobRow, now: float) -> bool:
-    return job.deadline is None or now >= job.deadline

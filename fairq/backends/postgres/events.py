@@ -244,6 +244,16 @@ class Events:
         self._failed(job, self.end_run(job, None, now), now, LEASE_EXPIRED_ERROR, now)
         return ExpiredLease.of(job, deadline)
 
+    def requeue_dead(self, ids: Sequence[str], now: float) -> int:
+        """Requeue those of ``ids`` that are dead (locking each); how many were."""
+        count = 0
+        for job_id in ids:
+            row = self.cur.execute(self.q["job_lock_by_id"], {"id": job_id}).fetchone()
+            if row is not None and row["state"] == JobState.DEAD.value:
+                self.requeue(JobRow.from_row(row), now)
+                count += 1
+        return count
+
     def requeue(self, job: JobRow, now: float) -> None:
         tenant = self.lock_tenant(job.tenant_id)
         tenant.dead -= 1

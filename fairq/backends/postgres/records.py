@@ -195,6 +195,13 @@ class JobRow:
             progress=row.get("progress"),
         )
 
+    def holds(self, lease: int) -> bool:
+        """Running under lease number ``lease`` (the current one)."""
+        return self.state is JobState.RUNNING and self.leases == lease
+
+    def overdue(self, now: float) -> bool:
+        return self.deadline is None or now >= self.deadline
+
     def save(self, cur: Cursor[Row], q: Queries) -> None:
         cur.execute(
             q["job_save"],

@@ -67,13 +67,13 @@ from fairq.errors import (
     LeaseExpired,
     LeaseNotFound,
     PayloadTooLarge,
-    SchemaError,
 )
 from fairq.figures import FiguresParams, TenantFigures
 from fairq.job import JobInfo, Lease, NewJob, check_distinct
 from fairq.policy.throttle import Routing
 
 from . import calls, figures, reads, slots, throttling
+from .checks import check_types
 from .connection import (
     RedisOptions,
     check_eviction,
@@ -82,9 +82,8 @@ from .connection import (
     parse_url,
     translated,
 )
-from .keys import LAYOUT, Layout
+from .keys import Layout
 from .records import (
-    OLD_LAYOUT,
     JobRecord,
     QueueDefaults,
     TenantRecord,
@@ -126,7 +125,7 @@ class RedisBackend:
                 check_version(text(info["redis_version"]))
                 policy, limit = text(info.get("maxmemory_policy", "")), info.get("maxmemory", 0)
                 check_eviction(self.options.safe_url, policy, int(limit))
-                self._check_types(self.layout.global_types())
+                check_types(self.client, self.options.safe_url, self.layout.global_types())
         except BaseException:
             self.client.close()
             raise
@@ -544,38 +543,12 @@ class RedisBackend:
         keys: list[str] = []
         for queue in sorted(blocks, key=blocks.__getitem__):
             if queue not in self._checked:
-                self._check_types(self.layout.queue_types(queue), queue)
+                with self._translated():
+                    types = self.layout.queue_types(queue)
+                    check_types(self.client, self.options.safe_url, types, self.layout, queue)
                 self._checked.add(queue)
             keys += self.layout.block(queue, now)
         return keys
-
-    def _check_types(self, expected: dict[str, str], queue: str | None = None) -> None:
-        """Refuse, before anything is written, keys that hold another type of value; and
-        with ``queue``, a queue whose records another layout wrote (it has tenants, but not
-        our LAYOUT). One round trip."""
-        with self._translated():
-            pipe = self.client.pipeline(transaction=False)
-            for key in expected:
-                pipe.type(key)
-            if queue is not None:
-                pipe.hmget(self.layout.queue_key(queue, "meta"), "ntid", "layout")
-            found = pipe.execute()
-        for (key, want), raw in zip(expected.items(), found[: len(expected)], strict=True):
-            have = text(raw)
-            if have not in ("none", want):
-                raise SchemaError(
-                    f"Redis at {self.options.safe_url} has a {have} at {key!r}, where fairq "
-                    f"keeps a {want}; nothing was changed. Use another key prefix "
-                    "(?prefix=… in the URL) or another database"
-                )
-        if queue is not None:
-            ntid, layout = found[-1]
-            if ntid is not None and (layout is None or text(layout) != LAYOUT):
-                raise SchemaError(
-                    f"Redis at {self.options.safe_url}, queue {queue!r}: "
-                    + OLD_LAYOUT.format(layout=LAYOUT)
-                    + "; nothing was changed"
-                )
 
     def _routed(self, tokens: Sequence[str]) -> list[calls.Routed]:
         return [(token, *self._route(token)) for token in tokens]

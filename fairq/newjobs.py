@@ -1,0 +1,126 @@
+"""From an enqueue call to the store's record of the job (``NewJob``).
+
+What ``App.enqueue``/``enqueue_many`` check and decide before the one store call: the job's
+declaration (this App's own, else the one a worker published in the store), its arguments
+against its signature, its tenant (or the App's fallback tenant), its queue or, for a sharded
+queue, the tenant's shards, and the throttle rules that apply.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from fairq.contract import JobType
+from fairq.declare import Call, JobDefinition, argument, check_priority, run_at
+from fairq.errors import MissingTenant, UnknownJob
+from fairq.job import NewJob, encode_payload
+from fairq.policy.bounds import check_tenant
+from fairq.policy.queues import check_queue_name
+from fairq.policy.throttle import Throttle
+from fairq.signatures import check_published_call
+
+if TYPE_CHECKING:
+    from fairq.app import App
+
+log = logging.getLogger("fairq")
+
+
+def new_job(app: App, call: Call, spec: JobType, now: float) -> NewJob:
+    """The store's record of one enqueue call: its declaration's settings, checked arguments,
+    tenant, queue (or shards) and throttle rules."""
+    definition = app.jobs.get(spec.name)
+    bound = None if definition is None else definition.check_arguments(call.args, call.kwargs)
+    if definition is None and not check_published_call(
+        spec.name, spec.params, spec.signature, call.args, call.kwargs
+    ):
+        log.warning(
+            "job %r: its arguments could not be checked against its signature (this App "
+            "does not declare it, and its published declaration, from an older fairq, "
+            "lacks it); arguments that do not fit make the job fail when it runs",
+            spec.name,
+            extra={"action": "arguments_unchecked"},
+        )
+    opts = call.options
+    queue = check_queue_name(opts.queue) if opts.queue is not None else spec.queue
+    tenant, fallback = tenant_for(app, call, spec, definition, bound)
+    rules: Sequence[Throttle] = ()
+    if spec.throttle and opts.queue is None:  # an explicit queue is never overridden
+        if fallback:
+            log.warning(
+                "job %r has no tenant of its own: its throttle rules are not applied",
+                spec.name,
+                extra={"action": "throttle_skipped"},
+            )
+        else:
+            rules = spec.throttle
+    declared = app.queues.get(queue)
+    shards = () if declared is None or declared.sharding is None else (
+        declared.sharding.queues_of(queue, tenant))  # fmt: skip
+    return NewJob(
+        id=uuid.uuid4().hex,
+        name=spec.name,
+        queue=shards[0] if shards else queue,
+        shards=shards,
+        tenant=tenant,
+        payload=encode_payload(call.args, call.kwargs, max_bytes=app.max_payload_bytes),
+        priority=check_priority(opts.priority),
+        run_at=run_at(opts, now),
+        max_attempts=spec.max_attempts,
+        lease_timeout=spec.lease_timeout,
+        cost=spec.cost,
+        throttle=rules,
+        headers={} if opts.headers is None else opts.headers,
+    )
+
+
+def job_types(app: App, names: Sequence[str]) -> list[JobType]:
+    """Each name's declaration: this app's own, else the store's published ones (read once
+    per batch, and only when some name is not declared here)."""
+    published: dict[str, JobType] | None = None
+    found: list[JobType] = []
+    for name in names:
+        if name in app.jobs:
+            found.append(app.jobs[name].job_type)
+            continue
+        if published is None:
+            published = app.backend.job_types()
+        if name not in published:
+            known = sorted(set(app.jobs) | set(published)) or ["(none)"]
+            raise UnknownJob(
+                f"no job named {name!r} is declared; known jobs: {', '.join(known)}. "
+                "A worker publishes its app's jobs when it starts (or call App.publish())."
+            )
+        found.append(published[name])
+    return found
+
+
+def tenant_for(
+    app: App,
+    call: Call,
+    spec: JobType,
+    definition: JobDefinition[Any, Any] | None,
+    bound: inspect.BoundArguments | None,
+) -> tuple[str, bool]:
+    """The job's tenant, and whether it is the fallback tenant. ``definition`` and
+    ``bound`` (the call's arguments bound to it): the job as declared here, if it is."""
+    found: object = call.options.tenant
+    if found is None:
+        if definition is not None and bound is not None:
+            found = definition.tenant_of(call.args, call.kwargs, bound)
+        elif spec.tenant_arg is not None:
+            found = argument(spec, call.args, call.kwargs)
+    if found is None or found == "":
+        if app.fallback_tenant is None:
+            raise MissingTenant(
+                f"job {spec.name!r} has no tenant: pass tenant=… when enqueueing, declare "
+                "@app.job(tenant='arg_name'), or set App(fallback_tenant=…)"
+            )
+        log.warning(
+            "job %r has no tenant; using fallback tenant %r", spec.name, app.fallback_tenant
+        )
+        return app.fallback_tenant, True
+    return check_tenant(found), False
