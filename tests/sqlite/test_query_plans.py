@@ -48,6 +48,7 @@ HOT = {
     "tenant_pick",
     "tenant_head",
     "tenant_oldest_ready",
+    "shard_load",
     "job_insert",
     "job_by_seq",
     "job_by_id",

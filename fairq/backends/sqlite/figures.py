@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from typing import TypeVar
+from weakref import WeakKeyDictionary
 
 from fairq.backends.sqlite.sql import Q
 from fairq.figures import FiguresParams, Key, Tally, TenantFigures, figures_from
@@ -19,24 +20,26 @@ from fairq.policy import histogram
 
 T = TypeVar("T")
 
-_open: dict[int, Tally[int]] = {}  # id(connection) -> the running write's tally (by tenant id)
-_pruned: dict[int, int] = {}  # id(connection) -> the first slot it last pruned to
+# Per connection (fairq.backends.sqlite.schema.Connection, weakly referenced: an entry goes with
+# its connection): the running write's tally (by tenant id), and the first slot it last pruned to.
+_open: WeakKeyDictionary[sqlite3.Connection, Tally[int]] = WeakKeyDictionary()
+_pruned: WeakKeyDictionary[sqlite3.Connection, int] = WeakKeyDictionary()
 
 
 def tally(db: sqlite3.Connection) -> Tally[int] | None:
     """The running write's tally; None outside ``flushed`` (such writes record nothing)."""
-    return _open.get(id(db))
+    return _open.get(db)
 
 
 def flushed(db: sqlite3.Connection, now: float, work: Callable[[sqlite3.Connection], T]) -> T:
     """Run ``work`` (inside the caller's write transaction), then add what it tallied in the
     slot of ``now``, and drop the slots that left the window (once per slot and connection)."""
     counts: Tally[int] = Tally()
-    _open[id(db)] = counts
+    _open[db] = counts
     try:
         result = work(db)
     finally:
-        del _open[id(db)]
+        del _open[db]
     if counts:
         slot = histogram.slot_of(now)
         db.executemany(
@@ -47,9 +50,9 @@ def flushed(db: sqlite3.Connection, now: float, work: Callable[[sqlite3.Connecti
             ],
         )
         first = histogram.first_slot(now)
-        if _pruned.get(id(db), first - 1) < first:
+        if _pruned.get(db, first - 1) < first:
             db.execute(Q["figures_prune"], {"first": first})
-            _pruned[id(db)] = first
+            _pruned[db] = first
     return result
 
 

@@ -18,12 +18,21 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 APPLICATION = "fairq"
 
 
+class Connection(sqlite3.Connection):
+    """The store's connections: weakly referenceable (a plain sqlite3.Connection is not), so
+    state kept per connection (figures.py) goes with it, never to a later one at its address."""
+
+
 def connect(path: Path, *, busy_timeout: float) -> sqlite3.Connection:
     """A connection in autocommit mode (we issue BEGIN ourselves), usable from any thread."""
     check_file(path)
     try:
         conn = sqlite3.connect(
-            str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            str(path),
+            timeout=busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=Connection,
         )
     except sqlite3.Error as exc:
         raise StoreUnavailable(f"cannot open SQLite store {path}: {exc}") from exc
