@@ -32,8 +32,16 @@ def fresh_schema() -> str:
 
 
 def drop_schema(schema: str, url: str | None = None) -> None:
-    with psycopg.connect(url or server_url(), autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
+    """Drop the schema; when a session still reading it (a pool connection finishing its
+    last statement) makes the server pick the drop as a deadlock's victim, drop again."""
+    for attempt in range(5):
+        try:
+            with psycopg.connect(url or server_url(), autocommit=True) as conn:
+                conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
+            return
+        except psycopg.errors.DeadlockDetected:
+            if attempt == 4:
+                raise
 
 
 class DisposableBackend(PostgresBackend):
