@@ -44,6 +44,7 @@ from fairq.declare import (
     TenantWeights,
     WeightsFn,
     declare_sharding,
+    job_rules,
 )
 from fairq.errors import ConfigError, JobArgumentsError
 from fairq.instrument import Middleware
@@ -63,7 +64,7 @@ from fairq.policy.bounds import (
 )
 from fairq.policy.queues import QueueOrder, check_declared_name, check_queue_name
 from fairq.policy.rate import Rate, check_rate
-from fairq.policy.throttle import Throttle, check_rules
+from fairq.policy.throttle import Throttle
 from fairq.reports import tenant_report
 from fairq.reports.verdicts import TenantReport
 
@@ -327,13 +328,7 @@ class App:
 
         def declare(f: Callable[P, R]) -> JobDefinition[P, R]:
             home = check_queue_name(queue)
-            rules = check_rules(throttle, home, list(self.queues))
-            declared = self.queues.get(home)
-            if rules and declared is not None and declared.sharding is not None:
-                raise ConfigError(
-                    f"queue {home!r} is sharded, and a sharded queue takes no throttle rules; "
-                    "drop the rules or give the job another queue"
-                )
+            rules = job_rules(throttle, home, self.queues)
             definition = JobDefinition(
                 self,
                 f,
@@ -357,7 +352,7 @@ class App:
         Settings: ``job``'s, and ``slice``, ``checkpoint_items``, ``checkpoint_seconds``."""
 
         def declare(f: IterFn[C, P]) -> IterativeJob[P]:
-            return self._declared(IterativeJob.declared(self, f, list(self.queues), settings))
+            return self._declared(IterativeJob.declared(self, f, self.queues, settings))
 
         return declare
 
@@ -371,7 +366,7 @@ class App:
     def publish(self) -> None:
         """Record the declared jobs in the store, so producers can enqueue them by name."""
         types = [d.job_type for d in self.jobs.values()]
-        self.backend.publish_job_types(PublishJobTypesParams(types=types))
+        self.timed_backend.publish_job_types(PublishJobTypesParams(types=types))
 
     # -- enqueueing ------------------------------------------------------------------------
 

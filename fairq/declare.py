@@ -27,7 +27,7 @@ from fairq.policy.bounds import (
 )
 from fairq.policy.queues import check_queue_name
 from fairq.policy.shards import Sharding, parse_shards, shard_name
-from fairq.policy.throttle import Throttle
+from fairq.policy.throttle import Throttle, check_rules
 from fairq.signatures import JobSignature, positional_params
 
 
@@ -95,6 +95,23 @@ class QueueDeclaration:
             chosen = parse_shards(shards, self.sharding.count, self.name)
             return [shard_name(self.name, i) for i in chosen]
         return [self.name, *self.sharding.queues(self.name)]
+
+
+def job_rules(
+    throttle: object, home: str, queues: Mapping[str, QueueDeclaration]
+) -> tuple[Throttle, ...]:
+    """A job's throttle rules, checked against the App's queues (every kind of job: the rules
+    must be a list, name queues, and not be on a sharded home queue)."""
+    if isinstance(throttle, (str, bytes, Throttle)) or not isinstance(throttle, Sequence):
+        raise ConfigError(f"throttle must be a list of fairq.Throttle rules, got {throttle!r}")
+    rules = check_rules(throttle, home, list(queues))
+    declared = queues.get(home)
+    if rules and declared is not None and declared.sharding is not None:
+        raise ConfigError(
+            f"queue {home!r} is sharded, and a sharded queue takes no throttle rules; "
+            "drop the rules or give the job another queue"
+        )
+    return tuple(rules)
 
 
 def declare_sharding(

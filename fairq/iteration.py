@@ -13,15 +13,15 @@ first so that ``export.enqueue(account)`` is type-checked against the other para
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, Protocol, TypedDict, TypeVar
 
-from fairq.declare import Enqueuer, JobDefinition, TenantRule
+from fairq.declare import Enqueuer, JobDefinition, QueueDeclaration, TenantRule, job_rules
 from fairq.errors import ConfigError
 from fairq.policy.bounds import check_seconds
 from fairq.policy.queues import check_queue_name
-from fairq.policy.throttle import Throttle, check_rules
+from fairq.policy.throttle import Throttle
 
 P = ParamSpec("P")
 C = TypeVar("C")
@@ -81,14 +81,16 @@ class IterativeJob(JobDefinition[P, Any]):
 
     @classmethod
     def declared(
-        cls, app: Enqueuer, fn: IterFn[Any, P], queues: list[str], settings: IterativeSettings
+        cls,
+        app: Enqueuer,
+        fn: IterFn[Any, P],
+        queues: Mapping[str, QueueDeclaration],
+        settings: IterativeSettings,
     ) -> IterativeJob[P]:
         """The job ``settings`` declare, each checked (ConfigError naming the fix)."""
         name = settings.get("name") or f"{fn.__module__}.{fn.__qualname__}"
         home = check_queue_name(settings.get("queue", "default"))
-        throttle = settings.get("throttle", ())
-        if isinstance(throttle, (str, bytes, Throttle)) or not isinstance(throttle, Sequence):
-            raise ConfigError(f"throttle must be a list of fairq.Throttle rules, got {throttle!r}")
+        rules = job_rules(settings.get("throttle", ()), home, queues)
         return cls(
             app,
             fn,
@@ -99,7 +101,7 @@ class IterativeJob(JobDefinition[P, Any]):
             lease=settings.get("lease", 60.0),
             cost=settings.get("cost", 1.0),
             retry_base=settings.get("retry_base", 1.0),
-            throttle=check_rules(throttle, home, queues),
+            throttle=rules,
             slice_seconds=_positive("slice", settings.get("slice", DEFAULT_SLICE), name),
             checkpoint_items=check_items(
                 settings.get("checkpoint_items", DEFAULT_CHECKPOINT_ITEMS), name

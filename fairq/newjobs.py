@@ -87,7 +87,7 @@ def job_types(app: App, names: Sequence[str]) -> list[JobType]:
             found.append(app.jobs[name].job_type)
             continue
         if published is None:
-            published = app.backend.job_types()
+            published = app.timed_backend.job_types()
         if name not in published:
             known = sorted(set(app.jobs) | set(published)) or ["(none)"]
             raise UnknownJob(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click.testing
@@ -251,6 +251,12 @@ def test_throttle_rules_and_shards_do_not_mix() -> None:
     app.queue("imports", shards=4)
     with pytest.raises(ConfigError, match="sharded queue takes no throttle rules"):
         app.job(name="a", queue="imports", throttle=[Throttle(1, 60.0, "slow")])(lambda: None)
+
+    def export(cursor: int | None, t: str) -> Iterator[int]:
+        yield 1
+
+    with pytest.raises(ConfigError, match="sharded queue takes no throttle rules"):
+        app.iterative_job(name="b", queue="imports", throttle=[Throttle(1, 60.0, "slow")])(export)
     other = App("memory://")
     other.queue("slow")
     other.job(name="a", queue="imports", throttle=[Throttle(1, 60.0, "slow")])(lambda: None)

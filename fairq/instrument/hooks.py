@@ -23,21 +23,8 @@ from fairq.job import Lease, NewJob, Progress
 
 log = logging.getLogger("fairq.instrument")
 
-HOOK_NAMES = (
-    "before_enqueue",
-    "after_enqueue",
-    "after_dequeue",
-    "before_run",
-    "after_run",
-    "after_job",
-    "after_retry",
-    "after_dead",
-    "after_lease_lost",
-    "after_hand_back",
-    "lease_lost",
-    "lease_expired",
-    "store_call",
-)
+#: Every hook a plug-in may override: Middleware's public methods (one list, never a copy).
+HOOK_NAMES = tuple(name for name in vars(Middleware) if not name.startswith("_"))
 
 Bound = tuple[tuple[str, Callable[..., Any]], ...]  # (label for the log, bound method)
 

@@ -40,6 +40,13 @@ LEVELS = {
 WITH_TRACEBACK = {Outcome.DEAD, Outcome.ERROR}
 
 
+def describe(exc: BaseException) -> str:
+    """``TypeName: message``, the way a log line, a span's status and a dead job's
+    ``last_error`` start."""
+    message = str(exc)
+    return f"{type(exc).__qualname__}: {message}" if message else type(exc).__qualname__
+
+
 def show_tenant(tenant: str) -> str:
     shown = repr(tenant)
     return shown if len(shown) <= TENANT_CHARS else shown[: TENANT_CHARS - 1] + "…"

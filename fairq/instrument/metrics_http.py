@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fairq.errors import ConfigError
 from fairq.instrument.extras import needs_extra
 from fairq.instrument.prometheus import PrometheusMetrics
 from fairq.instrument.tenant_gauges import DEFAULT_TOP, TenantGauges
@@ -30,7 +31,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MetricsServer", "asgi_app", "metrics_registry", "serve", "wsgi_app"]
 
-_registries: weakref.WeakKeyDictionary[App, CollectorRegistry] = weakref.WeakKeyDictionary()
+# per App: its registry and the gauge settings it was made with
+_registries: weakref.WeakKeyDictionary[App, tuple[CollectorRegistry, tuple[object, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
 _lock = threading.Lock()
 
 
@@ -46,10 +50,17 @@ def metrics_registry(
     and the ``top`` tenants per queue (``TenantGauges``). Asked again for the same App, the
     same registry (the gauges are registered once). To serve your own metrics beside fairq's,
     give the App ``PrometheusMetrics()`` (prometheus_client's global registry) yourself."""
+    settings = (None if queues is None else tuple(queues), top, rank)
     with _lock:
         found = _registries.get(app)
         if found is not None:
-            return found
+            registry, made_with = found
+            if made_with != settings:
+                raise ConfigError(
+                    f"this App already serves metrics with queues, top, rank = {made_with}; "
+                    f"asked for {settings}: give every caller the same settings"
+                )
+            return registry
         plugin = next((m for m in app.middleware if isinstance(m, PrometheusMetrics)), None)
         if plugin is None:
             plugin = PrometheusMetrics(CollectorRegistry())
@@ -58,7 +69,7 @@ def metrics_registry(
         registry.register(
             TenantGauges(lambda: app.backend, queues=queues, top=top, rank=rank, clock=app.clock)
         )
-        _registries[app] = registry
+        _registries[app] = (registry, settings)
         return registry
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from fairq import __version__
 from fairq.instrument import JobEnd, Middleware, Outcome
 from fairq.instrument.extras import needs_extra
+from fairq.instrument.logs import describe
 from fairq.job import Lease, NewJob
 
 with needs_extra("otel", "OpenTelemetry tracing", "opentelemetry"):
@@ -114,7 +115,7 @@ class OpenTelemetryTracing(Middleware):
             otel_context.detach(opened.token)
         if error is not None:
             opened.span.record_exception(error)
-            opened.span.set_status(Status(StatusCode.ERROR, _describe(error)))
+            opened.span.set_status(Status(StatusCode.ERROR, describe(error)))
         elif queues and len(jobs) == 1 and queues[0] != jobs[0].queue:
             opened.span.set_attribute("fairq.throttled_to", queues[0])
         opened.span.end()
@@ -155,7 +156,7 @@ class OpenTelemetryTracing(Middleware):
             opened.token = None
         if error is not None:
             opened.span.record_exception(error)
-            opened.span.set_status(Status(StatusCode.ERROR, _describe(error)))
+            opened.span.set_status(Status(StatusCode.ERROR, describe(error)))
 
     def after_job(self, lease: Lease, end: JobEnd) -> None:
         with self._lock:
@@ -168,8 +169,3 @@ class OpenTelemetryTracing(Middleware):
         if end.outcome in (Outcome.LEASE_LOST, Outcome.ERROR) and end.error:
             opened.span.set_status(Status(StatusCode.ERROR, end.error))
         opened.span.end()
-
-
-def _describe(exc: BaseException) -> str:
-    message = str(exc)
-    return f"{type(exc).__qualname__}: {message}" if message else type(exc).__qualname__

@@ -86,7 +86,8 @@ class RelayedRuns:
         self._changed = threading.Condition(self._lock)
         self._home = os.getpid()
         self._pid: int | None = None  # the process whose store connection is _backend
-        self._backend: Backend | None = None
+        self._backend: Backend | None = None  # this (forked) process's own connection
+        self._timed: Backend | None = None  # it, timed for the plug-ins that want store calls
         self._thread: threading.Thread | None = None
         self._thread_pid: int | None = None
         self._closed = False
@@ -143,10 +144,11 @@ class RelayedRuns:
         if self._pid != pid or self._backend is None:
             with self._lock:
                 if self._pid != pid or self._backend is None:
-                    self._backend = open_backend(self.app.url)
-                    self._pid = pid
-        hooks = self.app.hooks
-        return TimedBackend(self._backend, hooks) if hooks.times_store_calls else self._backend
+                    backend = open_backend(self.app.url)
+                    hooks = self.app.hooks
+                    timed = TimedBackend(backend, hooks) if hooks.times_store_calls else None
+                    self._backend, self._timed, self._pid = backend, timed, pid
+        return self._timed or self._backend
 
     def close(self) -> None:
         with self._lock:
@@ -157,7 +159,7 @@ class RelayedRuns:
             thread.join()
         if self._backend is not None and self._pid == os.getpid():
             self._backend.close()  # a child's own; the App's is the App's to close
-        self._backend = None
+        self._backend = self._timed = None
 
     # -- outcomes --------------------------------------------------------------------------
 

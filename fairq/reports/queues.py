@@ -8,7 +8,7 @@ the settings in force, and the verdict of ``fairq.reports.verdicts`` with its re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -82,6 +82,19 @@ def queue_reports(
         report.in_flight = sum(row.running for row, _ in pairs)
         reports.append(report)
     return reports
+
+
+def of_tenant(reports: Sequence[QueueReport], tenant: str) -> list[QueueReport]:
+    """``reports`` narrowed to ``tenant``'s rows (the queues it has none in left out), the
+    queues' shares and in-flight counts still over all their tenants: what
+    ``queue_reports(…, tenant)`` gives, from a read already made."""
+    tenant = check_tenant(tenant)
+    narrowed = []
+    for report in reports:
+        rows = [row for row in report.tenants if row["tenant"] == tenant]
+        if rows:
+            narrowed.append(replace(report, tenants=rows, totals=totals(rows)))
+    return narrowed
 
 
 def settings_report(defaults: QueueSettings) -> QueueReport:

@@ -118,16 +118,11 @@ class Dashboard:
         )
 
 
-def dashboard_of(request: Request) -> Dashboard:
-    found: Dashboard = request.app.state.dashboard
-    return found
-
-
 class Gate(BaseHTTPMiddleware):
     """Host check (loopback binds), sign-in for reads (other binds), security headers."""
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        access = dashboard_of(request).access
+        access = pages.dashboard(request).access
         if not access.host_ok(request):
             response: Response = PlainTextResponse(
                 "This dashboard answers only to a loopback host name (127.0.0.1, localhost, "

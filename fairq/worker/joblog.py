@@ -8,14 +8,8 @@ with the worker's other records are re-exported here.
 from __future__ import annotations
 
 from fairq.instrument import Outcome
-from fairq.instrument.logs import job_fields, show_tenant
+from fairq.instrument.logs import describe, job_fields, show_tenant
 
 __all__ = ["ERROR_CHARS", "Outcome", "describe", "job_fields", "show_tenant"]
 
 ERROR_CHARS = 8000  # the most of an error (message and traceback) a store keeps
-
-
-def describe(exc: BaseException) -> str:
-    """``TypeName: message``, the way a log line and a dead job's ``last_error`` start."""
-    message = str(exc)
-    return f"{type(exc).__qualname__}: {message}" if message else type(exc).__qualname__

@@ -96,7 +96,9 @@ def test_one_registry_per_app_served_over_wsgi_and_asgi(tmp_path: Path) -> None:
     app.job(name="task", tenant="who")(lambda who: None)
     app.enqueue("task", ["acme"])
     registry = metrics_registry(app, top=5)
-    assert metrics_registry(app) is registry  # the gauges are registered once
+    assert metrics_registry(app, top=5) is registry  # the gauges are registered once
+    with pytest.raises(ConfigError, match="give every caller the same settings"):
+        metrics_registry(app, top=7)  # not silently the first caller's gauges
     assert [type(m).__name__ for m in app.middleware] == ["JobLog", "PrometheusMetrics"]
 
     def wsgi_body() -> str:

@@ -249,6 +249,12 @@ def test_what_cannot_be_a_plug_in_is_refused_at_registration(tmp_path: Path) -> 
     app = App(url, middleware=[Recorder()])
     assert [type(m).__name__ for m in app.middleware] == ["JobLog", "Recorder"]
 
+    class Checkpoints:  # duck-typed, with one hook only: every Middleware hook counts
+        def after_checkpoint(self, lease: object, progress: object) -> None:
+            pass
+
+    app.add_middleware(Checkpoints())  # type: ignore[arg-type]
+
 
 def test_a_hook_failing_on_every_call_is_logged_once_and_counted(
     caplog: pytest.LogCaptureFixture,

@@ -17,9 +17,8 @@ from .records import text
 def read(client: Any, layout: Layout, params: FiguresParams) -> list[TenantFigures]:
     """The window's slots of every queue asked, each queue's in one MULTI/EXEC (one moment),
     their tids named through the queue's tnames."""
-    names = queue_names(client, layout)
-    if params.queue is not None:
-        names = [n for n in names if n == params.queue]
+    # one queue asked: its keys straight away (an unknown one has none)
+    names = queue_names(client, layout) if params.queue is None else [params.queue]
     slots = range(histogram.first_slot(params.now), histogram.slot_of(params.now) + 1)
     counts: list[tuple[Key, int]] = []
     for queue in names:

@@ -33,7 +33,7 @@ from fairq.cli.admin.tenants import format_weight
 from fairq.policy import histogram
 from fairq.policy.shards import split_shard
 from fairq.reports import queues as reports
-from fairq.reports.queues import COUNTS, QueueReport
+from fairq.reports.queues import COUNTS, QueueReport, of_tenant
 from fairq.reports.shards import ShardedQueue, in_queue, sharded_queues
 from fairq.reports.text import format_wait
 from fairq.reports.verdicts import format_span
@@ -81,15 +81,14 @@ def stats(
     with reported_errors():
         app = open_app(url, app_ref, existing=True)
         try:
-            at = now()
-            reports, sharded = queue_reports(app, queue, tenant, at), []
-            if queue is None or split_shard(queue) is None:  # a queue's shards come with it
-                every = queue_reports(app, None, None, at)
-                if queue is not None:
-                    every = [r for r in every if in_queue(r.queue, queue)]
-                    reports = queue_reports(app, None, tenant, at)
-                    reports = [r for r in reports if in_queue(r.queue, queue)]
-                sharded = shard_views(app, every, tenant)
+            # One read of every tenant (of the queues asked: a queue comes with its shards);
+            # the tenant's view is cut from it.
+            shard = queue is not None and split_shard(queue) is not None
+            every = queue_reports(app, queue if shard else None, None, now())
+            if queue is not None and not shard:
+                every = [r for r in every if in_queue(r.queue, queue)]
+            reports = every if tenant is None else of_tenant(every, tenant)
+            sharded = [] if shard else shard_views(app, every, tenant)
         finally:
             app.close()
     if as_json:

@@ -21,7 +21,6 @@ import logging
 import os
 import socket
 import threading
-import time
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar
@@ -159,7 +158,7 @@ class SlotGuard:
     def __init__(self, fair: Any) -> None:
         self.fair = fair
         self.holder = f"dramatiq-{socket.gethostname()}-{os.getpid()}"
-        self.keeper = SlotKeeper(fair.runs.backend)
+        self.keeper = SlotKeeper(fair.runs.backend, fair.app.clock)
         self._tokens: dict[int, str] = {}  # id(message) -> its slot's token
         self._lock = threading.Lock()
 
@@ -170,7 +169,7 @@ class SlotGuard:
     def take(self, broker: Broker, actor: RoutedActor[Any, Any], message: MessageProxy) -> None:
         """Hold a slot for ``message``, or put the message back with a delay and skip it."""
         given = message.options.get(MESSAGE_TENANT)
-        now = time.time()
+        now = self.keeper.clock()
         lease = actor.job.lease_timeout
         try:
             tenant = given if given is not None else actor.tenant_of(message.args, message.kwargs)

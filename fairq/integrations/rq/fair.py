@@ -230,7 +230,7 @@ class FairRQ:
         if self._keeper is None:
             with self._lock:
                 if self._keeper is None:
-                    self._keeper = SlotKeeper(self.runs.backend)
+                    self._keeper = SlotKeeper(self.runs.backend, self.app.clock)
         return self._keeper
 
     # -- enqueueing (FairQueue calls these) -------------------------------------------------
