@@ -23,14 +23,15 @@ from psycopg import Connection, Cursor
 from fairq.backends.postgres import (
     figures,
     inspect,
+    locks,
     pruning,
     results,
     settings,
-    sharding,
     slots,
     throttling,
 )
 from fairq.backends.postgres.db import Database, Pool
+from fairq.backends.postgres.enqueueing import Enqueue
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.keys import (
     WAKE,
@@ -42,6 +43,7 @@ from fairq.backends.postgres.keys import (
 from fairq.backends.postgres.migrate import ensure_schema
 from fairq.backends.postgres.records import JobRow, QueueRow, Row
 from fairq.backends.postgres.sql import queries_for
+from fairq.backends.postgres.steps import run
 from fairq.backends.postgres.transactional import InboxWriter, binding, bound_connection
 from fairq.backends.postgres.url import PostgresUrl, parse_url
 from fairq.backends.postgres.waiting import Waiter
@@ -91,7 +93,7 @@ from fairq.contract import (
     waited_first,
 )
 from fairq.errors import LeaseExpired, LeaseNotFound
-from fairq.job import JobInfo, JobState, NewJob, check_distinct
+from fairq.job import JobInfo, JobState, check_distinct
 from fairq.policy.throttle import Routing
 
 T = TypeVar("T")
@@ -123,6 +125,8 @@ class PostgresBackend:
         self.seed = schema_seed(self.schema)
         self._waiter = Waiter(self.url, self._channel, self._channel(WAKE))
         self._inbox = InboxWriter(self.q, self._channel)
+        #: The enqueue operation (enqueueing.py), which the asyncio store (aio.py) runs too.
+        self.enqueueing = Enqueue(self.q, self.seed, self._channel)
 
     @classmethod
     def from_url(cls, url: str) -> PostgresBackend:
@@ -139,7 +143,7 @@ class PostgresBackend:
         if conn is not None:
             return EnqueueResult(queues=self._inbox.write(conn, jobs, params.now))
         try:
-            queues = self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
+            queues = self.db.run(lambda cur: run(cur, self.enqueueing.steps(jobs, params.now)))
         except psycopg.errors.UniqueViolation as exc:
             raise results.duplicate(exc) from None
         return EnqueueResult(queues=queues)
@@ -159,31 +163,6 @@ class PostgresBackend:
         ``App.enqueue`` and ``job.enqueue`` included, goes into ``conn``'s transaction."""
         with binding(self, conn):
             yield
-
-    def _enqueue(self, cur: Cursor[Row], jobs: list[NewJob], now: float) -> list[str]:
-        """Sharded jobs one after another, so each one's choice of shard sees those before
-        it (sharding.py); the batch is still one transaction: all of it or none."""
-        if any(job.shards for job in jobs):
-            return [self._store(cur, [sharding.place(cur, self.q, job)], now)[0] for job in jobs]
-        return self._store(cur, jobs, now)
-
-    def _store(self, cur: Cursor[Row], jobs: list[NewJob], now: float) -> list[str]:
-        if any(job.throttle for job in jobs):  # the windows record the event's time
-            now = self._event_time(cur, now)
-        jobs = throttling.route(cur, self.q, jobs, now)
-        events = Events(cur, self.q)
-        queues = sorted({job.queue for job in jobs})
-        now = self._lock(cur, queues, exclusive=False, now=now)
-        for name in queues:
-            cur.execute(self.q["queue_ensure"], {"name": name})
-        tenants = events.lock_tenants([(job.queue, job.tenant) for job in jobs])
-        rows = [events.count_new(job, tenants[(job.queue, job.tenant)], now) for job in jobs]
-        cur.executemany(self.q["job_insert"], rows)
-        results.refuse_succeeded(cur, self.q, [job.id for job in jobs])
-        for tenant in tenants.values():
-            events.save(None, tenant)
-        self._notify(cur, events.woken)
-        return [job.queue for job in jobs]
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -570,18 +549,11 @@ class PostgresBackend:
     def _lock(
         self, cur: Cursor[Row], queues: Sequence[str], *, exclusive: bool, now: float
     ) -> float:
-        """Take the queues' locks in key order; returns the event's time once they are held
-        (``now`` itself with ``?clock=caller``; functions/clock.sql)."""
-        if not queues:
-            return self._event_time(cur, now)
-        name = "lock_queues_exclusive" if exclusive else "lock_queues_shared"
-        args = {"names": list(queues), "seed": self.seed, "now": now}
-        (row,) = cur.execute(self.q[name], args).fetchall()
-        return float(row["now"])
+        """Take the queues' locks in key order (locks.py); the event's time once held."""
+        return run(cur, locks.lock_queues(self.q, self.seed, queues, exclusive=exclusive, now=now))
 
     def _event_time(self, cur: Cursor[Row], now: float) -> float:
-        (row,) = cur.execute(self.q["event_time"], {"now": now}).fetchall()
-        return float(row["now"])
+        return run(cur, locks.event_time(self.q, now))
 
     def _channel(self, queue: str) -> str:
         return queue_channel(self.schema, queue)
@@ -591,5 +563,4 @@ class PostgresBackend:
         return self._channel(WAKE)
 
     def _notify(self, cur: Cursor[Row], queues: set[str]) -> None:
-        for name in sorted(queues):
-            cur.execute(self.q["notify"], {"channel": self._channel(name)})
+        run(cur, locks.notify(self.q, self._channel, queues))

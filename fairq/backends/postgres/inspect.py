@@ -12,6 +12,7 @@ from psycopg import Cursor
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import JobRow, Row, rate_of, tenant_key
+from fairq.backends.postgres.steps import PgSteps, Sql, run
 from fairq.contract import JobType, ListDeadParams, QueueSettings, StatsParams, TenantStats
 from fairq.job import JobInfo, JobState, decode_headers
 from fairq.policy import history
@@ -51,12 +52,16 @@ def queue_settings(cur: Cursor[Row], q: Queries, queue: str) -> QueueSettings:
 
 
 def stats(cur: Cursor[Row], q: Queries, params: StatsParams) -> list[TenantStats]:
+    return run(cur, stats_steps(q, params))
+
+
+def stats_steps(q: Queries, params: StatsParams) -> PgSteps[list[TenantStats]]:
     args = {
         "queue": params.queue,
         "tenant": params.tenant,
         "tenant_key": None if params.tenant is None else tenant_key(params.tenant),
     }
-    return [_stats(row, params.now) for row in cur.execute(q["tenants_stats"], args).fetchall()]
+    return [_stats(row, params.now) for row in (yield Sql(q["tenants_stats"], args))]
 
 
 def _stats(row: Row, now: float | None) -> TenantStats:
@@ -88,10 +93,15 @@ def job_rows(cur: Cursor[Row], q: Queries, ids: Sequence[str]) -> list[JobRow]:
 
 
 def get_jobs(cur: Cursor[Row], q: Queries, ids: Sequence[str]) -> list[JobInfo]:
+    return run(cur, get_jobs_steps(q, ids))
+
+
+def get_jobs_steps(q: Queries, ids: Sequence[str]) -> PgSteps[list[JobInfo]]:
     """Stored jobs, and jobs still in the inbox (committed by a caller's transaction, not yet
     taken in by a worker), in the order asked."""
-    found = {job.id: job.info() for job in job_rows(cur, q, ids)}
-    for row in cur.execute(q["inbox_by_ids"], {"ids": list(ids)}).fetchall():
+    rows = yield Sql(q["jobs_by_ids"], {"ids": list(ids)})
+    found = {job.id: job.info() for job in map(JobRow.from_row, rows)}
+    for row in (yield Sql(q["inbox_by_ids"], {"ids": list(ids)})):
         found.setdefault(row["id"], _inbox_info(row))
     return [found[i] for i in ids if i in found]
 
@@ -153,6 +163,11 @@ def publish_job_types(cur: Cursor[Row], q: Queries, types: Sequence[JobType]) ->
 
 
 def job_types(cur: Cursor[Row], q: Queries) -> dict[str, JobType]:
+    return run(cur, job_types_steps(q))
+
+
+def job_types_steps(q: Queries) -> PgSteps[dict[str, JobType]]:
+    rows = yield Sql(q["job_types_all"])
     return {
         row["name"]: JobType(
             name=row["name"],
@@ -168,5 +183,5 @@ def job_types(cur: Cursor[Row], q: Queries) -> dict[str, JobType]:
             ),
             signature=JobSignature.from_json(row["signature"]),
         )
-        for row in cur.execute(q["job_types_all"]).fetchall()
+        for row in rows
     }

@@ -37,6 +37,7 @@ from fairq.backends.postgres import sharding, throttling
 from fairq.backends.postgres.db import invalid_text
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.records import Row
+from fairq.backends.postgres.steps import run
 from fairq.errors import DuplicateJob
 from fairq.job import NewJob, decode_headers, encode_headers
 
@@ -74,10 +75,10 @@ class InboxWriter:
         _join_callers_transaction(conn)
         try:
             with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
-                jobs = throttling.route(cur, self.q, jobs, now)
+                jobs = run(cur, throttling.route(self.q, jobs, now))
                 # The loads do not count jobs still in inboxes: a batch of one tenant's
                 # sharded jobs written here goes to one shard, not spread over its shards.
-                jobs = [sharding.place(cur, self.q, job) for job in jobs]
+                jobs = [run(cur, sharding.place(self.q, job)) for job in jobs]
                 for job in jobs:
                     if (
                         cur.execute(self.q["inbox_insert"], _inbox_args(job, now)).fetchone()
