@@ -15,23 +15,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
+from fairq import params
+from fairq.asyncapi.app import AsyncMethods, AsyncState
 from fairq.backends import check_url, open_backend
 from fairq.backends.clock import Clock
+from fairq.backends.steps import drive
 from fairq.contract import (
     KEEP,
     Backend,
     EnqueueParams,
-    FiguresParams,
     GetJobsParams,
     Keep,
-    ListDeadParams,
     PublishJobTypesParams,
-    QueueSettings,
-    RequeueParams,
-    SetQueueParams,
-    StatsParams,
     TenantFigures,
-    TenantSettingsParams,
     TenantStats,
 )
 from fairq.declare import (
@@ -43,27 +39,26 @@ from fairq.declare import (
     TenantRule,
     TenantWeights,
     WeightsFn,
+    call_by_name,
     declare_sharding,
     job_rules,
 )
-from fairq.errors import ConfigError, JobArgumentsError
+from fairq.errors import ConfigError
 from fairq.instrument import Middleware
 from fairq.instrument.hooks import Hooks, check_middleware
 from fairq.instrument.logs import JobLog
 from fairq.instrument.timing import TimedBackend
 from fairq.iteration import Declarer, IterativeJob, IterativeSettings, IterFn
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo
-from fairq.newjobs import job_types, new_job
+from fairq.newjobs import Wanted, enqueueing
 from fairq.policy.bounds import (
     MAX_TENANT_CHARS,
-    check_max_in_flight,
-    check_max_running,
     check_seconds,
     check_tenant,
     check_weight,
 )
 from fairq.policy.queues import QueueOrder, check_declared_name, check_queue_name
-from fairq.policy.rate import Rate, check_rate
+from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
 from fairq.reports import tenant_report
 from fairq.reports.verdicts import TenantReport
@@ -96,7 +91,7 @@ def resolve_url(url: str | None) -> str:
     return url if url is not None else os.environ.get("FAIRQ_URL") or DEFAULT_URL
 
 
-class App:
+class App(AsyncMethods):
     """Jobs declared against one store.
 
     ``url`` (default ``$FAIRQ_URL``, then ``sqlite:///fairq.db`` in the working directory):
@@ -111,6 +106,9 @@ class App:
     own (tests, simulations) is followed exactly, the real one is bounded by the store's.
     ``middleware``: plug-ins of the instrumentation seam (``fairq.instrument``), e.g.
     ``[fairq.instrument.prometheus.PrometheusMetrics()]``, after the job log every App has.
+
+    Every enqueue, settings and inspection call has an async twin (``aenqueue``, ``aset_tenant``,
+    ``ajob_info``, ``astats`` …: fairq/asyncapi/app.py, docs/async.md); ``await app.aclose()``.
     """
 
     def __init__(
@@ -141,6 +139,7 @@ class App:
         self._backend = backend
         self._timed: Backend | None = None
         self._lock = threading.Lock()
+        self._async = AsyncState()
         if isinstance(middleware, (str, bytes)) or not isinstance(middleware, Sequence):
             raise ConfigError(f"middleware must be a list of plug-ins, got {middleware!r}")
         self._middleware: list[object] = [JobLog(clock)]
@@ -191,6 +190,7 @@ class App:
         return self._backend
 
     def close(self) -> None:
+        self._forget_async()
         if self._backend is not None:
             self._backend.close()
             self._backend = None
@@ -378,40 +378,17 @@ class App:
         **options: Any,
     ) -> str:
         """Enqueue a job by name with JSON arguments; returns its id."""
-        if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
-            raise JobArgumentsError(
-                f"args must be a list or tuple of positional arguments, got {args!r}"
-            )
-        call = Call(name, tuple(args), dict(kwargs or {}), Options(**options))
-        return self.enqueue_many([call])[0]
+        return self.enqueue_many([call_by_name(name, args, kwargs, options)])[0]
 
     def enqueue_many(self, calls: Iterable[Call]) -> list[str]:
         """Enqueue several jobs in one store transaction: all are stored, or none."""
-        now = self.clock()
-        calls = list(calls)
-        specs = job_types(self, [call.name for call in calls])
-        jobs = [new_job(self, call, spec, now) for call, spec in zip(calls, specs, strict=True)]
-        if jobs:
-            hooks = self.hooks
-            jobs = list(hooks.before_enqueue(jobs))
-            try:
-                chosen = self.timed_backend.enqueue(EnqueueParams(jobs=jobs, now=now)).queues
-            except BaseException as exc:
-                hooks.after_enqueue(jobs, None, exc)
-                raise
-            hooks.after_enqueue(jobs, chosen, None)
-            for job, went in zip(jobs, chosen, strict=True):
-                if went != job.queue:
-                    log.debug(
-                        "job %s %s of tenant %r throttled: sent to queue %r instead of %r",
-                        job.id,
-                        job.name,
-                        job.tenant,
-                        went,
-                        job.queue,
-                        extra={"action": "throttled", "job_id": job.id, "queue": went},
-                    )
-        return [job.id for job in jobs]
+        return drive(enqueueing(self, calls), self._enqueue_wants)
+
+    def _enqueue_wants(self, wanted: Wanted) -> Any:
+        """What ``enqueueing`` asks of the (timed) store, performed."""
+        if isinstance(wanted, EnqueueParams):
+            return self.timed_backend.enqueue(wanted)
+        return self.timed_backend.job_types()
 
     # -- tenants and queues ----------------------------------------------------------------
 
@@ -429,21 +406,10 @@ class App:
         ``weight=0`` pauses the tenant: its jobs stay queued, nothing is lost. ``rate`` is a
         string like ``"100/minute"`` or a ``fairq.Rate`` (for a burst).
         """
-        if not isinstance(weight, Keep) and weight is not None:
-            weight = check_weight(weight, paused_ok=True)
-        if not isinstance(max_running, Keep):
-            max_running = check_max_running(max_running)
-        if not isinstance(rate, Keep):
-            rate = check_rate(rate)
-        params = TenantSettingsParams(
-            queue=check_queue_name(queue),
-            tenant=check_tenant(tenant),
-            now=self.clock(),
-            weight=weight,
-            max_running=max_running,
-            rate=rate,
+        asked = params.tenant_settings(
+            self.clock(), queue, tenant, weight=weight, max_running=max_running, rate=rate
         )
-        return self.backend.set_tenant(params)
+        return self.backend.set_tenant(asked)
 
     def set_queue(
         self,
@@ -464,16 +430,10 @@ class App:
         virtual time. ``max_in_flight`` caps the queue's jobs running at once, all tenants and
         workers together (e.g. to protect a downstream API); the fair order is unchanged.
         """
-        settings = QueueSettings(
-            queue=check_queue_name(queue),
-            weight=check_weight(weight),
-            max_running=check_max_running(max_running),
-            rate=check_rate(rate),
-            half_life=None if half_life is None else check_seconds("half_life", half_life),
-            max_debt=check_seconds("max_debt", max_debt),
-            max_in_flight=check_max_in_flight(max_in_flight),
-        )
-        self.backend.set_queue(SetQueueParams(settings=settings, now=self.clock()))
+        asked = params.queue_settings(self.clock(), queue, weight=weight, max_running=max_running,
+                                      rate=rate, half_life=half_life, max_debt=max_debt,
+                                      max_in_flight=max_in_flight)  # fmt: skip
+        self.backend.set_queue(asked)
 
     # -- inspection ------------------------------------------------------------------------
 
@@ -482,13 +442,11 @@ class App:
         return found[0] if found else None
 
     def stats(self, queue: str | None = None, tenant: str | None = None) -> list[TenantStats]:
-        params = StatsParams(queue=queue, tenant=_tenant_filter(tenant), now=self.clock())
-        return self.backend.stats(params)
+        return self.backend.stats(params.stats(self.clock(), queue, tenant))
 
     def figures(self, queue: str | None = None, tenant: str | None = None) -> list[TenantFigures]:
         """Each (queue, tenant)'s recent wait and run-time histograms and ends by outcome."""
-        params = FiguresParams(queue=queue, tenant=_tenant_filter(tenant), now=self.clock())
-        return self.backend.figures(params)
+        return self.backend.figures(params.figures(self.clock(), queue, tenant))
 
     def tenant_report(
         self, queue: str | None = None, tenant: str | None = None
@@ -498,19 +456,14 @@ class App:
         Throttling is judged from the jobs this app declares and those published to the store.
         """
         declared = [d.job_type for d in self.jobs.values()]
-        return tenant_report(self.backend, declared, queue, _tenant_filter(tenant), self.clock())
+        filtered = params.tenant_filter(tenant)
+        return tenant_report(self.backend, declared, queue, filtered, self.clock())
 
     def dead(
         self, queue: str | None = None, tenant: str | None = None, limit: int = 100
     ) -> list[JobInfo]:
-        params = ListDeadParams(queue=queue, tenant=_tenant_filter(tenant), limit=limit)
-        return self.backend.list_dead(params)
+        return self.backend.list_dead(params.dead(queue, tenant, limit))
 
     def requeue(self, ids: Sequence[str]) -> int:
         """Give dead jobs a fresh set of attempts; returns how many were dead."""
-        return self.backend.requeue(RequeueParams(ids=list(ids), now=self.clock()))
-
-
-def _tenant_filter(tenant: str | None) -> str | None:
-    """A tenant to look for: no store can hold one that ``check_tenant`` refuses."""
-    return None if tenant is None else check_tenant(tenant)
+        return self.backend.requeue(params.requeue(self.clock(), ids))

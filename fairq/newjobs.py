@@ -1,6 +1,7 @@
 """From an enqueue call to the store's record of the job (``NewJob``).
 
-What ``App.enqueue``/``enqueue_many`` check and decide before the one store call: the job's
+What ``App.enqueue``/``enqueue_many`` (and their async twins) check and decide before the one
+store call: the job's
 declaration (this App's own, else the one a worker published in the store), its arguments
 against its signature, its tenant (or the App's fallback tenant), its queue or, for a sharded
 queue, the tenant's shards, and the throttle rules that apply.
@@ -11,10 +12,11 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fairq.contract import JobType
+from fairq.backends.steps import Steps
+from fairq.contract import EnqueueParams, EnqueueResult, JobType
 from fairq.declare import Call, JobDefinition, argument, check_priority, run_at
 from fairq.errors import MissingTenant, UnknownJob
 from fairq.job import NewJob, encode_payload
@@ -77,7 +79,49 @@ def new_job(app: App, call: Call, spec: JobType, now: float) -> NewJob:
     )
 
 
-def job_types(app: App, names: Sequence[str]) -> list[JobType]:
+class JobTypesWanted:
+    """``enqueueing``'s request for the job types published in the store."""
+
+
+#: The one request for the published job types (the reply: ``Backend.job_types()``'s).
+JOB_TYPES = JobTypesWanted()
+#: What ``enqueueing`` asks of the store: the published job types, or to enqueue.
+Wanted = JobTypesWanted | EnqueueParams
+
+
+def enqueueing(app: App, calls: Iterable[Call]) -> Steps[Wanted, list[str]]:
+    """``App.enqueue_many`` and ``aenqueue_many``, written once (fairq.backends.steps): the
+    checks, the ``before_enqueue``/``after_enqueue`` hooks, the store asked for the published
+    job types when some name is not declared here and then to enqueue; the jobs' ids."""
+    now = app.clock()
+    calls = list(calls)
+    specs = yield from job_types(app, [call.name for call in calls])
+    jobs = [new_job(app, call, spec, now) for call, spec in zip(calls, specs, strict=True)]
+    if jobs:
+        hooks = app.hooks
+        jobs = list(hooks.before_enqueue(jobs))
+        try:
+            result: EnqueueResult = yield EnqueueParams(jobs=jobs, now=now)
+        except BaseException as exc:
+            hooks.after_enqueue(jobs, None, exc)
+            raise
+        chosen = result.queues
+        hooks.after_enqueue(jobs, chosen, None)
+        for job, went in zip(jobs, chosen, strict=True):
+            if went != job.queue:
+                log.debug(
+                    "job %s %s of tenant %r throttled: sent to queue %r instead of %r",
+                    job.id,
+                    job.name,
+                    job.tenant,
+                    went,
+                    job.queue,
+                    extra={"action": "throttled", "job_id": job.id, "queue": went},
+                )
+    return [job.id for job in jobs]
+
+
+def job_types(app: App, names: Sequence[str]) -> Steps[Wanted, list[JobType]]:
     """Each name's declaration: this app's own, else the store's published ones (read once
     per batch, and only when some name is not declared here)."""
     published: dict[str, JobType] | None = None
@@ -87,7 +131,7 @@ def job_types(app: App, names: Sequence[str]) -> list[JobType]:
             found.append(app.jobs[name].job_type)
             continue
         if published is None:
-            published = app.timed_backend.job_types()
+            published = yield JOB_TYPES
         if name not in published:
             known = sorted(set(app.jobs) | set(published)) or ["(none)"]
             raise UnknownJob(
