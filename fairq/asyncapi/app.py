@@ -166,14 +166,16 @@ class AsyncMethods:
             )
         return store
 
-    async def aclose(self) -> None:
-        """Close the async store, then the blocking one (in a thread)."""
+    async def aclose(self, *, blocking: bool = True) -> None:
+        """Close the async store, then the blocking one (in a thread); ``blocking=False``
+        leaves the blocking store open (an app that goes on with blocking calls)."""
         app = self._app()
         state = app._async
         store, state.store, state.opening = state.store, None, None
         if store is not None:
             await store.aclose()
-        await asyncio.to_thread(app.close)
+        if blocking:
+            await asyncio.to_thread(app.close)
 
     def _forget_async(self) -> None:
         """``App.close``: the async store goes with the blocking one it is built over. Its
