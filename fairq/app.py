@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from fairq import params
@@ -23,7 +24,6 @@ from fairq.backends.steps import drive
 from fairq.contract import (
     KEEP,
     Backend,
-    EnqueueParams,
     GetJobsParams,
     Keep,
     PublishJobTypesParams,
@@ -50,7 +50,7 @@ from fairq.instrument.logs import JobLog
 from fairq.instrument.timing import TimedBackend
 from fairq.iteration import Declarer, IterativeJob, IterativeSettings, IterFn
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo
-from fairq.newjobs import Wanted, enqueueing
+from fairq.newjobs import enqueueing, performed
 from fairq.policy.bounds import (
     MAX_TENANT_CHARS,
     check_seconds,
@@ -382,13 +382,7 @@ class App(AsyncMethods):
 
     def enqueue_many(self, calls: Iterable[Call]) -> list[str]:
         """Enqueue several jobs in one store transaction: all are stored, or none."""
-        return drive(enqueueing(self, calls), self._enqueue_wants)
-
-    def _enqueue_wants(self, wanted: Wanted) -> Any:
-        """What ``enqueueing`` asks of the (timed) store, performed."""
-        if isinstance(wanted, EnqueueParams):
-            return self.timed_backend.enqueue(wanted)
-        return self.timed_backend.job_types()
+        return drive(enqueueing(self, calls), partial(performed, self))
 
     # -- tenants and queues ----------------------------------------------------------------
 

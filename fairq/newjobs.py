@@ -93,10 +93,23 @@ def enqueueing(app: App, calls: Iterable[Call]) -> Steps[Wanted, list[str]]:
     """``App.enqueue_many`` and ``aenqueue_many``, written once (fairq.backends.steps): the
     checks, the ``before_enqueue``/``after_enqueue`` hooks, the store asked for the published
     job types when some name is not declared here and then to enqueue; the jobs' ids."""
+    jobs, now = yield from prepared(app, calls)
+    return (yield from stored(app, jobs, now))
+
+
+def prepared(app: App, calls: Iterable[Call]) -> Steps[Wanted, tuple[list[NewJob], float]]:
+    """The jobs of ``calls``, checked, with the time they were made at (``app.clock()``):
+    everything before the store is offered them (which ``stored`` does)."""
     now = app.clock()
     calls = list(calls)
     specs = yield from job_types(app, [call.name for call in calls])
     jobs = [new_job(app, call, spec, now) for call, spec in zip(calls, specs, strict=True)]
+    return jobs, now
+
+
+def stored(app: App, jobs: list[NewJob], now: float) -> Steps[Wanted, list[str]]:
+    """``jobs`` offered to the ``before_enqueue`` hooks, enqueued at ``now``, and reported to
+    the ``after_enqueue`` hooks; their ids."""
     if jobs:
         hooks = app.hooks
         jobs = list(hooks.before_enqueue(jobs))
@@ -119,6 +132,13 @@ def enqueueing(app: App, calls: Iterable[Call]) -> Steps[Wanted, list[str]]:
                     extra={"action": "throttled", "job_id": job.id, "queue": went},
                 )
     return [job.id for job in jobs]
+
+
+def performed(app: App, wanted: Wanted) -> Any:
+    """What ``enqueueing`` asks, performed by the App's (timed) blocking store."""
+    if isinstance(wanted, EnqueueParams):
+        return app.timed_backend.enqueue(wanted)
+    return app.timed_backend.job_types()
 
 
 def job_types(app: App, names: Sequence[str]) -> Steps[Wanted, list[JobType]]:

@@ -131,9 +131,7 @@ def get_jobs(layout: Layout, ids: Sequence[str]) -> RedisSteps[list[JobInfo]]:
     return [found[i] for i in ids if i in found]
 
 
-def jobs_in_queue(
-    layout: Layout, queue: str, ids: Sequence[str]
-) -> RedisSteps[dict[str, JobInfo]]:
+def jobs_in_queue(layout: Layout, queue: str, ids: Sequence[str]) -> RedisSteps[dict[str, JobInfo]]:
     key = functools.partial(layout.queue_key, queue)
 
     def fill(pipe: Any) -> None:

@@ -83,9 +83,7 @@ class Library:
             self.load(client)
             return client.fcall(name, len(keys), *keys, *args)
 
-    async def acall(
-        self, client: Any, op: str, keys: Sequence[str], args: Sequence[Arg]
-    ) -> Any:
+    async def acall(self, client: Any, op: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
         """``__call__`` with a ``redis.asyncio`` client."""
         name = self.function(op)
         try:

@@ -37,9 +37,7 @@ def route(layout: Layout, jobs: Sequence[NewJob], now: str) -> RedisSteps[list[s
     return count(layout, routings, now)
 
 
-def count(
-    layout: Layout, routings: Sequence[throttle.Routing], now: str
-) -> RedisSteps[list[str]]:
+def count(layout: Layout, routings: Sequence[throttle.Routing], now: str) -> RedisSteps[list[str]]:
     """Record each enqueue in its window and choose its queue, in order (one route.lua call
     per home queue); one without rules keeps its home queue, recorded nowhere. A job's
     enqueue (``route``) and ``Backend.route`` both come here: one window, one rule."""
