@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     initial = True
     dependencies: list[tuple[str, str]] = []
-    operations = [
+    operations = [  # noqa: RUF012  (the layout of Django's migrations)
         migrations.CreateModel(
             name="Order",
             fields=[
