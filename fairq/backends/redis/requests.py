@@ -7,7 +7,7 @@ a pipeline's commands the same way (queueing does not wait, only ``execute`` doe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -70,17 +70,3 @@ def read(client: Any, steps: RedisSteps[T]) -> T:
         return run_batch(client, request)
 
     return drive(steps, perform)
-
-
-def commands(*fills: Callable[[Any], object], transaction: bool = False) -> Batch:
-    """A Batch of one command per ``fill`` (each queues one on the pipeline)."""
-
-    def fill(pipe: Any) -> None:
-        for one in fills:
-            one(pipe)
-
-    return Batch(fill, transaction)
-
-
-def replies(found: Sequence[Any]) -> list[Any]:
-    return list(found)

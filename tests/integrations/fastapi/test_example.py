@@ -4,6 +4,7 @@ process (``fairq worker main:fq --burst``) runs the jobs and the service reports
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import subprocess
@@ -36,10 +37,8 @@ def store_url(request: pytest.FixtureRequest) -> Iterator[str]:
     else:
         schema = fresh_schema()
         yield f"{server_url()}?schema={schema}"
-        try:
+        with contextlib.suppress(psycopg.Error):
             drop_schema(schema)
-        except psycopg.Error:
-            pass
 
 
 @pytest.fixture
