@@ -235,8 +235,8 @@ def test_hooks_and_store_timing_see_async_enqueues(make_app: AppFactory) -> None
 NATIVE = {
     "model": set(),
     "sqlite": set(),
-    "redis": {"enqueue", "set_tenant", "job_types", "get_jobs", "stats"},
-    "postgres": {"enqueue", "job_types", "get_jobs", "stats"},
+    "redis": {"enqueue", "set_tenant", "set_queue", "job_types", "get_jobs", "stats"},
+    "postgres": {"enqueue", "set_tenant", "job_types", "get_jobs", "stats"},
 }
 
 

@@ -1,12 +1,13 @@
 """``AsyncPostgresStore``: the PostgreSQL store's asyncio face (fairq/backends/aio.py).
 
-Enqueue, job_types, get_jobs and stats run the very operations of ``PostgresBackend``
-(enqueueing.py, inspect.py's ``*_steps``; fairq.backends.postgres.steps) in one transaction
+Enqueue, set_tenant, job_types, get_jobs and stats run the very operations of
+``PostgresBackend`` (enqueueing.py, its ``set_tenant_steps``, inspect.py's ``*_steps``;
+fairq.backends.postgres.steps) in one transaction
 on a connection of psycopg's ``AsyncConnectionPool``; this module is their transport: the
 pool, the transaction, reconnecting, and the same errors as db.py. A statement that waits (on
 a lock another transaction holds) waits in the event loop, which serves other tasks meanwhile.
-The other calls go through a thread (``Offloaded``), set_tenant among them: its rules run in
-Python over rows, through steps not written yet.
+The other calls (set_queue, figures, dead, requeue) go through a thread (``Offloaded``): their
+rules run in Python over rows, through steps not written yet.
 
 An enqueue inside ``PostgresBackend.bound_to(conn)`` is refused: the bound connection is a
 blocking one, which an async call cannot use without blocking the loop.
@@ -45,6 +46,7 @@ from fairq.contract import (
     GetJobsParams,
     JobType,
     StatsParams,
+    TenantSettingsParams,
     TenantStats,
 )
 from fairq.errors import ConfigError
@@ -116,7 +118,9 @@ class AsyncDatabase:
 class AsyncPostgresStore(Offloaded):
     """The asyncio face of ``sync`` (same URL and schema, a pool of its own)."""
 
-    native: ClassVar[frozenset[str]] = frozenset({"enqueue", "job_types", "get_jobs", "stats"})
+    native: ClassVar[frozenset[str]] = frozenset(
+        {"enqueue", "set_tenant", "job_types", "get_jobs", "stats"}
+    )
 
     def __init__(self, sync: PostgresBackend) -> None:
         super().__init__(sync)
@@ -141,6 +145,9 @@ class AsyncPostgresStore(Offloaded):
         except psycopg.errors.UniqueViolation as exc:
             raise results.duplicate(exc) from None
         return EnqueueResult(queues=queues)
+
+    async def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
+        return await self._run(lambda: self.pg.set_tenant_steps(params))
 
     async def job_types(self) -> dict[str, JobType]:
         return await self._run(lambda: inspect.job_types_steps(self.pg.q))

@@ -43,7 +43,7 @@ from fairq.backends.postgres.keys import (
 from fairq.backends.postgres.migrate import ensure_schema
 from fairq.backends.postgres.records import JobRow, QueueRow, Row
 from fairq.backends.postgres.sql import queries_for
-from fairq.backends.postgres.steps import run
+from fairq.backends.postgres.steps import PgSteps, Sql, run
 from fairq.backends.postgres.transactional import InboxWriter, binding, bound_connection
 from fairq.backends.postgres.url import PostgresUrl, parse_url
 from fairq.backends.postgres.waiting import Waiter
@@ -475,31 +475,30 @@ class PostgresBackend:
         return self.db.run(lambda cur: inspect.queue_settings(cur, self.q, params.queue))
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
-        def work(cur: Cursor[Row]) -> TenantStats:
-            now = self._lock(cur, [params.queue], exclusive=False, now=params.now)
-            cur.execute(self.q["queue_ensure"], {"name": params.queue})
-            defaults = inspect.queue_settings(cur, self.q, params.queue)
-            events = Events(cur, self.q)
-            tenant = events.lock_tenants([(params.queue, params.tenant)])[
-                (params.queue, params.tenant)
-            ]
-            if not isinstance(params.weight, Keep):
-                tenant.own_weight = params.weight
-            if not isinstance(params.max_running, Keep):
-                tenant.own_max_running = params.max_running
-            if not isinstance(params.rate, Keep):
-                tenant.own_rate = params.rate
-            settings.inherit(tenant, defaults)
-            events.resettle(tenant, now)
-            self._notify(cur, events.woken)
-            (stats,) = inspect.stats(
-                cur,
-                self.q,
-                StatsParams(queue=params.queue, tenant=params.tenant, now=now),
-            )
-            return stats
+        return self.db.run(lambda cur: run(cur, self.set_tenant_steps(params)))
 
-        return self.db.run(work)
+    def set_tenant_steps(self, params: TenantSettingsParams) -> PgSteps[TenantStats]:
+        """The tenant's own settings stored, its effective ones and eligibility recomputed,
+        under the queue's shared lock and the tenant row's (the asyncio store runs it too)."""
+        q, pair = self.q, (params.queue, params.tenant)
+        now = yield from locks.lock_queues(q, self.seed, [params.queue], exclusive=False,
+                                           now=params.now)  # fmt: skip
+        yield Sql(q["queue_ensure"], {"name": params.queue})
+        defaults = yield from inspect.queue_settings_steps(q, params.queue)
+        events = Events(None, q)
+        tenant = (yield from events.lock_tenants_steps([pair]))[pair]
+        if not isinstance(params.weight, Keep):
+            tenant.own_weight = params.weight
+        if not isinstance(params.max_running, Keep):
+            tenant.own_max_running = params.max_running
+        if not isinstance(params.rate, Keep):
+            tenant.own_rate = params.rate
+        settings.inherit(tenant, defaults)
+        yield from events.resettle_steps(tenant, now)
+        yield from locks.notify(q, self._channel, events.woken)
+        asked = StatsParams(queue=params.queue, tenant=params.tenant, now=now)
+        (stats,) = yield from inspect.stats_steps(q, asked)
+        return stats
 
     def publish_job_types(self, params: PublishJobTypesParams) -> None:
         self.db.run(lambda cur: inspect.publish_job_types(cur, self.q, params.types))

@@ -297,20 +297,26 @@ class Events:
     # -- settings --------------------------------------------------------------------------------
 
     def resettle(self, tenant: TenantRow, now: float) -> None:
+        run(self.cur, self.resettle_steps(tenant, now))
+
+    def resettle_steps(self, tenant: TenantRow, now: float) -> PgSteps[None]:
         """Settings changed (the caller set the effective ones): recompute the rate hold, then
         eligibility."""
-        transitions.limit_until(self.queue(tenant.queue), tenant, now)
-        self.settle(tenant, now)
+        transitions.limit_until((yield from self.queue_steps(tenant.queue)), tenant, now)
+        yield from self.settle_steps(tenant, now)
 
     # -- shared steps ----------------------------------------------------------------------------
 
     def settle(self, tenant: TenantRow, now: float) -> None:
-        queue = self.queue(tenant.queue)
+        run(self.cur, self.settle_steps(tenant, now))
+
+    def settle_steps(self, tenant: TenantRow, now: float) -> PgSteps[None]:
+        queue = yield from self.queue_steps(tenant.queue)
         was_eligible = transitions.eligible(queue, tenant)
         transitions.refresh(queue, tenant, now)
         if transitions.eligible(queue, tenant) and not was_eligible:
             self.woken.add(tenant.queue)
-        self.save(None, tenant)
+        yield from self.save_steps(None, tenant)
 
     def make_ready(self, tenant: TenantRow, job: JobRow, now: float, ready_at: float) -> None:
         returning = tenant.ready == 0

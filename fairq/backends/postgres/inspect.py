@@ -12,7 +12,7 @@ from psycopg import Cursor
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import JobRow, Row, rate_of, tenant_key
-from fairq.backends.postgres.steps import PgSteps, Sql, run
+from fairq.backends.postgres.steps import PgSteps, Sql, first, run
 from fairq.contract import JobType, ListDeadParams, QueueSettings, StatsParams, TenantStats
 from fairq.job import JobInfo, JobState, decode_headers
 from fairq.policy import history
@@ -37,7 +37,11 @@ def next_due(cur: Cursor[Row], q: Queries, names: Sequence[str]) -> float | None
 
 
 def queue_settings(cur: Cursor[Row], q: Queries, queue: str) -> QueueSettings:
-    row = cur.execute(q["queue_get"], {"name": queue}).fetchone()
+    return run(cur, queue_settings_steps(q, queue))
+
+
+def queue_settings_steps(q: Queries, queue: str) -> PgSteps[QueueSettings]:
+    row = first((yield Sql(q["queue_get"], {"name": queue})))
     if row is None:
         return QueueSettings(queue=queue)
     return QueueSettings(

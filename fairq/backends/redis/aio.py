@@ -1,6 +1,6 @@
 """``AsyncRedisStore``: the Redis store's asyncio face (fairq/backends/aio.py).
 
-Enqueue, set_tenant, job_types, get_jobs and stats run the very operations of
+Enqueue, set_tenant, set_queue, job_types, get_jobs and stats run the very operations of
 ``RedisBackend`` (its ``*_steps`` and reads.py, fairq.backends.steps) over a ``redis.asyncio``
 client; this module is their transport and nothing else. The client retries a lost
 connection as the blocking one does (connection.py), and a call that must not run twice is
@@ -25,6 +25,7 @@ from fairq.contract import (
     EnqueueResult,
     GetJobsParams,
     JobType,
+    SetQueueParams,
     StatsParams,
     TenantSettingsParams,
     TenantStats,
@@ -44,7 +45,7 @@ class AsyncRedisStore(Offloaded):
     """The asyncio face of ``sync`` (same URL, same prefix, a client of its own)."""
 
     native: ClassVar[frozenset[str]] = frozenset(
-        {"enqueue", "set_tenant", "job_types", "get_jobs", "stats"}
+        {"enqueue", "set_tenant", "set_queue", "job_types", "get_jobs", "stats"}
     )
 
     def __init__(self, sync: RedisBackend) -> None:
@@ -62,6 +63,9 @@ class AsyncRedisStore(Offloaded):
 
     async def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
         return await self._drive(self.redis.set_tenant_steps(params))
+
+    async def set_queue(self, params: SetQueueParams) -> None:
+        await self._drive(self.redis.set_queue_steps(params))
 
     async def job_types(self) -> dict[str, JobType]:
         return await self._drive(reads.job_types(self.redis.layout))

@@ -396,15 +396,18 @@ class RedisBackend:
     # -- settings --------------------------------------------------------------------------
 
     def set_queue(self, params: SetQueueParams) -> None:
+        self._drive(self.set_queue_steps(params))
+
+    def set_queue_steps(self, params: SetQueueParams) -> RedisSteps[None]:
         settings = params.settings
         cap = "" if settings.max_running is None else str(settings.max_running)
         rate = rate_arg(settings.rate).split(",") if settings.rate else ["", "", ""]
         half_life = "" if settings.half_life is None else num(settings.half_life)
         in_flight = "" if settings.max_in_flight is None else str(settings.max_in_flight)
-        keys = [self.layout.queues, *self._keys({settings.queue: 1}, params.now)]
+        block = yield from self._keys_steps({settings.queue: 1}, params.now)
         args: list[Arg] = [settings.queue, num(settings.weight), cap, *rate, half_life]
         args += [num(settings.max_debt), self._at(params.now), in_flight]
-        self._run("set_queue", keys, args)
+        yield FCall("set_queue", [self.layout.queues, *block], args)
 
     def get_queue(self, params: GetQueueParams) -> QueueSettings:
         with self._translated():
