@@ -20,6 +20,8 @@ from fairq.backends.clock import Clock
 from fairq.contract import (
     KEEP,
     Backend,
+    CancelOutcome,
+    CancelParams,
     EnqueueParams,
     FiguresParams,
     GetJobsParams,
@@ -46,7 +48,7 @@ from fairq.declare import (
     declare_sharding,
     job_rules,
 )
-from fairq.errors import ConfigError, JobArgumentsError
+from fairq.errors import ConfigError, JobArgumentsError, ResultTimeout
 from fairq.instrument import Middleware
 from fairq.instrument.hooks import Hooks, check_middleware
 from fairq.instrument.logs import JobLog
@@ -61,12 +63,14 @@ from fairq.policy.bounds import (
     check_seconds,
     check_tenant,
     check_weight,
+    seconds,
 )
 from fairq.policy.queues import QueueOrder, check_declared_name, check_queue_name
 from fairq.policy.rate import Rate, check_rate
 from fairq.policy.throttle import Throttle
 from fairq.reports import tenant_report
 from fairq.reports.verdicts import TenantReport
+from fairq.results import poll_delays, settled
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11's
     from typing_extensions import Unpack
@@ -282,6 +286,7 @@ class App:
         cost: float | timedelta = 1.0,
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
+        result_ttl: float | timedelta | None = None,
     ) -> JobDefinition[P, R]: ...
 
     @overload
@@ -298,6 +303,7 @@ class App:
         cost: float | timedelta = 1.0,
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
+        result_ttl: float | timedelta | None = None,
     ) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
 
     def job(
@@ -313,6 +319,7 @@ class App:
         cost: float | timedelta = 1.0,
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
+        result_ttl: float | timedelta | None = None,
     ) -> JobDefinition[P, R] | Callable[[Callable[P, R]], JobDefinition[P, R]]:
         """Declare a job: ``@app.job(queue="imports", tenant="account_id")``.
 
@@ -322,6 +329,8 @@ class App:
         ``throttle``: ``[fairq.Throttle(threshold=100, per=3600, queue="slow"), …]``, least to
         most restrictive; a tenant that enqueued more than ``threshold`` of this job in the last
         ``per`` seconds has its new ones sent to ``queue`` (the last matching rule wins).
+        ``result_ttl``: keep the return value (JSON) with the succeeded job this long
+        (``job_info(id).result``, ``result(id)``: docs/results.md); by default it is dropped.
         """
         if isinstance(throttle, (str, bytes, Throttle)) or not isinstance(throttle, Sequence):
             raise ConfigError(f"throttle must be a list of fairq.Throttle rules, got {throttle!r}")
@@ -340,6 +349,7 @@ class App:
                 cost=cost,
                 retry_base=retry_base,
                 throttle=rules,
+                result_ttl=result_ttl,
             )
             return self._declared(definition)
 
@@ -481,6 +491,45 @@ class App:
         found = self.backend.get_jobs(GetJobsParams(ids=[job_id]))
         return found[0] if found else None
 
+    def result(self, job_id: str, *, timeout: float | timedelta | None = None) -> Any:
+        """The return value of a job declared with ``result_ttl``, once it succeeded; waits
+        up to ``timeout`` seconds (None: as long as it takes) by reading the job again and
+        again, at growing intervals (``fairq.results.poll_delays``: at most every 0.5 s).
+
+        ResultTimeout when the time is up; JobFailed when the job is dead or cancelled (its
+        last error in the message); NoResult when no job has that id or it keeps no result.
+        """
+        job_id = _job_id(job_id)
+        wait = None if timeout is None else seconds("timeout", timeout)
+        if wait is not None and not 0 <= wait < float("inf"):
+            raise ConfigError(f"timeout must be a non-negative number of seconds, got {timeout!r}")
+        give_up = None if wait is None else time.monotonic() + wait
+        for delay in poll_delays():
+            done, value = settled(self.job_info(job_id), job_id)
+            if done:
+                return value
+            left = None if give_up is None else give_up - time.monotonic()
+            if left is not None and left <= 0:
+                raise ResultTimeout(
+                    f"job {job_id} has not finished after {wait:g} s; wait again, or look at "
+                    f"it with `fairq job {job_id}`"
+                )
+            time.sleep(delay if left is None else min(delay, left))
+        raise AssertionError("poll_delays never ends")  # pragma: no cover
+
+    def cancel(self, job_id: str) -> CancelOutcome:
+        """Cancel a job (docs/cancellation.md): a scheduled or ready one at once (CANCELLED);
+        a running one is asked to stop (REQUESTED); a finished one (FINISHED) or an unknown
+        id (UNKNOWN) is left as it is."""
+        return self.cancel_many([job_id])[0]
+
+    def cancel_many(self, ids: Sequence[str]) -> list[CancelOutcome]:
+        """``cancel`` for each id, in one store call; the outcomes in the order given."""
+        if isinstance(ids, (str, bytes)):
+            raise ConfigError(f"ids must be a list of job ids, got {ids!r}; for one, use cancel")
+        params = CancelParams(ids=[_job_id(i) for i in ids], now=self.clock())
+        return list(self.timed_backend.cancel(params).outcomes)
+
     def stats(self, queue: str | None = None, tenant: str | None = None) -> list[TenantStats]:
         params = StatsParams(queue=queue, tenant=_tenant_filter(tenant), now=self.clock())
         return self.backend.stats(params)
@@ -509,6 +558,12 @@ class App:
     def requeue(self, ids: Sequence[str]) -> int:
         """Give dead jobs a fresh set of attempts; returns how many were dead."""
         return self.backend.requeue(RequeueParams(ids=list(ids), now=self.clock()))
+
+
+def _job_id(job_id: object) -> str:
+    if not isinstance(job_id, str) or not job_id:
+        raise ConfigError(f"a job id is a non-empty str (as enqueue returned it), got {job_id!r}")
+    return job_id
 
 
 def _tenant_filter(tenant: str | None) -> str | None:

@@ -175,6 +175,7 @@ class JobDefinition(Generic[P, R]):
         retry_base: float | timedelta,
         throttle: Sequence[Throttle] = (),
         signature: inspect.Signature | None = None,  # the arguments enqueue takes: fn's own
+        result_ttl: float | timedelta | None = None,
     ) -> None:
         if signature is None and (
             inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
@@ -194,6 +195,9 @@ class JobDefinition(Generic[P, R]):
         self.cost = check_seconds("cost", cost)
         self.retry_base = check_seconds("retry_base", retry_base)
         self.throttle = tuple(throttle)
+        #: Seconds the return value is kept with the succeeded job (fairq/results.py); None:
+        #: not kept.
+        self.result_ttl = None if result_ttl is None else check_seconds("result_ttl", result_ttl)
         self.is_async = inspect.iscoroutinefunction(fn)
         functools.update_wrapper(self, fn)
 

@@ -38,6 +38,7 @@ class JobState(str, Enum):
     RUNNING = "running"  # held by a worker under a lease
     SUCCEEDED = "succeeded"
     DEAD = "dead"  # out of attempts; kept until re-queued or deleted
+    CANCELLED = "cancelled"  # cancelled on request (``App.cancel``); never runs again
 
     def __str__(self) -> str:
         return self.value
@@ -109,6 +110,9 @@ class StoredJob(Protocol):
     last_error: str | None
     headers: str | None  # as stored: ``encode_headers``'s JSON text, None for no headers
     progress: str | None  # as stored: ``Progress.encode``'s JSON text, None: no checkpoint yet
+    result: str | None  # as stored: the return value's JSON text (fairq.results); None: none
+    result_until: float | None  # when that result (and the job with it) is deleted
+    cancel_requested: bool  # a running job asked to stop (``App.cancel``)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,6 +209,13 @@ class JobInfo:
     #: An iterative job's last checkpoint (None: none yet, or not iterative). Kept while the
     #: job is unfinished; once it succeeded a store may drop it (PostgreSQL does).
     progress: Progress | None = None
+    #: The return value of a job declared with ``result_ttl`` (a JSON value), once it succeeded;
+    #: ``result_until`` says until when it is kept (None: no result is kept).
+    result: Any = None
+    result_until: float | None = None
+    #: A running job was asked to stop (``App.cancel``); it ends ``cancelled`` unless it
+    #: finishes first.
+    cancel_requested: bool = False
 
     @classmethod
     def of(cls, job: StoredJob) -> JobInfo:
@@ -228,6 +239,9 @@ class JobInfo:
             ready_at=job.ready_at,
             headers=decode_headers(job.headers),
             progress=Progress.decode(job.progress),
+            result=None if job.result is None else json.loads(job.result),
+            result_until=job.result_until if job.result is not None else None,
+            cancel_requested=bool(job.cancel_requested) and job.state is JobState.RUNNING,
         )
 
 

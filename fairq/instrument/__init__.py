@@ -19,7 +19,7 @@ Who calls what, and on which thread:
 ``after_run``          the same thread or task, right after it (before its end is stored)
 ``after_job``          every attempt's end, once stored or given up: ``JobEnd.outcome``
 ``after_retry`` …      then, for those outcomes only: ``after_retry``, ``after_dead``,
-                       ``after_lease_lost``, ``after_hand_back``
+                       ``after_lease_lost``, ``after_hand_back``, ``after_cancelled``
 ``after_checkpoint``   an iterative job's thread (for an ``async def`` one, a thread of its
                        event loop's default executor): its progress was just stored
 ``lease_lost``         the heartbeat found a running job's lease gone
@@ -55,6 +55,7 @@ class Outcome(str, Enum):
     SLICE_ENDED = "slice_ended"  # an iterative job used up its time slice: handed back, to
     # resume from its checkpoint once its tenant's turn comes again (fairq.iteration)
     ERROR = "error"  # the store could not record the outcome; the lease will expire
+    CANCELLED = "cancelled"  # stopped on a cancel request (fairq.cancel); never runs again
 
     def __str__(self) -> str:
         return self.value
@@ -125,6 +126,10 @@ class Middleware:
 
     def after_hand_back(self, lease: Lease, end: JobEnd) -> None:
         """After ``after_job``, for a job released unfinished (its attempt not counted)."""
+
+    def after_cancelled(self, lease: Lease, end: JobEnd) -> None:
+        """After ``after_job``, for a running job that stopped on a cancel request (it ends
+        ``cancelled``; ``end.error`` says how it stopped)."""
 
     def after_checkpoint(self, lease: Lease, progress: Progress) -> None:
         """An iterative job's progress was stored (``Backend.checkpoint``)."""

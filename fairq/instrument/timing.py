@@ -20,6 +20,8 @@ from fairq.contract import (
     AckManyResult,
     AcquireSlotParams,
     Backend,
+    CancelParams,
+    CancelResult,
     CheckpointParams,
     CheckpointResult,
     DequeueParams,
@@ -132,6 +134,9 @@ class TimedBackend:
 
     def requeue(self, params: RequeueParams) -> int:
         return self._timed("requeue", self.inner.requeue, params)
+
+    def cancel(self, params: CancelParams) -> CancelResult:
+        return self._timed("cancel", self.inner.cancel, params)
 
     def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
         return self._timed("throttle_windows", self.inner.throttle_windows, params)

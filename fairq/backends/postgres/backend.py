@@ -21,8 +21,11 @@ import psycopg
 from psycopg import Connection, Cursor
 
 from fairq.backends.postgres import (
+    beats,
+    cancelling,
     figures,
     inspect,
+    kept,
     pruning,
     results,
     settings,
@@ -51,6 +54,8 @@ from fairq.contract import (
     AckManyParams,
     AckManyResult,
     AcquireSlotParams,
+    CancelParams,
+    CancelResult,
     CheckpointParams,
     CheckpointResult,
     DequeueParams,
@@ -248,11 +253,14 @@ class PostgresBackend:
             "now": params.now,
             "limit": max(params.limit, 0),
         }
-        rows = self.db.run_one(self.q["ack_and_dequeue"], args)
+        # results to keep (kept.py): the explicit transaction, as when maintenance is due
+        rows: list[Row] = [{"due": True}]
+        if not acks.results:
+            rows = self.db.run_one(self.q["ack_and_dequeue"], args)
         expired: list[ExpiredLease] = []
         if rows[0]["due"]:
             statuses, expired, rows = self.db.run(
-                lambda cur: self._ack_and_dequeue(cur, names, args)
+                lambda cur: self._ack_and_dequeue(cur, names, args, acks, parsed)
             )
         else:
             statuses, rows = list(rows[0]["statuses"]), rows[1:]
@@ -262,12 +270,19 @@ class PostgresBackend:
         )
 
     def _ack_and_dequeue(
-        self, cur: Cursor[Row], names: list[str], args: dict[str, object]
+        self,
+        cur: Cursor[Row],
+        names: list[str],
+        args: dict[str, object],
+        acks: AckManyParams,
+        parsed: list[results.Parsed],
     ) -> tuple[list[str], list[ExpiredLease], list[Row]]:
         """The slow path of ``ack_and_dequeue``: locks (exclusive and shared in one pass, in
-        key order), ``ack_many`` (which finds its locks held), maintenance, dispatch."""
+        key order), ``ack_many`` (which finds its locks held) keeping results, maintenance,
+        dispatch."""
         cur.execute(self.q["lock_ack_dequeue"], args)
         (row,) = cur.execute(self.q["ack_many"], {**args, "now": args["ack_now"]}).fetchall()
+        kept.keep(cur, self.q, acks.tokens, parsed, row["statuses"], acks.results)
         now = args["now"]
         assert isinstance(now, float | int)
         args = {**args, "now": self._event_time(cur, float(now))}
@@ -281,7 +296,10 @@ class PostgresBackend:
         """
         parsed, args = self._ack_args(params)
         statuses: list[str] = []
-        if args["ids"]:
+        if args["ids"] and params.results:
+            keep = params.tokens, parsed, params.results
+            statuses = self.db.run(lambda cur: kept.ack_keeping(cur, self.q, args, *keep))
+        elif args["ids"]:
             (row,) = self.db.run_one(self.q["ack_many"], args)
             statuses = list(row["statuses"])
         return results.ack_result(params.tokens, parsed, statuses)
@@ -349,39 +367,10 @@ class PostgresBackend:
         return job, now
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
-        """Charge each held job's run so far to its tenant and extend its lease.
-
-        Locks: the jobs' queues (shared), the jobs in seq order, their tenants in id order.
-        """
-
-        def work(cur: Cursor[Row]) -> HeartbeatResult:
-            parsed = {token: parse_token(token) for token in params.tokens}
-            ids = sorted({found[0] for found in parsed.values() if found is not None})
-            named = cur.execute(self.q["jobs_queues"], {"ids": ids}).fetchall()
-            queues = [row["queue"] for row in named]
-            self._lock(cur, queues, exclusive=False, now=params.now)
-            rows = cur.execute(self.q["jobs_lock_by_ids"], {"ids": ids}).fetchall()
-            jobs = {row["id"]: JobRow.from_row(row) for row in rows}
-            held = {
-                token: jobs[found[0]]
-                for token, found in parsed.items()
-                if found is not None and found[0] in jobs and jobs[found[0]].holds(found[1])
-            }
-            events = Events(cur, self.q)
-            for tenant_id in sorted({job.tenant_id for job in held.values()}):
-                events.lock_tenant(tenant_id)
-            now = self._event_time(cur, params.now)  # the rows are locked
-            deadlines: dict[str, float] = {}
-            lost: list[str] = []
-            for token in params.tokens:
-                job = held.get(token)
-                if job is None or job.state is not JobState.RUNNING or job.overdue(now):
-                    lost.append(token)
-                else:
-                    deadlines[token] = events.heartbeat(job, now)
-            return HeartbeatResult(deadlines=deadlines, lost=lost)
-
-        return self.db.run(work)
+        """Charge each held job's run so far to its tenant and extend its lease (beats.py)."""
+        return self.db.run(
+            lambda cur: beats.heartbeat(cur, self.q, self._shared, self._event_time, params)
+        )
 
     def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
         """A heartbeat of one lease that also stores its job's progress (locks as ``_held``)."""
@@ -542,6 +531,14 @@ class PostgresBackend:
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         return self.db.run(lambda cur: inspect.list_dead(cur, self.q, params))
 
+    def cancel(self, params: CancelParams) -> CancelResult:
+        """cancelling.py: under the jobs' queues' shared locks."""
+        return CancelResult(
+            outcomes=self.db.run(
+                lambda cur: cancelling.cancel(cur, self.q, self._shared, params.ids, params.now)
+            )
+        )
+
     def requeue(self, params: RequeueParams) -> int:
         def work(cur: Cursor[Row]) -> int:
             queues = sorted({job.queue for job in inspect.job_rows(cur, self.q, params.ids)})
@@ -578,6 +575,9 @@ class PostgresBackend:
         args = {"names": list(queues), "seed": self.seed, "now": now}
         (row,) = cur.execute(self.q[name], args).fetchall()
         return float(row["now"])
+
+    def _shared(self, cur: Cursor[Row], queues: Sequence[str], now: float) -> float:
+        return self._lock(cur, queues, exclusive=False, now=now)
 
     def _event_time(self, cur: Cursor[Row], now: float) -> float:
         (row,) = cur.execute(self.q["event_time"], {"now": now}).fetchall()

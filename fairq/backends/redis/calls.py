@@ -4,12 +4,13 @@ which records.py parses): key blocks, per-token arguments, answers, expired leas
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fairq.contract import AckManyResult, ExpiredLease, Keep
+from fairq.contract import AckManyResult, CancelOutcome, ExpiredLease, HeartbeatResult, Keep
 from fairq.errors import DuplicateJob
 from fairq.job import NewJob, encode_headers
+from fairq.results import JobResult
 
 from .records import encode_body, num, text
 from .scripts import Arg
@@ -42,7 +43,7 @@ def answers(routed: Sequence[Routed], reply: Sequence[Any]) -> list[tuple[str, s
 
 
 #: Values per expired lease in a reply: block, job id, job name, tenant, attempt, deadline,
-#: dead (1 or 0): ``expire`` in _lib_jobs.lua.
+#: dead (1, or 2: cancelled, or 0): ``expire`` in _lib_jobs.lua.
 EXPIRED_FIELDS = 7
 
 
@@ -57,8 +58,43 @@ def expired(names: dict[int, str], flat: Sequence[Any]) -> list[ExpiredLease]:
             attempt=int(flat[at + 4]),
             deadline=float(flat[at + 5]),
             dead=int(flat[at + 6]) == 1,
+            cancelled=int(flat[at + 6]) == 2,
         )
         for at in range(0, len(flat), EXPIRED_FIELDS)
+    ]
+
+
+def result_args(routed: Sequence[Routed], results: Mapping[str, JobResult]) -> list[Arg]:
+    """ack_many.lua's results: how many, then job id, value, seconds kept for each token of
+    ``routed`` that has one."""
+    args: list[Arg] = [0]
+    if results:
+        for token, queue, job_id, _ in routed:
+            result = results.get(token)
+            if result is not None and queue is not None:
+                args += [job_id, result.value, num(result.keep)]
+        args[0] = (len(args) - 1) // 3
+    return args
+
+
+def heartbeat_result(answers: list[tuple[str, str]]) -> HeartbeatResult:
+    """heartbeat.lua's answers: a deadline ('c' first: the job has a cancel request) or ''."""
+    return HeartbeatResult(
+        deadlines={token: float(answer.lstrip("c")) for token, answer in answers if answer},
+        lost=[token for token, answer in answers if not answer],
+        cancelled=[token for token, answer in answers if answer.startswith("c")],
+    )
+
+
+def cancel_outcomes(
+    ids: Sequence[str], routed: Mapping[str, str], reply: Sequence[Any]
+) -> list[CancelOutcome]:
+    """cancel.lua's answers onto the ids asked: those the directory does not know are
+    unknown (not sent)."""
+    answers = iter(reply)
+    return [
+        CancelOutcome(text(next(answers))) if job_id in routed else CancelOutcome.UNKNOWN
+        for job_id in ids
     ]
 
 

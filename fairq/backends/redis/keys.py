@@ -47,6 +47,8 @@ QUEUE_PARTS: tuple[str, ...] = (
     "limited",
     "tats",
     "progress",
+    "results",
+    "expiring",
 )
 
 #: The Redis type of every key fairq writes, for the check against a clashing prefix.
@@ -70,6 +72,8 @@ PART_TYPES: dict[str, str] = {
     "limited": "zset",
     "tats": "zset",
     "progress": "hash",
+    "results": "hash",
+    "expiring": "zset",
 }
 
 #: Throttle windows are per (job name, tenant) lists, not part of a queue's key block:

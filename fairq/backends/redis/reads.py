@@ -122,18 +122,19 @@ def jobs_in_queue(
     pipe.hmget(key("bodies"), list(ids))
     pipe.hmget(key("errors"), list(ids))
     pipe.hmget(key("progress"), list(ids))
-    records, bodies, errors, progress = pipe.execute()
-    rows = zip(ids, records, bodies, errors, progress, strict=True)
-    present = [(i, JobRecord.parse(r), b, e, p) for i, r, b, e, p in rows if r is not None]
-    tids = sorted({rec.tid for _, rec, _, _, _ in present})
+    pipe.hmget(key("results"), list(ids))
+    records, bodies, errors, progress, results = pipe.execute()
+    rows = zip(ids, records, bodies, errors, progress, results, strict=True)
+    present = [(i, JobRecord.parse(r), b, e, p, v) for i, r, b, e, p, v in rows if r is not None]
+    tids = sorted({found[1].tid for found in present})
     found = client.hmget(key("tnames"), [str(t) for t in tids]) if tids else []
     names = dict(zip(tids, found, strict=True))
     return {
         i: with_progress(
-            job_info(i, queue, rec, body, text(names[rec.tid]), None if e is None else text(e)),
+            job_info(i, queue, rec, body, text(names[rec.tid]), None if e is None else text(e), v),
             p,
         )
-        for i, rec, body, e, p in present
+        for i, rec, body, e, p, v in present
     }
 
 

@@ -42,6 +42,7 @@ NAMES = (
     "set_queue",
     "set_tenant",
     "requeue",
+    "cancel",
     "route",
     "acquire_slot",
     "renew_slots",

@@ -31,14 +31,27 @@ def maintain(db: sqlite3.Connection, params: MaintainParams) -> MaintainResult:
     pruned = 0
     if params.retention is not None:
         pruned = prune(db, params.now - params.retention, params.now)
+        pruned += prune_results(db, params.now)
     return MaintainResult(
         promoted=promoted, expired=expired, pruned=pruned, next_due=next_due(db, names)
     )
 
 
 def prune(db: sqlite3.Connection, before: float, now: float) -> int:
-    """Delete old succeeded jobs; a tenant whose last stored job goes is forgotten."""
+    """Delete old succeeded and cancelled jobs; a tenant whose last stored job goes is
+    forgotten."""
     deleted = Counter(row["tenant_id"] for row in db.execute(Q["jobs_prune"], {"before": before}))
+    deleted.update(row["tenant_id"] for row in db.execute(Q["cancelled_prune"], {"before": before}))
+    return _unkeep(db, deleted, now)
+
+
+def prune_results(db: sqlite3.Connection, now: float) -> int:
+    """Delete the succeeded jobs whose kept result expired (fairq/results.py)."""
+    deleted = Counter(row["tenant_id"] for row in db.execute(Q["results_prune"], {"now": now}))
+    return _unkeep(db, deleted, now)
+
+
+def _unkeep(db: sqlite3.Connection, deleted: Counter[int], now: float) -> int:
     for tenant_id, count in sorted(deleted.items()):
         tenant = TenantRow.load(db, tenant_id)
         tenant.kept -= count

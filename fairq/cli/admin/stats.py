@@ -193,7 +193,7 @@ def render_recent(report: QueueReport) -> Table:
     )
     table = Table(title=title, title_justify="left")
     table.add_column("tenant", no_wrap=True)
-    for name in ("wait p50", "wait p99", "jobs/min", "succeeded", "failed", "expired"):
+    for name in ("wait p50", "wait p99", "jobs/min", *histogram.OUTCOMES):
         table.add_column(name, justify="right")
     table.add_column("next start (est.)", justify="right")
     for row in report.tenants:
