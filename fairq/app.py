@@ -20,7 +20,6 @@ from fairq.backends.clock import Clock
 from fairq.contract import (
     KEEP,
     Backend,
-    EnqueueParams,
     FiguresParams,
     GetJobsParams,
     Keep,
@@ -42,6 +41,7 @@ from fairq.declare import (
     QueueDeclaration,
     TenantRule,
     TenantWeights,
+    UniqueRule,
     WeightsFn,
     declare_sharding,
     job_rules,
@@ -53,7 +53,7 @@ from fairq.instrument.logs import JobLog
 from fairq.instrument.timing import TimedBackend
 from fairq.iteration import Declarer, IterativeJob, IterativeSettings, IterFn
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo
-from fairq.newjobs import job_types, new_job
+from fairq.newjobs import job_types, new_job, store_jobs
 from fairq.policy.bounds import (
     MAX_TENANT_CHARS,
     check_max_in_flight,
@@ -282,6 +282,8 @@ class App:
         cost: float | timedelta = 1.0,
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
+        unique_for: float | timedelta | None = None,
+        unique_key: UniqueRule = None,
     ) -> JobDefinition[P, R]: ...
 
     @overload
@@ -298,6 +300,8 @@ class App:
         cost: float | timedelta = 1.0,
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
+        unique_for: float | timedelta | None = None,
+        unique_key: UniqueRule = None,
     ) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
 
     def job(
@@ -313,6 +317,8 @@ class App:
         cost: float | timedelta = 1.0,
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
+        unique_for: float | timedelta | None = None,
+        unique_key: UniqueRule = None,
     ) -> JobDefinition[P, R] | Callable[[Callable[P, R]], JobDefinition[P, R]]:
         """Declare a job: ``@app.job(queue="imports", tenant="account_id")``.
 
@@ -322,6 +328,10 @@ class App:
         ``throttle``: ``[fairq.Throttle(threshold=100, per=3600, queue="slow"), …]``, least to
         most restrictive; a tenant that enqueued more than ``threshold`` of this job in the last
         ``per`` seconds has its new ones sent to ``queue`` (the last matching rule wins).
+        ``unique_for``: enqueueing it again while a job with the same unique key is scheduled,
+        ready or running (for at most this long) returns that job's id and stores nothing
+        (docs/unique.md); the key is ``unique_key`` (a template of argument names such as
+        ``"{account_id}"``, or a callable taking the job's arguments), else its arguments.
         """
         if isinstance(throttle, (str, bytes, Throttle)) or not isinstance(throttle, Sequence):
             raise ConfigError(f"throttle must be a list of fairq.Throttle rules, got {throttle!r}")
@@ -340,6 +350,8 @@ class App:
                 cost=cost,
                 retry_base=retry_base,
                 throttle=rules,
+                unique_for=unique_for,
+                unique_key=unique_key,
             )
             return self._declared(definition)
 
@@ -386,32 +398,13 @@ class App:
         return self.enqueue_many([call])[0]
 
     def enqueue_many(self, calls: Iterable[Call]) -> list[str]:
-        """Enqueue several jobs in one store transaction: all are stored, or none."""
+        """Enqueue several jobs in one store transaction: all are stored, or none. A job whose
+        unique key is held (docs/unique.md) is not stored: its id is the job's holding it."""
         now = self.clock()
         calls = list(calls)
         specs = job_types(self, [call.name for call in calls])
         jobs = [new_job(self, call, spec, now) for call, spec in zip(calls, specs, strict=True)]
-        if jobs:
-            hooks = self.hooks
-            jobs = list(hooks.before_enqueue(jobs))
-            try:
-                chosen = self.timed_backend.enqueue(EnqueueParams(jobs=jobs, now=now)).queues
-            except BaseException as exc:
-                hooks.after_enqueue(jobs, None, exc)
-                raise
-            hooks.after_enqueue(jobs, chosen, None)
-            for job, went in zip(jobs, chosen, strict=True):
-                if went != job.queue:
-                    log.debug(
-                        "job %s %s of tenant %r throttled: sent to queue %r instead of %r",
-                        job.id,
-                        job.name,
-                        job.tenant,
-                        went,
-                        job.queue,
-                        extra={"action": "throttled", "job_id": job.id, "queue": went},
-                    )
-        return [job.id for job in jobs]
+        return store_jobs(self, jobs, now)
 
     # -- tenants and queues ----------------------------------------------------------------
 

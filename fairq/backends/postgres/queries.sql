@@ -591,3 +591,12 @@ DELETE FROM {schema}.figures WHERE slot < %(first)s
 SELECT f.slot, f.kind, f.bucket, f.count, t.queue, t.tenant
 FROM {schema}.figures f JOIN {schema}.tenants t ON t.id = f.tenant_id
 WHERE f.slot >= %(first)s AND (%(queue)s::text IS NULL OR t.queue = %(queue)s::text)
+
+-- name: unique_claim
+-- The jobs of a batch whose unique key is held, the others taking theirs (functions/unique.sql).
+SELECT pos, held_by, held_queue FROM {schema}.unique_claim(
+    %(queues)s, %(tenants)s, %(keys)s, %(ids)s, %(job_queues)s, %(windows)s, %(holds)s, %(now)s
+)
+
+-- name: unique_prune
+SELECT {schema}.unique_prune(%(now)s, %(limit)s) AS pruned
