@@ -54,6 +54,7 @@ from fairq.instrument.timing import TimedBackend
 from fairq.iteration import Declarer, IterativeJob, IterativeSettings, IterFn
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo
 from fairq.newjobs import job_types, new_job, store_jobs
+from fairq.periodic import Schedule, declare_schedules
 from fairq.policy.bounds import (
     MAX_TENANT_CHARS,
     check_max_in_flight,
@@ -138,6 +139,7 @@ class App:
         self.jobs: dict[str, JobDefinition[Any, Any]] = {}
         self.queues: dict[str, QueueDeclaration] = {}
         self.weight_callbacks: dict[str, TenantWeights] = {}
+        self.schedules: dict[str, Schedule] = {}  # periodic jobs, by name (fairq.periodic)
         self._backend = backend
         self._timed: Backend | None = None
         self._lock = threading.Lock()
@@ -374,6 +376,60 @@ class App:
         self.jobs[definition.name] = definition
         self.queues.setdefault(definition.queue, QueueDeclaration(definition.queue, implicit=True))
         return definition
+
+    # -- periodic jobs ---------------------------------------------------------------------
+
+    def periodic(
+        self, cron: str, *, tenant: str | None = None, **settings: Any
+    ) -> Callable[[D], D]:
+        """Enqueue a declared job on a cron schedule (docs/periodic.md): ``@app.periodic("*/5 *
+        * * *", tenant="acme")`` above ``@app.job(...)``. Takes ``schedule``'s settings."""
+
+        def declare(definition: D) -> D:
+            tenants = None if tenant is None else [tenant]
+            self.schedule(definition, cron=cron, tenants=tenants, **settings)
+            return definition
+
+        return declare
+
+    def schedule(
+        self,
+        job: JobDefinition[Any, Any] | str,
+        *,
+        cron: str,
+        tenants: Sequence[str] | None = None,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        name: str | None = None,
+        misfire_grace: float | timedelta | None = None,
+        timezone: str | None = None,
+    ) -> list[Schedule]:
+        """Enqueue ``job`` (declared on this App) with ``args``/``kwargs`` at every tick of
+        ``cron`` (five fields, or six with seconds last; UTC unless ``timezone``), once per
+        tick however many workers run, for each of ``tenants`` (default: the tenant its
+        arguments give, else the fallback tenant). Workers serving the job's queue enqueue
+        it; a tick is enqueued while it is the latest and at most ``misfire_grace`` old
+        (default: until the next tick). ``name``: the schedule's, shown by ``fairq stats``
+        (default: the job's, with ``[tenant]`` for several tenants)."""
+        definition = self.jobs.get(job) if isinstance(job, str) else job
+        if definition is None or self.jobs.get(definition.name) is not definition:
+            raise ConfigError(
+                f"schedule: {job!r} is not a job declared on this App; declare it with "
+                "@app.job first (put @app.periodic above @app.job)"
+            )
+        found = declare_schedules(
+            definition, cron, tenants=tenants, fallback_tenant=self.fallback_tenant,
+            args=args, kwargs=kwargs, name=name, misfire_grace=misfire_grace,
+            timezone=timezone, max_payload_bytes=self.max_payload_bytes,
+        )  # fmt: skip
+        for schedule in found:
+            if schedule.name in self.schedules:
+                raise ConfigError(
+                    f"a periodic schedule named {schedule.name!r} is already declared; give "
+                    "this one another name=…"
+                )
+        self.schedules.update((schedule.name, schedule) for schedule in found)
+        return found
 
     def publish(self) -> None:
         """Record the declared jobs in the store, so producers can enqueue them by name."""

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from fairq.contract import EnqueueParams, JobType
+from fairq.contract import EnqueueParams, EnqueueResult, JobType
 from fairq.declare import Call, JobDefinition, argument, check_priority, run_at
 from fairq.errors import ConfigError, MissingTenant, UnknownJob
 from fairq.job import NewJob, Unique, encode_payload
@@ -117,11 +117,17 @@ def unique_of(
 
 
 def store_jobs(app: App, jobs: list[NewJob], now: float) -> list[str]:
-    """Store ``jobs`` with one store call, through the seam's hooks; the id of each, or for
-    a job whose unique key was held, the id of the job holding it (nothing was stored for it,
-    and the hooks after the call see only the jobs stored)."""
+    """Store ``jobs`` with one store call (``store``); the id of each, or for a job whose
+    unique key was held, the id of the job holding it."""
     if not jobs:
         return []
+    existing = store(app, jobs, now).existing
+    return [existing.get(i, job.id) for i, job in enumerate(jobs)]
+
+
+def store(app: App, jobs: list[NewJob], now: float) -> EnqueueResult:
+    """Store ``jobs`` with one store call, through the seam's hooks (the hooks after the
+    call see only the jobs stored: not those whose unique key was held)."""
     hooks = app.hooks
     jobs = list(hooks.before_enqueue(jobs))
     try:
@@ -145,15 +151,14 @@ def store_jobs(app: App, jobs: list[NewJob], now: float) -> list[str]:
                 extra={"action": "throttled", "job_id": job.id, "queue": queue},
             )
     for i, holder in existing.items():
-        job = jobs[i]
         log.debug(
             "job %s of tenant %r not stored: its unique key is held by job %s",
-            job.name,
-            job.tenant,
+            jobs[i].name,
+            jobs[i].tenant,
             holder,
             extra={"action": "unique_held", "job_id": holder, "queue": went[i][1]},
         )
-    return [existing.get(i, job.id) for i, job in enumerate(jobs)]
+    return result
 
 
 def job_types(app: App, names: Sequence[str]) -> list[JobType]:
