@@ -155,7 +155,8 @@ def worker(
 
     The module is imported with the current directory on the path (like uvicorn). The worker
     publishes the app's jobs (so producers can enqueue them by name), takes jobs fairly across
-    tenants, and stops gracefully on SIGTERM or Ctrl-C.
+    tenants, enqueues the app's periodic jobs of its queues as their ticks come (one job per
+    tick however many workers run), and stops gracefully on SIGTERM or Ctrl-C.
 
     \b
     Examples:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -37,7 +38,8 @@ log = logging.getLogger("fairq.worker")
 
 LOOKBACK = 20  # ticks looked back at start for the schedule's last job
 MAX_COUNTED = 1000  # missed ticks counted at most in one warning
-MAX_PAUSE = 1.0  # the longest sleep by the thread's clock: the app's clock may be another
+MAX_PAUSE = 60.0  # the longest sleep: a wall clock set forward is noticed within it
+MAX_PAUSE_OWN_CLOCK = 1.0  # ... and with a clock of the app's own (a test's), which may jump
 RETRY_PAUSE = 1.0  # after a failure, before trying again
 
 
@@ -111,10 +113,13 @@ class PeriodicScheduler:
         return min(s.following(max(self._last.get(s.name, now), now)) for s in self.schedules)
 
     def _serve(self) -> None:
+        """Sleep until the next tick (by the thread's clock, the app's when it is the wall
+        clock; else look every second), run, again."""
+        longest = MAX_PAUSE if self.clock is time.time else MAX_PAUSE_OWN_CLOCK
         while True:
             self.run_once()
             now = self.clock()
-            pause = RETRY_PAUSE if self._failed else min(self.next_due(now) - now, MAX_PAUSE)
+            pause = RETRY_PAUSE if self._failed else min(self.next_due(now) - now, longest)
             if self._stopped.wait(max(pause, 0.001)):
                 return
 
