@@ -302,3 +302,27 @@ def test_without_croniter_a_schedule_names_the_extra(monkeypatch: pytest.MonkeyP
 
     with pytest.raises(ConfigError, match=r"pip install 'fairq\[cron\]'"):
         app.periodic("* * * * *", tenant="a")(ping)
+
+
+def test_a_worker_runs_the_schedules_of_its_queues_unless_told_not_to() -> None:
+    from fairq.worker import Worker
+
+    app = App("memory://")
+
+    @app.periodic("* * * * *", tenant="a")
+    @app.job(queue="reports")
+    def report() -> None: ...
+
+    @app.periodic("* * * * *", tenant="a")
+    @app.job(queue="other")
+    def other() -> None: ...
+
+    def names(worker: Worker) -> list[str]:
+        return [s.name for s in worker._periodic().schedules]
+
+    assert sorted(names(Worker(app))) == sorted([report.name, other.name])
+    assert names(Worker(app, queues="reports")) == [report.name]
+    assert names(Worker(app, periodic=False)) == []
+    assert names(Worker(app, burst=True)) == []
+    with pytest.raises(ConfigError, match="periodic must be True or False"):
+        Worker(app, periodic="no")  # type: ignore[arg-type]
