@@ -22,7 +22,6 @@ from fairq.contract import (
     Backend,
     CancelOutcome,
     CancelParams,
-    EnqueueParams,
     FiguresParams,
     GetJobsParams,
     Keep,
@@ -44,6 +43,7 @@ from fairq.declare import (
     QueueDeclaration,
     TenantRule,
     TenantWeights,
+    UniqueRule,
     WeightsFn,
     declare_sharding,
     job_rules,
@@ -55,7 +55,8 @@ from fairq.instrument.logs import JobLog
 from fairq.instrument.timing import TimedBackend
 from fairq.iteration import Declarer, IterativeJob, IterativeSettings, IterFn
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo
-from fairq.newjobs import job_types, new_job
+from fairq.newjobs import job_types, new_job, store_jobs
+from fairq.periodic import Schedule, declare_schedules
 from fairq.policy.bounds import (
     MAX_TENANT_CHARS,
     check_max_in_flight,
@@ -142,6 +143,7 @@ class App:
         self.jobs: dict[str, JobDefinition[Any, Any]] = {}
         self.queues: dict[str, QueueDeclaration] = {}
         self.weight_callbacks: dict[str, TenantWeights] = {}
+        self.schedules: dict[str, Schedule] = {}  # periodic jobs, by name (fairq.periodic)
         self._backend = backend
         self._timed: Backend | None = None
         self._lock = threading.Lock()
@@ -287,6 +289,8 @@ class App:
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
         result_ttl: float | timedelta | None = None,
+        unique_for: float | timedelta | None = None,
+        unique_key: UniqueRule = None,
     ) -> JobDefinition[P, R]: ...
 
     @overload
@@ -304,6 +308,8 @@ class App:
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
         result_ttl: float | timedelta | None = None,
+        unique_for: float | timedelta | None = None,
+        unique_key: UniqueRule = None,
     ) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
 
     def job(
@@ -320,6 +326,8 @@ class App:
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
         result_ttl: float | timedelta | None = None,
+        unique_for: float | timedelta | None = None,
+        unique_key: UniqueRule = None,
     ) -> JobDefinition[P, R] | Callable[[Callable[P, R]], JobDefinition[P, R]]:
         """Declare a job: ``@app.job(queue="imports", tenant="account_id")``.
 
@@ -331,6 +339,10 @@ class App:
         ``per`` seconds has its new ones sent to ``queue`` (the last matching rule wins).
         ``result_ttl``: keep the return value (JSON) with the succeeded job this long
         (``job_info(id).result``, ``result(id)``: docs/results.md); by default it is dropped.
+        ``unique_for``: enqueueing it again while a job with the same unique key is scheduled,
+        ready or running (for at most this long) returns that job's id and stores nothing
+        (docs/unique.md); the key is ``unique_key`` (a template of argument names such as
+        ``"{account_id}"``, or a callable taking the job's arguments), else its arguments.
         """
         if isinstance(throttle, (str, bytes, Throttle)) or not isinstance(throttle, Sequence):
             raise ConfigError(f"throttle must be a list of fairq.Throttle rules, got {throttle!r}")
@@ -350,6 +362,8 @@ class App:
                 retry_base=retry_base,
                 throttle=rules,
                 result_ttl=result_ttl,
+                unique_for=unique_for,
+                unique_key=unique_key,
             )
             return self._declared(definition)
 
@@ -372,6 +386,60 @@ class App:
         self.jobs[definition.name] = definition
         self.queues.setdefault(definition.queue, QueueDeclaration(definition.queue, implicit=True))
         return definition
+
+    # -- periodic jobs ---------------------------------------------------------------------
+
+    def periodic(
+        self, cron: str, *, tenant: str | None = None, **settings: Any
+    ) -> Callable[[D], D]:
+        """Enqueue a declared job on a cron schedule (docs/periodic.md): ``@app.periodic("*/5 *
+        * * *", tenant="acme")`` above ``@app.job(...)``. Takes ``schedule``'s settings."""
+
+        def declare(definition: D) -> D:
+            tenants = None if tenant is None else [tenant]
+            self.schedule(definition, cron=cron, tenants=tenants, **settings)
+            return definition
+
+        return declare
+
+    def schedule(
+        self,
+        job: JobDefinition[Any, Any] | str,
+        *,
+        cron: str,
+        tenants: Sequence[str] | None = None,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        name: str | None = None,
+        misfire_grace: float | timedelta | None = None,
+        timezone: str | None = None,
+    ) -> list[Schedule]:
+        """Enqueue ``job`` (declared on this App) with ``args``/``kwargs`` at every tick of
+        ``cron`` (five fields, or six with seconds last; UTC unless ``timezone``), once per
+        tick however many workers run, for each of ``tenants`` (default: the tenant its
+        arguments give, else the fallback tenant). Workers serving the job's queue enqueue
+        it; a tick is enqueued while it is the latest and at most ``misfire_grace`` old
+        (default: until the next tick). ``name``: the schedule's, shown by ``fairq stats``
+        (default: the job's, with ``[tenant]`` for several tenants)."""
+        definition = self.jobs.get(job) if isinstance(job, str) else job
+        if definition is None or self.jobs.get(definition.name) is not definition:
+            raise ConfigError(
+                f"schedule: {job!r} is not a job declared on this App; declare it with "
+                "@app.job first (put @app.periodic above @app.job)"
+            )
+        found = declare_schedules(
+            definition, cron, tenants=tenants, fallback_tenant=self.fallback_tenant,
+            args=args, kwargs=kwargs, name=name, misfire_grace=misfire_grace,
+            timezone=timezone, max_payload_bytes=self.max_payload_bytes,
+        )  # fmt: skip
+        for schedule in found:
+            if schedule.name in self.schedules:
+                raise ConfigError(
+                    f"a periodic schedule named {schedule.name!r} is already declared; give "
+                    "this one another name=…"
+                )
+        self.schedules.update((schedule.name, schedule) for schedule in found)
+        return found
 
     def publish(self) -> None:
         """Record the declared jobs in the store, so producers can enqueue them by name."""
@@ -396,32 +464,13 @@ class App:
         return self.enqueue_many([call])[0]
 
     def enqueue_many(self, calls: Iterable[Call]) -> list[str]:
-        """Enqueue several jobs in one store transaction: all are stored, or none."""
+        """Enqueue several jobs in one store transaction: all are stored, or none. A job whose
+        unique key is held (docs/unique.md) is not stored: its id is the job's holding it."""
         now = self.clock()
         calls = list(calls)
         specs = job_types(self, [call.name for call in calls])
         jobs = [new_job(self, call, spec, now) for call, spec in zip(calls, specs, strict=True)]
-        if jobs:
-            hooks = self.hooks
-            jobs = list(hooks.before_enqueue(jobs))
-            try:
-                chosen = self.timed_backend.enqueue(EnqueueParams(jobs=jobs, now=now)).queues
-            except BaseException as exc:
-                hooks.after_enqueue(jobs, None, exc)
-                raise
-            hooks.after_enqueue(jobs, chosen, None)
-            for job, went in zip(jobs, chosen, strict=True):
-                if went != job.queue:
-                    log.debug(
-                        "job %s %s of tenant %r throttled: sent to queue %r instead of %r",
-                        job.id,
-                        job.name,
-                        job.tenant,
-                        went,
-                        job.queue,
-                        extra={"action": "throttled", "job_id": job.id, "queue": went},
-                    )
-        return [job.id for job in jobs]
+        return store_jobs(self, jobs, now)
 
     # -- tenants and queues ----------------------------------------------------------------
 

@@ -56,7 +56,15 @@ class EnqueueParams:
 
 @dataclass(frozen=True, kw_only=True)
 class EnqueueResult:
-    queues: Sequence[str]  # the queue each job went to, in order: its own or a throttle rule's
+    """The queue each job went to, in order: its own or a throttle rule's (or, for a job
+    whose unique key was held, the queue of the job holding it).
+
+    ``existing``: the jobs of the batch that found their unique key held (fairq.job.Unique),
+    by position, each with the id of the job holding the key: nothing was stored for them.
+    """
+
+    queues: Sequence[str]
+    existing: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,7 +215,8 @@ class MaintainParams:
     With a ``retention``, every queue's succeeded and cancelled jobs that ended more than that
     long ago are deleted, but those that keep a result (``AckManyParams.results``): each of
     these is deleted once its result expires, whether that is sooner or later. Without one,
-    nothing is deleted."""
+    nothing is deleted. Unique keys whose window ended are deleted on every call, whatever
+    ``queues`` and ``retention``."""
 
     now: float
     queues: Sequence[str] | None = None  # None: every queue
@@ -486,7 +495,13 @@ class Backend(Protocol):
     """A store of fair per-tenant queues. Every method is atomic."""
 
     def enqueue(self, params: EnqueueParams) -> EnqueueResult:
-        """Store all jobs or none (a used id raises DuplicateJob). ``run_at <= now``: ready."""
+        """Store all jobs or none (a used id raises DuplicateJob). ``run_at <= now``: ready.
+
+        A job with a unique key (``NewJob.unique``) whose key is held (fairq/policy/unique.py:
+        by a stored job, or an earlier one of the batch) is not stored, nor its id checked:
+        ``EnqueueResult.existing`` names the job holding it. The others take their keys. The
+        check and the take are one atomic step with the enqueue: of concurrent enqueues with
+        one key, exactly one stores its job."""
 
     def dequeue(self, params: DequeueParams) -> DequeueResult:
         """Maintain the queues (as ``maintain``), then hand out up to ``limit`` jobs fairly,

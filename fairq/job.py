@@ -22,6 +22,7 @@ from fairq.errors import (
 from fairq.policy.bounds import MAX_INT, check_int, check_seconds, check_tenant
 from fairq.policy.queues import check_queue_name
 from fairq.policy.throttle import Throttle
+from fairq.policy.unique import check_key
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
 #: The most a job's headers may take, as compact UTF-8 JSON: they travel with every lease.
@@ -45,6 +46,29 @@ class JobState(str, Enum):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Unique:
+    """A job's unique key (fairq/policy/unique.py, docs/unique.md): while it holds, an
+    enqueue with the same key in the same queue and tenant stores nothing and gets the id of
+    the job that took it.
+
+    ``window``: seconds the key may hold at most, from the enqueue that took it. ``hold``:
+    the key holds for its whole window, even once its job ended (a periodic job's tick, so a
+    late scheduler never enqueues that tick again); otherwise only while its job is
+    scheduled, ready or running.
+    """
+
+    key: str
+    window: float
+    hold: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", check_key(self.key))
+        object.__setattr__(self, "window", check_seconds("unique_for", self.window))
+        if not isinstance(self.hold, bool):
+            raise ConfigError(f"hold must be True or False, got {self.hold!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
 class NewJob:
     """A job as handed to a store by enqueue. Times are absolute (seconds since the epoch)."""
 
@@ -65,10 +89,18 @@ class NewJob:
     #: The tenant's shards of a sharded queue, best first (fairq.policy.shards): the store
     #: puts the job in the least loaded of them (``least_loaded``), not in ``queue``.
     shards: Sequence[str] = ()
+    #: Its unique key, if it has one: the store keeps it in ``queue`` (as given here, before
+    #: any choice of shard) and ``tenant``.
+    unique: Unique | None = None
 
     def __post_init__(self) -> None:
         """Refuse what some store cannot hold, before any store sees it (fairq.policy.bounds)."""
         check_tenant(self.tenant)
+        if self.unique is not None and self.throttle:
+            raise ConfigError(
+                f"job {self.id!r}: a job with a unique key takes no throttle rules (a rule may "
+                "move it to another queue, where its key is not kept)"
+            )
         if self.shards:
             if isinstance(self.shards, str) or self.throttle:
                 raise ConfigError(

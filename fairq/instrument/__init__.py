@@ -11,7 +11,8 @@ Who calls what, and on which thread:
 =====================  =====================================================================
 ``before_enqueue``     ``App.enqueue*``, the caller's thread, before the store call; may
                        return the jobs to store instead (e.g. with trace headers added)
-``after_enqueue``      the same thread, after it: the queues chosen, or the error raised
+``after_enqueue``      the same thread, after it: the jobs stored and the queues chosen, or
+                       the error raised
 ``after_dequeue``      the worker's fetch (or a job) thread: the leases just handed out; a
                        relayed job's peer process when it claims the job's lease
 ``before_run``         the job's own thread (``def``) or task (``async def``), right before
@@ -100,8 +101,10 @@ class Middleware:
     def after_enqueue(
         self, jobs: Sequence[NewJob], queues: Sequence[str] | None, error: BaseException | None
     ) -> None:
-        """After the store call: ``queues`` each job went to (its own or a throttle rule's),
-        or None and the ``error`` it raised (then no job was stored)."""
+        """After the store call: the jobs stored and the ``queues`` each went to (its own or a
+        throttle rule's), or None and the ``error`` it raised (then ``jobs`` are all those
+        given, and none was stored). A job whose unique key was held is not stored, and not
+        among ``jobs``: they may be none of the jobs given."""
 
     def after_dequeue(self, leases: Sequence[Lease]) -> None:
         """Jobs handed to this process (never called with none)."""

@@ -61,7 +61,8 @@ from fairq.model.cancels import Cancels
 from fairq.model.figures import FigureTable
 from fairq.model.slots import SlotTable
 from fairq.model.state import Job, Queue, Tenant
-from fairq.policy import shards, throttle
+from fairq.model.unique import UniqueTable
+from fairq.policy import shards, throttle, unique
 from fairq.policy.histogram import CANCELLED, EXPIRED, FAILED, SUCCEEDED
 
 LEASE_EXPIRED_ERROR = "lease expired"
@@ -76,6 +77,7 @@ class ReferenceModel(Cancels):
         self._changed = threading.Condition(threading.RLock())
         self._slots = SlotTable()
         self._figures = FigureTable()
+        self._unique = UniqueTable()
 
     @classmethod
     def from_url(cls, url: str) -> ReferenceModel:
@@ -84,13 +86,29 @@ class ReferenceModel(Cancels):
     # -- producing -------------------------------------------------------------------------
 
     def enqueue(self, params: EnqueueParams) -> EnqueueResult:
+        """Jobs whose unique key is held are left out (fairq/policy/unique.py); the others
+        are stored, all or none, and take their keys."""
         with self._changed:
-            duplicate = [j.id for j in params.jobs if j.id in self._jobs]
-            if duplicate or len({j.id for j in params.jobs}) != len(params.jobs):
+            jobs = params.jobs
+            if len({j.id for j in jobs}) != len(jobs):
+                raise DuplicateJob(f"job ids repeated in one batch: {[j.id for j in jobs]}")
+            held = unique.holders(
+                jobs, lambda job: self._unique.holder(job, params.now, self._state)
+            )
+            stored = [job for i, job in enumerate(jobs) if i not in held]
+            duplicate = [j.id for j in stored if j.id in self._jobs]
+            if duplicate:
                 raise DuplicateJob(f"job ids already stored or repeated: {duplicate}")
-            queues = [self._store(new, params.now) for new in params.jobs]
+            queues = [self._store(new, params.now) for new in stored]
+            for job, queue in zip(stored, queues, strict=True):
+                self._unique.take(job, queue, params.now)
             self._changed.notify_all()
-            return EnqueueResult(queues=queues)
+            chosen, existing = unique.answer(len(jobs), held, queues)
+            return EnqueueResult(queues=chosen, existing=existing)
+
+    def _state(self, job_id: str) -> JobState | None:
+        job = self._jobs.get(job_id)
+        return None if job is None else job.state
 
     def _store(self, new: NewJob, now: float) -> str:
         self._seq += 1
@@ -355,6 +373,7 @@ class ReferenceModel(Cancels):
             names = sorted(self._queues) if params.queues is None else params.queues
             promoted, expired = self._maintain(params.now, names)
             self._slots.sweep(params.now)
+            self._unique.prune(params.now)
             pruned = 0
             if params.retention is not None:
                 pruned = self._prune_done(params.now - params.retention, params.now)

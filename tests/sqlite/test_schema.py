@@ -45,6 +45,8 @@ EXPECTED_OBJECTS = {
     ("index", "slots_place", "slots"),
     ("index", "slots_deadline", "slots"),
     ("table", "figures", "figures"),
+    ("table", "unique_keys", "unique_keys"),
+    ("index", "unique_keys_expiry", "unique_keys"),
 }
 # Each partial index covers exactly one job state (or eligible tenants); dispatch relies on it.
 PARTIAL = {

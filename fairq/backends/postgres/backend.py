@@ -32,6 +32,7 @@ from fairq.backends.postgres import (
     sharding,
     slots,
     throttling,
+    unique,
 )
 from fairq.backends.postgres.db import Database, Pool
 from fairq.backends.postgres.events import Events
@@ -98,6 +99,7 @@ from fairq.contract import (
 from fairq.errors import LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, NewJob, check_distinct
 from fairq.policy.throttle import Routing
+from fairq.policy.unique import Holder, answer
 
 T = TypeVar("T")
 log = logging.getLogger("fairq.backends.postgres")
@@ -142,21 +144,23 @@ class PostgresBackend:
             return EnqueueResult(queues=[])
         conn = bound_connection(self)
         if conn is not None:
-            return EnqueueResult(queues=self._inbox.write(conn, jobs, params.now))
+            return self._inbox.write(conn, jobs, params.now)
         try:
-            queues = self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
+            queues, held = self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
         except psycopg.errors.UniqueViolation as exc:
             raise results.duplicate(exc) from None
-        return EnqueueResult(queues=queues)
+        chosen, existing = answer(len(jobs), held, queues)
+        return EnqueueResult(queues=chosen, existing=existing)
 
     def enqueue_in(self, conn: Connection[Any], params: EnqueueParams) -> list[str]:
         """Enqueue inside the caller's transaction on ``conn``: the jobs exist if and only if
         it commits. A refused enqueue (DuplicateJob) leaves that transaction usable. See
         ``fairq.backends.postgres.transactional`` for how, and why no fairq lock is taken.
-        Returns the queue each job went to."""
+        Returns the queue each job went to (for a job whose unique key is held, the queue of
+        the job holding it: use ``enqueue`` under ``bound_to`` to learn that job's id)."""
         jobs = list(params.jobs)
         check_distinct(jobs)
-        return self._inbox.write(conn, jobs, params.now) if jobs else []
+        return list(self._inbox.write(conn, jobs, params.now).queues) if jobs else []
 
     @contextmanager
     def bound_to(self, conn: Connection[Any]) -> Iterator[None]:
@@ -165,20 +169,39 @@ class PostgresBackend:
         with binding(self, conn):
             yield
 
-    def _enqueue(self, cur: Cursor[Row], jobs: list[NewJob], now: float) -> list[str]:
+    def _enqueue(
+        self, cur: Cursor[Row], jobs: list[NewJob], now: float
+    ) -> tuple[list[str], dict[int, Holder]]:
         """Sharded jobs one after another, so each one's choice of shard sees those before
-        it (sharding.py); the batch is still one transaction: all of it or none."""
-        if any(job.shards for job in jobs):
-            return [self._store(cur, [sharding.place(cur, self.q, job)], now)[0] for job in jobs]
-        return self._store(cur, jobs, now)
+        it (sharding.py); the batch is still one transaction: all of it or none. Returns the
+        queues of the jobs stored and the jobs whose unique key is held (unique.py)."""
+        if not any(job.shards for job in jobs):
+            return self._store(cur, jobs, now)
+        queues: list[str] = []
+        held: dict[int, Holder] = {}
+        for i, job in enumerate(jobs):
+            went, found = self._store(cur, [sharding.place(cur, self.q, job)], now, given=[job])
+            queues += went
+            if found:
+                held[i] = found[0]
+        return queues, held
 
-    def _store(self, cur: Cursor[Row], jobs: list[NewJob], now: float) -> list[str]:
+    def _store(
+        self, cur: Cursor[Row], jobs: list[NewJob], now: float, given: list[NewJob] | None = None
+    ) -> tuple[list[str], dict[int, Holder]]:
+        """``given``: the jobs as enqueued, when ``jobs`` are their copies placed in a shard
+        (a unique key's scope is the queue named at enqueue)."""
         if any(job.throttle for job in jobs):  # the windows record the event's time
             now = self._event_time(cur, now)
         jobs = throttling.route(cur, self.q, jobs, now)
         events = Events(cur, self.q)
         queues = sorted({job.queue for job in jobs})
         now = self._lock(cur, queues, exclusive=False, now=now)
+        held = unique.claim(cur, self.q, given or jobs, [job.queue for job in jobs], now)
+        if held:
+            jobs = [job for i, job in enumerate(jobs) if i not in held]
+            if not jobs:
+                return [], held
         for name in queues:
             cur.execute(self.q["queue_ensure"], {"name": name})
         tenants = events.lock_tenants([(job.queue, job.tenant) for job in jobs])
@@ -188,7 +211,7 @@ class PostgresBackend:
         for tenant in tenants.values():
             events.save(None, tenant)
         self._notify(cur, events.woken)
-        return [job.queue for job in jobs]
+        return [job.queue for job in jobs], held
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -418,6 +441,7 @@ class PostgresBackend:
                 pruned = pruning.prune(cur, self.q, now - params.retention, now)
             throttling.prune(cur, self.q, now)
             slots.prune(cur, self.q, now)
+            unique.prune(cur, self.q, now)
             figures.write(cur, self.q, events.figures, now)
             figures.prune(cur, self.q, now)
             self._notify(cur, events.woken)

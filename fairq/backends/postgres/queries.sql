@@ -655,3 +655,11 @@ VALUES (%(id)s, %(seq)s, %(tenant_id)s, %(priority)s, 0, %(max_attempts)s, %(enq
 -- A tenant's jobs just cancelled: counted (lifetime), and kept until pruned (as succeeded ones).
 UPDATE {schema}.tenants SET cancelled = cancelled + %(n)s, kept = kept + %(n)s
 WHERE id = %(id)s
+-- name: unique_claim
+-- The jobs of a batch whose unique key is held, the others taking theirs (functions/unique.sql).
+SELECT pos, held_by, held_queue FROM {schema}.unique_claim(
+    %(queues)s, %(tenants)s, %(keys)s, %(ids)s, %(job_queues)s, %(windows)s, %(holds)s, %(now)s
+)
+
+-- name: unique_prune
+SELECT {schema}.unique_prune(%(now)s, %(limit)s) AS pruned

@@ -149,7 +149,8 @@ class RedisBackend:
         self._check_jobs(jobs)
         queues = [job.queue for job in jobs]
         if any(job.throttle for job in jobs):
-            self._refuse_stored([job.id for job in jobs])
+            # a job with a unique key is never throttled, and its id is checked only if stored
+            self._refuse_stored([job.id for job in jobs if job.unique is None])
             queues = throttling.route(self._run_once, self.layout, jobs, self._at(params.now))
         blocks = calls.blocks([q for job, queue in zip(jobs, queues, strict=True)
                                for q in (job.shards or (queue,))])  # fmt: skip
@@ -158,12 +159,12 @@ class RedisBackend:
             args += calls.job_args(calls.block_of(blocks, job, queue), job)
         keys = [self.layout.directory, self.layout.seq, self.layout.queues]
         keys += self._keys(blocks, params.now)
-        reply = self._run_once("enqueue", queues[0], keys, args)
+        unique_keys, unique_args = calls.unique_args(self.layout, jobs)
+        reply = self._run_once("enqueue", queues[0], keys + unique_keys, args + unique_args)
         if reply and text(reply[0]) == "dup":
             raise calls.duplicate([text(i) for i in reply[1:]])
-        if reply:  # a sharded job's queue is the script's choice
-            names = list(blocks)
-            queues = [names[int(block) - 1] for block in reply[1:]]
+        if reply:  # a sharded job's queue is the script's choice; a held key's job is another
+            return calls.enqueued(list(blocks), len(jobs), reply)
         return EnqueueResult(queues=queues)
 
     def _refuse_stored(self, ids: list[str]) -> None:

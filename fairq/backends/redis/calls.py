@@ -7,11 +7,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fairq.contract import AckManyResult, CancelOutcome, ExpiredLease, HeartbeatResult, Keep
+from fairq.contract import (
+    AckManyResult,
+    CancelOutcome,
+    EnqueueResult,
+    ExpiredLease,
+    HeartbeatResult,
+    Keep,
+)
 from fairq.errors import DuplicateJob
 from fairq.job import NewJob, encode_headers
 from fairq.results import JobResult
 
+from .keys import Layout
 from .records import encode_body, num, text
 from .scripts import Arg
 
@@ -125,6 +133,32 @@ def job_args(block: int | str, job: NewJob) -> list[Arg]:
         num(job.lease_timeout),
         num(job.cost),
     ]
+
+
+def unique_args(layout: Layout, jobs: Sequence[NewJob]) -> tuple[list[str], list[Arg]]:
+    """The unique keys of a batch (KEYS after its queue blocks) and enqueue.lua's unique
+    section of ARGV (_lib_unique.lua): their count, then index, window, hold of each."""
+    keys: list[str] = []
+    args: list[Arg] = [0]
+    for i, job in enumerate(jobs):
+        if job.unique is not None:
+            keys.append(layout.unique_key(job.queue, job.tenant, job.unique.key))
+            args += [i, num(job.unique.window), "1" if job.unique.hold else "0"]
+    args[0] = len(keys)
+    return keys, args
+
+
+def enqueued(names: list[str], count: int, reply: Sequence[Any]) -> EnqueueResult:
+    """An enqueue's 'ok' reply: each job's block (0: its key was held), then index, id and
+    queue of each job holding a key."""
+    queues = [names[int(block) - 1] if int(block) else "" for block in reply[1 : count + 1]]
+    existing: dict[int, str] = {}
+    rest = reply[count + 1 :]
+    for at in range(0, len(rest), 3):
+        index = int(rest[at])
+        existing[index] = text(rest[at + 1])
+        queues[index] = text(rest[at + 2])
+    return EnqueueResult(queues=queues, existing=dict(sorted(existing.items())))
 
 
 def setting(value: object, form: Any) -> str:

@@ -74,7 +74,7 @@ from fairq.contract import (
     no_wait,
 )
 from fairq.figures import FiguresParams, TenantFigures
-from fairq.job import JobInfo
+from fairq.job import JobInfo, check_distinct
 from fairq.policy.throttle import Routing
 
 T = TypeVar("T")
@@ -127,10 +127,11 @@ class SQLiteBackend:
     def enqueue(self, params: EnqueueParams) -> EnqueueResult:
         if not params.jobs:
             return EnqueueResult(queues=[])
-        queues = self._store.write(
+        check_distinct(params.jobs)
+        queues, existing = self._store.write(
             lambda db: producing.enqueue(db, params.jobs, self._at(params.now))
         )
-        return EnqueueResult(queues=queues)
+        return EnqueueResult(queues=queues, existing=existing)
 
     def dequeue(self, params: DequeueParams) -> DequeueResult:
         """A waiting dequeue right after an empty one of the same thread waits for commits

@@ -22,12 +22,13 @@ LEASE_EXPIRED_ERROR = "lease expired"
 
 
 def maintain(db: sqlite3.Connection, params: MaintainParams) -> MaintainResult:
-    """Maintain the queues asked; also forget throttle-window times no rule can count and
-    tenant slots whose lease is over."""
+    """Maintain the queues asked; also forget throttle-window times no rule can count,
+    tenant slots whose lease is over and unique keys whose window ended."""
     names = queue_names(db) if params.queues is None else list(params.queues)
     promoted, expired = maintain_queues(db, names, params.now)
     db.execute(Q["throttle_prune"], {"now": params.now})
     db.execute(Q["slots_prune"], {"now": params.now})
+    db.execute(Q["unique_prune"], {"now": params.now})
     pruned = 0
     if params.retention is not None:
         pruned = prune(db, params.now - params.retention, params.now)

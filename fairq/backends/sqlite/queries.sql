@@ -304,3 +304,21 @@ DELETE FROM figures WHERE slot < :first
 SELECT f.slot, f.kind, f.bucket, f.count, t.queue, t.tenant
 FROM figures f JOIN tenants t ON t.id = f.tenant_id
 WHERE f.slot >= :first AND (:queue IS NULL OR t.queue = :queue)
+
+-- name: unique_get
+-- The job holding a unique key, if any, and its state (NULL: the job is gone), through the
+-- key's unique index and jobs' id index (fairq/backends/sqlite/unique.py).
+SELECT u.job_id, u.job_queue, u.expires_at, u.hold, j.state
+FROM unique_keys u LEFT JOIN jobs j ON j.id = u.job_id
+WHERE u.queue = :queue AND u.tenant = :tenant AND u.key = :key
+
+-- name: unique_put
+INSERT INTO unique_keys (queue, tenant, key, job_id, job_queue, expires_at, hold)
+VALUES (:queue, :tenant, :key, :job_id, :job_queue, :expires_at, :hold)
+ON CONFLICT (queue, tenant, key) DO UPDATE SET
+    job_id = excluded.job_id, job_queue = excluded.job_queue,
+    expires_at = excluded.expires_at, hold = excluded.hold
+
+-- name: unique_prune
+-- Keys whose window ended hold nothing: found through unique_keys_expiry.
+DELETE FROM unique_keys WHERE expires_at <= :now
