@@ -24,6 +24,7 @@ from fairq.backends.steps import drive
 from fairq.contract import (
     KEEP,
     Backend,
+    CancelOutcome,
     GetJobsParams,
     Keep,
     PublishJobTypesParams,
@@ -38,6 +39,7 @@ from fairq.declare import (
     QueueDeclaration,
     TenantRule,
     TenantWeights,
+    UniqueRule,
     WeightsFn,
     call_by_name,
     declare_sharding,
@@ -51,6 +53,7 @@ from fairq.instrument.timing import TimedBackend
 from fairq.iteration import Declarer, IterativeJob, IterativeSettings, IterFn
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo
 from fairq.newjobs import enqueueing, performed
+from fairq.periodic import Schedule, declare_schedules
 from fairq.policy.bounds import (
     MAX_TENANT_CHARS,
     check_seconds,
@@ -62,6 +65,7 @@ from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
 from fairq.reports import tenant_report
 from fairq.reports.verdicts import TenantReport
+from fairq.waiting import Pause, Wanted, check_timeout, result_of
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11's
     from typing_extensions import Unpack
@@ -106,9 +110,6 @@ class App(AsyncMethods):
     own (tests, simulations) is followed exactly, the real one is bounded by the store's.
     ``middleware``: plug-ins of the instrumentation seam (``fairq.instrument``), e.g.
     ``[fairq.instrument.prometheus.PrometheusMetrics()]``, after the job log every App has.
-
-    Every enqueue, settings and inspection call has an async twin (``aenqueue``, ``aset_tenant``,
-    ``ajob_info``, ``astats`` …: fairq/asyncapi/app.py, docs/async.md); ``await app.aclose()``.
     """
 
     def __init__(
@@ -136,6 +137,7 @@ class App(AsyncMethods):
         self.jobs: dict[str, JobDefinition[Any, Any]] = {}
         self.queues: dict[str, QueueDeclaration] = {}
         self.weight_callbacks: dict[str, TenantWeights] = {}
+        self.schedules: dict[str, Schedule] = {}  # periodic jobs, by name (fairq.periodic)
         self._backend = backend
         self._timed: Backend | None = None
         self._lock = threading.Lock()
@@ -282,6 +284,9 @@ class App(AsyncMethods):
         cost: float | timedelta = 1.0,
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
+        result_ttl: float | timedelta | None = None,
+        unique_for: float | timedelta | None = None,
+        unique_key: UniqueRule = None,
     ) -> JobDefinition[P, R]: ...
 
     @overload
@@ -298,6 +303,9 @@ class App(AsyncMethods):
         cost: float | timedelta = 1.0,
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
+        result_ttl: float | timedelta | None = None,
+        unique_for: float | timedelta | None = None,
+        unique_key: UniqueRule = None,
     ) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
 
     def job(
@@ -313,6 +321,9 @@ class App(AsyncMethods):
         cost: float | timedelta = 1.0,
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
+        result_ttl: float | timedelta | None = None,
+        unique_for: float | timedelta | None = None,
+        unique_key: UniqueRule = None,
     ) -> JobDefinition[P, R] | Callable[[Callable[P, R]], JobDefinition[P, R]]:
         """Declare a job: ``@app.job(queue="imports", tenant="account_id")``.
 
@@ -322,6 +333,12 @@ class App(AsyncMethods):
         ``throttle``: ``[fairq.Throttle(threshold=100, per=3600, queue="slow"), …]``, least to
         most restrictive; a tenant that enqueued more than ``threshold`` of this job in the last
         ``per`` seconds has its new ones sent to ``queue`` (the last matching rule wins).
+        ``result_ttl``: keep the return value (JSON) with the succeeded job this long
+        (``job_info(id).result``, ``result(id)``: docs/results.md); by default it is dropped.
+        ``unique_for``: enqueueing it again while a job with the same unique key is scheduled,
+        ready or running (for at most this long) returns that job's id and stores nothing
+        (docs/unique.md); the key is ``unique_key`` (a template of argument names such as
+        ``"{account_id}"``, or a callable taking the job's arguments), else its arguments.
         """
         if isinstance(throttle, (str, bytes, Throttle)) or not isinstance(throttle, Sequence):
             raise ConfigError(f"throttle must be a list of fairq.Throttle rules, got {throttle!r}")
@@ -340,6 +357,9 @@ class App(AsyncMethods):
                 cost=cost,
                 retry_base=retry_base,
                 throttle=rules,
+                result_ttl=result_ttl,
+                unique_for=unique_for,
+                unique_key=unique_key,
             )
             return self._declared(definition)
 
@@ -363,6 +383,60 @@ class App(AsyncMethods):
         self.queues.setdefault(definition.queue, QueueDeclaration(definition.queue, implicit=True))
         return definition
 
+    # -- periodic jobs ---------------------------------------------------------------------
+
+    def periodic(
+        self, cron: str, *, tenant: str | None = None, **settings: Any
+    ) -> Callable[[D], D]:
+        """Enqueue a declared job on a cron schedule (docs/periodic.md): ``@app.periodic("*/5 *
+        * * *", tenant="acme")`` above ``@app.job(...)``. Takes ``schedule``'s settings."""
+
+        def declare(definition: D) -> D:
+            tenants = None if tenant is None else [tenant]
+            self.schedule(definition, cron=cron, tenants=tenants, **settings)
+            return definition
+
+        return declare
+
+    def schedule(
+        self,
+        job: JobDefinition[Any, Any] | str,
+        *,
+        cron: str,
+        tenants: Sequence[str] | None = None,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        name: str | None = None,
+        misfire_grace: float | timedelta | None = None,
+        timezone: str | None = None,
+    ) -> list[Schedule]:
+        """Enqueue ``job`` (declared on this App) with ``args``/``kwargs`` at every tick of
+        ``cron`` (five fields, or six with seconds last; UTC unless ``timezone``), once per
+        tick however many workers run, for each of ``tenants`` (default: the tenant its
+        arguments give, else the fallback tenant). Workers serving the job's queue enqueue
+        it; a tick is enqueued while it is the latest and at most ``misfire_grace`` old
+        (default: until the next tick). ``name``: the schedule's, shown by ``fairq stats``
+        (default: the job's, with ``[tenant]`` for several tenants)."""
+        definition = self.jobs.get(job) if isinstance(job, str) else job
+        if definition is None or self.jobs.get(definition.name) is not definition:
+            raise ConfigError(
+                f"schedule: {job!r} is not a job declared on this App; declare it with "
+                "@app.job first (put @app.periodic above @app.job)"
+            )
+        found = declare_schedules(
+            definition, cron, tenants=tenants, fallback_tenant=self.fallback_tenant,
+            args=args, kwargs=kwargs, name=name, misfire_grace=misfire_grace,
+            timezone=timezone, max_payload_bytes=self.max_payload_bytes,
+        )  # fmt: skip
+        for schedule in found:
+            if schedule.name in self.schedules:
+                raise ConfigError(
+                    f"a periodic schedule named {schedule.name!r} is already declared; give "
+                    "this one another name=…"
+                )
+        self.schedules.update((schedule.name, schedule) for schedule in found)
+        return found
+
     def publish(self) -> None:
         """Record the declared jobs in the store, so producers can enqueue them by name."""
         types = [d.job_type for d in self.jobs.values()]
@@ -381,7 +455,8 @@ class App(AsyncMethods):
         return self.enqueue_many([call_by_name(name, args, kwargs, options)])[0]
 
     def enqueue_many(self, calls: Iterable[Call]) -> list[str]:
-        """Enqueue several jobs in one store transaction: all are stored, or none."""
+        """Enqueue several jobs in one store transaction: all are stored, or none. A job whose
+        unique key is held (docs/unique.md) is not stored: its id is the job's holding it."""
         return drive(enqueueing(self, calls), partial(performed, self))
 
     # -- tenants and queues ----------------------------------------------------------------
@@ -434,6 +509,35 @@ class App(AsyncMethods):
     def job_info(self, job_id: str) -> JobInfo | None:
         found = self.backend.get_jobs(GetJobsParams(ids=[job_id]))
         return found[0] if found else None
+
+    def result(self, job_id: str, *, timeout: float | timedelta | None = None) -> Any:
+        """The return value of a job declared with ``result_ttl``, once it succeeded; waits
+        up to ``timeout`` seconds (None: as long as it takes) by reading the job again and
+        again, at growing intervals (``fairq.results.poll_delays``: at most every 0.5 s).
+
+        ResultTimeout when the time is up; JobFailed when the job is dead or cancelled (its
+        last error in the message); NoResult when no job has that id or it keeps no result.
+        """
+        waiting = result_of(params.job_id(job_id), check_timeout(timeout))
+        return drive(waiting, self._result_wants)
+
+    def _result_wants(self, wanted: Wanted) -> Any:
+        if isinstance(wanted, Pause):
+            time.sleep(wanted.seconds)
+            return None
+        return self.backend.get_jobs(wanted)
+
+    def cancel(self, job_id: str) -> CancelOutcome:
+        """Cancel a job (docs/cancellation.md): a scheduled or ready one at once (CANCELLED);
+        a running one is asked to stop (REQUESTED); a finished one (FINISHED) or an unknown
+        id (UNKNOWN) is left as it is."""
+        return self.cancel_many([job_id])[0]
+
+    def cancel_many(self, ids: Sequence[str]) -> list[CancelOutcome]:
+        """``cancel`` for each id, in one store call; the outcomes in the order given."""
+        if isinstance(ids, (str, bytes)):
+            raise ConfigError(f"ids must be a list of job ids, got {ids!r}; for one, use cancel")
+        return list(self.timed_backend.cancel(params.cancel(self.clock(), ids)).outcomes)
 
     def stats(self, queue: str | None = None, tenant: str | None = None) -> list[TenantStats]:
         return self.backend.stats(params.stats(self.clock(), queue, tenant))

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Protocol, runtime_checkable
 
+from fairq.cancel import CancelOutcome as CancelOutcome  # re-exported with the other params
+from fairq.cancel import CancelParams as CancelParams
+from fairq.cancel import CancelResult as CancelResult
 from fairq.errors import ConfigError
 from fairq.figures import FiguresParams as FiguresParams  # re-exported with the other params
 from fairq.figures import TenantFigures as TenantFigures
@@ -32,6 +35,7 @@ from fairq.policy.bounds import (
 from fairq.policy.queues import check_queue_name
 from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
+from fairq.results import JobResult
 from fairq.signatures import JobSignature
 
 
@@ -52,7 +56,15 @@ class EnqueueParams:
 
 @dataclass(frozen=True, kw_only=True)
 class EnqueueResult:
-    queues: Sequence[str]  # the queue each job went to, in order: its own or a throttle rule's
+    """The queue each job went to, in order: its own or a throttle rule's (or, for a job
+    whose unique key was held, the queue of the job holding it).
+
+    ``existing``: the jobs of the batch that found their unique key held (fairq.job.Unique),
+    by position, each with the id of the job holding the key: nothing was stored for them.
+    """
+
+    queues: Sequence[str]
+    existing: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +98,7 @@ class ExpiredLease:
     attempt: int  # the attempt that expired (1 for the first run)
     deadline: float
     dead: bool  # that was its last attempt
+    cancelled: bool = False  # it had a cancel request: it ends cancelled, never retried
 
     @classmethod
     def of(cls, job: StoredJob, deadline: float) -> ExpiredLease:
@@ -98,6 +111,7 @@ class ExpiredLease:
             attempt=job.attempts,
             deadline=deadline,
             dead=job.state is JobState.DEAD,
+            cancelled=job.state is JobState.CANCELLED,
         )
 
 
@@ -109,10 +123,16 @@ class DequeueResult:
 
 @dataclass(frozen=True, kw_only=True)
 class AckManyParams:
-    """Ack several leases in one atomic step, in the order given (a worker's finished jobs)."""
+    """Ack several leases in one atomic step, in the order given (a worker's finished jobs).
+
+    ``results``: the return values to keep, by token (only jobs declared with ``result_ttl``
+    have one; fairq.results). Each is kept with its succeeded job until ``now + keep``, when
+    maintenance deletes the job with it, whatever its ``MaintainParams.retention``. A token
+    that is lost keeps nothing."""
 
     tokens: Sequence[str]
     now: float
+    results: Mapping[str, JobResult] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +187,7 @@ class HeartbeatParams:
 class HeartbeatResult:
     deadlines: Mapping[str, float]  # token -> new deadline, for the leases still held
     lost: Sequence[str] = ()  # tokens that are expired or unknown; nothing was changed for them
+    cancelled: Sequence[str] = ()  # held tokens whose job has a cancel request (fairq.cancel)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -189,18 +210,24 @@ class CheckpointResult:
 
 @dataclass(frozen=True, kw_only=True)
 class MaintainParams:
-    """Promote due scheduled jobs, expire overdue leases, prune old succeeded jobs."""
+    """Promote due scheduled jobs, expire overdue leases, prune old finished jobs.
+
+    With a ``retention``, every queue's succeeded and cancelled jobs that ended more than that
+    long ago are deleted, but those that keep a result (``AckManyParams.results``): each of
+    these is deleted once its result expires, whether that is sooner or later. Without one,
+    nothing is deleted. Unique keys whose window ended are deleted on every call, whatever
+    ``queues`` and ``retention``."""
 
     now: float
     queues: Sequence[str] | None = None  # None: every queue
-    retention: float | None = None  # delete succeeded jobs finished more than this long ago
+    retention: float | None = None  # delete succeeded/cancelled jobs ended this long ago
 
 
 @dataclass(frozen=True, kw_only=True)
 class MaintainResult:
     promoted: int = 0
     expired: Sequence[ExpiredLease] = ()  # in the order expired: (deadline, seq) per queue
-    pruned: int = 0
+    pruned: int = 0  # jobs deleted: by the retention, or with their expired result
     next_due: float | None = None  # earliest scheduled run-at or lease deadline still pending
 
 
@@ -301,6 +328,7 @@ class TenantStats:
     rate: Rate | None = None  # effective rate limit
     limited_until: float | None = None  # rate-limited: eligible again at this time
     usage: float = 0.0  # recent service (virtual seconds), decayed to StatsParams.now
+    cancelled: int = 0  # lifetime count of jobs cancelled (fairq.cancel)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -467,7 +495,13 @@ class Backend(Protocol):
     """A store of fair per-tenant queues. Every method is atomic."""
 
     def enqueue(self, params: EnqueueParams) -> EnqueueResult:
-        """Store all jobs or none (a used id raises DuplicateJob). ``run_at <= now``: ready."""
+        """Store all jobs or none (a used id raises DuplicateJob). ``run_at <= now``: ready.
+
+        A job with a unique key (``NewJob.unique``) whose key is held (fairq/policy/unique.py:
+        by a stored job, or an earlier one of the batch) is not stored, nor its id checked:
+        ``EnqueueResult.existing`` names the job holding it. The others take their keys. The
+        check and the take are one atomic step with the enqueue: of concurrent enqueues with
+        one key, exactly one stores its job."""
 
     def dequeue(self, params: DequeueParams) -> DequeueResult:
         """Maintain the queues (as ``maintain``), then hand out up to ``limit`` jobs fairly,
@@ -494,7 +528,7 @@ class Backend(Protocol):
         """Hand a job back unfinished. Raises like ``fail``."""
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
-        """Extend each held lease to ``now + lease_timeout``."""
+        """Extend each held lease to ``now + lease_timeout``; say which have a cancel request."""
 
     def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
         """Store a held job's progress and extend its lease (``CheckpointParams``). Raises
@@ -524,6 +558,9 @@ class Backend(Protocol):
 
     def requeue(self, params: RequeueParams) -> int:
         """Make dead jobs ready again with fresh attempts; returns how many were dead."""
+
+    def cancel(self, params: CancelParams) -> CancelResult:
+        """Cancel scheduled and ready jobs, ask running ones to stop (fairq/cancel.py)."""
 
     def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
         """The recent enqueue times that throttle rules count, per (job name, tenant) asked."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import string
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,9 @@ class Enqueuer(Protocol):
 P = ParamSpec("P")
 R = TypeVar("R")
 TenantRule = str | Callable[..., object] | None
+#: A job's unique key from its arguments: a template of argument names (``"{account}:{day}"``)
+#: or a callable taking the job's arguments; None: a digest of the arguments as passed.
+UniqueRule = str | Callable[..., object] | None
 #: ``(tenants with pending work) -> {tenant: weight}``; 0 pauses a tenant.
 WeightsFn = Callable[[list[str]], Mapping[str, float]]
 
@@ -58,6 +62,12 @@ class Options:
     priority: int = 0
     #: Small str metadata stored with the job and given back in its leases (a trace context).
     headers: Mapping[str, str] | None = None
+    #: A unique key (docs/unique.md): while a job with the same key in the same queue and
+    #: tenant is scheduled, ready or running, enqueueing stores nothing and returns its id.
+    unique_key: str | None = None
+    #: How long the key may hold at most (seconds or a timedelta); with no ``unique_key``, the
+    #: key is the declared one, else a digest of the job's name and arguments.
+    unique_for: float | timedelta | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +188,9 @@ class JobDefinition(Generic[P, R]):
         retry_base: float | timedelta,
         throttle: Sequence[Throttle] = (),
         signature: inspect.Signature | None = None,  # the arguments enqueue takes: fn's own
+        result_ttl: float | timedelta | None = None,
+        unique_for: float | timedelta | None = None,
+        unique_key: UniqueRule = None,
     ) -> None:
         if signature is None and (
             inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
@@ -197,6 +210,12 @@ class JobDefinition(Generic[P, R]):
         self.cost = check_seconds("cost", cost)
         self.retry_base = check_seconds("retry_base", retry_base)
         self.throttle = tuple(throttle)
+        #: Seconds the return value is kept with the succeeded job (fairq/results.py); None:
+        #: not kept.
+        self.result_ttl = None if result_ttl is None else check_seconds("result_ttl", result_ttl)
+        self.unique_for, self.unique_key = check_unique(
+            unique_for, unique_key, self.signature, name, self.throttle
+        )
         self.is_async = inspect.iscoroutinefunction(fn)
         functools.update_wrapper(self, fn)
 
@@ -215,7 +234,8 @@ class JobDefinition(Generic[P, R]):
         return (await self.app.aenqueue_many([self.call(*args, **kwargs)]))[0]
 
     def options(self, **options: Any) -> BoundOptions[P]:
-        """Override tenant, queue, delay, run_at, priority or headers: ``job.options(delay=60)``."""
+        """Override tenant, queue, delay, run_at, priority, headers, unique_key or unique_for:
+        ``job.options(delay=60)``, ``job.options(unique_key="sync:acme", unique_for=600)``."""
         return BoundOptions(self, Options(**options))
 
     def check_arguments(
@@ -247,6 +267,24 @@ class JobDefinition(Generic[P, R]):
                     "or the tenant itself (tenant=… when enqueueing)"
                 ) from exc
         return bound.arguments.get(rule)
+
+    def unique_key_of(
+        self, args: Sequence[Any], kwargs: dict[str, Any], bound: inspect.BoundArguments
+    ) -> object:
+        """The declared unique key of a call (None: no rule, the arguments' digest)."""
+        rule = self.unique_key
+        if rule is None:
+            return None
+        if callable(rule):
+            try:
+                return rule(*args, **kwargs)
+            except Exception as exc:
+                raise ConfigError(
+                    f"job {self.name!r}: its unique_key function raised {type(exc).__name__}: "
+                    f"{exc}; pass arguments it can read the key from, or unique_key=… when "
+                    "enqueueing"
+                ) from exc
+        return rule.format_map(bound.arguments)
 
     @functools.cached_property
     def job_type(self) -> JobType:
@@ -319,6 +357,49 @@ def check_tenant_rule(rule: TenantRule, signature: inspect.Signature, name: str)
             f"its arguments are: {', '.join(signature.parameters) or '(none)'}"
         )
     return rule
+
+
+def check_unique(
+    unique_for: object,
+    unique_key: UniqueRule,
+    signature: inspect.Signature,
+    name: str,
+    throttle: Sequence[Throttle],
+) -> tuple[float | None, UniqueRule]:
+    """A declaration's unique window and key rule, checked (ConfigError naming the fix)."""
+    if unique_for is None:
+        if unique_key is not None:
+            raise ConfigError(
+                f"job {name!r}: unique_key needs unique_for=… too, how long a key may hold at "
+                "most, e.g. unique_for=timedelta(hours=1)"
+            )
+        return None, None
+    window = check_seconds(f"job {name!r}: unique_for", unique_for)
+    if throttle:
+        raise ConfigError(
+            f"job {name!r}: a job with a unique key takes no throttle rules (a rule may move "
+            "it to another queue, where its key is not kept); drop one of the two"
+        )
+    if unique_key is None or callable(unique_key):
+        return window, unique_key
+    if not isinstance(unique_key, str):
+        raise ConfigError(
+            f"job {name!r}: unique_key must be a template of argument names such as "
+            f"'{{account}}:{{day}}', or a callable, got {unique_key!r}"
+        )
+    try:
+        fields = {field for _, field, _, _ in string.Formatter().parse(unique_key) if field}
+    except ValueError as exc:
+        raise ConfigError(
+            f"job {name!r}: unique_key {unique_key!r} is not a template: {exc}"
+        ) from None
+    unknown = sorted(f for f in fields if f.split(".")[0].split("[")[0] not in signature.parameters)
+    if unknown:
+        raise ConfigError(
+            f"job {name!r}: unique_key {unique_key!r} names {', '.join(unknown)}, not arguments "
+            f"of the job; its arguments are: {', '.join(signature.parameters) or '(none)'}"
+        )
+    return window, unique_key
 
 
 def check_priority(priority: object) -> int:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fairq.job import JobInfo
+
 
 class FairqError(Exception):
     """Base class of every fairq error."""
@@ -77,3 +82,39 @@ class CursorError(FairqError, TypeError):
     """An iterative job yielded a cursor that cannot be stored: cursors must be JSON values
     (str, int, finite float, bool, None, lists and dicts with str keys). The attempt fails;
     the last good cursor stays stored."""
+
+
+class JobCancelled(FairqError):
+    """The running job was asked to stop (``App.cancel``): raised in the job's own code by
+    ``fairq.current_job().raise_if_cancelled()``. Let it propagate: the job then ends
+    ``cancelled`` (never retried)."""
+
+
+class ResultError(FairqError, TypeError):
+    """A job's return value cannot be kept: a job declared with ``result_ttl`` must return a JSON
+    value (str, int, finite float, bool, None, lists and dicts with str keys). The attempt fails
+    (retried as any failure); nothing else is affected."""
+
+
+class ResultTooLarge(ResultError, PayloadTooLarge):
+    """A job's return value is larger, as JSON, than the App's ``max_payload_bytes``: keep large
+    data elsewhere and return a reference. The attempt fails, as for ``ResultError``."""
+
+
+class NoResult(FairqError, LookupError):
+    """There is no result to wait for: no job has that id (never enqueued in this store, or
+    deleted after its retention), or it succeeded without one (declared without ``result_ttl``)."""
+
+
+class JobFailed(FairqError):
+    """The job will never give a result: it is dead (out of attempts) or cancelled. ``info`` is
+    the job as the store keeps it; its ``last_error`` says why."""
+
+    def __init__(self, message: str, info: JobInfo) -> None:
+        super().__init__(message)
+        self.info = info
+
+
+class ResultTimeout(FairqError, TimeoutError):
+    """``App.result`` waited its ``timeout`` and the job has not finished yet; it may still.
+    Wait again, or look at it with ``fairq job ID``."""

@@ -4,8 +4,9 @@ for them and answers, and the steps every store shares to record and read them.
 A store keeps sparse counts, one per (queue, tenant, slot, kind, bucket): kind ``WAIT`` and
 ``RUN`` count durations in a histogram bucket, kind ``OUTCOME`` counts ends by outcome (the
 bucket is the outcome's index in ``histogram.OUTCOMES``) but for succeeded runs: every run
-that ended with a known time (acked or failed) is in ``RUN``, so the succeeded ones are the
-runs less the failed ones, and an ack writes one count where it would write two. ``Tally``
+that ended with a known time (acked, failed, or cancelled by its worker) is in ``RUN``, so the
+succeeded ones are the runs less the failed and cancelled ones, and an ack writes one count
+where it would write two. ``Tally``
 gathers the counts of one call (a batch dequeue, an ack of many) so a store writes them in one
 statement or command, and ``figures_from`` turns what a store read back into the contract's
 rows.
@@ -121,7 +122,8 @@ def figures_from(counts: Iterable[tuple[Key, int]], params: FiguresParams) -> li
     for (queue, tenant), kinds in sorted(sparse.items()):
         start = found[queue]
         outcomes = {histogram.OUTCOMES[i]: n for i, n in sorted(kinds[OUTCOME].items())}
-        succeeded = sum(kinds[RUN].values()) - outcomes.get(histogram.FAILED, 0)
+        ended = outcomes.get(histogram.FAILED, 0) + outcomes.get(histogram.CANCELLED, 0)
+        succeeded = sum(kinds[RUN].values()) - ended
         if succeeded > 0:
             outcomes = {histogram.SUCCEEDED: succeeded, **outcomes}
         rows.append(

@@ -17,7 +17,14 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, Protocol, TypedDict, TypeVar
 
-from fairq.declare import Enqueuer, JobDefinition, QueueDeclaration, TenantRule, job_rules
+from fairq.declare import (
+    Enqueuer,
+    JobDefinition,
+    QueueDeclaration,
+    TenantRule,
+    UniqueRule,
+    job_rules,
+)
 from fairq.errors import ConfigError
 from fairq.policy.bounds import check_seconds
 from fairq.policy.queues import check_queue_name
@@ -48,6 +55,8 @@ class IterativeSettings(TypedDict, total=False):
     cost: float | timedelta
     retry_base: float | timedelta
     throttle: Sequence[Throttle]
+    unique_for: float | timedelta | None
+    unique_key: UniqueRule
 
 
 class Declarer(Protocol):
@@ -102,6 +111,8 @@ class IterativeJob(JobDefinition[P, Any]):
             cost=settings.get("cost", 1.0),
             retry_base=settings.get("retry_base", 1.0),
             throttle=rules,
+            unique_for=settings.get("unique_for"),
+            unique_key=settings.get("unique_key"),
             slice_seconds=_positive("slice", settings.get("slice", DEFAULT_SLICE), name),
             checkpoint_items=check_items(
                 settings.get("checkpoint_items", DEFAULT_CHECKPOINT_ITEMS), name

@@ -22,6 +22,7 @@ from fairq.errors import (
 from fairq.policy.bounds import MAX_INT, check_int, check_seconds, check_tenant
 from fairq.policy.queues import check_queue_name
 from fairq.policy.throttle import Throttle
+from fairq.policy.unique import check_key
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
 #: The most a job's headers may take, as compact UTF-8 JSON: they travel with every lease.
@@ -38,9 +39,33 @@ class JobState(str, Enum):
     RUNNING = "running"  # held by a worker under a lease
     SUCCEEDED = "succeeded"
     DEAD = "dead"  # out of attempts; kept until re-queued or deleted
+    CANCELLED = "cancelled"  # cancelled on request (``App.cancel``); never runs again
 
     def __str__(self) -> str:
         return self.value
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unique:
+    """A job's unique key (fairq/policy/unique.py, docs/unique.md): while it holds, an
+    enqueue with the same key in the same queue and tenant stores nothing and gets the id of
+    the job that took it.
+
+    ``window``: seconds the key may hold at most, from the enqueue that took it. ``hold``:
+    the key holds for its whole window, even once its job ended (a periodic job's tick, so a
+    late scheduler never enqueues that tick again); otherwise only while its job is
+    scheduled, ready or running.
+    """
+
+    key: str
+    window: float
+    hold: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", check_key(self.key))
+        object.__setattr__(self, "window", check_seconds("unique_for", self.window))
+        if not isinstance(self.hold, bool):
+            raise ConfigError(f"hold must be True or False, got {self.hold!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,10 +89,18 @@ class NewJob:
     #: The tenant's shards of a sharded queue, best first (fairq.policy.shards): the store
     #: puts the job in the least loaded of them (``least_loaded``), not in ``queue``.
     shards: Sequence[str] = ()
+    #: Its unique key, if it has one: the store keeps it in ``queue`` (as given here, before
+    #: any choice of shard) and ``tenant``.
+    unique: Unique | None = None
 
     def __post_init__(self) -> None:
         """Refuse what some store cannot hold, before any store sees it (fairq.policy.bounds)."""
         check_tenant(self.tenant)
+        if self.unique is not None and self.throttle:
+            raise ConfigError(
+                f"job {self.id!r}: a job with a unique key takes no throttle rules (a rule may "
+                "move it to another queue, where its key is not kept)"
+            )
         if self.shards:
             if isinstance(self.shards, str) or self.throttle:
                 raise ConfigError(
@@ -109,6 +142,9 @@ class StoredJob(Protocol):
     last_error: str | None
     headers: str | None  # as stored: ``encode_headers``'s JSON text, None for no headers
     progress: str | None  # as stored: ``Progress.encode``'s JSON text, None: no checkpoint yet
+    result: str | None  # as stored: the return value's JSON text (fairq.results); None: none
+    result_until: float | None  # when that result (and the job with it) is deleted
+    cancel_requested: bool  # a running job asked to stop (``App.cancel``)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,6 +241,13 @@ class JobInfo:
     #: An iterative job's last checkpoint (None: none yet, or not iterative). Kept while the
     #: job is unfinished; once it succeeded a store may drop it (PostgreSQL does).
     progress: Progress | None = None
+    #: The return value of a job declared with ``result_ttl`` (a JSON value), once it succeeded;
+    #: ``result_until`` says until when it is kept (None: no result is kept).
+    result: Any = None
+    result_until: float | None = None
+    #: A running job was asked to stop (``App.cancel``); it ends ``cancelled`` unless it
+    #: finishes first.
+    cancel_requested: bool = False
 
     @classmethod
     def of(cls, job: StoredJob) -> JobInfo:
@@ -228,6 +271,9 @@ class JobInfo:
             ready_at=job.ready_at,
             headers=decode_headers(job.headers),
             progress=Progress.decode(job.progress),
+            result=None if job.result is None else json.loads(job.result),
+            result_until=job.result_until if job.result is not None else None,
+            cancel_requested=bool(job.cancel_requested) and job.state is JobState.RUNNING,
         )
 
 

@@ -13,16 +13,18 @@ import inspect
 import logging
 import uuid
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from fairq.backends.steps import Steps
+from fairq.backends.steps import Steps, drive
 from fairq.contract import EnqueueParams, EnqueueResult, JobType
 from fairq.declare import Call, JobDefinition, argument, check_priority, run_at
-from fairq.errors import MissingTenant, UnknownJob
-from fairq.job import NewJob, encode_payload
-from fairq.policy.bounds import check_tenant
+from fairq.errors import ConfigError, MissingTenant, UnknownJob
+from fairq.job import NewJob, Unique, encode_payload
+from fairq.policy.bounds import check_seconds, check_tenant
 from fairq.policy.queues import check_queue_name
 from fairq.policy.throttle import Throttle
+from fairq.policy.unique import arguments_key, check_key
 from fairq.signatures import check_published_call
 
 if TYPE_CHECKING:
@@ -62,13 +64,21 @@ def new_job(app: App, call: Call, spec: JobType, now: float) -> NewJob:
     declared = app.queues.get(queue)
     shards = () if declared is None or declared.sharding is None else (
         declared.sharding.queues_of(queue, tenant))  # fmt: skip
+    payload = encode_payload(call.args, call.kwargs, max_bytes=app.max_payload_bytes)
+    unique = unique_of(call, spec.name, definition, bound, payload)
+    if unique is not None and rules:
+        raise ConfigError(
+            f"job {spec.name!r} has throttle rules, and a job with a unique key takes none (a "
+            "rule may move it to another queue, where its key is not kept); enqueue it with "
+            "queue=… (no rule applies then) or without a unique key"
+        )
     return NewJob(
         id=uuid.uuid4().hex,
         name=spec.name,
         queue=shards[0] if shards else queue,
         shards=shards,
         tenant=tenant,
-        payload=encode_payload(call.args, call.kwargs, max_bytes=app.max_payload_bytes),
+        payload=payload,
         priority=check_priority(opts.priority),
         run_at=run_at(opts, now),
         max_attempts=spec.max_attempts,
@@ -76,7 +86,37 @@ def new_job(app: App, call: Call, spec: JobType, now: float) -> NewJob:
         cost=spec.cost,
         throttle=rules,
         headers={} if opts.headers is None else opts.headers,
+        unique=unique,
     )
+
+
+def unique_of(
+    call: Call,
+    name: str,
+    definition: JobDefinition[Any, Any] | None,
+    bound: inspect.BoundArguments | None,
+    payload: str,
+) -> Unique | None:
+    """The call's unique key (docs/unique.md): the key and window given when enqueueing,
+    else the declaration's; a window without a key keys the job by its arguments."""
+    opts = call.options
+    window = opts.unique_for
+    if window is None and definition is not None:
+        window = definition.unique_for
+    key: object = opts.unique_key
+    if key is None and window is not None:
+        if definition is not None and bound is not None:
+            key = definition.unique_key_of(call.args, call.kwargs, bound)
+        if key is None:
+            key = arguments_key(name, payload)
+    if key is None:
+        return None
+    if window is None:
+        raise ConfigError(
+            f"job {name!r}: unique_key needs unique_for=… too, how long the key may hold at "
+            "most, e.g. unique_for=timedelta(hours=1)"
+        )
+    return Unique(key=check_key(key), window=check_seconds("unique_for", window))
 
 
 class JobTypesWanted:
@@ -91,8 +131,8 @@ Wanted = JobTypesWanted | EnqueueParams
 
 def enqueueing(app: App, calls: Iterable[Call]) -> Steps[Wanted, list[str]]:
     """``App.enqueue_many`` and ``aenqueue_many``, written once (fairq.backends.steps): the
-    checks, the ``before_enqueue``/``after_enqueue`` hooks, the store asked for the published
-    job types when some name is not declared here and then to enqueue; the jobs' ids."""
+    checks, the store asked for the published job types when some name is not declared here,
+    then ``stored``; each job's id, or for a job whose unique key was held, the holder's."""
     jobs, now = yield from prepared(app, calls)
     return (yield from stored(app, jobs, now))
 
@@ -108,30 +148,17 @@ def prepared(app: App, calls: Iterable[Call]) -> Steps[Wanted, tuple[list[NewJob
 
 
 def stored(app: App, jobs: list[NewJob], now: float) -> Steps[Wanted, list[str]]:
-    """``jobs`` offered to the ``before_enqueue`` hooks, enqueued at ``now``, and reported to
-    the ``after_enqueue`` hooks; their ids."""
-    if jobs:
-        hooks = app.hooks
-        jobs = list(hooks.before_enqueue(jobs))
-        try:
-            result: EnqueueResult = yield EnqueueParams(jobs=jobs, now=now)
-        except BaseException as exc:
-            hooks.after_enqueue(jobs, None, exc)
-            raise
-        chosen = result.queues
-        hooks.after_enqueue(jobs, chosen, None)
-        for job, went in zip(jobs, chosen, strict=True):
-            if went != job.queue:
-                log.debug(
-                    "job %s %s of tenant %r throttled: sent to queue %r instead of %r",
-                    job.id,
-                    job.name,
-                    job.tenant,
-                    went,
-                    job.queue,
-                    extra={"action": "throttled", "job_id": job.id, "queue": went},
-                )
-    return [job.id for job in jobs]
+    """Store ``jobs`` with one store call (``storing``); the id of each, or for a job whose
+    unique key was held, the id of the job holding it."""
+    if not jobs:
+        return []
+    existing = (yield from storing(app, jobs, now)).existing
+    return [existing.get(i, job.id) for i, job in enumerate(jobs)]
+
+
+def store(app: App, jobs: list[NewJob], now: float) -> EnqueueResult:
+    """``storing`` with the App's blocking store (the periodic scheduler's enqueues)."""
+    return drive(storing(app, jobs, now), partial(performed, app))
 
 
 def performed(app: App, wanted: Wanted) -> Any:
@@ -139,6 +166,42 @@ def performed(app: App, wanted: Wanted) -> Any:
     if isinstance(wanted, EnqueueParams):
         return app.timed_backend.enqueue(wanted)
     return app.timed_backend.job_types()
+
+
+def storing(app: App, jobs: list[NewJob], now: float) -> Steps[Wanted, EnqueueResult]:
+    """Store ``jobs`` with one store call, through the seam's hooks (the hooks after the
+    call see only the jobs stored: not those whose unique key was held)."""
+    hooks = app.hooks
+    jobs = list(hooks.before_enqueue(jobs))
+    try:
+        result: EnqueueResult = yield EnqueueParams(jobs=jobs, now=now)
+    except BaseException as exc:
+        hooks.after_enqueue(jobs, None, exc)
+        raise
+    existing = result.existing
+    went = list(zip(jobs, result.queues, strict=True))
+    stored = [pair for i, pair in enumerate(went) if i not in existing]
+    hooks.after_enqueue([job for job, _ in stored], [queue for _, queue in stored], None)
+    for job, queue in stored:
+        if queue != job.queue:
+            log.debug(
+                "job %s %s of tenant %r throttled: sent to queue %r instead of %r",
+                job.id,
+                job.name,
+                job.tenant,
+                queue,
+                job.queue,
+                extra={"action": "throttled", "job_id": job.id, "queue": queue},
+            )
+    for i, holder in existing.items():
+        log.debug(
+            "job %s of tenant %r not stored: its unique key is held by job %s",
+            jobs[i].name,
+            jobs[i].tenant,
+            holder,
+            extra={"action": "unique_held", "job_id": holder, "queue": went[i][1]},
+        )
+    return result
 
 
 def job_types(app: App, names: Sequence[str]) -> Steps[Wanted, list[JobType]]:

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from fairq.contract import (
     KEEP,
+    CancelParams,
     FiguresParams,
     Keep,
     ListDeadParams,
@@ -20,6 +21,7 @@ from fairq.contract import (
     StatsParams,
     TenantSettingsParams,
 )
+from fairq.errors import ConfigError
 from fairq.policy.bounds import (
     check_max_in_flight,
     check_max_running,
@@ -93,6 +95,18 @@ def dead(queue: str | None, tenant: str | None, limit: int) -> ListDeadParams:
 
 def requeue(now: float, ids: Sequence[str]) -> RequeueParams:
     return RequeueParams(ids=list(ids), now=now)
+
+
+def cancel(now: float, ids: Sequence[str]) -> CancelParams:
+    if isinstance(ids, (str, bytes)):
+        raise ConfigError(f"ids must be a list of job ids, got {ids!r}; for one, use cancel")
+    return CancelParams(ids=[job_id(i) for i in ids], now=now)
+
+
+def job_id(found: object) -> str:
+    if not isinstance(found, str) or not found:
+        raise ConfigError(f"a job id is a non-empty str (as enqueue returned it), got {found!r}")
+    return found
 
 
 def tenant_filter(tenant: str | None) -> str | None:

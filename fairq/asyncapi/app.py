@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 from fairq import params
 from fairq.backends.aio import AsyncStore, open_async_store
 from fairq.backends.steps import adrive
+from fairq.cancel import CancelOutcome
 from fairq.contract import KEEP, EnqueueParams, GetJobsParams, Keep, TenantFigures, TenantStats
 from fairq.declare import Call, call_by_name
 from fairq.errors import ConfigError
@@ -30,6 +31,7 @@ from fairq.instrument.timing import TimedAsyncStore
 from fairq.job import JobInfo
 from fairq.newjobs import Wanted, enqueueing
 from fairq.policy.rate import Rate
+from fairq.waiting import Pause, check_timeout, result_of
 
 if TYPE_CHECKING:
     from fairq.app import App
@@ -140,6 +142,31 @@ class AsyncMethods:
         """``requeue`` awaited."""
         asked = params.requeue(self._app().clock(), ids)
         return await (await self.async_store()).requeue(asked)
+
+    async def aresult(self, job_id: str, *, timeout: float | timedelta | None = None) -> Any:
+        """``result`` awaited: the same reads and pauses, the loop free between them."""
+        waiting = result_of(params.job_id(job_id), check_timeout(timeout))
+        store = await self.async_store()
+
+        async def perform(wanted: Pause | GetJobsParams) -> Any:
+            if isinstance(wanted, Pause):
+                await asyncio.sleep(wanted.seconds)
+                return None
+            return await store.get_jobs(wanted)
+
+        return await adrive(waiting, perform)
+
+    async def acancel(self, job_id: str) -> CancelOutcome:
+        """``cancel`` awaited."""
+        return (await self.acancel_many([job_id]))[0]
+
+    async def acancel_many(self, ids: Sequence[str]) -> list[CancelOutcome]:
+        """``cancel_many`` awaited."""
+        asked = params.cancel(self._app().clock(), ids)
+        store = await self.async_store()
+        hooks = self._app().hooks
+        timed = TimedAsyncStore(store, hooks) if hooks.times_store_calls else store
+        return list((await timed.cancel(asked)).outcomes)
 
     async def async_store(self) -> AsyncStore:
         """The App's async store, opened on first use in the running event loop."""

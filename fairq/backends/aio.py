@@ -26,6 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar, Protocol, TypeVar
 
+from fairq.cancel import CancelParams, CancelResult
 from fairq.contract import (
     Backend,
     EnqueueParams,
@@ -74,6 +75,8 @@ class AsyncStore(Protocol):
     async def list_dead(self, params: ListDeadParams) -> list[JobInfo]: ...
 
     async def requeue(self, params: RequeueParams) -> int: ...
+
+    async def cancel(self, params: CancelParams) -> CancelResult: ...
 
     async def aclose(self) -> None: ...
 
@@ -127,6 +130,9 @@ class Offloaded:
 
     async def requeue(self, params: RequeueParams) -> int:
         return await self._offload(self.sync.requeue, params)
+
+    async def cancel(self, params: CancelParams) -> CancelResult:
+        return await self._offload(self.sync.cancel, params)
 
     async def aclose(self) -> None:
         """Stop the thread (the blocking store stays open: it is the App's)."""

@@ -124,6 +124,13 @@ log = logging.getLogger("fairq.worker")
     help="Tenants per queue with metrics of their own (those with the most ready jobs); the "
     'others are summed as tenant="other", so a million tenants cost Prometheus N+1 series.',
 )
+@click.option(
+    "--periodic/--no-periodic",
+    default=True,
+    show_default=True,
+    help="Enqueue the app's periodic jobs of the queues served (every worker does; the store "
+    "keeps one job per tick). --no-periodic leaves it to other workers. Never with --burst.",
+)
 @click.option("--supervised-by", type=int, default=None, hidden=True)
 @click.pass_context
 def worker(
@@ -141,13 +148,15 @@ def worker(
     metrics_port: int | None,
     metrics_host: str,
     metrics_tenants: int,
+    periodic: bool,
     supervised_by: int | None,
 ) -> None:
     """Run the jobs of APP, a fairq App given as 'module:attribute'.
 
     The module is imported with the current directory on the path (like uvicorn). The worker
     publishes the app's jobs (so producers can enqueue them by name), takes jobs fairly across
-    tenants, and stops gracefully on SIGTERM or Ctrl-C.
+    tenants, enqueues the app's periodic jobs of its queues as their ticks come (one job per
+    tick however many workers run), and stops gracefully on SIGTERM or Ctrl-C.
 
     \b
     Examples:
@@ -177,6 +186,7 @@ def worker(
             retention=retention,
             app_name=app_ref,
             unknown_job_timeout=unknown_job_timeout,
+            periodic=periodic,
         )
     except FairqError as exc:
         raise click.UsageError(str(exc)) from None
@@ -260,4 +270,6 @@ def _child_args(ctx: click.Context) -> list[str]:
         args += ["--url", params["url"]]
     if params["burst"]:
         args.append("--burst")
+    if not params["periodic"]:
+        args.append("--no-periodic")
     return args

@@ -11,7 +11,8 @@ Who calls what, and on which thread:
 =====================  =====================================================================
 ``before_enqueue``     ``App.enqueue*``, the caller's thread, before the store call; may
                        return the jobs to store instead (e.g. with trace headers added)
-``after_enqueue``      the same thread, after it: the queues chosen, or the error raised
+``after_enqueue``      the same thread, after it: the jobs stored and the queues chosen, or
+                       the error raised
 ``after_dequeue``      the worker's fetch (or a job) thread: the leases just handed out; a
                        relayed job's peer process when it claims the job's lease
 ``before_run``         the job's own thread (``def``) or task (``async def``), right before
@@ -19,7 +20,7 @@ Who calls what, and on which thread:
 ``after_run``          the same thread or task, right after it (before its end is stored)
 ``after_job``          every attempt's end, once stored or given up: ``JobEnd.outcome``
 ``after_retry`` …      then, for those outcomes only: ``after_retry``, ``after_dead``,
-                       ``after_lease_lost``, ``after_hand_back``
+                       ``after_lease_lost``, ``after_hand_back``, ``after_cancelled``
 ``after_checkpoint``   an iterative job's thread (for an ``async def`` one, a thread of its
                        event loop's default executor): its progress was just stored
 ``lease_lost``         the heartbeat found a running job's lease gone
@@ -55,6 +56,7 @@ class Outcome(str, Enum):
     SLICE_ENDED = "slice_ended"  # an iterative job used up its time slice: handed back, to
     # resume from its checkpoint once its tenant's turn comes again (fairq.iteration)
     ERROR = "error"  # the store could not record the outcome; the lease will expire
+    CANCELLED = "cancelled"  # stopped on a cancel request (fairq.cancel); never runs again
 
     def __str__(self) -> str:
         return self.value
@@ -99,8 +101,10 @@ class Middleware:
     def after_enqueue(
         self, jobs: Sequence[NewJob], queues: Sequence[str] | None, error: BaseException | None
     ) -> None:
-        """After the store call: ``queues`` each job went to (its own or a throttle rule's),
-        or None and the ``error`` it raised (then no job was stored)."""
+        """After the store call: the jobs stored and the ``queues`` each went to (its own or a
+        throttle rule's), or None and the ``error`` it raised (then ``jobs`` are all those
+        given, and none was stored). A job whose unique key was held is not stored, and not
+        among ``jobs``: they may be none of the jobs given."""
 
     def after_dequeue(self, leases: Sequence[Lease]) -> None:
         """Jobs handed to this process (never called with none)."""
@@ -125,6 +129,10 @@ class Middleware:
 
     def after_hand_back(self, lease: Lease, end: JobEnd) -> None:
         """After ``after_job``, for a job released unfinished (its attempt not counted)."""
+
+    def after_cancelled(self, lease: Lease, end: JobEnd) -> None:
+        """After ``after_job``, for a running job that stopped on a cancel request (it ends
+        ``cancelled``; ``end.error`` says how it stopped)."""
 
     def after_checkpoint(self, lease: Lease, progress: Progress) -> None:
         """An iterative job's progress was stored (``Backend.checkpoint``)."""

@@ -49,6 +49,7 @@ class Hooks:
             Outcome.DEAD: self._overriding("after_dead"),
             Outcome.LEASE_LOST: self._overriding("after_lease_lost"),
             Outcome.HANDED_BACK: self._overriding("after_hand_back"),
+            Outcome.CANCELLED: self._overriding("after_cancelled"),
         }
         self._any_by_outcome = any(self._by_outcome.values())
         self._after_checkpoint = self._overriding("after_checkpoint")

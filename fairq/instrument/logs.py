@@ -35,6 +35,7 @@ LEVELS = {
     Outcome.HANDED_BACK: logging.WARNING,
     Outcome.SLICE_ENDED: logging.INFO,
     Outcome.ERROR: logging.ERROR,
+    Outcome.CANCELLED: logging.INFO,
 }
 #: The outcomes whose line carries the exception's traceback (a retry's is logged at DEBUG).
 WITH_TRACEBACK = {Outcome.DEAD, Outcome.ERROR}
@@ -128,6 +129,8 @@ class JobLog(Middleware):
     def lease_expired(self, expired: ExpiredLease) -> None:
         outcome = Outcome.DEAD if expired.dead else Outcome.RETRYING
         then = "that was its last attempt: it is dead now" if expired.dead else "it will run again"
+        if expired.cancelled:
+            outcome, then = Outcome.CANCELLED, "it had a cancel request: it is cancelled now"
         tenant = show_tenant(expired.tenant)
         log.warning(
             "job %s %s tenant=%s queue=%s attempt=%d outcome=%s: its lease expired %.1f s ago "

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from contextvars import Token
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -50,6 +50,7 @@ class _Open:
 
     span: Span
     token: Token[Context] | None
+    mark: Token[_Open | None] | None = None  # an enqueue's: resets ``_enqueue`` at its end
 
 
 class OpenTelemetryTracing(Middleware):
@@ -68,7 +69,11 @@ class OpenTelemetryTracing(Middleware):
     ) -> None:
         self.tracer = trace.get_tracer("fairq", __version__, tracer_provider=tracer_provider)
         self.propagator = propagator
-        self._enqueues: dict[str, _Open] = {}  # by the batch's first job id
+        # The enqueue under way in this thread or task (its before and after hooks run in
+        # the same one; after_enqueue gets only the jobs stored, maybe none of those given).
+        self._enqueue: ContextVar[_Open | None] = ContextVar(
+            f"fairq_otel_enqueue_{id(self)}", default=None
+        )
         self._runs: dict[str, _Open] = {}  # by lease token
         # Runs whose end came before their function returned (handed back at shutdown): the
         # context is still attached on the job's thread, for after_run to detach.
@@ -99,18 +104,18 @@ class OpenTelemetryTracing(Middleware):
         ctx = trace.set_span_in_context(span)
         carrier: dict[str, str] = {}
         self._propagator().inject(carrier, context=ctx)
-        token = otel_context.attach(ctx)
-        with self._lock:
-            self._enqueues[first.id] = _Open(span, token)
+        opened = _Open(span, otel_context.attach(ctx))
+        opened.mark = self._enqueue.set(opened)
         return [replace(job, headers={**job.headers, **carrier}) for job in jobs]
 
     def after_enqueue(
         self, jobs: Sequence[NewJob], queues: Sequence[str] | None, error: BaseException | None
     ) -> None:
-        with self._lock:
-            opened = self._enqueues.pop(jobs[0].id, None)
+        opened = self._enqueue.get()
         if opened is None:
             return
+        if opened.mark is not None:
+            self._enqueue.reset(opened.mark)
         if opened.token is not None:
             otel_context.detach(opened.token)
         if error is not None:

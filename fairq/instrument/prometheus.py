@@ -7,7 +7,7 @@ histograms of what this process did:
 =================================  ===========================================================
 ``fairq_jobs_total``               attempts ended, by ``queue`` and ``outcome`` (succeeded,
                                    retrying, dead, lease_lost, handed_back, slice_ended,
-                                   error)
+                                   error, cancelled)
 ``fairq_job_run_seconds``          how long job functions ran to their end (succeeded or
                                    failed), by ``queue`` and ``job``
 ``fairq_job_wait_seconds``         how long each job dequeued here waited, ready, for a worker
@@ -62,8 +62,9 @@ STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 
 Labels = tuple[str, ...]
 #: The ends of attempts whose function ran to its end (``JobEnd.seconds`` is its run time,
-#: 0 for a job that never ran); a hand-back or the end of a time slice cut the run short.
-RAN = frozenset(set(Outcome) - {Outcome.HANDED_BACK, Outcome.SLICE_ENDED})
+#: 0 for a job that never ran); a hand-back, the end of a time slice or a cancel request cut
+#: the run short.
+RAN = frozenset(set(Outcome) - {Outcome.HANDED_BACK, Outcome.SLICE_ENDED, Outcome.CANCELLED})
 
 
 class _Histogram:

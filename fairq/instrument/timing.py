@@ -21,6 +21,8 @@ from fairq.contract import (
     AckManyResult,
     AcquireSlotParams,
     Backend,
+    CancelParams,
+    CancelResult,
     CheckpointParams,
     CheckpointResult,
     DequeueParams,
@@ -134,6 +136,9 @@ class TimedBackend:
     def requeue(self, params: RequeueParams) -> int:
         return self._timed("requeue", self.inner.requeue, params)
 
+    def cancel(self, params: CancelParams) -> CancelResult:
+        return self._timed("cancel", self.inner.cancel, params)
+
     def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
         return self._timed("throttle_windows", self.inner.throttle_windows, params)
 
@@ -210,6 +215,9 @@ class TimedAsyncStore:
 
     async def requeue(self, params: RequeueParams) -> int:
         return await self._timed("requeue", self.inner.requeue, params)
+
+    async def cancel(self, params: CancelParams) -> CancelResult:
+        return await self._timed("cancel", self.inner.cancel, params)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -11,6 +11,7 @@ import heapq
 import threading
 from collections.abc import Callable, Sequence
 
+from fairq.cancel import CANCELLED_NOTE
 from fairq.contract import (
     AckAndDequeueParams,
     AckAndDequeueResult,
@@ -56,18 +57,18 @@ from fairq.contract import (
 from fairq.errors import DuplicateJob, LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease, NewJob, encode_headers, held_leases
 from fairq.model import rules
+from fairq.model.cancels import Cancels
 from fairq.model.figures import FigureTable
-from fairq.model.reads import Reads
 from fairq.model.slots import SlotTable
 from fairq.model.state import Job, Queue, Tenant
-from fairq.policy import shards, throttle
-from fairq.policy.histogram import EXPIRED, FAILED, SUCCEEDED
-from fairq.policy.tenant import forgettable
+from fairq.model.unique import UniqueTable
+from fairq.policy import shards, throttle, unique
+from fairq.policy.histogram import CANCELLED, EXPIRED, FAILED, SUCCEEDED
 
 LEASE_EXPIRED_ERROR = "lease expired"
 
 
-class ReferenceModel(Reads):
+class ReferenceModel(Cancels):
     """An in-memory store that follows the rules to the letter. Thread-safe; one process."""
 
     def __init__(self) -> None:
@@ -76,6 +77,7 @@ class ReferenceModel(Reads):
         self._changed = threading.Condition(threading.RLock())
         self._slots = SlotTable()
         self._figures = FigureTable()
+        self._unique = UniqueTable()
 
     @classmethod
     def from_url(cls, url: str) -> ReferenceModel:
@@ -84,13 +86,29 @@ class ReferenceModel(Reads):
     # -- producing -------------------------------------------------------------------------
 
     def enqueue(self, params: EnqueueParams) -> EnqueueResult:
+        """Jobs whose unique key is held are left out (fairq/policy/unique.py); the others
+        are stored, all or none, and take their keys."""
         with self._changed:
-            duplicate = [j.id for j in params.jobs if j.id in self._jobs]
-            if duplicate or len({j.id for j in params.jobs}) != len(params.jobs):
+            jobs = params.jobs
+            if len({j.id for j in jobs}) != len(jobs):
+                raise DuplicateJob(f"job ids repeated in one batch: {[j.id for j in jobs]}")
+            held = unique.holders(
+                jobs, lambda job: self._unique.holder(job, params.now, self._state)
+            )
+            stored = [job for i, job in enumerate(jobs) if i not in held]
+            duplicate = [j.id for j in stored if j.id in self._jobs]
+            if duplicate:
                 raise DuplicateJob(f"job ids already stored or repeated: {duplicate}")
-            queues = [self._store(new, params.now) for new in params.jobs]
+            queues = [self._store(new, params.now) for new in stored]
+            for job, queue in zip(stored, queues, strict=True):
+                self._unique.take(job, queue, params.now)
             self._changed.notify_all()
-            return EnqueueResult(queues=queues)
+            chosen, existing = unique.answer(len(jobs), held, queues)
+            return EnqueueResult(queues=chosen, existing=existing)
+
+    def _state(self, job_id: str) -> JobState | None:
+        job = self._jobs.get(job_id)
+        return None if job is None else job.state
 
     def _store(self, new: NewJob, now: float) -> str:
         self._seq += 1
@@ -221,6 +239,8 @@ class ReferenceModel(Reads):
             lost: list[str] = []
             for token, job in held_leases(params.tokens, self._held_now(params.now), lost):
                 self._ack(job, params.now)
+                if (result := params.results.get(token)) is not None:
+                    job.result, job.result_until = result.value, params.now + result.keep
                 acked.append(token)
             if acked:
                 self._changed.notify_all()
@@ -257,7 +277,10 @@ class ReferenceModel(Reads):
             job.attempts -= 1
             if params.note is not None:
                 job.last_error = params.note
-            if params.run_at is None or params.run_at <= params.now:
+            if job.cancel_requested:  # handed back after a cancel request: it ends here
+                job.last_error = params.note or CANCELLED_NOTE
+                self._run_cancelled(queue, tenant, job, params.now)
+            elif params.run_at is None or params.run_at <= params.now:
                 self._make_ready(queue, tenant, job, params.now, params.now)
             else:
                 job.state = JobState.SCHEDULED
@@ -271,13 +294,16 @@ class ReferenceModel(Reads):
         with self._changed:
             deadlines: dict[str, float] = {}
             lost: list[str] = []
+            cancelled: list[str] = []
             for token, job in held_leases(params.tokens, self._held_now(params.now), lost):
                 queue = self._queues[job.queue]
                 rules.charge_progress(queue, queue.tenants[job.tenant], job, params.now)
                 job.deadline = params.now + job.lease_timeout
                 heapq.heappush(queue.running, (job.deadline, job.seq, job.leases))
                 deadlines[token] = job.deadline
-            return HeartbeatResult(deadlines=deadlines, lost=lost)
+                if job.cancel_requested:
+                    cancelled.append(token)
+            return HeartbeatResult(deadlines=deadlines, lost=lost, cancelled=cancelled)
 
     def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
         with self._changed:
@@ -319,12 +345,15 @@ class ReferenceModel(Reads):
             self._figures.ended(job.queue, job.tenant, EXPIRED, None, now)
         else:
             assert job.started_at is not None
-            ran = ended_at - job.started_at
-            self._figures.ended(job.queue, job.tenant, FAILED, ran, now)
+            outcome = CANCELLED if job.cancel_requested else FAILED
+            self._figures.ended(job.queue, job.tenant, outcome, ended_at - job.started_at, now)
         queue, tenant = self._end_run(job, ended_at, now)
-        tenant.failed += 1
         job.last_error = error
-        if retry_at is None or job.attempts >= job.max_attempts:
+        if not job.cancel_requested or ended_at is None:
+            tenant.failed += 1  # a stop its worker reports after a cancel request is no failure
+        if job.cancel_requested:  # never retried (fairq/cancel.py)
+            self._cancelled(tenant, job, now)
+        elif retry_at is None or job.attempts >= job.max_attempts:
             job.state = JobState.DEAD
             job.finished_at = now
             tenant.dead += 1
@@ -344,9 +373,10 @@ class ReferenceModel(Reads):
             names = sorted(self._queues) if params.queues is None else params.queues
             promoted, expired = self._maintain(params.now, names)
             self._slots.sweep(params.now)
+            self._unique.prune(params.now)
             pruned = 0
             if params.retention is not None:
-                pruned = self._prune(params.now - params.retention, params.now)
+                pruned = self._prune_done(params.now - params.retention, params.now)
             return MaintainResult(
                 promoted=promoted,
                 expired=expired,
@@ -427,23 +457,6 @@ class ReferenceModel(Reads):
             if limited is not None:
                 due.append(limited)
         return min(due, default=None)
-
-    def _prune(self, before: float, now: float) -> int:
-        """Delete old succeeded jobs; a tenant whose last stored job goes is forgotten."""
-        old = [
-            j
-            for j in self._jobs.values()
-            if j.state is JobState.SUCCEEDED and (j.finished_at or 0.0) < before
-        ]
-        for job in old:
-            del self._jobs[job.id]
-            del self._by_seq[job.seq]
-            queue = self._queues[job.queue]
-            tenant = queue.tenants[job.tenant]
-            tenant.kept -= 1
-            if forgettable(tenant, own_settings=tenant.own_settings(), now=now):
-                del queue.tenants[job.tenant]  # heap entries naming it are now stale
-        return len(old)
 
     # -- settings --------------------------------------------------------------------------
 

@@ -55,6 +55,7 @@ class Reads:
             rate=queue.rate_of(tenant),
             limited_until=tenant.limited_until,
             usage=usage,
+            cancelled=tenant.cancelled,
         )
 
     def _dead(self, params: ListDeadParams) -> list[JobInfo]:

@@ -40,6 +40,9 @@ class Job:
     worker: str | None = None
     headers: str | None = None  # as stored (fairq.job.encode_headers)
     progress: str | None = None  # as stored (fairq.job.Progress.encode)
+    result: str | None = None  # the return value kept (fairq.results), JSON text
+    result_until: float | None = None  # when the job is deleted with its result
+    cancel_requested: bool = False  # asked to stop while running (fairq.cancel)
 
     def info(self) -> JobInfo:
         return JobInfo.of(self)
@@ -68,7 +71,8 @@ class Tenant:
     succeeded: int = 0
     failed: int = 0
     dead: int = 0
-    kept: int = 0  # succeeded jobs still stored: pruning the last one may forget the tenant
+    cancelled: int = 0  # lifetime
+    kept: int = 0  # succeeded and cancelled jobs still stored: pruning the last may forget it
 
     def own_settings(self) -> bool:
         return self.weight is not None or self.max_running is not None or self.rate is not None

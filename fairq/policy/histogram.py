@@ -32,9 +32,12 @@ SLOT = 60.0
 SLOTS = 10
 WINDOW = SLOT * SLOTS
 
-#: How runs end, as counted: acked, failed by the worker, or their lease ran out.
-SUCCEEDED, FAILED, EXPIRED = "succeeded", "failed", "expired"
-OUTCOMES: tuple[str, ...] = (SUCCEEDED, FAILED, EXPIRED)
+#: How runs end, as counted: acked, failed by the worker, their lease ran out, or ended by
+#: their worker after a cancel request (fairq.cancel; a job cancelled before it ran had no run
+#: and is counted in TenantStats.cancelled alone). New outcomes go at the end: stores keep
+#: the index.
+SUCCEEDED, FAILED, EXPIRED, CANCELLED = "succeeded", "failed", "expired", "cancelled"
+OUTCOMES: tuple[str, ...] = (SUCCEEDED, FAILED, EXPIRED, CANCELLED)
 
 Counts = tuple[int, ...]  # one count per bucket, BUCKETS long
 

@@ -195,7 +195,8 @@ class RelayedRuns:
             end = JobEnd(Outcome.LEASE_LOST, duration, f"{text}; {why}", error)
             self.app.hooks.job_end(lease, end)
             return None
-        outcome = Outcome.DEAD if info.state is JobState.DEAD else Outcome.RETRYING
+        ended = {JobState.DEAD: Outcome.DEAD, JobState.CANCELLED: Outcome.CANCELLED}
+        outcome = ended.get(info.state, Outcome.RETRYING)  # cancelled: it had a cancel request
         self.app.hooks.job_end(lease, JobEnd(outcome, duration, text, error))
         return info
 

@@ -28,6 +28,9 @@ from fairq.reports import verdicts as status
 from fairq.reports.figures import TenantSummary, summaries
 
 COUNTS = ("ready", "scheduled", "running", "succeeded", "failed", "dead")
+#: Counted in the rows (``--json``) and totals, not given a column of the table: the table is
+#: as wide as a terminal holds; the recent figures' table shows cancelled runs.
+MORE_COUNTS = ("cancelled",)
 
 
 @dataclass
@@ -124,7 +127,7 @@ def tenant_row(
         "max_running": row.max_running,
         "rate": None if row.rate is None else str(row.rate),
         "rate_per_second": None if row.rate is None else row.rate.count / row.rate.period,
-        **{name: getattr(row, name) for name in COUNTS},
+        **{name: getattr(row, name) for name in (*COUNTS, *MORE_COUNTS)},
         "oldest_ready_at": row.oldest_ready_at,
         "oldest_ready_age": age,
         "status": status.IDLE if verdict is None else verdict.status,
@@ -151,7 +154,7 @@ def _finite(seconds: float | None) -> float | None:
 
 def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The counts summed over ``rows``, their number, and the longest wait among them."""
-    summed: dict[str, Any] = {name: sum(r[name] for r in rows) for name in COUNTS}
+    summed: dict[str, Any] = {name: sum(r[name] for r in rows) for name in (*COUNTS, *MORE_COUNTS)}
     ages = [r["oldest_ready_age"] for r in rows if r["oldest_ready_age"] is not None]
     summed["tenants"] = len(rows)
     summed["oldest_ready_age"] = max(ages) if ages else None

@@ -73,7 +73,9 @@ class Acks:
         """Store the acks of ``batch`` (taken) with ``call``, which may do more in the same
         step (``Backend.ack_and_dequeue``), and free their slots; returns what else it gave.
         When it raises, the batch is kept for a retry (or given up on), then it re-raises."""
-        acks = AckManyParams(tokens=[entry.lease.token for entry in batch], now=self.clock())
+        results = {entry.lease.token: entry.result for entry in batch if entry.result is not None}
+        tokens = [entry.lease.token for entry in batch]
+        acks = AckManyParams(tokens=tokens, now=self.clock(), results=results)
         try:
             result, more = call(acks)
         except Exception as exc:

@@ -1,7 +1,7 @@
 """One run (a slice) of an iterative job (``fairq.iteration``) on the worker.
 
 A run starts from the job's stored progress (``JobInfo.progress``: one read per slice) and
-ends in one of four ways:
+ends in one of five ways:
 
 * the generator is exhausted: the last progress is checkpointed, then the job is acked with
   the others (``JobRunner._finish``);
@@ -12,7 +12,9 @@ ends in one of four ways:
   run — and the next run resumes from there (``Outcome.SLICE_ENDED``, or ``HANDED_BACK`` at a
   shutdown);
 * its lease is gone (ran out, or a checkpoint was refused): it stops at the next cursor and
-  stores nothing; whoever holds the job now runs the items since its last checkpoint again.
+  stores nothing; whoever holds the job now runs the items since its last checkpoint again;
+* it was asked to stop (a cancel request, fairq/cancel.py): it stops at the next cursor, and
+  ends cancelled (never runs again).
 
 Between those, a checkpoint every ``checkpoint_items`` cursors or ``checkpoint_seconds``
 (which also extends the lease). The decisions are here, free of threads; the store calls are
@@ -29,7 +31,7 @@ from enum import Enum
 from typing import Any
 
 from fairq.contract import Backend, CheckpointParams, GetJobsParams, ReleaseParams
-from fairq.errors import CursorError, LeaseError
+from fairq.errors import CursorError, JobCancelled, LeaseError
 from fairq.instrument import JobEnd, Outcome
 from fairq.instrument.hooks import Hooks
 from fairq.iteration import IterativeJob
@@ -83,7 +85,13 @@ class SliceRun:
         return self.progress.cursor
 
     def advance(self, cursor: Any) -> Stop | None:
-        """Note one cursor yielded; what the loop must do now. CursorError if not JSON."""
+        """Note one cursor yielded; what the loop must do now. CursorError if not JSON;
+        JobCancelled if the job was asked to stop (it ends cancelled: fairq/cancel.py)."""
+        if self.entry.cancel_requested:
+            raise JobCancelled(
+                f"iterative job {self.lease.name!r} (id {self.lease.job_id}) was asked to stop "
+                f"(a cancel request); it stopped at cursor {_short(cursor)}"
+            )
         progress = replace(self.progress, cursor=cursor, items=self.progress.items + 1)
         try:
             self.unsaved = progress.encode()

@@ -45,6 +45,8 @@ def _why(lease: Lease, deadline: float, info: JobInfo | None, now: float) -> str
     if info.state is JobState.DEAD:
         last = (info.last_error or "").split("\n", 1)[0][:ERROR_SHOWN]
         return f"lease lost: the job is dead now (last error: {last})"
+    if info.state is JobState.CANCELLED:
+        return f"lease lost: {expired}; the job is cancelled now (it had a cancel request)"
     return f"lease lost: {expired}; the job went back to its queue ({info.state.value})"
 
 

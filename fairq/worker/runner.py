@@ -5,6 +5,12 @@ acks in batches (``completions``); failures are stored one by one with ``fail``.
 def`` job's success is buffered from the event loop; its failure is stored by the fairq-report
 thread, so that no store call blocks the loop.
 
+A job declared with ``result_ttl`` has its return value encoded (fairq/results.py) and kept
+with its ack; a value that cannot be kept fails the attempt, as an exception would. A job asked
+to stop (fairq/cancel.py: the heartbeat marks it) that stops by ``JobCancelled`` or, ``async``,
+by its cancellation, is failed with no retry: the store ends it cancelled. The job's code sees
+its job through ``fairq.current_job()`` (fairq/current.py), set around its run.
+
 A job whose name this worker's app does not declare is handed back for a worker that knows it
 (``UnknownJobs``). One that cannot run at all (its payload cannot be decoded, its arguments do
 not fit the function) fails at once without a retry: running it again would fail the same way.
@@ -24,11 +30,13 @@ from typing import Any
 
 from fairq.app import App, JobDefinition
 from fairq.contract import Backend, FailParams
-from fairq.errors import LeaseError
+from fairq.current import RUNNING
+from fairq.errors import JobCancelled, LeaseError
 from fairq.instrument import JobEnd, Outcome
 from fairq.iteration import IterativeJob
 from fairq.job import JobState, Lease, decode_payload
 from fairq.policy.retry import backoff
+from fairq.results import JobResult, encode_result
 from fairq.worker.iteration import SliceRun, Stop
 from fairq.worker.joblog import ERROR_CHARS, describe, job_fields
 from fairq.worker.lost import why_lost
@@ -39,6 +47,11 @@ from fairq.worker.unknown import DEFAULT_TIMEOUT, UnknownJobs
 log = logging.getLogger("fairq.worker")
 
 Prepared = tuple[JobDefinition[Any, Any], list[Any], dict[str, Any]]
+#: How a job asked to stop stops: by ``fairq.current_job().raise_if_cancelled()``, or, async,
+#: by the cancellation of its task.
+STOPS = (JobCancelled, asyncio.CancelledError)
+#: How an attempt that failed ended, by the state the store left its job in.
+OUTCOMES = {JobState.DEAD: Outcome.DEAD, JobState.CANCELLED: Outcome.CANCELLED}
 Shape = tuple[str, int, frozenset[str]]
 MAX_SHAPES = 1024  # a job taking **kwargs fits endless shapes: remember only so many
 
@@ -109,7 +122,14 @@ class JobRunner:
                 self._loop = LoopThread("fairq-async")
             for entry, cancel in zip(entries, self._loop.start(coros), strict=True):
                 entry.cancel = cancel
+                entry.interrupt = functools.partial(self._interrupt, self._loop, entry)
         return calls
+
+    @staticmethod
+    def _interrupt(loop: LoopThread, entry: Running) -> None:
+        """A cancel request for an async job: cancel its task on the loop (one that has not
+        started yet finds the request when it starts: ``_stop_if_asked``)."""
+        loop.loop.call_soon_threadsafe(lambda: entry.task.cancel() if entry.task else None)
 
     def on_a_job_thread(self, task: Callable[[], None]) -> None:
         """Run ``task`` on one of the job threads (the fetch loop waits there for new work)."""
@@ -185,10 +205,15 @@ class JobRunner:
             hooks.before_run(entry.lease)
         started = time.monotonic()
         error: BaseException | None = None
+        running = RUNNING.set(entry)
         try:
-            definition.fn(*args, **kwargs)
+            value = definition.fn(*args, **kwargs)
+            if definition.result_ttl is not None:
+                entry.result = self._result(entry, definition.result_ttl, value)
         except BaseException as exc:  # any way out of the job is its outcome
             error = exc
+        finally:
+            RUNNING.reset(running)
         duration = time.monotonic() - started
         if hooks is not None:
             hooks.after_run(entry.lease, error, duration)
@@ -206,8 +231,12 @@ class JobRunner:
             hooks.before_run(entry.lease)
         started = time.monotonic()
         error: BaseException | None = None
+        RUNNING.set(entry)  # the task's own context: nothing to reset
         try:
-            await definition.fn(*args, **kwargs)
+            self._stop_if_asked(entry)
+            value = await definition.fn(*args, **kwargs)
+            if definition.result_ttl is not None:
+                entry.result = self._result(entry, definition.result_ttl, value)
         except BaseException as exc:  # includes CancelledError: the job did not finish
             error = exc
         duration = time.monotonic() - started
@@ -234,6 +263,7 @@ class JobRunner:
         started = time.monotonic()
         error: BaseException | None = None
         stop: Stop | None = None
+        running = RUNNING.set(entry)
         try:
             items = definition.iterate(run.resume(), *args, **kwargs)
             assert isinstance(items, Generator)
@@ -250,6 +280,8 @@ class JobRunner:
                 run.finish()
         except BaseException as exc:  # any way out of the job is its outcome
             error = exc
+        finally:
+            RUNNING.reset(running)
         duration = time.monotonic() - started
         if hooks is not None:
             hooks.after_run(entry.lease, error, duration)
@@ -273,7 +305,9 @@ class JobRunner:
         started = time.monotonic()
         error: BaseException | None = None
         stop: Stop | None = None
+        RUNNING.set(entry)  # the task's own context: nothing to reset
         try:
+            self._stop_if_asked(entry)
             items = definition.iterate(await asyncio.to_thread(run.resume), *args, **kwargs)
             assert isinstance(items, AsyncGenerator)
             try:
@@ -300,6 +334,23 @@ class JobRunner:
             ended = stop
             self._reporter.submit(lambda: run.hand_back(ended, duration))
 
+    # -- results and cancel requests ---------------------------------------------------------
+
+    def _result(self, entry: Running, keep: float, value: object) -> JobResult:
+        """The return value to keep with the ack; ResultError (a failed attempt) if it cannot."""
+        lease = entry.lease
+        limit = self.app.max_payload_bytes
+        text = encode_result(value, name=lease.name, job_id=lease.job_id, max_bytes=limit)
+        return JobResult(value=text, keep=keep)
+
+    @staticmethod
+    def _stop_if_asked(entry: Running) -> None:
+        """An async job asked to stop before its task started: it stops at once. (Its task,
+        found here, is cancelled by any later request: ``_interrupt``.)"""
+        entry.task = asyncio.current_task()
+        if entry.cancel_requested:
+            raise asyncio.CancelledError
+
     # -- after running --------------------------------------------------------------------
 
     def _finish(
@@ -324,6 +375,12 @@ class JobRunner:
                 self.running.done(entry.lease.token)
             return
         try:
+            if entry.cancel_requested and isinstance(error, STOPS):
+                # it stopped on the request: no retry (the store ends it cancelled), and no
+                # traceback, which would only show where it stopped
+                why = f"cancelled on request ({describe(error)})"
+                self._store_failure(entry, why, retry_at=None, exc=None)
+                return
             retry_at = self.clock() + backoff(entry.lease.attempt, base=definition.retry_base)
             self._store_failure(entry, describe(error), retry_at=retry_at, exc=error)
         finally:
@@ -350,7 +407,7 @@ class JobRunner:
             end = JobEnd(Outcome.ERROR, entry.duration, describe(failed), failed)
             self.hooks.job_end(lease, end)
             return
-        outcome = Outcome.DEAD if info.state is JobState.DEAD else Outcome.RETRYING
+        outcome = OUTCOMES.get(info.state, Outcome.RETRYING)
         self.hooks.job_end(lease, JobEnd(outcome, entry.duration, error, exc))
 
 

@@ -10,13 +10,16 @@ until the claimant calls ``done``, so shutdown can wait for outcomes still being
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from fairq.job import Lease
+from fairq.results import JobResult
 
 ACK_WAIT = 0.002  # seconds a succeeded job waits, at most, before the fetch loop stores its ack
 
@@ -27,7 +30,11 @@ class Running:
 
     lease: Lease
     started: float = field(default_factory=time.monotonic)
-    cancel: Callable[[], object] | None = None
+    cancel: Callable[[], object] | None = None  # at a shutdown: the job is handed back
+    interrupt: Callable[[], object] | None = None  # on a cancel request: the job ends cancelled
+    cancel_requested: bool = False  # the job was asked to stop (fairq.current_job())
+    result: JobResult | None = None  # its return value, to keep with its ack (fairq/results.py)
+    task: asyncio.Task[Any] | None = None  # an async job's task, once started (to interrupt)
     claimed: bool = False
     duration: float = 0.0  # seconds the job ran, once it ended
     succeeded: bool = False  # its ack waits to be stored
@@ -212,6 +219,22 @@ class RunningJobs:
             leases = [entry.lease for entry in self._jobs.values()]
             self._shortest = min((lease.lease_timeout for lease in leases), default=math.inf)
             return leases
+
+    def request_cancel(self, tokens: Sequence[str]) -> list[Lease]:
+        """Jobs asked to stop (the heartbeat's ``cancelled``): mark them, for the job's code
+        (``fairq.current_job()``) and an iterative job's next cursor, and interrupt the async
+        ones. Returns the leases newly asked (of jobs still running)."""
+        asked: list[Running] = []
+        with self._cond:
+            for token in tokens:
+                entry = self._jobs.get(token)
+                if entry is not None and not entry.cancel_requested and not entry.claimed:
+                    entry.cancel_requested = True
+                    asked.append(entry)
+        for entry in asked:
+            if entry.interrupt is not None:
+                entry.interrupt()
+        return [entry.lease for entry in asked]
 
     def unclaimed(self, tokens: set[str]) -> set[str]:
         """Those of ``tokens`` whose job is still running: nobody has taken its outcome."""

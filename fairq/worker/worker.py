@@ -16,6 +16,8 @@ Threads, and who talks to the store::
     fairq-heartbeat   extends the held leases
     fairq-maintain    expires lapsed leases and prunes old jobs on every queue
     fairq-weights     calls the app's tenant_weights callbacks (only if it has some)
+    fairq-periodic    enqueues the ticks of the app's periodic jobs of the worker's queues
+                      (only if it has some, and not in burst mode)
 
 At rest: the caller, fairq-worker, fairq-fetch, one fairq-job (its wait for new work),
 fairq-heartbeat and fairq-maintain. The last three threads above stay apart, idle but for their
@@ -54,6 +56,7 @@ from fairq.worker.heartbeat import Heartbeat
 from fairq.worker.joblog import describe
 from fairq.worker.lost import why_lost
 from fairq.worker.maintenance import Maintenance
+from fairq.worker.periodic import PeriodicScheduler
 from fairq.worker.runner import JobRunner
 from fairq.worker.running import RunningJobs
 from fairq.worker.startup import STOP_SIGNALS, StartupSignals
@@ -92,7 +95,8 @@ class Worker:
     no job is ready or scheduled. ``retention``: seconds succeeded jobs are kept.
     ``unknown_job_timeout``: a job whose name the app does not declare is handed back for a
     worker that knows it (a rolling deploy, apps sharing a queue) until it is this many seconds
-    old (since its enqueue); then it is dead.
+    old (since its enqueue); then it is dead. ``periodic``: enqueue the app's periodic jobs of
+    the queues served (docs/periodic.md; never in burst mode).
 
     What happens to each job is reported to the App's plug-ins (``fairq.instrument``: the job
     log, metrics, tracing), as registered when ``run()`` starts.
@@ -113,6 +117,7 @@ class Worker:
         maintenance_interval: float = 5.0,
         app_name: str | None = None,
         unknown_job_timeout: float = DEFAULT_UNKNOWN_JOB_TIMEOUT,
+        periodic: bool = True,
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(
@@ -133,6 +138,9 @@ class Worker:
         self.maintenance_interval = _seconds("maintenance_interval", maintenance_interval)
         self.retention = None if retention is None else _seconds("retention", retention)
         self.burst = burst
+        if not isinstance(periodic, bool):
+            raise ConfigError(f"periodic must be True or False, not {periodic!r}")
+        self.periodic = periodic and not burst
         self.unknown_job_timeout = _seconds(
             "unknown_job_timeout", unknown_job_timeout, zero_ok=True
         )
@@ -207,7 +215,7 @@ class Worker:
     def _serve(self) -> None:
         runner: JobRunner | None = None
         fetcher: Fetcher | None = None
-        beats: list[Heartbeat | Maintenance | WeightRefresher] = []
+        beats: list[Heartbeat | Maintenance | WeightRefresher | PeriodicScheduler] = []
         try:
             if self._stopping.is_set():
                 log.info("stopped before it started: no job taken", extra={"action": "stopped"})
@@ -221,7 +229,7 @@ class Worker:
                 clock=self.app.clock,
                 unknown_job_timeout=self.unknown_job_timeout,
             )
-            beats = [self._heartbeat(), self._maintenance(), self._weights()]
+            beats = [self._heartbeat(), self._maintenance(), self._weights(), self._periodic()]
             for beat in beats:
                 beat.start()
             fetcher = self._fetcher(runner)
@@ -265,6 +273,11 @@ class Worker:
         served = set(self.order.queues)
         registrations = [r for q, r in self.app.weight_callbacks.items() if q in served]
         return WeightRefresher(self.backend, registrations, clock=self.app.clock)
+
+    def _periodic(self) -> PeriodicScheduler:
+        served = set(self.order.queues)
+        schedules = [s for s in self.app.schedules.values() if s.queue in served]
+        return PeriodicScheduler(self.app, schedules if self.periodic else [], clock=self.app.clock)
 
     def _check_heartbeat(self) -> None:
         """Warn when beats are too rare: a lease may lapse, and long jobs are charged late."""
@@ -310,7 +323,7 @@ class Worker:
         self,
         runner: JobRunner | None,
         fetcher: Fetcher | None,
-        beats: Sequence[Heartbeat | Maintenance | WeightRefresher],
+        beats: Sequence[Heartbeat | Maintenance | WeightRefresher | PeriodicScheduler],
     ) -> None:
         self.running.close()
         started = self._stop_requested_at or time.monotonic()

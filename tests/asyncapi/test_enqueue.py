@@ -15,8 +15,9 @@ import pytest
 from conformance.helpers import new_job
 
 from fairq import App, JobState, Throttle
+from fairq.cancel import CancelOutcome
 from fairq.contract import EnqueueParams, GetJobsParams
-from fairq.errors import DuplicateJob, UnknownJob
+from fairq.errors import ConfigError, DuplicateJob, JobFailed, NoResult, ResultTimeout, UnknownJob
 from fairq.instrument import Middleware, StoreCall
 from fairq.job import JobInfo, NewJob, decode_payload
 
@@ -253,3 +254,45 @@ def test_each_store_has_its_async_face(make_app: AppFactory, kind: str) -> None:
     assert native == NATIVE[kind]
     expected = {"redis": "AsyncRedisStore", "postgres": "AsyncPostgresStore"}
     assert name == expected.get(kind, "Offloaded")
+
+
+def test_unique_key_held_returns_the_holders_id_awaited(make_app: AppFactory) -> None:
+    app = make_app()
+
+    @app.job(tenant="account", name="tests.sync_account", unique_for=3600, unique_key="{account}")
+    def sync_account(account: str, n: int) -> None: ...
+
+    async def scenario() -> tuple[str, str]:
+        first = await sync_account.aenqueue("acme", 1)
+        return first, await sync_account.aenqueue("acme", 2)
+
+    first, again = run(app, scenario)
+    assert again == first == sync_account.enqueue("acme", 3)
+    assert [row.ready for row in app.stats(tenant="acme")] == [1]
+
+
+def test_cancel_and_result_awaited(make_app: AppFactory) -> None:
+    app = make_app()
+
+    @app.job(tenant="account", name="tests.report", result_ttl=3600)
+    def report(account: str) -> int:
+        return 1
+
+    async def scenario() -> None:
+        job_id = await report.aenqueue("acme")
+        with pytest.raises(ResultTimeout):
+            await app.aresult(job_id, timeout=0)
+        assert await app.acancel(job_id) is CancelOutcome.CANCELLED
+        assert (await app.ajob_info(job_id)).state is JobState.CANCELLED  # type: ignore[union-attr]
+        with pytest.raises(JobFailed):
+            await app.aresult(job_id, timeout=0)
+        assert await app.acancel_many([job_id, "nope"]) == [
+            CancelOutcome.FINISHED,
+            CancelOutcome.UNKNOWN,
+        ]
+        with pytest.raises(NoResult):
+            await app.aresult("nope")
+        with pytest.raises(ConfigError):
+            await app.acancel_many("not-a-list")  # type: ignore[arg-type]
+
+    run(app, scenario)

@@ -17,6 +17,7 @@ COMMANDS = [
     ["dead"],
     ["dead", "list"],
     ["dead", "requeue"],
+    ["cancel"],
     ["demo"],
 ]
 
@@ -32,5 +33,5 @@ def test_help_has_a_summary_and_an_example(command: list[str]) -> None:
 
 def test_top_level_help_lists_the_admin_commands() -> None:
     output = click.testing.CliRunner().invoke(cli, ["--help"]).output
-    for name in ("enqueue", "stats", "tenants", "queue", "dead", "demo"):
+    for name in ("enqueue", "stats", "tenants", "queue", "dead", "cancel", "demo"):
         assert name in output

@@ -42,7 +42,8 @@ def test_json_has_the_same_figures(store: Store) -> None:
     assert queues["demo"]["totals"]["ready"] == 3
     assert queues["other"]["totals"] == {
         "ready": 2, "scheduled": 0, "running": 0, "succeeded": 0, "failed": 0, "dead": 0,
-        "tenants": 1, "oldest_ready_age": queues["other"]["tenants"][0]["oldest_ready_age"],
+        "cancelled": 0, "tenants": 1,
+        "oldest_ready_age": queues["other"]["tenants"][0]["oldest_ready_age"],
     }  # fmt: skip
 
 

@@ -44,6 +44,7 @@ def test_histograms_count_a_value_on_a_bound_in_that_bucket() -> None:
     for seconds in (0.05, 0.1, 0.5, 2.0):
         metrics.after_job(lease(), JobEnd(Outcome.SUCCEEDED, seconds))
     metrics.after_job(lease(), JobEnd(Outcome.HANDED_BACK, 5.0))  # cut short: not a run time
+    metrics.after_job(lease(), JobEnd(Outcome.CANCELLED, 7.0, "stopped"))  # cut short too
     metrics.after_job(lease(), JobEnd(Outcome.DEAD, 0.0, "never ran"))
     buckets = samples(registry, "fairq_job_run_seconds_bucket")
     labels = (("job", "task"), ("queue", "default"))
@@ -56,6 +57,7 @@ def test_histograms_count_a_value_on_a_bound_in_that_bucket() -> None:
     assert samples(registry, "fairq_jobs_total") == {
         (("outcome", "succeeded"), ("queue", "default")): 4,
         (("outcome", "handed_back"), ("queue", "default")): 1,
+        (("outcome", "cancelled"), ("queue", "default")): 1,
         (("outcome", "dead"), ("queue", "default")): 1,
     }
 

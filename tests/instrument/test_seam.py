@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fairq import App, ConfigError, JobState
+from fairq import App, CancelOutcome, ConfigError, JobState
 from fairq.contract import Backend, DequeueParams, ExpiredLease
 from fairq.instrument import JobEnd, Middleware, Outcome, StoreCall
 from fairq.instrument.timing import TimedBackend
@@ -74,6 +74,9 @@ class Recorder(Middleware):
 
     def after_dead(self, lease: Lease, end: JobEnd) -> None:
         self._note("after_dead", lease.job_id, end.error)
+
+    def after_cancelled(self, lease: Lease, end: JobEnd) -> None:
+        self._note("after_cancelled", lease.job_id, end.error)
 
     def store_call(self, call: StoreCall) -> None:
         with self._lock:
@@ -156,6 +159,22 @@ def test_a_worker_calls_every_hook_in_order_on_the_jobs_thread(app: App, tmp_pat
     assert {"enqueue", "fail"} <= set(recorder.ops)
     assert {"ack_many", "ack_and_dequeue"} & set(recorder.ops)
     assert {"dequeue", "dequeue_wait", "ack_and_dequeue"} & set(recorder.ops)
+
+
+def test_a_job_stopped_on_a_cancel_request_ends_with_after_cancelled(
+    app: App, tmp_path: Path
+) -> None:
+    recorder = Recorder()
+    app.add_middleware(recorder)
+    job_id = app.jobs["until_cancelled"].enqueue("t1", str(tmp_path), "c")
+    with Worker(app, concurrency=1).in_thread():
+        wait_for(lambda: recorder.of("before_run", job_id), "the job to start")
+        assert app.cancel(job_id) is CancelOutcome.REQUESTED
+        wait_for(lambda: recorder.of("after_cancelled", job_id), "the cancelled job's hook")
+    assert recorder.of("after_job", job_id) == [Outcome.CANCELLED]
+    (error,) = recorder.of("after_cancelled", job_id)
+    assert str(error).startswith("cancelled on request (JobCancelled: job 'until_cancelled'")
+    assert app.job_info(job_id).state is JobState.CANCELLED  # type: ignore[union-attr]
 
 
 def test_a_hook_that_raises_is_logged_once_and_breaks_nothing(

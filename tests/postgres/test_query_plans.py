@@ -33,6 +33,7 @@ from ._store import CALLER_CLOCK, DisposableBackend, open_disposable, server_url
 
 BIG_TABLES = {
     "tenants", "jobs", "succeeded_jobs", "inbox", "throttle_windows", "slots", "figures",
+    "unique_keys",
 }  # fmt: skip
 TENANTS = 2_000
 JOBS_PER_TENANT = 10
@@ -84,6 +85,7 @@ def filled() -> Iterator[DisposableBackend]:
     with psycopg.connect(server_url(), autocommit=True, **CALLER_CLOCK) as conn:
         fill_slots(conn, backend.schema)
         fill_figures(conn, backend.schema)
+        fill_unique_keys(conn, backend.schema)
         for table in (
             "queues",
             "tenants",
@@ -93,6 +95,7 @@ def filled() -> Iterator[DisposableBackend]:
             "throttle_windows",
             "slots",
             "figures",
+            "unique_keys",
         ):
             conn.execute(f'ANALYZE "{backend.schema}".{table}')
     yield backend
@@ -119,6 +122,19 @@ def fill_figures(conn: psycopg.Connection[Any], schema: str) -> None:
                    generate_series(0, 3) AS b
             ON CONFLICT DO NOTHING""",
         {"tenants": TENANTS},
+    )
+
+
+def fill_unique_keys(conn: psycopg.Connection[Any], schema: str) -> None:
+    """A unique key per job stored (ready, running, dead or succeeded: j0 …), half of them
+    with ended windows; digests as unique_claim computes them (functions/unique.sql)."""
+    conn.execute(
+        f"""INSERT INTO "{schema}".unique_keys
+                (digest, queue, tenant, key, job_id, job_queue, expires_at, hold)
+            SELECT sha256(convert_to('7:default1:tk' || i, 'UTF8')), 'default', 't', 'k' || i,
+                   'j' || i, 'default', 5.0 + i %% 2 * 100.0, false
+            FROM generate_series(0, %(count)s - 1) AS i""",
+        {"count": TENANTS * JOBS_PER_TENANT},
     )
 
 
@@ -200,7 +216,19 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
         "throttle_windows_get": {"keys": windows["keys"]},
         "throttle_windows_prune": {"now": 50.0, "limit": 1000},
         "next_due": {"queue": "default"},
-        "jobs_prune": {"before": 2.5},
+        "jobs_prune": {"before": 2.5, "now": 10.0},
+        "results_keep": {"ids": ["s1", "s2"], "values": ["1", "2"], "keeps": [60.0, 60.0]},
+        "cancel_queues": {"ids": ["j70", "p1"]},
+        "inbox_cancel": {"ids": ["j70", "p1"]},
+        "job_request_cancel": {"seq": 77, "now": 10.0},
+        "job_finish_cancelled": {
+            "seq": 77, "attempts": 1, "started_at": 5.0, "finished_at": 10.0, "last_error": "x",
+        },
+        "inbox_job_cancelled": {
+            **{k: v for k, v in inbox.items() if k not in ("lease_timeout", "cost", "tenant")},
+            "seq": 10**9, "tenant_id": 8, "finished_at": 10.0, "last_error": "x",
+        },
+        "tenant_count_cancelled": {"id": 8, "n": 1},
         "tenants_unkeep": {"ids": [8, 9], "counts": [1, 2]},
         "tenants_forget": {"ids": [8, 9]},
         "inbox_insert": inbox,
@@ -220,6 +248,11 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
         "slots_prune": {"now": 6.0, "limit": 1000},
         "figures_add": {"now": 10.0, "tenants": [8, 8], "kinds": ["r", "o"], "buckets": [3, 1]},
         "figures_prune": {"first": 0},  # as most maintains: nothing has left the window
+        "unique_claim": {
+            "queues": ["default"], "tenants": [tenant], "keys": ["k"], "ids": ["j70"],
+            "job_queues": ["default"], "windows": [60.0], "holds": [False], "now": 10.0,
+        },
+        "unique_prune": {"now": 10.0, "limit": 1000},
     }  # fmt: skip
 
 
@@ -328,3 +361,34 @@ def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBac
     assert bad == [], json.dumps(bad, indent=1)
     picks = [plan for plan in plans if "ORDER BY x.start_tag, x.head_seq" in plan["Query Text"]]
     assert all(("Index Scan", "tenants") in list(scans(plan["Plan"])) for plan in picks)
+
+
+def test_the_server_side_unique_claim_reads_only_indexes(filled: DisposableBackend) -> None:
+    """Every path of unique_claim: a new key (inserted), a key held by a pending job (locked,
+    judged), one whose job succeeded (taken over); then maintenance's prune."""
+    schema = filled.schema
+    with psycopg.connect(server_url(), **CALLER_CLOCK) as conn:
+        row = conn.execute(
+            f'SELECT id FROM "{schema}".succeeded_jobs WHERE id LIKE %s LIMIT 1', ["j%"]
+        ).fetchone()
+    assert row is not None
+    done = int(row[0][1:])
+    keys = [(f"k{n}", "default") for n in (1, done)]  # j1 is pending
+    claim = {
+        "queues": ["default"] * 3, "tenants": ["t"] * 3, "keys": ["new", *[k for k, _ in keys]],
+        "ids": ["x1", "x2", "x3"], "job_queues": ["default"] * 3, "windows": [60.0] * 3,
+        "holds": [False] * 3, "now": 10.0,
+    }  # fmt: skip
+    plans = nested_plans(
+        filled, [("unique_claim", claim), ("unique_prune", {"now": 50.0, "limit": 1000})]
+    )
+    statements = [plan["Query Text"] for plan in plans]
+    assert any("FOR UPDATE" in text and "unique_keys" in text for text in statements)
+    assert any(text.lstrip().startswith("UPDATE") for text in statements)
+    assert any("SKIP LOCKED" in text for text in statements)
+    bad = [
+        (plan["Query Text"], list(scans(plan["Plan"])))
+        for plan in plans
+        if any(node == "Seq Scan" and rel in BIG_TABLES for node, rel in scans(plan["Plan"]))
+    ]
+    assert bad == [], json.dumps(bad, indent=1)

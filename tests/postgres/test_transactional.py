@@ -9,9 +9,16 @@ import psycopg
 import pytest
 
 from fairq.app import App
-from fairq.contract import DequeueParams, EnqueueParams, GetJobsParams, MaintainParams, StatsParams
+from fairq.contract import (
+    AckManyParams,
+    DequeueParams,
+    EnqueueParams,
+    GetJobsParams,
+    MaintainParams,
+    StatsParams,
+)
 from fairq.errors import DuplicateJob
-from fairq.job import JobState
+from fairq.job import JobState, NewJob, Unique
 
 from ._store import CALLER_CLOCK, DisposableBackend, server_url
 from .helpers import new_job
@@ -181,3 +188,29 @@ def test_a_sharded_job_in_the_callers_transaction_goes_to_one_of_its_shards(
         assert pg.enqueue_in(conn, EnqueueParams(jobs=[job], now=0.0)) == ["imports@1"]
     leases = pg.dequeue(DequeueParams(queues=["imports@1"], worker_id="w", now=1.0)).leases
     assert [(lease.job_id, lease.queue) for lease in leases] == [("j9", "imports@1")]
+
+
+def keyed(n: int) -> NewJob:
+    return replace(new_job(n), unique=Unique(key="k", window=600.0))
+
+
+def put(pg: DisposableBackend, n: int, now: float) -> dict[int, str]:
+    return dict(pg.enqueue(EnqueueParams(jobs=[keyed(n)], now=now)).existing)
+
+
+def test_a_unique_key_taken_in_the_callers_transaction(
+    pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """Rolled back, the key was never taken; committed, the job in the inbox holds it, and
+    keeps it once taken in. An enqueue in the transaction gets the holder's id too."""
+    with conn.transaction(force_rollback=True):
+        pg.enqueue_in(conn, EnqueueParams(jobs=[keyed(0)], now=0.0))
+    assert put(pg, 1, 0.0) == {}
+    assert take_ids(pg) == ["j1"]
+    pg.ack_many(AckManyParams(tokens=["j1:1"], now=1.0))
+    with conn.transaction(), pg.bound_to(conn):
+        assert put(pg, 2, 2.0) == {}
+        assert put(pg, 3, 2.0) == {0: "j2"}
+    assert put(pg, 4, 3.0) == {0: "j2"}  # waiting in the inbox
+    assert take_ids(pg, now=4.0) == ["j2"]
+    assert put(pg, 5, 5.0) == {0: "j2"}  # taken in, running

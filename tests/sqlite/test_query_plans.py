@@ -54,11 +54,15 @@ HOT = {
     "job_by_id",
     "job_save",
     "job_checkpoint",
+    "job_keep_result",
+    "job_request_cancel",
     "jobs_due",
     "jobs_expired",
     "next_run_at",
     "next_deadline",
     "jobs_prune",
+    "cancelled_prune",
+    "results_prune",
     "tenants_unlimit",
     "next_limited",
     "throttle_window",
@@ -76,6 +80,9 @@ HOT = {
     "slots_prune",
     "figures_add",
     "figures_prune",
+    "unique_get",
+    "unique_put",
+    "unique_prune",
 }
 # Operator and start-up paths: allowed to scan, each for a reason given in queries.sql.
 COLD = {
@@ -105,9 +112,9 @@ def plan(db: sqlite3.Connection, sql: str, params: dict[str, object] | None = No
 
 def assert_indexed(steps: list[str], sql: str) -> None:
     for step in steps:
-        assert not re.match(r"SCAN (jobs|tenants|throttle_times|slots|figures)\b", step), (
-            f"{step!r} in plan of {sql}"
-        )
+        assert not re.match(
+            r"SCAN (jobs|tenants|throttle_times|slots|figures|unique_keys)\b", step
+        ), f"{step!r} in plan of {sql}"
         assert "TEMP B-TREE" not in step, f"{step!r} (a sort) in plan of {sql}"
 
 

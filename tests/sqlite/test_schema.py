@@ -37,12 +37,16 @@ EXPECTED_OBJECTS = {
     ("index", "jobs_running", "jobs"),
     ("index", "jobs_dead", "jobs"),
     ("index", "jobs_succeeded", "jobs"),
+    ("index", "jobs_cancelled", "jobs"),
+    ("index", "jobs_results", "jobs"),
     ("index", "throttle_times_key", "throttle_times"),
     ("index", "throttle_times_expiry", "throttle_times"),
     ("table", "slots", "slots"),
     ("index", "slots_place", "slots"),
     ("index", "slots_deadline", "slots"),
     ("table", "figures", "figures"),
+    ("table", "unique_keys", "unique_keys"),
+    ("index", "unique_keys_expiry", "unique_keys"),
 }
 # Each partial index covers exactly one job state (or eligible tenants); dispatch relies on it.
 PARTIAL = {
@@ -52,7 +56,9 @@ PARTIAL = {
     "jobs_scheduled": "WHERE state = 'scheduled'",
     "jobs_running": "WHERE state = 'running'",
     "jobs_dead": "WHERE state = 'dead'",
-    "jobs_succeeded": "WHERE state = 'succeeded'",
+    "jobs_succeeded": "WHERE state = 'succeeded' AND result_until IS NULL",
+    "jobs_cancelled": "WHERE state = 'cancelled'",
+    "jobs_results": "WHERE result_until IS NOT NULL",
 }
 
 

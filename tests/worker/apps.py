@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import fairq
 from fairq import App
 
 JOB_DEADLINE = 60.0  # the longest any job waits for a condition before giving up
@@ -106,6 +107,55 @@ def make_app(url: str) -> App:
                 _mark(workdir, "paused", str(item))
                 _wait(lambda: (Path(workdir) / "go" / "pause").exists(), "go/pause")
             yield item + 1
+
+    @app.job(name="until_cancelled", tenant="tenant", lease=2.0, max_attempts=3)
+    def until_cancelled(tenant: str, workdir: str, tag: str) -> None:
+        """Run until asked to stop (its heartbeat, every third of its lease, brings the request),
+        looking between steps as a long ``def`` job would; marks ``stopped/<tag>`` then."""
+        _mark(workdir, "started", tag)
+        try:
+            _wait(lambda: fairq.current_job().cancel_requested, "a cancel request")
+            fairq.current_job().raise_if_cancelled()
+        except fairq.JobCancelled:
+            _mark(workdir, "stopped", tag)
+            raise
+
+    @app.job(name="until_cancelled_async", tenant="tenant", lease=2.0)
+    async def until_cancelled_async(tenant: str, workdir: str, tag: str) -> None:
+        """Wait on the event loop until cancelled; marks ``cancelled/<tag>`` then."""
+        _mark(workdir, "started", tag)
+        try:
+            await asyncio.sleep(JOB_DEADLINE)
+        except asyncio.CancelledError:
+            _mark(workdir, "cancelled", tag)
+            raise
+        raise TimeoutError("never cancelled")
+
+    @app.iterative_job(name="count_until_cancelled", tenant="tenant", lease=2.0)
+    def count_until_cancelled(cursor: int | None, tenant: str, workdir: str) -> Iterator[int]:
+        """Yield 1, 2, … until the worker stops it at a cursor after a cancel request."""
+        item = cursor or 0
+        deadline = time.monotonic() + JOB_DEADLINE
+        while time.monotonic() < deadline:
+            item += 1
+            if item == 3:
+                _mark(workdir, "started", "count")
+            time.sleep(0.01)
+            yield item
+        raise TimeoutError("never stopped")
+
+    @app.job(name="answer", tenant="tenant", result_ttl=3600.0)
+    def answer(tenant: str, n: int) -> dict[str, object]:
+        return {"n": n, "squares": [i * i for i in range(n)], "tenant": tenant}
+
+    @app.job(name="answer_async", tenant="tenant", result_ttl=3600.0)
+    async def answer_async(tenant: str, n: int) -> int:
+        await asyncio.sleep(0)
+        return n * 2
+
+    @app.job(name="bad_answer", tenant="tenant", result_ttl=3600.0, max_attempts=2, retry_base=0.05)
+    def bad_answer(tenant: str) -> object:
+        return {1, 2}
 
     return app
 

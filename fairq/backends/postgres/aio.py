@@ -51,6 +51,7 @@ from fairq.contract import (
 )
 from fairq.errors import ConfigError
 from fairq.job import JobInfo, check_distinct
+from fairq.policy.unique import answer
 
 T = TypeVar("T")
 AsyncPool = AsyncConnectionPool[AsyncConnection[Row]]
@@ -141,10 +142,11 @@ class AsyncPostgresStore(Offloaded):
                 "bound_to(conn), a blocking one; call the blocking enqueue inside the block"
             )
         try:
-            queues = await self._run(lambda: self.pg.enqueueing.steps(jobs, params.now))
+            queues, held = await self._run(lambda: self.pg.enqueueing.steps(jobs, params.now))
         except psycopg.errors.UniqueViolation as exc:
             raise results.duplicate(exc) from None
-        return EnqueueResult(queues=queues)
+        chosen, existing = answer(len(jobs), held, queues)
+        return EnqueueResult(queues=chosen, existing=existing)
 
     async def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
         return await self._run(lambda: self.pg.set_tenant_steps(params))

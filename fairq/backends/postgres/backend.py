@@ -21,14 +21,18 @@ import psycopg
 from psycopg import Connection, Cursor
 
 from fairq.backends.postgres import (
+    beats,
+    cancelling,
     figures,
     inspect,
+    kept,
     locks,
     pruning,
     results,
     settings,
     slots,
     throttling,
+    unique,
 )
 from fairq.backends.postgres.db import Database, Pool
 from fairq.backends.postgres.enqueueing import Enqueue
@@ -53,6 +57,8 @@ from fairq.contract import (
     AckManyParams,
     AckManyResult,
     AcquireSlotParams,
+    CancelParams,
+    CancelResult,
     CheckpointParams,
     CheckpointResult,
     DequeueParams,
@@ -95,6 +101,7 @@ from fairq.contract import (
 from fairq.errors import LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, check_distinct
 from fairq.policy.throttle import Routing
+from fairq.policy.unique import answer
 
 T = TypeVar("T")
 log = logging.getLogger("fairq.backends.postgres")
@@ -141,21 +148,25 @@ class PostgresBackend:
             return EnqueueResult(queues=[])
         conn = bound_connection(self)
         if conn is not None:
-            return EnqueueResult(queues=self._inbox.write(conn, jobs, params.now))
+            return self._inbox.write(conn, jobs, params.now)
         try:
-            queues = self.db.run(lambda cur: run(cur, self.enqueueing.steps(jobs, params.now)))
+            queues, held = self.db.run(
+                lambda cur: run(cur, self.enqueueing.steps(jobs, params.now))
+            )
         except psycopg.errors.UniqueViolation as exc:
             raise results.duplicate(exc) from None
-        return EnqueueResult(queues=queues)
+        chosen, existing = answer(len(jobs), held, queues)
+        return EnqueueResult(queues=chosen, existing=existing)
 
     def enqueue_in(self, conn: Connection[Any], params: EnqueueParams) -> list[str]:
         """Enqueue inside the caller's transaction on ``conn``: the jobs exist if and only if
         it commits. A refused enqueue (DuplicateJob) leaves that transaction usable. See
         ``fairq.backends.postgres.transactional`` for how, and why no fairq lock is taken.
-        Returns the queue each job went to."""
+        Returns the queue each job went to (for a job whose unique key is held, the queue of
+        the job holding it: use ``enqueue`` under ``bound_to`` to learn that job's id)."""
         jobs = list(params.jobs)
         check_distinct(jobs)
-        return self._inbox.write(conn, jobs, params.now) if jobs else []
+        return list(self._inbox.write(conn, jobs, params.now).queues) if jobs else []
 
     @contextmanager
     def bound_to(self, conn: Connection[Any]) -> Iterator[None]:
@@ -227,11 +238,14 @@ class PostgresBackend:
             "now": params.now,
             "limit": max(params.limit, 0),
         }
-        rows = self.db.run_one(self.q["ack_and_dequeue"], args)
+        # results to keep (kept.py): the explicit transaction, as when maintenance is due
+        rows: list[Row] = [{"due": True}]
+        if not acks.results:
+            rows = self.db.run_one(self.q["ack_and_dequeue"], args)
         expired: list[ExpiredLease] = []
         if rows[0]["due"]:
             statuses, expired, rows = self.db.run(
-                lambda cur: self._ack_and_dequeue(cur, names, args)
+                lambda cur: self._ack_and_dequeue(cur, names, args, acks, parsed)
             )
         else:
             statuses, rows = list(rows[0]["statuses"]), rows[1:]
@@ -241,12 +255,19 @@ class PostgresBackend:
         )
 
     def _ack_and_dequeue(
-        self, cur: Cursor[Row], names: list[str], args: dict[str, object]
+        self,
+        cur: Cursor[Row],
+        names: list[str],
+        args: dict[str, object],
+        acks: AckManyParams,
+        parsed: list[results.Parsed],
     ) -> tuple[list[str], list[ExpiredLease], list[Row]]:
         """The slow path of ``ack_and_dequeue``: locks (exclusive and shared in one pass, in
-        key order), ``ack_many`` (which finds its locks held), maintenance, dispatch."""
+        key order), ``ack_many`` (which finds its locks held) keeping results, maintenance,
+        dispatch."""
         cur.execute(self.q["lock_ack_dequeue"], args)
         (row,) = cur.execute(self.q["ack_many"], {**args, "now": args["ack_now"]}).fetchall()
+        kept.keep(cur, self.q, acks.tokens, parsed, row["statuses"], acks.results)
         now = args["now"]
         assert isinstance(now, float | int)
         args = {**args, "now": self._event_time(cur, float(now))}
@@ -260,7 +281,10 @@ class PostgresBackend:
         """
         parsed, args = self._ack_args(params)
         statuses: list[str] = []
-        if args["ids"]:
+        if args["ids"] and params.results:
+            keep = params.tokens, parsed, params.results
+            statuses = self.db.run(lambda cur: kept.ack_keeping(cur, self.q, args, *keep))
+        elif args["ids"]:
             (row,) = self.db.run_one(self.q["ack_many"], args)
             statuses = list(row["statuses"])
         return results.ack_result(params.tokens, parsed, statuses)
@@ -328,39 +352,10 @@ class PostgresBackend:
         return job, now
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
-        """Charge each held job's run so far to its tenant and extend its lease.
-
-        Locks: the jobs' queues (shared), the jobs in seq order, their tenants in id order.
-        """
-
-        def work(cur: Cursor[Row]) -> HeartbeatResult:
-            parsed = {token: parse_token(token) for token in params.tokens}
-            ids = sorted({found[0] for found in parsed.values() if found is not None})
-            named = cur.execute(self.q["jobs_queues"], {"ids": ids}).fetchall()
-            queues = [row["queue"] for row in named]
-            self._lock(cur, queues, exclusive=False, now=params.now)
-            rows = cur.execute(self.q["jobs_lock_by_ids"], {"ids": ids}).fetchall()
-            jobs = {row["id"]: JobRow.from_row(row) for row in rows}
-            held = {
-                token: jobs[found[0]]
-                for token, found in parsed.items()
-                if found is not None and found[0] in jobs and jobs[found[0]].holds(found[1])
-            }
-            events = Events(cur, self.q)
-            for tenant_id in sorted({job.tenant_id for job in held.values()}):
-                events.lock_tenant(tenant_id)
-            now = self._event_time(cur, params.now)  # the rows are locked
-            deadlines: dict[str, float] = {}
-            lost: list[str] = []
-            for token in params.tokens:
-                job = held.get(token)
-                if job is None or job.state is not JobState.RUNNING or job.overdue(now):
-                    lost.append(token)
-                else:
-                    deadlines[token] = events.heartbeat(job, now)
-            return HeartbeatResult(deadlines=deadlines, lost=lost)
-
-        return self.db.run(work)
+        """Charge each held job's run so far to its tenant and extend its lease (beats.py)."""
+        return self.db.run(
+            lambda cur: beats.heartbeat(cur, self.q, self._shared, self._event_time, params)
+        )
 
     def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
         """A heartbeat of one lease that also stores its job's progress (locks as ``_held``)."""
@@ -408,6 +403,7 @@ class PostgresBackend:
                 pruned = pruning.prune(cur, self.q, now - params.retention, now)
             throttling.prune(cur, self.q, now)
             slots.prune(cur, self.q, now)
+            unique.prune(cur, self.q, now)
             figures.write(cur, self.q, events.figures, now)
             figures.prune(cur, self.q, now)
             self._notify(cur, events.woken)
@@ -520,6 +516,14 @@ class PostgresBackend:
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         return self.db.run(lambda cur: inspect.list_dead(cur, self.q, params))
 
+    def cancel(self, params: CancelParams) -> CancelResult:
+        """cancelling.py: under the jobs' queues' shared locks."""
+        return CancelResult(
+            outcomes=self.db.run(
+                lambda cur: cancelling.cancel(cur, self.q, self._shared, params.ids, params.now)
+            )
+        )
+
     def requeue(self, params: RequeueParams) -> int:
         def work(cur: Cursor[Row]) -> int:
             queues = sorted({job.queue for job in inspect.job_rows(cur, self.q, params.ids)})
@@ -550,6 +554,9 @@ class PostgresBackend:
     ) -> float:
         """Take the queues' locks in key order (locks.py); the event's time once held."""
         return run(cur, locks.lock_queues(self.q, self.seed, queues, exclusive=exclusive, now=now))
+
+    def _shared(self, cur: Cursor[Row], queues: Sequence[str], now: float) -> float:
+        return self._lock(cur, queues, exclusive=False, now=now)
 
     def _event_time(self, cur: Cursor[Row], now: float) -> float:
         return run(cur, locks.event_time(self.q, now))

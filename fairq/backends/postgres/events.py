@@ -16,11 +16,12 @@ from psycopg import Cursor
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import JobRow, QueueRow, Row, TenantRow, tenant_key
 from fairq.backends.postgres.steps import PgSteps, Sql, first, run
+from fairq.cancel import CANCELLED_NOTE
 from fairq.contract import ExpiredLease, ReleaseParams
 from fairq.figures import Tally
 from fairq.job import JobState, NewJob, encode_headers
 from fairq.policy import tenant as transitions
-from fairq.policy.histogram import EXPIRED, FAILED
+from fairq.policy.histogram import CANCELLED, EXPIRED, FAILED
 
 LEASE_EXPIRED_ERROR = "lease expired"
 Taken = tuple[NewJob, TenantRow, float, int]  # a job taken in: its tenant, enqueued_at, seq
@@ -190,6 +191,14 @@ class Events:
         job.attempts -= 1
         if params.note is not None:
             job.last_error = params.note
+        if job.cancel_requested:  # handed back after a cancel request: it ends here
+            assert job.started_at is not None
+            self.figures.ended(job.tenant_id, CANCELLED, now - job.started_at)
+            job.last_error = params.note or CANCELLED_NOTE
+            self.finish_cancelled(job, tenant, now)
+            transitions.retag(self.queue(tenant.queue), tenant)
+            self.save(None, tenant)
+            return
         if params.run_at is None or params.run_at <= now:
             self.make_ready(tenant, job, now, now)
         else:
@@ -201,15 +210,29 @@ class Events:
 
     def fail(self, job: JobRow, now: float, error: str, retry_at: float | None) -> None:
         assert job.started_at is not None
-        self.figures.ended(job.tenant_id, FAILED, now - job.started_at)
-        self._failed(job, self.end_run(job, now, now), now, error, retry_at)
+        outcome = CANCELLED if job.cancel_requested else FAILED
+        self.figures.ended(job.tenant_id, outcome, now - job.started_at)
+        self._failed(job, self.end_run(job, now, now), now, error, retry_at, stopped=True)
 
     def _failed(
-        self, job: JobRow, tenant: TenantRow, now: float, error: str, retry_at: float | None
+        self,
+        job: JobRow,
+        tenant: TenantRow,
+        now: float,
+        error: str,
+        retry_at: float | None,
+        *,
+        stopped: bool = False,
     ) -> None:
-        """A failed run, its slot freed: dead, ready again, or scheduled for its retry."""
-        tenant.failed += 1
+        """A failed run, its slot freed: dead, ready again, or scheduled for its retry; a job
+        with a cancel request ends cancelled (its worker ``stopped`` it: no failure then)."""
+        tenant.failed += not (stopped and job.cancel_requested)
         job.last_error = error
+        if job.cancel_requested:
+            self.finish_cancelled(job, tenant, now)
+            transitions.retag(self.queue(tenant.queue), tenant)
+            self.save(None, tenant)
+            return
         if retry_at is None or job.attempts >= job.max_attempts:
             job.state = JobState.DEAD
             job.finished_at = now
@@ -222,6 +245,22 @@ class Events:
             tenant.scheduled += 1
         transitions.retag(self.queue(tenant.queue), tenant)
         self.save(job, tenant)
+
+    def finish_cancelled(self, job: JobRow, tenant: TenantRow, now: float) -> None:
+        """A job neither queued nor running any more ends cancelled: it moves to
+        succeeded_jobs (kept until the retention prunes it) and its tenant counts it. The
+        caller saves the tenant (whose head is read again without it)."""
+        job.state = JobState.CANCELLED
+        job.finished_at = now
+        args = {
+            "seq": job.seq,
+            "attempts": job.attempts,
+            "started_at": job.started_at,
+            "finished_at": now,
+            "last_error": job.last_error,
+        }
+        self.cur.execute(self.q["job_finish_cancelled"], args)
+        self.cur.execute(self.q["tenant_count_cancelled"], {"id": tenant.id, "n": 1})
 
     def end_run(self, job: JobRow, ended_at: float | None, now: float) -> TenantRow:
         """Charge the run's real cost in place of what it was charged and free its slot

@@ -84,6 +84,7 @@ def _stats(row: Row, now: float | None) -> TenantStats:
         succeeded=row["succeeded"],
         failed=row["failed"],
         dead=row["dead"],
+        cancelled=row["cancelled"],
         oldest_ready_at=row["oldest_ready_at"],
         rate=rate_of(row["rate_count"], row["rate_period"], row["rate_burst"]),
         limited_until=row["limited_until"],

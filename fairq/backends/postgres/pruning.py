@@ -31,8 +31,9 @@ class StoredCounts:
 
 
 def prune(cur: Cursor[Row], q: Queries, before: float, now: float) -> int:
-    """Delete succeeded jobs finished before ``before``; returns how many."""
-    gone = cur.execute(q["jobs_prune"], {"before": before}).fetchall()
+    """Delete succeeded and cancelled jobs finished before ``before``, and those whose kept
+    result expired by ``now``; returns how many."""
+    gone = cur.execute(q["jobs_prune"], {"before": before, "now": now}).fetchall()
     if not gone:
         return 0
     args = {"ids": [row["tenant_id"] for row in gone], "counts": [row["pruned"] for row in gone]}

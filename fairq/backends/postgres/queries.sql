@@ -205,7 +205,7 @@ ORDER BY limited_until, tenant
 -- name: tenants_stats
 -- Inspection, not a hot path: may scan tenants when no queue is given.
 SELECT t.queue, t.tenant, t.weight, t.max_running, t.ready, t.scheduled, t.running,
-       t.succeeded, t.failed, t.dead, t.rate_count, t.rate_period, t.rate_burst,
+       t.succeeded, t.failed, t.dead, t.cancelled, t.rate_count, t.rate_period, t.rate_burst,
        t.limited_until, t.usage, t.usage_at,
        (SELECT q.half_life FROM {schema}.queues q WHERE q.name = t.queue) AS half_life,
        (SELECT min(j.ready_at) FROM {schema}.jobs j
@@ -231,7 +231,8 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.progress
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.progress,
+       j.cancel_requested
 FROM {schema}.jobs j
 WHERE j.id = %(id)s
 FOR UPDATE
@@ -240,20 +241,21 @@ FOR UPDATE
 SELECT queue FROM {schema}.jobs WHERE id = %(id)s
 
 -- name: jobs_by_ids
--- Stored jobs, succeeded ones included (their queue and tenant are their tenant row's; what
--- succeeded_jobs does not keep is not shown for them).
+-- Stored jobs, succeeded and cancelled ones included (their queue and tenant are their tenant
+-- row's; what succeeded_jobs does not keep is not shown for them).
 SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.progress
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.progress,
+       j.cancel_requested, NULL AS result, NULL::double precision AS result_until
 FROM {schema}.jobs j
 WHERE j.id = ANY(%(ids)s::text[])
 UNION ALL
-SELECT s.seq, s.id, s.tenant_id, t.queue, t.tenant, s.name, 'succeeded', s.payload, s.priority,
+SELECT s.seq, s.id, s.tenant_id, t.queue, t.tenant, s.name, s.state, s.payload, s.priority,
        s.attempts, s.max_attempts, 0.0::double precision, 0.0::double precision, s.enqueued_at,
        s.run_at, s.ready_at, s.started_at, NULL, s.finished_at, s.last_error, NULL, 0,
-       0.0::double precision, s.headers, NULL
+       0.0::double precision, s.headers, NULL, NULL, s.result, s.result_until
 FROM {schema}.succeeded_jobs s
 JOIN {schema}.tenants t ON t.id = s.tenant_id  -- kept while it has succeeded jobs (kept > 0)
 WHERE s.id = ANY(%(ids)s::text[])
@@ -290,7 +292,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged, j.headers
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.cancel_requested
 FROM {schema}.jobs j
 WHERE j.queue = %(queue)s AND j.state = 'running' AND j.deadline <= %(now)s
 ORDER BY j.deadline, j.seq
@@ -305,7 +307,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged, j.headers
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.cancel_requested
 FROM {schema}.jobs j
 WHERE j.id = ANY(%(ids)s::text[])
 ORDER BY j.seq
@@ -325,10 +327,13 @@ SELECT (SELECT j.run_at FROM {schema}.jobs j
         ORDER BY t.limited_until LIMIT 1) AS limited_until
 
 -- name: jobs_prune
--- Succeeded jobs finished before the cut-off, through succeeded_jobs_finished; how many each
--- tenant lost (in no particular order: tenants_unkeep locks the tenants in id order).
+-- Succeeded and cancelled jobs finished before the cut-off, through succeeded_jobs_finished,
+-- and those whose kept result expired, through succeeded_jobs_results; how many each tenant
+-- lost (in no particular order: tenants_unkeep locks the tenants in id order).
 WITH gone AS (
-    DELETE FROM {schema}.succeeded_jobs WHERE finished_at < %(before)s
+    DELETE FROM {schema}.succeeded_jobs
+    WHERE (finished_at < %(before)s AND result_until IS NULL)
+       OR (result_until IS NOT NULL AND result_until <= %(now)s)
     RETURNING tenant_id
 )
 SELECT tenant_id, count(*) AS pruned FROM gone GROUP BY tenant_id
@@ -591,3 +596,70 @@ DELETE FROM {schema}.figures WHERE slot < %(first)s
 SELECT f.slot, f.kind, f.bucket, f.count, t.queue, t.tenant
 FROM {schema}.figures f JOIN {schema}.tenants t ON t.id = f.tenant_id
 WHERE f.slot >= %(first)s AND (%(queue)s::text IS NULL OR t.queue = %(queue)s::text)
+
+-- name: results_keep
+-- The results an ack keeps (fairq/results.py), in its transaction, for the ids it acked:
+-- each until its job's finished_at (the ack's time) + its seconds.
+UPDATE {schema}.succeeded_jobs s
+SET result = r.value, result_until = s.finished_at + r.keep
+FROM unnest(%(ids)s::text[], %(values)s::text[], %(keeps)s::double precision[])
+    AS r(id, value, keep)
+WHERE s.id = r.id
+
+-- name: cancel_queues
+-- The queues of the jobs a cancel names (jobs, and the inbox), whose locks it takes first.
+SELECT DISTINCT queue FROM (
+    SELECT queue FROM {schema}.jobs WHERE id = ANY(%(ids)s::text[])
+    UNION ALL
+    SELECT queue FROM {schema}.inbox WHERE id = ANY(%(ids)s::text[])
+) found
+ORDER BY queue
+
+-- name: inbox_cancel
+-- Jobs a cancel finds still in the inbox (committed, not yet taken in: never counted in their
+-- tenant), taken out; the caller holds their queues' locks, so no dispatch takes them in.
+DELETE FROM {schema}.inbox WHERE id = ANY(%(ids)s::text[])
+RETURNING seq, id, queue, tenant, name, payload, priority, max_attempts, enqueued_at, run_at,
+          headers
+
+-- name: job_request_cancel
+-- A running job is asked to stop (fairq/cancel.py); its heartbeat reports it.
+UPDATE {schema}.jobs SET cancel_requested = %(now)s
+WHERE seq = %(seq)s AND cancel_requested IS NULL
+
+-- name: job_finish_cancelled
+-- A job that ends cancelled moves to succeeded_jobs (finished: the retention prunes it).
+WITH moved AS (
+    DELETE FROM {schema}.jobs WHERE seq = %(seq)s
+    RETURNING id, seq, tenant_id, priority, max_attempts, enqueued_at, run_at, name, payload,
+              ready_at, headers
+)
+INSERT INTO {schema}.succeeded_jobs (
+    id, seq, tenant_id, priority, attempts, max_attempts, enqueued_at, run_at, started_at,
+    finished_at, name, payload, last_error, ready_at, headers, state)
+SELECT m.id, m.seq, m.tenant_id, m.priority, %(attempts)s, m.max_attempts, m.enqueued_at,
+       m.run_at, %(started_at)s, %(finished_at)s, m.name, m.payload, %(last_error)s,
+       m.ready_at, m.headers, 'cancelled'
+FROM moved m
+
+-- name: inbox_job_cancelled
+-- A job cancelled in the inbox, stored as a cancelled job of its tenant.
+INSERT INTO {schema}.succeeded_jobs (
+    id, seq, tenant_id, priority, attempts, max_attempts, enqueued_at, run_at, started_at,
+    finished_at, name, payload, last_error, ready_at, headers, state)
+VALUES (%(id)s, %(seq)s, %(tenant_id)s, %(priority)s, 0, %(max_attempts)s, %(enqueued_at)s,
+        %(run_at)s, NULL, %(finished_at)s, %(name)s, %(payload)s, %(last_error)s, NULL,
+        %(headers)s, 'cancelled')
+
+-- name: tenant_count_cancelled
+-- A tenant's jobs just cancelled: counted (lifetime), and kept until pruned (as succeeded ones).
+UPDATE {schema}.tenants SET cancelled = cancelled + %(n)s, kept = kept + %(n)s
+WHERE id = %(id)s
+-- name: unique_claim
+-- The jobs of a batch whose unique key is held, the others taking theirs (functions/unique.sql).
+SELECT pos, held_by, held_queue FROM {schema}.unique_claim(
+    %(queues)s, %(tenants)s, %(keys)s, %(ids)s, %(job_queues)s, %(windows)s, %(holds)s, %(now)s
+)
+
+-- name: unique_prune
+SELECT {schema}.unique_prune(%(now)s, %(limit)s) AS pruned

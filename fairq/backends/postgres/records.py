@@ -8,6 +8,7 @@ bit-identical, and writes them back in the same transaction.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,9 @@ from fairq.policy.rate import Rate
 from fairq.policy.tenant import SettledQueue
 
 Row = dict[str, Any]
+#: Takes the shared locks of the queues named (in key order, queries.sql) for the transaction
+#: of the cursor given; returns the event's time once they are held (functions/clock.sql).
+Lock = Callable[[Cursor[Row], Sequence[str], float], float]
 
 
 def tenant_key(tenant: str) -> bytes:
@@ -168,6 +172,9 @@ class JobRow:
     charged: float = 0.0  # what the current run has been charged so far
     headers: str | None = None  # as stored (fairq.job.encode_headers)
     progress: str | None = None  # as stored (fairq.job.Progress.encode); rows of functions lack it
+    result: str | None = None  # the kept return value (fairq/results.py): succeeded_jobs only
+    result_until: float | None = None
+    cancel_requested: bool = False  # a running job asked to stop (fairq/cancel.py)
 
     @classmethod
     def from_row(cls, row: Row) -> JobRow:
@@ -197,6 +204,9 @@ class JobRow:
             charged=row["charged"],
             headers=row["headers"],
             progress=row.get("progress"),
+            result=row.get("result"),
+            result_until=row.get("result_until"),
+            cancel_requested=row.get("cancel_requested") is not None,
         )
 
     def holds(self, lease: int) -> bool:

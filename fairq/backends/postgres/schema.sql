@@ -75,7 +75,8 @@ CREATE TABLE {schema}.tenants (
     limited_until   double precision,               -- set while waiting on its rate
     usage           double precision NOT NULL DEFAULT 0.0,  -- recent service, decaying
     usage_at        double precision NOT NULL DEFAULT 0.0,
-    kept            bigint NOT NULL DEFAULT 0 CHECK (kept >= 0),  -- succeeded jobs stored
+    kept            bigint NOT NULL DEFAULT 0 CHECK (kept >= 0),  -- succeeded/cancelled stored
+    cancelled       bigint NOT NULL DEFAULT 0,      -- jobs cancelled (lifetime)
     UNIQUE (queue, tenant_key)
 );
 
@@ -117,7 +118,8 @@ CREATE TABLE {schema}.jobs (
     leases        integer NOT NULL DEFAULT 0,      -- dispatches so far; names the lease
     charged       double precision NOT NULL DEFAULT 0.0, -- what this run was charged so far
     headers       text,                            -- JSON object of str; NULL: none
-    progress      text                             -- last checkpoint (JSON); NULL: none
+    progress      text,                            -- last checkpoint (JSON); NULL: none
+    cancel_requested double precision              -- a running job asked to stop (then)
 );
 
 CREATE INDEX jobs_ready ON {schema}.jobs (tenant_id, priority DESC, seq) WHERE state = 'ready';
@@ -126,8 +128,10 @@ CREATE INDEX jobs_running ON {schema}.jobs (queue, deadline, seq) WHERE state = 
 CREATE INDEX jobs_dead ON {schema}.jobs (finished_at, seq) WHERE state = 'dead';
 
 -- Succeeded jobs, kept for the retention (get_jobs, duplicate ids), moved here by the ack:
--- insert-only. The queue of a succeeded job is its tenant row's: a tenant is kept while it has
--- succeeded jobs (kept). An id is unique across both tables: an enqueue inserts into jobs
+-- insert-only. Cancelled jobs (fairq/cancel.py) are moved here too, with their state. A
+-- succeeded job may keep its return value (result, JSON) until result_until: it is then
+-- pruned by succeeded_jobs_results, not by the retention. The queue of a succeeded job is
+-- its tenant row's: a tenant is kept while it has succeeded jobs (kept). An id is unique across both tables: an enqueue inserts into jobs
 -- first (waiting for an ack moving the same id), then looks its ids up here in a new
 -- statement, which sees that ack's row (queries.sql: succeeded_ids, jobs_drop_if_succeeded).
 CREATE TABLE {schema}.succeeded_jobs (
@@ -145,10 +149,16 @@ CREATE TABLE {schema}.succeeded_jobs (
     payload      text NOT NULL,
     last_error   text,
     ready_at     double precision,
-    headers      text
+    headers      text,
+    state        text NOT NULL DEFAULT 'succeeded' CHECK (state IN ('succeeded', 'cancelled')),
+    result       text,
+    result_until double precision
 );
 
-CREATE INDEX succeeded_jobs_finished ON {schema}.succeeded_jobs (finished_at);
+CREATE INDEX succeeded_jobs_finished ON {schema}.succeeded_jobs (finished_at)
+    WHERE result_until IS NULL;
+CREATE INDEX succeeded_jobs_results ON {schema}.succeeded_jobs (result_until)
+    WHERE result_until IS NOT NULL;
 
 -- Job declarations published by workers, so producers can enqueue by name alone.
 CREATE TABLE {schema}.job_types (
@@ -226,3 +236,21 @@ CREATE TABLE {schema}.figures (
     count     bigint NOT NULL,
     PRIMARY KEY (slot, tenant_id, kind, bucket)
 );
+
+-- Unique keys (fairq/policy/unique.py, functions/unique.sql): one row per key taken, in the
+-- scope of (queue as enqueued, tenant): the job that took it (job_queue: where it went), the
+-- end of its window, and whether it holds for the whole window rather than while its job is
+-- pending. digest is sha256 of the scope and key (tenant ids and keys may be longer than an
+-- index entry); unique_keys_expiry lets maintenance delete the keys whose window ended.
+CREATE TABLE {schema}.unique_keys (
+    digest     bytea PRIMARY KEY,
+    queue      text COLLATE "C" NOT NULL,
+    tenant     text COLLATE "C" NOT NULL,
+    key        text COLLATE "C" NOT NULL,
+    job_id     text NOT NULL,
+    job_queue  text COLLATE "C" NOT NULL,
+    expires_at double precision NOT NULL,
+    hold       boolean NOT NULL
+);
+
+CREATE INDEX unique_keys_expiry ON {schema}.unique_keys (expires_at);

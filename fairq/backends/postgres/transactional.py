@@ -33,13 +33,15 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 
 from fairq.backends._sql import Queries
-from fairq.backends.postgres import sharding, throttling
+from fairq.backends.postgres import sharding, throttling, unique
 from fairq.backends.postgres.db import invalid_text
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.records import Row
 from fairq.backends.postgres.steps import run
+from fairq.contract import EnqueueResult
 from fairq.errors import DuplicateJob
 from fairq.job import NewJob, decode_headers, encode_headers
+from fairq.policy.unique import answer
 
 log = logging.getLogger("fairq.backends.postgres")
 
@@ -70,15 +72,19 @@ class InboxWriter:
         self.q = q
         self.channel = channel
 
-    def write(self, conn: Connection[Any], jobs: Sequence[NewJob], now: float) -> list[str]:
-        """Insert the jobs into the inbox; returns the queue each went to."""
+    def write(self, conn: Connection[Any], given: Sequence[NewJob], now: float) -> EnqueueResult:
+        """Insert the jobs into the inbox, but those whose unique key is held (unique.py: the
+        key's row stays locked until the caller's transaction ends, so another enqueue of the
+        key waits for it, as for a throttle window); returns the queue each went to."""
         _join_callers_transaction(conn)
         try:
             with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
-                jobs = run(cur, throttling.route(self.q, jobs, now))
+                routed = run(cur, throttling.route(self.q, given, now))
                 # The loads do not count jobs still in inboxes: a batch of one tenant's
                 # sharded jobs written here goes to one shard, not spread over its shards.
-                jobs = [run(cur, sharding.place(self.q, job)) for job in jobs]
+                placed = [run(cur, sharding.place(self.q, job)) for job in routed]
+                held = unique.claim(cur, self.q, given, [job.queue for job in placed], now)
+                jobs = [job for i, job in enumerate(placed) if i not in held]
                 for job in jobs:
                     if (
                         cur.execute(self.q["inbox_insert"], _inbox_args(job, now)).fetchone()
@@ -90,7 +96,8 @@ class InboxWriter:
                         )
                 for queue in sorted({job.queue for job in jobs}):
                     cur.execute(self.q["notify"], {"channel": self.channel(queue)})
-            return [job.queue for job in jobs]
+            queues, existing = answer(len(placed), held, [job.queue for job in jobs])
+            return EnqueueResult(queues=queues, existing=existing)
         except psycopg.DataError as exc:
             raise invalid_text(exc) from None
         except psycopg.errors.UniqueViolation as exc:

@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
@@ -28,6 +28,8 @@ from fairq.contract import (
     AckManyParams,
     AckManyResult,
     AcquireSlotParams,
+    CancelParams,
+    CancelResult,
     CheckpointParams,
     CheckpointResult,
     DequeueParams,
@@ -70,6 +72,7 @@ from fairq.errors import (
 from fairq.figures import FiguresParams, TenantFigures
 from fairq.job import JobInfo, Lease
 from fairq.policy.throttle import Routing
+from fairq.results import JobResult
 
 from . import calls, figures, reads, slots, throttling
 from .checks import check_types, types_checked
@@ -117,7 +120,7 @@ class RedisBackend:
         self._checked: set[str] = set()
         self._homes: set[str] = set()  # queues route() has added to the queues seen
         self._routes: OrderedDict[str, str] = OrderedDict()
-        self._caller = os.urandom(6).hex()  # with the thread's id: whose reply key (_once)
+        self.caller = os.urandom(6).hex()  # with the thread's id: whose reply key (_once)
         self._lock = threading.Lock()
         try:
             with self._translated():
@@ -149,7 +152,9 @@ class RedisBackend:
         calls.check_jobs(jobs, self.options.max_payload_bytes)
         queues = [job.queue for job in jobs]
         if any(job.throttle for job in jobs):
-            yield from self._refuse_stored([job.id for job in jobs])
+            # a job with a unique key is never throttled, and its id is checked only if stored
+            unkeyed = [job.id for job in jobs if job.unique is None]
+            yield from throttling.refuse_stored(self.layout, unkeyed)
             queues = yield from throttling.route(self.layout, jobs, self._at(params.now))
         blocks = calls.blocks([q for job, queue in zip(jobs, queues, strict=True)
                                for q in (job.shards or (queue,))])  # fmt: skip
@@ -158,20 +163,13 @@ class RedisBackend:
             args += calls.job_args(calls.block_of(blocks, job, queue), job)
         keys = [self.layout.directory, self.layout.seq, self.layout.queues]
         keys += yield from self._keys_steps(blocks, params.now)
-        reply = yield FCall("enqueue", keys, args, once=queues[0])
+        unique_keys, unique_args = calls.unique_args(self.layout, jobs)
+        reply = yield FCall("enqueue", keys + unique_keys, args + unique_args, once=queues[0])
         if reply and text(reply[0]) == "dup":
             raise calls.duplicate([text(i) for i in reply[1:]])
-        if reply:  # a sharded job's queue is the script's choice
-            names = list(blocks)
-            queues = [names[int(block) - 1] for block in reply[1:]]
+        if reply:  # a sharded job's queue is the script's choice; a held key's job is another
+            return calls.enqueued(list(blocks), len(jobs), reply)
         return EnqueueResult(queues=queues)
-
-    def _refuse_stored(self, ids: list[str]) -> RedisSteps[None]:
-        """DuplicateJob before a throttle window records anything (enqueue.lua checks again)."""
-        (found,) = yield Batch(lambda pipe: pipe.hmget(self.layout.directory, ids))
-        duplicate = [i for i, queue in zip(ids, found, strict=True) if queue is not None]
-        if duplicate:
-            raise calls.duplicate(duplicate)
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -231,7 +229,8 @@ class RedisBackend:
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
         """One script (ack_many.lua) for every token, with a key block per queue involved."""
-        return calls.ack_result(self._per_lease("ack_many", params.tokens, params.now))
+        answers = self._per_lease("ack_many", params.tokens, params.now, params.results)
+        return calls.ack_result(answers)
 
     def ack_and_dequeue(self, both: AckAndDequeueParams) -> AckAndDequeueResult:
         """One script (ack_dequeue.lua): the acks' queues join the dequeue's key blocks."""
@@ -243,11 +242,13 @@ class RedisBackend:
         blocks = calls.blocks([*params.queues, *(q for _, q, _, _ in routed if q is not None)])
         order = list(dict.fromkeys(blocks[q] for q in params.queues))
         args: list[Arg] = [self._at(params.now), params.limit, params.worker_id, len(order)]
-        args += [*order, self._at(acks.now), *calls.held_args(routed, blocks)]
+        args += [*order, self._at(acks.now), *calls.result_args(routed, acks.results)]
+        args += calls.held_args(routed, blocks)
         reply = self._run_once(
             "ack_dequeue", params.queues[0], self._keys(blocks, params.now), args
         )
-        answers = self._rerouted("ack_many", routed, calls.answers(routed, reply[0]), acks.now)
+        answers = calls.answers(routed, reply[0])
+        answers = self._rerouted("ack_many", routed, answers, acks.now, acks.results)
         return AckAndDequeueResult(
             acks=calls.ack_result(answers), dequeue=self._dequeued(blocks, reply[1:])
         )
@@ -302,25 +303,34 @@ class RedisBackend:
         return found is not None and text(found) != queue
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
-        answers = self._per_lease("heartbeat", params.tokens, params.now)
-        return HeartbeatResult(
-            deadlines={token: float(answer) for token, answer in answers if answer},
-            lost=[token for token, answer in answers if not answer],
-        )
+        return calls.heartbeat_result(self._per_lease("heartbeat", params.tokens, params.now))
 
-    def _per_lease(self, script: str, tokens: Sequence[str], now: float) -> list[tuple[str, str]]:
+    def _per_lease(
+        self,
+        script: str,
+        tokens: Sequence[str],
+        now: float,
+        results: Mapping[str, JobResult] | None = None,
+    ) -> list[tuple[str, str]]:
         """Run a per-lease script (``each_held`` in _lib_jobs.lua) over ``tokens`` in one call:
-        each token's answer, '' for a lost lease (one whose job is not routed counts too)."""
+        each token's answer, '' for a lost lease (one whose job is not routed counts too).
+        ``results``: ack_many.lua's (``calls.result_args``)."""
         routed = self._routed(tokens)
         blocks = calls.blocks([q for _, q, _, _ in routed if q is not None])
         if not blocks:
             return calls.answers(routed, [])
-        args = [self._at(now), *calls.held_args(routed, blocks)]
+        extra = [] if results is None else calls.result_args(routed, results)
+        args = [self._at(now), *extra, *calls.held_args(routed, blocks)]
         reply = self._run_once(script, next(iter(blocks)), self._keys(blocks, now), args)
-        return self._rerouted(script, routed, calls.answers(routed, reply), now)
+        return self._rerouted(script, routed, calls.answers(routed, reply), now, results)
 
     def _rerouted(
-        self, script: str, routed: list[calls.Routed], answers: list[tuple[str, str]], now: float
+        self,
+        script: str,
+        routed: list[calls.Routed],
+        answers: list[tuple[str, str]],
+        now: float,
+        results: Mapping[str, JobResult] | None = None,
     ) -> list[tuple[str, str]]:
         """``answers`` with the lost tokens whose cached route proved wrong (an id reused
         after pruning, now in another queue) run again through ``script`` in their queue."""
@@ -331,7 +341,7 @@ class RedisBackend:
         ]
         if not stale:
             return answers
-        again = dict(self._per_lease(script, stale, now))
+        again = dict(self._per_lease(script, stale, now, results))
         return [(token, again.get(token, answer)) for token, answer in answers]
 
     # -- routing and tenant slots (for peer brokers' jobs) -----------------------------------
@@ -472,19 +482,28 @@ class RedisBackend:
             return throttling.windows(self.client, self.layout, names, params)
 
     def requeue(self, params: RequeueParams) -> int:
-        ids = list(params.ids)
-        if not ids:
-            return 0
+        reply = self._by_id("requeue", list(params.ids), params.now)
+        return 0 if reply is None else int(reply[1])
+
+    def cancel(self, params: CancelParams) -> CancelResult:
+        routed, reply = self._by_id("cancel", list(params.ids), params.now) or ({}, [])
+        return CancelResult(outcomes=calls.cancel_outcomes(params.ids, routed, reply))
+
+    def _by_id(self, script: str, ids: list[str], now: float) -> tuple[dict[str, str], Any] | None:
+        """Run a script over jobs by id (requeue.lua, cancel.lua), each routed by the directory
+        (unknown ones left out): the queues found and the reply, or None if none was found."""
         with self._translated():
-            queues = self.client.hmget(self.layout.directory, ids)
-        routed = [(i, text(q)) for i, q in zip(ids, queues, strict=True) if q is not None]
+            queues = self.client.hmget(self.layout.directory, ids) if ids else []
+        routed = {i: text(q) for i, q in zip(ids, queues, strict=True) if q is not None}
         if not routed:
-            return 0
-        blocks = calls.blocks([q for _, q in routed])
-        args: list[Arg] = [self._at(params.now)]
-        for job_id, queue in routed:
-            args += [blocks[queue], job_id]
-        return int(self._run_once("requeue", routed[0][1], self._keys(blocks, params.now), args))
+            return None
+        blocks = calls.blocks(list(routed.values()))
+        args: list[Arg] = [self._at(now)]
+        for job_id in ids:
+            if job_id in routed:
+                args += [blocks[routed[job_id]], job_id]
+        first = next(iter(routed.values()))
+        return routed, self._run_once(script, first, self._keys(blocks, now), args)
 
     # -- waiting ---------------------------------------------------------------------------
 
@@ -536,14 +555,9 @@ class RedisBackend:
     ) -> tuple[list[str], list[Arg]]:
         """``keys`` and ``args`` with this thread's reply key in ``queue``'s slot (one per
         thread and queue, so concurrent calls keep their own) and a new call id."""
-        caller = f"{self._caller}-{threading.get_ident()}"
+        caller = f"{self.caller}-{threading.get_ident()}"
         call = FCall("", keys, list(args))
         return once_args(self.layout, queue, caller, os.urandom(8).hex(), call)
-
-    @property
-    def caller(self) -> str:
-        """This store object's random caller id (reply keys: ``_once``)."""
-        return self._caller
 
     def _keys(self, blocks: dict[str, int], now: float) -> list[str]:
         return self._drive(self._keys_steps(blocks, now))

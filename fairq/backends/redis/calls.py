@@ -4,13 +4,22 @@ which records.py parses): key blocks, per-token arguments, answers, expired leas
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fairq.contract import AckManyResult, ExpiredLease, Keep
+from fairq.contract import (
+    AckManyResult,
+    CancelOutcome,
+    EnqueueResult,
+    ExpiredLease,
+    HeartbeatResult,
+    Keep,
+)
 from fairq.errors import ConfigError, DuplicateJob, PayloadTooLarge
 from fairq.job import NewJob, check_distinct, encode_headers
+from fairq.results import JobResult
 
+from .keys import Layout
 from .records import encode_body, num, text
 from .scripts import Arg
 
@@ -61,7 +70,7 @@ def answers(routed: Sequence[Routed], reply: Sequence[Any]) -> list[tuple[str, s
 
 
 #: Values per expired lease in a reply: block, job id, job name, tenant, attempt, deadline,
-#: dead (1 or 0): ``expire`` in _lib_jobs.lua.
+#: dead (1, or 2: cancelled, or 0): ``expire`` in _lib_jobs.lua.
 EXPIRED_FIELDS = 7
 
 
@@ -76,8 +85,43 @@ def expired(names: dict[int, str], flat: Sequence[Any]) -> list[ExpiredLease]:
             attempt=int(flat[at + 4]),
             deadline=float(flat[at + 5]),
             dead=int(flat[at + 6]) == 1,
+            cancelled=int(flat[at + 6]) == 2,
         )
         for at in range(0, len(flat), EXPIRED_FIELDS)
+    ]
+
+
+def result_args(routed: Sequence[Routed], results: Mapping[str, JobResult]) -> list[Arg]:
+    """ack_many.lua's results: how many, then job id, value, seconds kept for each token of
+    ``routed`` that has one."""
+    args: list[Arg] = [0]
+    if results:
+        for token, queue, job_id, _ in routed:
+            result = results.get(token)
+            if result is not None and queue is not None:
+                args += [job_id, result.value, num(result.keep)]
+        args[0] = (len(args) - 1) // 3
+    return args
+
+
+def heartbeat_result(answers: list[tuple[str, str]]) -> HeartbeatResult:
+    """heartbeat.lua's answers: a deadline ('c' first: the job has a cancel request) or ''."""
+    return HeartbeatResult(
+        deadlines={token: float(answer.lstrip("c")) for token, answer in answers if answer},
+        lost=[token for token, answer in answers if not answer],
+        cancelled=[token for token, answer in answers if answer.startswith("c")],
+    )
+
+
+def cancel_outcomes(
+    ids: Sequence[str], routed: Mapping[str, str], reply: Sequence[Any]
+) -> list[CancelOutcome]:
+    """cancel.lua's answers onto the ids asked: those the directory does not know are
+    unknown (not sent)."""
+    answers = iter(reply)
+    return [
+        CancelOutcome(text(next(answers))) if job_id in routed else CancelOutcome.UNKNOWN
+        for job_id in ids
     ]
 
 
@@ -108,6 +152,32 @@ def job_args(block: int | str, job: NewJob) -> list[Arg]:
         num(job.lease_timeout),
         num(job.cost),
     ]
+
+
+def unique_args(layout: Layout, jobs: Sequence[NewJob]) -> tuple[list[str], list[Arg]]:
+    """The unique keys of a batch (KEYS after its queue blocks) and enqueue.lua's unique
+    section of ARGV (_lib_unique.lua): their count, then index, window, hold of each."""
+    keys: list[str] = []
+    args: list[Arg] = [0]
+    for i, job in enumerate(jobs):
+        if job.unique is not None:
+            keys.append(layout.unique_key(job.queue, job.tenant, job.unique.key))
+            args += [i, num(job.unique.window), "1" if job.unique.hold else "0"]
+    args[0] = len(keys)
+    return keys, args
+
+
+def enqueued(names: list[str], count: int, reply: Sequence[Any]) -> EnqueueResult:
+    """An enqueue's 'ok' reply: each job's block (0: its key was held), then index, id and
+    queue of each job holding a key."""
+    queues = [names[int(block) - 1] if int(block) else "" for block in reply[1 : count + 1]]
+    existing: dict[int, str] = {}
+    rest = reply[count + 1 :]
+    for at in range(0, len(rest), 3):
+        index = int(rest[at])
+        existing[index] = text(rest[at + 1])
+        queues[index] = text(rest[at + 2])
+    return EnqueueResult(queues=queues, existing=dict(sorted(existing.items())))
 
 
 def setting(value: object, form: Any) -> str:

@@ -11,8 +11,8 @@ early. Tenants never appear in key names: a queue interns each tenant as a numbe
 and ``tnames`` hashes), and every per-tenant structure is a hash field or zset member of a
 per-queue key, so a script never has to build a key name. _lib.lua documents each part.
 The one per-(job name, tenant) key, a throttle window, hex-encodes both (``window_key``),
-and so do the keys of a tenant's slots (``slot_keys``); the one per-caller key, a call's
-remembered reply, names a random caller id (``reply_key``).
+and so do the keys of a tenant's slots (``slot_keys``) and a unique key (``unique_key``); the
+one per-caller key, a call's remembered reply, names a random caller id (``reply_key``).
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ QUEUE_PARTS: tuple[str, ...] = (
     "limited",
     "tats",
     "progress",
+    "results",
+    "expiring",
 )
 
 #: The Redis type of every key fairq writes, for the check against a clashing prefix.
@@ -70,6 +72,8 @@ PART_TYPES: dict[str, str] = {
     "limited": "zset",
     "tats": "zset",
     "progress": "hash",
+    "results": "hash",
+    "expiring": "zset",
 }
 
 #: Throttle windows are per (job name, tenant) lists, not part of a queue's key block:
@@ -87,6 +91,9 @@ SLOT_INFO_PART = "slotinfo"
 #: written during its SLOT seconds and read for WINDOW seconds from its start.
 FIGURES_PART = "fig"
 FIGURES_TTL = int(histogram.WINDOW + histogram.SLOT)
+#: A unique key (fairq/policy/unique.py, _lib_unique.lua): ``{prefix}:{<queue>}:uniq:<hex
+#: tenant>:<hex key>``, a string naming the job that holds it, expiring with its window.
+UNIQUE_PART = "uniq"
 #: A caller's last reply from each queue's slot, for its re-sending (``register_once`` in
 #: _lib.lua): ``{prefix}:{<queue>}:reply:<caller id>``, a string that expires.
 REPLY_PART = "reply"
@@ -181,6 +188,12 @@ class Layout:
             f"{self.queue_key(queue, SLOTS_PART)}:{encoded}",
             f"{self.queue_key(queue, SLOT_INFO_PART)}:{encoded}",
         )
+
+    def unique_key(self, queue: str, tenant: str, key: str) -> str:
+        """A unique key of (queue as enqueued, tenant), in the queue's Cluster slot; tenant
+        and key hex-encoded as in ``window_key``."""
+        encoded = f"{tenant.encode().hex()}:{key.encode().hex()}"
+        return f"{self.queue_key(queue, UNIQUE_PART)}:{encoded}"
 
     def reply_key(self, queue: str, caller: str) -> str:
         return f"{self.queue_key(queue, REPLY_PART)}:{caller}"

@@ -135,23 +135,23 @@ def jobs_in_queue(layout: Layout, queue: str, ids: Sequence[str]) -> RedisSteps[
     key = functools.partial(layout.queue_key, queue)
 
     def fill(pipe: Any) -> None:
-        for part in ("jobs", "bodies", "errors", "progress"):
+        for part in ("jobs", "bodies", "errors", "progress", "results"):
             pipe.hmget(key(part), list(ids))
 
-    records, bodies, errors, progress = yield Batch(fill, transaction=True)
-    rows = zip(ids, records, bodies, errors, progress, strict=True)
-    present = [(i, JobRecord.parse(r), b, e, p) for i, r, b, e, p in rows if r is not None]
-    tids = sorted({rec.tid for _, rec, _, _, _ in present})
+    records, bodies, errors, progress, results = yield Batch(fill, transaction=True)
+    rows = zip(ids, records, bodies, errors, progress, results, strict=True)
+    present = [(i, JobRecord.parse(r), b, e, p, v) for i, r, b, e, p, v in rows if r is not None]
+    tids = sorted({entry[1].tid for entry in present})
     found = []
     if tids:
         (found,) = yield Batch(lambda pipe: pipe.hmget(key("tnames"), [str(t) for t in tids]))
     names = dict(zip(tids, found, strict=True))
     return {
         i: with_progress(
-            job_info(i, queue, rec, body, text(names[rec.tid]), None if e is None else text(e)),
+            job_info(i, queue, rec, body, text(names[rec.tid]), None if e is None else text(e), v),
             p,
         )
-        for i, rec, body, e, p in present
+        for i, rec, body, e, p, v in present
     }
 
 

@@ -9,6 +9,7 @@ use ``repr``, which Lua's ``tonumber`` reads back exactly.
 
 from __future__ import annotations
 
+import json
 import struct
 from dataclasses import dataclass
 from functools import cache
@@ -28,6 +29,7 @@ _STATES = {
     "R": JobState.RUNNING,
     "S": JobState.SUCCEEDED,
     "d": JobState.DEAD,
+    "c": JobState.CANCELLED,
 }
 
 
@@ -47,9 +49,9 @@ def _opt(field: str) -> float | None:
 #: Python struct codes of the stored records, in the order of _lib.lua's record formats
 #: (`tenant_record`, `job_record`).
 JOB_FIXED = "cdIidddddddd"
-JOB_OPTIONAL = ("d", "d", "d", "d")
+JOB_OPTIONAL = ("d", "d", "d", "d", "d", "d")
 TENANT_FIXED = "dIIIdddddI"
-TENANT_OPTIONAL = ("d", "d", "d", "16s", "d", "d", "d", "d", "d")
+TENANT_OPTIONAL = ("d", "d", "d", "16s", "d", "d", "d", "d", "d", "I")
 
 OLD_LAYOUT = (
     "this Redis holds fairq records in another layout (an older fairq stored them as text, "
@@ -143,12 +145,13 @@ class JobRecord:
     finished_at: float | None
     leases: int  # dispatches so far: names the current lease
     charged: float  # seconds of the current run already charged to its tenant
+    cancel_at: float | None = None  # when a running job was asked to stop (fairq/cancel.py)
+    result_until: float | None = None  # when its kept result expires (fairq/results.py)
 
     @classmethod
     def parse(cls, raw: bytes) -> JobRecord:
-        fixed, (ready_at, started_at, deadline, finished_at) = unpack_record(
-            raw, JOB_FIXED, JOB_OPTIONAL
-        )
+        fixed, optional = unpack_record(raw, JOB_FIXED, JOB_OPTIONAL)
+        ready_at, started_at, deadline, finished_at, cancel_at, result_until = optional
         state, seq, tid, priority, max_attempts, attempts, leases, *times = fixed
         enqueued_at, run_at, lease_timeout, cost, charged = times
         return cls(
@@ -168,13 +171,22 @@ class JobRecord:
             finished_at=finished_at,
             leases=int(leases),
             charged=charged,
+            cancel_at=cancel_at,
+            result_until=result_until,
         )
 
 
 def job_info(
-    job_id: str, queue: str, record: JobRecord, body: bytes, tenant: str, error: str | None
+    job_id: str,
+    queue: str,
+    record: JobRecord,
+    body: bytes,
+    tenant: str,
+    error: str | None,
+    result: bytes | None = None,
 ) -> JobInfo:
     name, payload, headers = decode_body(body)
+    kept = result is not None and record.result_until is not None
     return JobInfo(
         id=job_id,
         name=name,
@@ -193,6 +205,9 @@ def job_info(
         last_error=error,
         ready_at=record.ready_at,
         headers=decode_headers(headers),
+        result=json.loads(result) if kept and result is not None else None,
+        result_until=record.result_until if kept else None,
+        cancel_requested=record.cancel_at is not None and record.state is JobState.RUNNING,
     )
 
 
@@ -200,7 +215,7 @@ def lease(job_id: str, queue: str, raw: bytes, body: bytes, tenant: str) -> Leas
     """The lease of a job just dequeued, read from its stored record (``raw``) without building
     a ``JobRecord``: this runs for every job handed out, and that took over a third of it."""
     name, payload, headers = decode_body(body)
-    fixed, (ready_at, started_at, deadline, _) = unpack_record(raw, JOB_FIXED, JOB_OPTIONAL)
+    fixed, (ready_at, started_at, deadline, *_) = unpack_record(raw, JOB_FIXED, JOB_OPTIONAL)
     max_attempts, attempts, leases, _, _, lease_timeout, cost, _ = fixed[4:]
     assert started_at is not None and deadline is not None and ready_at is not None
     return Lease(
@@ -233,7 +248,7 @@ class TenantRecord:
     succeeded: int
     failed: int
     dead: int
-    kept: int  # succeeded jobs still stored
+    kept: int  # succeeded and cancelled jobs still stored
     weight: float | None
     max_running: int | None
     tat: float | None
@@ -241,12 +256,13 @@ class TenantRecord:
     usage: float
     usage_at: float
     rate: Rate | None  # own setting; None: the queue's default
+    cancelled: int = 0  # lifetime
 
     @classmethod
     def parse(cls, raw: bytes) -> TenantRecord:
         fixed, optional = unpack_record(raw, TENANT_FIXED, TENANT_OPTIONAL)
         finish, ready, scheduled, running, succeeded, failed, dead, usage, usage_at, kept = fixed
-        start, weight, cap, _eseq, tat, limited, count, period, burst = optional
+        start, weight, cap, _eseq, tat, limited, count, period, burst, cancelled = optional
         return cls(
             finish=finish,
             start=start,
@@ -264,6 +280,7 @@ class TenantRecord:
             usage=usage,
             usage_at=usage_at,
             rate=None if count is None else Rate(int(count), period, int(burst)),
+            cancelled=int(cancelled or 0),
         )
 
     def stats(
@@ -292,6 +309,7 @@ class TenantRecord:
             rate=self.rate if self.rate is not None else defaults.rate,
             limited_until=self.limited_until,
             usage=usage,
+            cancelled=self.cancelled,
         )
 
 

@@ -1,11 +1,11 @@
 """The Lua operations: one Redis Functions library, loaded once, called with FCALL.
 
-The library is ``_lib.lua``, ``_lib_jobs.lua`` and ``_lib_slots.lua`` (shared helpers,
-created once when the library is loaded rather than on every call, which is what EVALSHA of a
-self-contained script paid for) followed by one file per operation, each registering its
-function. The library's name carries a hash of its source (``fairq_<hash>``, functions
-``fairq_<hash>_<op>``), so two fairq versions sharing a Redis each call their own code;
-``FUNCTION LOAD REPLACE`` makes loading idempotent. When the server does not know the
+The library is ``_lib.lua``, ``_lib_jobs.lua``, ``_lib_slots.lua`` and ``_lib_unique.lua``
+(shared helpers, created once when the library is loaded rather than on every call, which is
+what EVALSHA of a self-contained script paid for) followed by one file per operation, each
+registering its function. The library's name carries a hash of its source (``fairq_<hash>``,
+functions ``fairq_<hash>_<op>``), so two fairq versions sharing a Redis each call their own
+code; ``FUNCTION LOAD REPLACE`` makes loading idempotent. When the server does not know the
 function (restart without persistence, ``FUNCTION FLUSH``, failover) we load the library and
 try once more, which is safe because a function that is not loaded did not run.
 """
@@ -28,7 +28,7 @@ from .keys import FIGURES_TTL, LAYOUT
 
 Arg = str | bytes | int | float
 
-_LIBS = ("_lib.lua", "_lib_jobs.lua", "_lib_slots.lua")
+_LIBS = ("_lib.lua", "_lib_jobs.lua", "_lib_slots.lua", "_lib_unique.lua")
 NAMES = (
     "enqueue",
     "dequeue",
@@ -42,6 +42,7 @@ NAMES = (
     "set_queue",
     "set_tenant",
     "requeue",
+    "cancel",
     "route",
     "acquire_slot",
     "renew_slots",

@@ -21,9 +21,10 @@ from fairq.contract import ThrottleWindowsParams
 from fairq.job import NewJob
 from fairq.policy import throttle
 
+from . import calls
 from .keys import Layout
 from .records import num, text
-from .requests import FCall, RedisSteps
+from .requests import Batch, FCall, RedisSteps
 from .scripts import Arg
 
 #: ``RedisBackend._run_once``: run(function, queue whose slot keeps the reply, keys, args).
@@ -35,6 +36,14 @@ def route(layout: Layout, jobs: Sequence[NewJob], now: str) -> RedisSteps[list[s
     the time argument, as ``RedisBackend._at`` makes it."""
     routings = [throttle.Routing(job.name, job.tenant, job.queue, job.throttle) for job in jobs]
     return count(layout, routings, now)
+
+
+def refuse_stored(layout: Layout, ids: list[str]) -> RedisSteps[None]:
+    """DuplicateJob before a throttle window records anything (enqueue.lua checks again)."""
+    (found,) = yield Batch(lambda pipe: pipe.hmget(layout.directory, ids))
+    duplicate = [i for i, queue in zip(ids, found, strict=True) if queue is not None]
+    if duplicate:
+        raise calls.duplicate(duplicate)
 
 
 def count(layout: Layout, routings: Sequence[throttle.Routing], now: str) -> RedisSteps[list[str]]:

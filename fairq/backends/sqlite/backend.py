@@ -20,6 +20,7 @@ from typing import TypeVar
 from fairq.backends.clock import Clock
 from fairq.backends.sqlite import (
     admin,
+    cancelling,
     figures,
     leases,
     maintenance,
@@ -36,6 +37,8 @@ from fairq.contract import (
     AckManyParams,
     AckManyResult,
     AcquireSlotParams,
+    CancelParams,
+    CancelResult,
     CheckpointParams,
     CheckpointResult,
     DequeueParams,
@@ -71,7 +74,7 @@ from fairq.contract import (
     no_wait,
 )
 from fairq.figures import FiguresParams, TenantFigures
-from fairq.job import JobInfo
+from fairq.job import JobInfo, check_distinct
 from fairq.policy.throttle import Routing
 
 T = TypeVar("T")
@@ -124,10 +127,11 @@ class SQLiteBackend:
     def enqueue(self, params: EnqueueParams) -> EnqueueResult:
         if not params.jobs:
             return EnqueueResult(queues=[])
-        queues = self._store.write(
+        check_distinct(params.jobs)
+        queues, existing = self._store.write(
             lambda db: producing.enqueue(db, params.jobs, self._at(params.now))
         )
-        return EnqueueResult(queues=queues)
+        return EnqueueResult(queues=queues, existing=existing)
 
     def dequeue(self, params: DequeueParams) -> DequeueResult:
         """A waiting dequeue right after an empty one of the same thread waits for commits
@@ -150,18 +154,16 @@ class SQLiteBackend:
     def ack_many(self, params: AckManyParams) -> AckManyResult:
         if not params.tokens:
             return AckManyResult()
-        return self._store.write(
-            lambda db: self._recorded(
-                db, params.now, partial(leases.ack_many, tokens=params.tokens)
-            )
-        )
+        ack = partial(leases.ack_many, tokens=params.tokens, results=params.results)
+        return self._store.write(lambda db: self._recorded(db, params.now, ack))
 
     def ack_and_dequeue(self, params: AckAndDequeueParams) -> AckAndDequeueResult:
         no_wait(params.dequeue)
 
         def both(db: sqlite3.Connection) -> AckAndDequeueResult:
-            tokens = params.acks.tokens
-            acked = leases.ack_many(db, tokens, self._at(params.acks.now)) if tokens else None
+            tokens, results = params.acks.tokens, params.acks.results
+            at = self._at(params.acks.now)
+            acked = leases.ack_many(db, tokens, at, results) if tokens else None
             dequeue = replace(params.dequeue, now=self._at(params.dequeue.now))
             return AckAndDequeueResult(
                 acks=acked or AckManyResult(), dequeue=leases.dequeue(db, dequeue)
@@ -176,7 +178,10 @@ class SQLiteBackend:
         return self._store.write(lambda db: self._recorded(db, params.now, fail))
 
     def release(self, params: ReleaseParams) -> None:
-        self._store.write(lambda db: leases.release(db, replace(params, now=self._at(params.now))))
+        def work(db: sqlite3.Connection, now: float) -> None:
+            leases.release(db, replace(params, now=now))
+
+        self._store.write(lambda db: self._recorded(db, params.now, work))
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
         return self._store.write(
@@ -247,6 +252,13 @@ class SQLiteBackend:
 
     def requeue(self, params: RequeueParams) -> int:
         return self._store.write(lambda db: admin.requeue(db, params.ids, self._at(params.now)))
+
+    def cancel(self, params: CancelParams) -> CancelResult:
+        return CancelResult(
+            outcomes=self._store.write(
+                lambda db: cancelling.cancel(db, params.ids, self._at(params.now))
+            )
+        )
 
     def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
         return self._store.read(lambda db: throttling.windows(db, params))

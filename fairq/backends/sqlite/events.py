@@ -15,7 +15,7 @@ from fairq.backends.sqlite import figures
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.job import JobState
-from fairq.policy.histogram import EXPIRED, FAILED
+from fairq.policy.histogram import CANCELLED, EXPIRED, FAILED
 from fairq.policy.tenant import end_run, limit_until, refresh, retag
 
 
@@ -68,19 +68,25 @@ def fail_run(
     error: str,
     retry_at: float | None,
 ) -> None:
-    """End a failed attempt: dead when out of attempts or not retried, else ready or scheduled.
+    """End a failed attempt: dead when out of attempts or not retried, else ready or scheduled;
+    cancelled when the job has a cancel request (fairq/cancel.py: a failure its worker
+    reports is its stop, not counted failed; an expired lease is).
 
     Saves the job and the tenant. Failing never moves V.
     """
     counts = figures.tally(db)
     if counts is not None and job.started_at is not None:
         ran = None if ended_at is None else ended_at - job.started_at  # None: lease expired
-        counts.ended(job.tenant_id, EXPIRED if ended_at is None else FAILED, ran)
+        outcome = CANCELLED if job.cancel_requested else FAILED
+        counts.ended(job.tenant_id, EXPIRED if ended_at is None else outcome, ran)
     queue = QueueRow.get(db, tenant.queue)
     end_run(queue, tenant, job, ended_at, now)
-    tenant.failed += 1
     job.last_error = error
-    if retry_at is None or job.attempts >= job.max_attempts:
+    if not job.cancel_requested or ended_at is None:
+        tenant.failed += 1  # a stop its worker reports after a cancel request is no failure
+    if job.cancel_requested:
+        end_cancelled(db, job, tenant, now)
+    elif retry_at is None or job.attempts >= job.max_attempts:
         job.state = JobState.DEAD
         job.finished_at = now
         tenant.dead += 1
@@ -94,3 +100,13 @@ def fail_run(
         job.save(db)
     retag(queue, tenant)
     tenant.save(db)
+
+
+def end_cancelled(db: sqlite3.Connection, job: JobRow, tenant: TenantRow, now: float) -> None:
+    """A job neither queued nor running any more ends cancelled, kept (as a succeeded job is)
+    until the retention prunes it. Saves the job; the caller saves the tenant."""
+    job.state = JobState.CANCELLED
+    job.finished_at = now
+    job.save(db)
+    tenant.cancelled += 1
+    tenant.kept += 1

@@ -7,13 +7,14 @@ rows, each found through a primary key or the first entry of an index.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from fairq.backends.sqlite import figures
-from fairq.backends.sqlite.events import fail_run, make_ready, update_head
+from fairq.backends.sqlite.events import end_cancelled, fail_run, make_ready, update_head
 from fairq.backends.sqlite.maintenance import maintain_queues
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
+from fairq.cancel import CANCELLED_NOTE
 from fairq.contract import (
     AckManyResult,
     CheckpointParams,
@@ -25,8 +26,9 @@ from fairq.contract import (
 )
 from fairq.errors import LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, JobState, Lease, held_leases
-from fairq.policy.histogram import SUCCEEDED
+from fairq.policy.histogram import CANCELLED, SUCCEEDED
 from fairq.policy.tenant import charge_progress, dispatch, end_run, retag
+from fairq.results import JobResult
 
 Rooms = dict[str, int]  # per capped queue: the jobs it may still hand out in this dequeue
 
@@ -97,12 +99,21 @@ def held(db: sqlite3.Connection, token: str, now: float) -> JobRow:
     return job
 
 
-def ack_many(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> AckManyResult:
-    """Single acks in order, in the caller's one transaction; lost tokens change nothing."""
+def ack_many(
+    db: sqlite3.Connection,
+    tokens: Sequence[str],
+    now: float,
+    results: Mapping[str, JobResult] | None = None,
+) -> AckManyResult:
+    """Single acks in order, in the caller's one transaction; lost tokens change nothing.
+    ``results``: the values to keep, by token (fairq/results.py)."""
     acked: list[str] = []
     lost: list[str] = []
     for token, job in held_leases(tokens, lambda t: held(db, t, now), lost):
         _ack(db, job, now)
+        if results and (result := results.get(token)) is not None:
+            args = {"seq": job.seq, "result": result.value, "result_until": now + result.keep}
+            db.execute(Q["job_keep_result"], args)
         acked.append(token)
     return AckManyResult(acked=acked, lost=lost)
 
@@ -141,7 +152,13 @@ def release(db: sqlite3.Connection, params: ReleaseParams) -> None:
     job.attempts -= 1
     if params.note is not None:
         job.last_error = params.note
-    if params.run_at is None or params.run_at <= now:
+    if job.cancel_requested:  # handed back after a cancel request: it ends here
+        job.last_error = params.note or CANCELLED_NOTE
+        counts = figures.tally(db)
+        if counts is not None and job.started_at is not None:
+            counts.ended(job.tenant_id, CANCELLED, now - job.started_at)
+        end_cancelled(db, job, tenant, now)
+    elif params.run_at is None or params.run_at <= now:
         make_ready(db, job, tenant, queue, now, now)
     else:
         job.state = JobState.SCHEDULED
@@ -153,9 +170,11 @@ def release(db: sqlite3.Connection, params: ReleaseParams) -> None:
 
 
 def heartbeat(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> HeartbeatResult:
-    """Charge each held job's time so far to its tenant, then extend its lease."""
+    """Charge each held job's time so far to its tenant, then extend its lease; report those
+    with a cancel request."""
     deadlines: dict[str, float] = {}
     lost: list[str] = []
+    cancelled: list[str] = []
     for token, job in held_leases(tokens, lambda t: held(db, t, now), lost):
         tenant = TenantRow.load(db, job.tenant_id)
         charge_progress(QueueRow.get(db, job.queue), tenant, job, now)
@@ -163,7 +182,9 @@ def heartbeat(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> Hear
         job.deadline = now + job.lease_timeout
         job.save(db)
         deadlines[token] = job.deadline
-    return HeartbeatResult(deadlines=deadlines, lost=lost)
+        if job.cancel_requested:
+            cancelled.append(token)
+    return HeartbeatResult(deadlines=deadlines, lost=lost, cancelled=cancelled)
 
 
 def checkpoint(db: sqlite3.Connection, params: CheckpointParams) -> CheckpointResult:

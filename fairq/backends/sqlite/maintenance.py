@@ -22,23 +22,37 @@ LEASE_EXPIRED_ERROR = "lease expired"
 
 
 def maintain(db: sqlite3.Connection, params: MaintainParams) -> MaintainResult:
-    """Maintain the queues asked; also forget throttle-window times no rule can count and
-    tenant slots whose lease is over."""
+    """Maintain the queues asked; also forget throttle-window times no rule can count,
+    tenant slots whose lease is over and unique keys whose window ended."""
     names = queue_names(db) if params.queues is None else list(params.queues)
     promoted, expired = maintain_queues(db, names, params.now)
     db.execute(Q["throttle_prune"], {"now": params.now})
     db.execute(Q["slots_prune"], {"now": params.now})
+    db.execute(Q["unique_prune"], {"now": params.now})
     pruned = 0
     if params.retention is not None:
         pruned = prune(db, params.now - params.retention, params.now)
+        pruned += prune_results(db, params.now)
     return MaintainResult(
         promoted=promoted, expired=expired, pruned=pruned, next_due=next_due(db, names)
     )
 
 
 def prune(db: sqlite3.Connection, before: float, now: float) -> int:
-    """Delete old succeeded jobs; a tenant whose last stored job goes is forgotten."""
+    """Delete old succeeded and cancelled jobs; a tenant whose last stored job goes is
+    forgotten."""
     deleted = Counter(row["tenant_id"] for row in db.execute(Q["jobs_prune"], {"before": before}))
+    deleted.update(row["tenant_id"] for row in db.execute(Q["cancelled_prune"], {"before": before}))
+    return _unkeep(db, deleted, now)
+
+
+def prune_results(db: sqlite3.Connection, now: float) -> int:
+    """Delete the succeeded jobs whose kept result expired (fairq/results.py)."""
+    deleted = Counter(row["tenant_id"] for row in db.execute(Q["results_prune"], {"now": now}))
+    return _unkeep(db, deleted, now)
+
+
+def _unkeep(db: sqlite3.Connection, deleted: Counter[int], now: float) -> int:
     for tenant_id, count in sorted(deleted.items()):
         tenant = TenantRow.load(db, tenant_id)
         tenant.kept -= count

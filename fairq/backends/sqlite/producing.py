@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
+from fairq.backends.sqlite import unique
 from fairq.backends.sqlite.events import update_head
 from fairq.backends.sqlite.records import QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
@@ -15,9 +16,23 @@ from fairq.errors import ConfigError, DuplicateJob, FairqError
 from fairq.job import JobState, NewJob, encode_headers
 from fairq.policy.shards import MAX_OTHERS, least_loaded
 from fairq.policy.tenant import refresh
+from fairq.policy.unique import answer
 
 
-def enqueue(db: sqlite3.Connection, given: Sequence[NewJob], now: float) -> list[str]:
+def enqueue(
+    db: sqlite3.Connection, jobs: Sequence[NewJob], now: float
+) -> tuple[list[str], dict[int, str]]:
+    """Store the jobs whose unique key is not held (fairq/policy/unique.py), all or none,
+    and let them take their keys. Returns the queue each job went to (or, for a job whose key
+    is held, the queue of the job holding it) and the ids of those holding jobs."""
+    held = unique.held(db, jobs, now)
+    kept = [job for i, job in enumerate(jobs) if i not in held]
+    queues = _enqueue_all(db, kept, now) if kept else []
+    unique.take(db, kept, queues, now)
+    return answer(len(jobs), held, queues)
+
+
+def _enqueue_all(db: sqlite3.Connection, given: Sequence[NewJob], now: float) -> list[str]:
     """Store all jobs, or none (a repeated id raises DuplicateJob and rolls everything back,
     throttle windows included). Returns the queue each job went to.
 

@@ -75,7 +75,8 @@ UPDATE tenants SET
     tat = :tat, limited_until = :limited_until, usage = :usage, usage_at = :usage_at,
     finish_tag = :finish_tag, start_tag = :start_tag, head_seq = :head_seq,
     ready = :ready, scheduled = :scheduled, running = :running,
-    succeeded = :succeeded, failed = :failed, dead = :dead, kept = :kept
+    succeeded = :succeeded, failed = :failed, dead = :dead, kept = :kept,
+    cancelled = :cancelled
 WHERE id = :id
 
 -- name: tenant_delete
@@ -157,6 +158,14 @@ WHERE seq = :seq
 -- name: job_checkpoint
 UPDATE jobs SET progress = :progress WHERE seq = :seq
 
+-- name: job_keep_result
+-- An ack keeps the job's return value until :result_until (fairq/results.py).
+UPDATE jobs SET result = :result, result_until = :result_until WHERE seq = :seq
+
+-- name: job_request_cancel
+-- A running job is asked to stop (fairq/cancel.py); its heartbeat reports it.
+UPDATE jobs SET cancel_requested = 1 WHERE seq = :seq
+
 -- name: jobs_due
 -- Scheduled jobs whose time has come, in promotion order.
 SELECT seq FROM jobs
@@ -177,8 +186,19 @@ SELECT MIN(deadline) AS due FROM jobs WHERE queue = :queue AND state = 'running'
 
 -- name: jobs_prune
 -- Counters are totals kept in tenants, so deleting old rows changes no figure; the tenants of
--- the deleted rows are returned to count down their kept succeeded jobs.
-DELETE FROM jobs WHERE state = 'succeeded' AND finished_at < :before
+-- the deleted rows are returned to count down their kept succeeded jobs. Jobs that keep a
+-- result are not in jobs_succeeded: they go when it expires (results_prune).
+DELETE FROM jobs WHERE state = 'succeeded' AND result_until IS NULL AND finished_at < :before
+RETURNING tenant_id
+
+-- name: cancelled_prune
+-- Cancelled jobs, pruned after the retention as succeeded ones are, through jobs_cancelled.
+DELETE FROM jobs WHERE state = 'cancelled' AND finished_at < :before
+RETURNING tenant_id
+
+-- name: results_prune
+-- Succeeded jobs whose kept result expired, through jobs_results, whatever the retention.
+DELETE FROM jobs WHERE result_until IS NOT NULL AND result_until <= :now
 RETURNING tenant_id
 
 -- name: jobs_dead
@@ -284,3 +304,21 @@ DELETE FROM figures WHERE slot < :first
 SELECT f.slot, f.kind, f.bucket, f.count, t.queue, t.tenant
 FROM figures f JOIN tenants t ON t.id = f.tenant_id
 WHERE f.slot >= :first AND (:queue IS NULL OR t.queue = :queue)
+
+-- name: unique_get
+-- The job holding a unique key, if any, and its state (NULL: the job is gone), through the
+-- key's unique index and jobs' id index (fairq/backends/sqlite/unique.py).
+SELECT u.job_id, u.job_queue, u.expires_at, u.hold, j.state
+FROM unique_keys u LEFT JOIN jobs j ON j.id = u.job_id
+WHERE u.queue = :queue AND u.tenant = :tenant AND u.key = :key
+
+-- name: unique_put
+INSERT INTO unique_keys (queue, tenant, key, job_id, job_queue, expires_at, hold)
+VALUES (:queue, :tenant, :key, :job_id, :job_queue, :expires_at, :hold)
+ON CONFLICT (queue, tenant, key) DO UPDATE SET
+    job_id = excluded.job_id, job_queue = excluded.job_queue,
+    expires_at = excluded.expires_at, hold = excluded.hold
+
+-- name: unique_prune
+-- Keys whose window ended hold nothing: found through unique_keys_expiry.
+DELETE FROM unique_keys WHERE expires_at <= :now

@@ -103,7 +103,8 @@ class TenantRow:
     succeeded: int
     failed: int
     dead: int
-    kept: int  # succeeded jobs still stored
+    kept: int  # succeeded and cancelled jobs still stored
+    cancelled: int  # lifetime
 
     @classmethod
     def load(cls, db: sqlite3.Connection, tenant_id: int) -> TenantRow:
@@ -136,6 +137,7 @@ class TenantRow:
             failed=row["failed"],
             dead=row["dead"],
             kept=row["kept"],
+            cancelled=row["cancelled"],
         )
 
     def save(self, db: sqlite3.Connection) -> None:
@@ -163,6 +165,7 @@ class TenantRow:
                 "failed": self.failed,
                 "dead": self.dead,
                 "kept": self.kept,
+                "cancelled": self.cancelled,
             },
         )
 
@@ -186,6 +189,7 @@ class TenantRow:
             rate=self.rate,
             limited_until=self.limited_until,
             usage=usage,
+            cancelled=self.cancelled,
         )
 
 
@@ -216,6 +220,9 @@ class JobRow:
     worker_id: str | None
     headers: str | None  # as stored (fairq.job.encode_headers)
     progress: str | None  # as stored (fairq.job.Progress.encode); written by checkpoint only
+    result: str | None  # the kept return value (fairq.results); written by ack only
+    result_until: float | None
+    cancel_requested: bool  # written by cancel only (fairq/backends/sqlite/cancelling.py)
 
     @classmethod
     def by_seq(cls, db: sqlite3.Connection, seq: int) -> JobRow:
@@ -230,6 +237,7 @@ class JobRow:
     def from_row(cls, row: sqlite3.Row) -> JobRow:
         fields: dict[str, Any] = {key: row[key] for key in row.keys()}  # noqa: SIM118
         fields["state"] = JobState(fields["state"])
+        fields["cancel_requested"] = bool(fields["cancel_requested"])
         return cls(**fields)
 
     def save(self, db: sqlite3.Connection) -> None:

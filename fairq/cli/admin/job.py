@@ -1,7 +1,8 @@
 """``fairq job ID…``: what the store knows of one job, an iterative job's progress included.
 
-The view for "where is my export?": state, attempts, times, the last error's first line and,
-for an iterative job (``App.iterative_job``), its cursor, items done and slices so far.
+The view for "where is my export?": state, attempts, times, the last error's first line, a
+cancel request, the result it keeps (``result_ttl``) and, for an iterative job
+(``App.iterative_job``), its cursor, items done and slices so far.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from fairq.contract import GetJobsParams
 from fairq.job import JobInfo
 
 CURSOR_CHARS = 120  # a cursor longer than this is cut in the table (--json shows it whole)
+RESULT_CHARS = 400  # so is a kept result (docs/results.md)
 
 
 @cli.command(epilog="Example:\n\n  fairq job 3f2a9c0d1e... --json")
@@ -34,7 +36,7 @@ CURSOR_CHARS = 120  # a cursor longer than this is cut in the table (--json show
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead.")
 @store_options
 def job(ids: tuple[str, ...], as_json: bool, url: str | None, app_ref: str | None) -> None:
-    """Show jobs by id: state, attempts, times, last error, and an iterative job's progress."""
+    """Show jobs by id: state, attempts, times, last error, result, an iterative job's progress."""
     with reported_errors():
         app = open_app(url, app_ref, existing=True)
         try:
@@ -69,6 +71,14 @@ def _table(info: JobInfo) -> Table:
         ("finished", format_time(info.finished_at)),
         ("last error", safe_text(first_line[0], 200) if first_line else "-"),
     ]
+    if info.cancel_requested:
+        rows.append(("cancel", "requested: it ends cancelled once its worker stops it"))
+    if info.result_until is not None:
+        result = json.dumps(info.result, ensure_ascii=False)
+        rows += [
+            ("result", safe_text(result, RESULT_CHARS)),
+            ("result kept until", format_time(info.result_until)),
+        ]
     if info.progress is not None:
         cursor = json.dumps(info.progress.cursor, ensure_ascii=False)
         rows += [

@@ -22,6 +22,7 @@ from fairq.cli.admin._common import (
     TABLE_TENANT_CHARS,
     format_age,
     format_cap,
+    format_time,
     now,
     open_app,
     out_console,
@@ -33,6 +34,7 @@ from fairq.cli.admin.tenants import format_weight
 from fairq.policy import histogram
 from fairq.policy.shards import split_shard
 from fairq.reports import queues as reports
+from fairq.reports.periodic import PeriodicReport, periodic_reports
 from fairq.reports.queues import COUNTS, QueueReport, of_tenant
 from fairq.reports.shards import ShardedQueue, in_queue, sharded_queues
 from fairq.reports.text import format_wait
@@ -77,6 +79,10 @@ def stats(
     A sharded queue's shards (imports@0, …) are queues of their own; --queue imports shows
     them too, and a "shards of imports" table puts their loads side by side (with --tenant,
     its jobs in each; with --app as well, the shards the tenant is assigned).
+
+    With --app, a "periodic" table shows the app's periodic jobs (docs/periodic.md): each
+    schedule's cron, tenant and queue, when its next tick comes, and its last tick whose job
+    the store has (of its last 5), with that job's id and state.
     """
     with reported_errors():
         app = open_app(url, app_ref, existing=True)
@@ -89,14 +95,18 @@ def stats(
                 every = [r for r in every if in_queue(r.queue, queue)]
             reports = every if tenant is None else of_tenant(every, tenant)
             sharded = [] if shard else shard_views(app, every, tenant)
+            periodic = periodic_rows(app, queue, tenant, now())
         finally:
             app.close()
     if as_json:
         payload = {"store": redact_url(app.url), "queues": [asdict(r) for r in reports]}
         payload["shards"] = [asdict(s) for s in sharded]
+        payload["periodic"] = [asdict(p) for p in periodic]
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     console = out_console()
+    if periodic:
+        console.print(render_periodic(periodic))
     if not reports:
         console.print("No queues yet: nothing has been enqueued in this store.")
         return
@@ -106,6 +116,38 @@ def stats(
             console.print(render_recent(report))
     for view in sharded:
         console.print(render_shards(view, tenant))
+
+
+def periodic_rows(
+    app: App, queue: str | None, tenant: str | None, at: float
+) -> list[PeriodicReport]:
+    """The app's periodic jobs (of ``queue`` and ``tenant``, when given)."""
+    chosen = [
+        s
+        for s in app.schedules.values()
+        if (queue is None or in_queue(s.queue, queue)) and (tenant is None or s.tenant == tenant)
+    ]
+    return periodic_reports(app.backend, chosen, at) if chosen else []
+
+
+def render_periodic(rows: list[PeriodicReport]) -> Table:
+    """Each schedule: when its next tick comes, and its last tick's job in the store."""
+    table = Table(title=Text("periodic", style="bold"), title_justify="left")
+    for name in ("schedule", "cron", "tenant", "queue", "next tick", "last tick", "job", "state"):
+        table.add_column(name, no_wrap=name in ("schedule", "tenant"))
+    for row in rows:
+        cron = row.cron if row.timezone == "UTC" else f"{row.cron} ({row.timezone})"
+        table.add_row(
+            safe_text(row.name, TABLE_TENANT_CHARS),
+            cron,
+            safe_text(row.tenant, TABLE_TENANT_CHARS),
+            row.queue,
+            f"in {format_age(row.next_in)}",
+            format_time(row.last_tick),
+            row.last_job_id or "-",
+            row.last_state or "-",
+        )
+    return table
 
 
 def shard_views(app: App, every: list[QueueReport], tenant: str | None) -> list[ShardedQueue]:
@@ -193,7 +235,7 @@ def render_recent(report: QueueReport) -> Table:
     )
     table = Table(title=title, title_justify="left")
     table.add_column("tenant", no_wrap=True)
-    for name in ("wait p50", "wait p99", "jobs/min", "succeeded", "failed", "expired"):
+    for name in ("wait p50", "wait p99", "jobs/min", *histogram.OUTCOMES):
         table.add_column(name, justify="right")
     table.add_column("next start (est.)", justify="right")
     for row in report.tenants:

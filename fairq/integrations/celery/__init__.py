@@ -186,7 +186,7 @@ class FairTask(celery.Task):  # type: ignore[misc]  # Celery ships no type hints
         except BaseException as exc:
             cause = exc.exc if isinstance(exc, Retry) and exc.exc is not None else exc
             info = run.failed(cause)
-            if info is not None and info.state is not JobState.DEAD:
+            if info is not None and info.state not in (JobState.DEAD, JobState.CANCELLED):
                 when = datetime.fromtimestamp(info.run_at, tz=timezone.utc)
                 raise Retry(
                     f"fairq retries it (attempt {info.attempts} of {info.max_attempts} failed)",

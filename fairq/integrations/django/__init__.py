@@ -25,7 +25,9 @@ around the call commits.
 
 Either way, bad input (arguments that are not JSON, a missing tenant …) raises at the call,
 with the same error as ``job.enqueue``, and the call returns the job's id. Outside
-``atomic()`` (autocommit) both store the job at once, as Django stores the data. The
+``atomic()`` (autocommit) both store the job at once, as Django stores the data. A job whose
+unique key is held gets the holder's id in the first way; in the second, the id made at the
+call, under which nothing is stored when the key is still held at the commit. The
 ``before_enqueue``/``after_enqueue`` hooks run when the store is called: at the call in the
 first way, at the commit in the second. Needs the extra ``fairq[django]``.
 """

@@ -16,9 +16,10 @@
 --                    packed in conf (for these functions: `conf_of`), and due (no
 --                    maintenance is needed before it: `next_due_of`)
 --   tenants   hash   tid -> binary record (TENANT below): F, ready, scheduled, running,
---                    succeeded, failed, dead, usage, usage_at, kept (succeeded jobs still
---                    stored); optional S, weight, cap, eseq, tat, limited_until, rcount,
---                    rperiod, rburst. Pruning a tenant's last stored job may forget it
+--                    succeeded, failed, dead, usage, usage_at, kept (succeeded and cancelled
+--                    jobs still stored); optional S, weight, cap, eseq, tat, limited_until,
+--                    rcount, rperiod, rburst, cancelled (a lifetime count; absent: 0).
+--                    Pruning a tenant's last stored job may forget it
 --                    (`forget`): its fields in tenants, tids and tnames go; a returning
 --                    tenant gets a new tid
 --   tids      hash   tenant name (exact bytes) -> tid
@@ -31,11 +32,13 @@
 --   running   zset   score deadline, member seq(16) .. LONG .. job_id: order (deadline, seq);
 --                    one member per leased job, so ZCARD is the queue's count in flight
 --   dead      zset   score finished_at, member seq(16) .. job_id
---   done      zset   score finished_at, member seq(16) .. job_id (succeeded, for pruning)
+--   done      zset   score finished_at, member seq(16) .. job_id (succeeded without a kept
+--                    result, and cancelled: the retention prunes them)
 --   jobs      hash   job_id -> binary record (JOB in _lib_jobs.lua): state, seq, tid,
 --                    priority, max_attempts, attempts, leases, enqueued_at, run_at,
 --                    lease_timeout, cost, charged; optional ready_at, started_at, deadline,
---                    finished_at
+--                    finished_at, cancel_at (a running job was asked to stop then),
+--                    result_until (its kept result expires then)
 --   bodies    hash   job_id -> len(name) .. ":" .. name .. payload, after "h" .. len(headers)
 --                    .. ":" .. headers when the job has headers (only the name is read here)
 --   errors    hash   job_id -> last error text
@@ -49,6 +52,10 @@
 --                    (set_queue resettles these; entries with tat <= now are trimmed there)
 --   progress  hash   job_id -> an iterative job's last checkpoint (Backend.checkpoint: JSON text,
 --                    kept as given), deleted with the job
+--   results   hash   job_id -> the return value an ack kept (fairq/results.py: JSON text,
+--                    kept as given), deleted with the job
+--   expiring  zset   score result_until, member seq(16) .. job_id: the succeeded jobs that
+--                    keep a result, pruned with it once it expires (not by the retention)
 --   fig       hash   the figures of the call's time slot (not one key of a fixed name: the
 --                    caller names the slot's key, keys.py figures_key): field tid .. ':' ..
 --                    kind .. bucket -> count, kind w (wait), r (run time) or o (outcome);
@@ -60,7 +67,7 @@
 -- The tag arithmetic copies fairq/policy/fairness.py, rate.py and history.py expression for
 -- expression (math.pow is C pow, as Python's math.pow), so every double is bit-identical.
 
-local QUEUE_KEYS = 20
+local QUEUE_KEYS = 22
 local TIDW, SEQW, PRIOW = 10, 16, 10
 local MIN_CHARGE = 0.001
 local DEFAULT_HALF_LIFE = 60.0
@@ -244,7 +251,8 @@ end
 -- -- queues ---------------------------------------------------------------------------------
 
 -- A queue's key names, by its meta key. keys.py builds every block from one prefix and
--- queue name, so the meta key fixes the other 17 (all but fig, set by open_queue); the table lasts across calls (it is a
+-- queue name, so the meta key fixes the others (all but fig, the block's last key, set by
+-- open_queue); the table lasts across calls (it is a
 -- function of the names alone, not of stored data), and is dropped when many piled up.
 local blocks, nblocks = {}, 0
 
@@ -258,7 +266,7 @@ local function keys_of(base)
       dead = KEYS[base + 10], done = KEYS[base + 11], jobs = KEYS[base + 12],
       bodies = KEYS[base + 13], errors = KEYS[base + 14], backlog = KEYS[base + 15],
       wake = KEYS[base + 16], limited = KEYS[base + 17], tats = KEYS[base + 18],
-      progress = KEYS[base + 19],
+      progress = KEYS[base + 19], results = KEYS[base + 20], expiring = KEYS[base + 21],
     }
     if nblocks >= 1000 then blocks, nblocks = {}, 0 end
     blocks[k.meta], nblocks = k, nblocks + 1
@@ -320,7 +328,7 @@ local function is_full(q) return q.maxf ~= nil and in_flight(q) >= q.maxf end
 -- queue notes whether it is full as the call starts (full0), for `wake_waiters`.
 local function open_queue(block, name)
   local k = keys_of((block - 1) * QUEUE_KEYS)
-  k.fig = KEYS[(block - 1) * QUEUE_KEYS + 20]  -- this call's slot: not kept with the others
+  k.fig = KEYS[block * QUEUE_KEYS]  -- this call's slot: not kept with the others
   local m = redis.call('HMGET', k.meta, 'V', 'due', 'conf')
   local q = {
     k = k, block = block, name = name, V = opt(m[1]) or 0.0, due = opt(m[2]), weight = 1.0,
@@ -353,8 +361,9 @@ end
 
 -- The tenant record (TENANT_FIXED/TENANT_OPTIONAL in records.py): fixed F, ready,
 -- scheduled, running, succeeded, failed, dead, usage, usage_at, kept; optional S, weight,
--- cap, eseq, tat, lim (limited_until), rcount, rperiod, rburst.
-local tenant_format = formats('>HdI4I4I4dddddI4', {'d', 'd', 'd', 'c16', 'd', 'd', 'd', 'd', 'd'})
+-- cap, eseq, tat, lim (limited_until), rcount, rperiod, rburst, cancelled (only once > 0).
+local tenant_format = formats('>HdI4I4I4dddddI4',
+  {'d', 'd', 'd', 'c16', 'd', 'd', 'd', 'd', 'd', 'I4'})
 
 -- A stored tenant. Between calls the eligible index holds (S, eseq) for it exactly when eseq
 -- is not '', and eseq is then its head's seq (every change of a tenant's ready jobs is
@@ -364,22 +373,23 @@ local function tenant_from(q, tid, tids, raw)
   local hi, mask = string.byte(raw, 1, 2)
   mask = hi * 256 + mask
   local _, F, ready, scheduled, running, succeeded, failed, dead, usage, usage_at, kept,
-    a, b, c, d, e, f, g, h, i = struct.unpack(tenant_format(mask), raw)
+    a, b, c, d, e, f, g, h, i, l = struct.unpack(tenant_format(mask), raw)
   -- Each optional field takes the next value if its bit is set (the rest move up one).
-  local S, weight, cap, eseq, tat, lim, rcount, rperiod, rburst
-  if mask % 2 == 1 then S, a, b, c, d, e, f, g, h = a, b, c, d, e, f, g, h, i end
-  if mask % 4 >= 2 then weight, a, b, c, d, e, f, g = a, b, c, d, e, f, g, h end
-  if mask % 8 >= 4 then cap, a, b, c, d, e, f = a, b, c, d, e, f, g end
-  if mask % 16 >= 8 then eseq, a, b, c, d, e = a, b, c, d, e, f else eseq = '' end
-  if mask % 32 >= 16 then tat, a, b, c, d = a, b, c, d, e end
-  if mask % 64 >= 32 then lim, a, b, c = a, b, c, d end
-  if mask >= 64 then rcount, rperiod, rburst = a, b, c end
+  local S, weight, cap, eseq, tat, lim, rcount, rperiod, rburst, cancelled
+  if mask % 2 == 1 then S, a, b, c, d, e, f, g, h, i = a, b, c, d, e, f, g, h, i, l end
+  if mask % 4 >= 2 then weight, a, b, c, d, e, f, g, h = a, b, c, d, e, f, g, h, i end
+  if mask % 8 >= 4 then cap, a, b, c, d, e, f, g = a, b, c, d, e, f, g, h end
+  if mask % 16 >= 8 then eseq, a, b, c, d, e, f = a, b, c, d, e, f, g else eseq = '' end
+  if mask % 32 >= 16 then tat, a, b, c, d, e = a, b, c, d, e, f end
+  if mask % 64 >= 32 then lim, a, b, c, d = a, b, c, d, e end
+  if mask % 512 >= 64 then rcount, rperiod, rburst, a = a, b, c, d end
+  if mask >= 512 then cancelled = a end
   local t = {
     tid = tid, tidp = pad(tid, TIDW), tids = tids, F = F, ready = ready,
     scheduled = scheduled, running = running, succeeded = succeeded, failed = failed,
     dead = dead, usage = usage, usage_at = usage_at, kept = kept, S = S, weight = weight,
     cap = cap, eseq = eseq, tat = tat, lim = lim, rate = rate_from(rcount, rperiod, rburst),
-    hseq = nil, iS = nil, name = nil,
+    cancelled = cancelled or 0, hseq = nil, iS = nil, name = nil,
   }
   if eseq ~= '' then t.hseq, t.iS = eseq, S end
   return t
@@ -388,21 +398,24 @@ end
 -- The tenant's record. Optional fields are taken from the last to the first, each present
 -- one going in front of those after it, so the present values end up in field order.
 local function tenant_record(t)
-  local mask, a, b, c, d, e, f, g, h, i = 0, nil, nil, nil, nil, nil, nil, nil, nil, nil
+  local mask, a, b, c, d, e, f, g, h, i, l = 0, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
+  if t.cancelled > 0 then mask, a = 512, t.cancelled end
   local r = t.rate
-  if r ~= nil then mask, a, b, c = 448, r.count, r.period, r.burst end
-  if t.lim ~= nil then mask, a, b, c, d = mask + 32, t.lim, a, b, c end
-  if t.tat ~= nil then mask, a, b, c, d, e = mask + 16, t.tat, a, b, c, d end
+  if r ~= nil then mask, a, b, c, d = mask + 448, r.count, r.period, r.burst, a end
+  if t.lim ~= nil then mask, a, b, c, d, e = mask + 32, t.lim, a, b, c, d end
+  if t.tat ~= nil then mask, a, b, c, d, e, f = mask + 16, t.tat, a, b, c, d, e end
   if t.eseq ~= '' and t.eseq ~= nil then
-    mask, a, b, c, d, e, f = mask + 8, t.eseq, a, b, c, d, e
+    mask, a, b, c, d, e, f, g = mask + 8, t.eseq, a, b, c, d, e, f
   end
-  if t.cap ~= nil then mask, a, b, c, d, e, f, g = mask + 4, t.cap, a, b, c, d, e, f end
+  if t.cap ~= nil then mask, a, b, c, d, e, f, g, h = mask + 4, t.cap, a, b, c, d, e, f, g end
   if t.weight ~= nil then
-    mask, a, b, c, d, e, f, g, h = mask + 2, t.weight, a, b, c, d, e, f, g
+    mask, a, b, c, d, e, f, g, h, i = mask + 2, t.weight, a, b, c, d, e, f, g, h
   end
-  if t.S ~= nil then mask, a, b, c, d, e, f, g, h, i = mask + 1, t.S, a, b, c, d, e, f, g, h end
+  if t.S ~= nil then
+    mask, a, b, c, d, e, f, g, h, i, l = mask + 1, t.S, a, b, c, d, e, f, g, h, i
+  end
   return struct.pack(tenant_format(mask), mask, t.F, t.ready, t.scheduled, t.running,
-    t.succeeded, t.failed, t.dead, t.usage, t.usage_at, t.kept, a, b, c, d, e, f, g, h, i)
+    t.succeeded, t.failed, t.dead, t.usage, t.usage_at, t.kept, a, b, c, d, e, f, g, h, i, l)
 end
 
 local function rate_fields(r)
@@ -444,7 +457,7 @@ local function tenant_named(q, name)
   local t = {
     tid = n, tidp = pad(n, TIDW), tids = int(n), F = 0.0, ready = 0, scheduled = 0, running = 0,
     succeeded = 0, failed = 0, dead = 0, usage = 0.0, usage_at = 0.0, kept = 0, eseq = '',
-    name = name,
+    cancelled = 0, name = name,
   }
   q.tenants[n], q.named[name] = t, t
   return touch(q, t)

@@ -30,44 +30,50 @@ end
 
 -- Outcomes by their index in histogram.OUTCOMES; a succeeded run is counted by its run time
 -- alone (fairq/figures.py).
-local OUT_FAILED, OUT_EXPIRED = 1, 2
+local OUT_FAILED, OUT_EXPIRED, OUT_CANCELLED = 1, 2, 3
 
 -- -- jobs -----------------------------------------------------------------------------------
 
 -- The job record (JOB_FIXED/JOB_OPTIONAL in records.py): fixed state, seq, tid, priority,
 -- max_attempts, attempts, leases, enqueued_at, run_at, lease_timeout, cost, charged;
--- optional ready_at, started_at, deadline, finished_at (read and written as tenant_from
--- and tenant_record do).
-local job_format = formats('>Hc1dI4i4dddddddd', {'d', 'd', 'd', 'd'})
+-- optional ready_at, started_at, deadline, finished_at, cancel_at (a running job was asked
+-- to stop: fairq/cancel.py), result_until (its kept result expires: fairq/results.py) (read
+-- and written as tenant_from and tenant_record do). States: s scheduled, r ready, R running,
+-- S succeeded, d dead, c cancelled.
+local job_format = formats('>Hc1dI4i4dddddddd', {'d', 'd', 'd', 'd', 'd', 'd'})
 
 local function job_from(id, raw)
   local hi, mask = string.byte(raw, 1, 2)
   mask = hi * 256 + mask
   local _, state, seq, tid, priority, max_attempts, attempts, leases, enqueued_at, run_at,
-    lease_timeout, cost, charged, a, b, c, d = struct.unpack(job_format(mask), raw)
-  local ready_at, started_at, deadline, finished_at
-  if mask % 2 == 1 then ready_at, a, b, c = a, b, c, d end
-  if mask % 4 >= 2 then started_at, a, b = a, b, c end
-  if mask % 8 >= 4 then deadline, a = a, b end
-  if mask >= 8 then finished_at = a end
+    lease_timeout, cost, charged, a, b, c, d, e, f = struct.unpack(job_format(mask), raw)
+  local ready_at, started_at, deadline, finished_at, cancel_at, result_until
+  if mask % 2 == 1 then ready_at, a, b, c, d, e = a, b, c, d, e, f end
+  if mask % 4 >= 2 then started_at, a, b, c, d = a, b, c, d, e end
+  if mask % 8 >= 4 then deadline, a, b, c = a, b, c, d end
+  if mask % 16 >= 8 then finished_at, a, b = a, b, c end
+  if mask % 32 >= 16 then cancel_at, a = a, b end
+  if mask >= 32 then result_until = a end
   return {
     id = id, state = state, seq = seq, tid = tid, priority = priority,
     max_attempts = max_attempts, attempts = attempts, leases = leases,
     enqueued_at = enqueued_at, run_at = run_at, lease_timeout = lease_timeout, cost = cost,
     charged = charged, ready_at = ready_at, started_at = started_at, deadline = deadline,
-    finished_at = finished_at, seqp = nil,
+    finished_at = finished_at, cancel_at = cancel_at, result_until = result_until, seqp = nil,
   }
 end
 
 local function job_record(j)
-  local mask, a, b, c, d = 0, nil, nil, nil, nil
-  if j.finished_at ~= nil then mask, a = 8, j.finished_at end
-  if j.deadline ~= nil then mask, a, b = mask + 4, j.deadline, a end
-  if j.started_at ~= nil then mask, a, b, c = mask + 2, j.started_at, a, b end
-  if j.ready_at ~= nil then mask, a, b, c, d = mask + 1, j.ready_at, a, b, c end
+  local mask, a, b, c, d, e, f = 0, nil, nil, nil, nil, nil, nil
+  if j.result_until ~= nil then mask, a = 32, j.result_until end
+  if j.cancel_at ~= nil then mask, a, b = mask + 16, j.cancel_at, a end
+  if j.finished_at ~= nil then mask, a, b, c = mask + 8, j.finished_at, a, b end
+  if j.deadline ~= nil then mask, a, b, c, d = mask + 4, j.deadline, a, b, c end
+  if j.started_at ~= nil then mask, a, b, c, d, e = mask + 2, j.started_at, a, b, c, d end
+  if j.ready_at ~= nil then mask, a, b, c, d, e, f = mask + 1, j.ready_at, a, b, c, d, e end
   return struct.pack(job_format(mask), mask, j.state, j.seq, j.tid, j.priority,
     j.max_attempts, j.attempts, j.leases, j.enqueued_at, j.run_at, j.lease_timeout, j.cost,
-    j.charged, a, b, c, d)
+    j.charged, a, b, c, d, e, f)
 end
 
 local function load_job(q, id)
@@ -148,18 +154,34 @@ local function schedule(q, t, j, run_at)
   pend(q, q.k.scheduled, run_at, seq_member(j))
 end
 
--- A failed attempt (or an expired lease): dead, ready again, or scheduled for retry_at.
+-- A job neither queued nor running any more ends cancelled, kept (as a succeeded job is)
+-- until the retention prunes it (fairq/cancel.py). The caller saves the job.
+local function end_cancelled(q, t, j, now)
+  j.state = 'c'
+  j.finished_at = now
+  t.cancelled = t.cancelled + 1
+  t.kept = t.kept + 1
+  redis.call('ZADD', q.k.done, fmt(now), seq_member(j))
+end
+
+-- A failed attempt (or an expired lease): dead, ready again, or scheduled for retry_at; a
+-- job with a cancel request (cancel_at) ends cancelled instead: a failure its worker reports
+-- is then its stop (a cancelled run, not a failed attempt), an expired lease still a failure.
 local function fail_job(q, t, j, now, ended_at, err, retry_at)
   if ended_at == nil then  -- its lease expired: how long it ran is unknown
     figure(q, t, 'o', OUT_EXPIRED)
   else
     figure(q, t, 'r', bucket_of(ended_at - j.started_at))
-    figure(q, t, 'o', OUT_FAILED)
+    local outcome = OUT_FAILED
+    if j.cancel_at ~= nil then outcome = OUT_CANCELLED end
+    figure(q, t, 'o', outcome)
   end
   end_run(q, t, j, ended_at, now)
-  t.failed = t.failed + 1
+  if j.cancel_at == nil or ended_at == nil then t.failed = t.failed + 1 end
   redis.call('HSET', q.k.errors, j.id, err)
-  if retry_at == nil or j.attempts >= j.max_attempts then
+  if j.cancel_at ~= nil then
+    end_cancelled(q, t, j, now)
+  elseif retry_at == nil or j.attempts >= j.max_attempts then
     j.state = 'd'
     j.finished_at = now
     t.dead = t.dead + 1
@@ -235,8 +257,8 @@ local function expire(q, now, expired)
     local t = tenant(q, j.tid)
     local deadline = fmt(j.deadline)
     fail_job(q, t, j, now, nil, 'lease expired', now)
-    local dead = 0
-    if j.state == 'd' then dead = 1 end
+    local dead = 0  -- 2: it ended cancelled (it had a cancel request)
+    if j.state == 'd' then dead = 1 elseif j.state == 'c' then dead = 2 end
     expired[n + 1], expired[n + 2], expired[n + 3] = q.block, j.id,
       name_in(redis.call('HGET', q.k.bodies, j.id))
     expired[n + 4], expired[n + 5], expired[n + 6], expired[n + 7] = name_of(q, t),
@@ -370,28 +392,34 @@ local function flush(q)
   end
 end
 
--- Delete the succeeded jobs finished before `before`; a tenant whose last stored job goes
--- is forgotten. O(log n) per job pruned. Returns how many were pruned.
+-- Delete the succeeded and cancelled jobs finished before `before` (done), and the
+-- succeeded jobs whose kept result expired by `now` (expiring); a tenant whose last stored
+-- job goes is forgotten. O(log n) per job pruned. Returns how many were pruned.
 local function prune(q, directory, before, now)
-  local old = redis.call('ZRANGEBYSCORE', q.k.done, '-inf', '(' .. fmt(before))
   local touched = {}
-  for _, m in ipairs(old) do
-    local id = string.sub(m, SEQW + 1)
-    local t = tenant(q, load_job(q, id).tid)
-    t.kept = t.kept - 1
-    touched[t.tid] = t
-    redis.call('HDEL', q.k.jobs, id)
-    redis.call('HDEL', q.k.bodies, id)
-    redis.call('HDEL', q.k.errors, id)
-    redis.call('HDEL', q.k.progress, id)
-    redis.call('HDEL', directory, id)
-    redis.call('ZREM', q.k.done, m)
+  local function drop(key, members)
+    for _, m in ipairs(members) do
+      local id = string.sub(m, SEQW + 1)
+      local t = tenant(q, load_job(q, id).tid)
+      t.kept = t.kept - 1
+      touched[t.tid] = t
+      redis.call('HDEL', q.k.jobs, id)
+      redis.call('HDEL', q.k.bodies, id)
+      redis.call('HDEL', q.k.errors, id)
+      redis.call('HDEL', q.k.progress, id)
+      redis.call('HDEL', q.k.results, id)
+      redis.call('HDEL', directory, id)
+      redis.call('ZREM', key, m)
+    end
+    return #members
   end
+  local pruned = drop(q.k.done, redis.call('ZRANGEBYSCORE', q.k.done, '-inf', '(' .. fmt(before)))
+  pruned = pruned + drop(q.k.expiring, redis.call('ZRANGEBYSCORE', q.k.expiring, '-inf', fmt(now)))
   for _, t in pairs(touched) do
     if forgettable(t, now) then forget(q, t) end
   end
   flush(q)
-  return #old
+  return pruned
 end
 
 -- The oldest ready_at of a tenant's ready jobs, as the raw readyat member (or false).
@@ -413,8 +441,10 @@ local function one_held(now)
   return q, j, nil
 end
 
--- A held job succeeded: the run's real cost replaces what it was charged.
-local function succeed(q, j, now)
+-- A held job succeeded: the run's real cost replaces what it was charged. With a result
+-- (JSON text) kept for `keep` seconds, the job is pruned once that expires (expiring), not
+-- by the retention (done).
+local function succeed(q, j, now, result, keep)
   local t = tenant(q, j.tid)
   figure(q, t, 'r', bucket_of(now - j.started_at))  -- a run time alone: succeeded
   end_run(q, t, j, now, now)
@@ -422,7 +452,13 @@ local function succeed(q, j, now)
   t.kept = t.kept + 1
   j.state = 'S'
   j.finished_at = now
-  redis.call('ZADD', q.k.done, fmt(now), seq_member(j))
+  if result == nil then
+    redis.call('ZADD', q.k.done, fmt(now), seq_member(j))
+  else
+    j.result_until = now + keep
+    redis.call('HSET', q.k.results, j.id, result)
+    redis.call('ZADD', q.k.expiring, fmt(j.result_until), seq_member(j))
+  end
   retag(q, t)
   save_job(q, j)
 end

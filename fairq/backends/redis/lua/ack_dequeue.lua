@@ -4,7 +4,7 @@
 -- KEYS: one block of QUEUE_KEYS keys per distinct queue, of the dequeue and of the tokens.
 -- ARGV: [1] now of the dequeue, [2] limit, [3] worker id (not stored), [4] n, [5 .. 4 + n]
 --       the order in which to try the queues (block numbers), [5 + n] now of the acks, then
---       3 values per token to ack: block, job_id, lease number text. Both nows: `now_of`.
+--       the acks' results and tokens as ack_many.lua's ARGV from [2]. Both nows: `now_of`.
 -- Touches: what ack_many.lua and dequeue.lua touch.
 -- Returns: {answers, expired, block, id, ...}: ack_many's answers (one string per token),
 --       then dequeue's reply. Sent again after its reply was lost: the first sending's

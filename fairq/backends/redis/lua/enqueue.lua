@@ -8,24 +8,34 @@
 --       block, job_id, body, tenant, priority, run_at, max_attempts, lease_timeout, cost.
 --       A sharded job's block is its shards' blocks, space-separated, best first: it goes to
 --       the least loaded (`least_loaded`); its shards share one hash tag (keys.py).
+--       Then the unique section (_lib_unique.lua): U, 3 values per job with a unique key;
+--       their keys follow the queue blocks in KEYS.
 -- Touches: the directory, the seq counter, the queues set; per queue: meta, tenants, tids,
---       tnames, eligible, ready, readyat, scheduled, jobs, bodies, backlog, wake.
--- Returns: {} when stored ({'ok', block, ...}: the block of each job, when one is sharded);
---       {'dup', id, ...} (nothing stored) when ids are already stored.
+--       tnames, eligible, ready, readyat, scheduled, jobs, bodies, backlog, wake; the unique
+--       keys given.
+-- Returns: {} when stored; {'ok', block, ..., then index, id, queue, ...} when a job is
+--       sharded or a unique key is held: the block of each job (0: its key is held, nothing
+--       stored for it), then each held job's index and the id and queue of the job holding
+--       it; {'dup', id, ...} (nothing stored) when ids are already stored.
 
 -- Enter every job id in the directory (HSETNX: one command per job, where a check and a
 -- write took two), or none: at the first id already stored the ids entered so far are taken
--- out again and the rest only checked. Returns the ids already stored, or nil.
-local function claim(directory, first, fields, njobs)
+-- out again and the rest only checked. Returns the ids already stored, or nil. A job whose
+-- unique key is held (`held`) is not stored, and its id is neither entered nor checked.
+local function claim(directory, first, fields, njobs, held)
   local dups = nil
   for i = 0, njobs - 1 do
     local a = first + i * fields
     local id = ARGV[a + 1]
-    if dups == nil then
+    if held[i] ~= nil then
+      -- not stored
+    elseif dups == nil then
       local queue = ARGV[2 + tonumber(string.match(ARGV[a], '^%d+'))]  -- a shard: set again
       if redis.call('HSETNX', directory, id, queue) == 0 then
         dups = {id}
-        for k = 0, i - 1 do redis.call('HDEL', directory, ARGV[first + k * fields + 1]) end
+        for k = 0, i - 1 do
+          if held[k] == nil then redis.call('HDEL', directory, ARGV[first + k * fields + 1]) end
+        end
       end
     elseif redis.call('HEXISTS', directory, id) == 1 then
       dups[#dups + 1] = id
@@ -72,16 +82,20 @@ register_once('enqueue', function()
   local directory = table.remove(KEYS, 1)
   local counter = table.remove(KEYS, 1)
   local queue_set = table.remove(KEYS, 1)
+  local ufirst, kbase, named = first + njobs * FIELDS, nblocks * QUEUE_KEYS, {}
+  for b = 1, nblocks do named[ARGV[2 + b]] = b end
+  local held = unique_held(ufirst, kbase, named, now)
 
-  local dups = claim(directory, first, FIELDS, njobs)
+  local dups = claim(directory, first, FIELDS, njobs, held)
   if dups then return {'dup', unpack(dups)} end
 
   local queues, used = {}, {}
   for b = 1, nblocks do queues[b] = open_queue(b, ARGV[2 + b]) end
 
   local seq = redis.call('INCRBY', counter, njobs) - njobs
-  local chosen, sharded = {'ok'}, false
-  for i = 0, njobs - 1 do
+  local chosen, sharded = {'ok'}, next(held) ~= nil
+  for i in pairs(held) do chosen[i + 2] = 0 end
+  for _, i in ipairs(unique_kept(njobs, held)) do
     local a = first + i * FIELDS
     local block = tonumber(ARGV[a])
     if block == nil then
@@ -113,6 +127,9 @@ register_once('enqueue', function()
   end
 
   for b = 1, nblocks do flush(queues[b]) end
-  if sharded then return chosen end
+  local function id_of(i) return ARGV[first + i * FIELDS + 1] end
+  local function queue_of(i) return ARGV[2 + chosen[i + 2]] end
+  unique_take(ufirst, kbase, held, now, id_of, queue_of)
+  if sharded then return unique_answer(chosen, held, id_of, queue_of) end
   return {}
 end)

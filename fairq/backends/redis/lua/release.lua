@@ -8,6 +8,8 @@
 -- Touches: meta (read), tenants, eligible, ready, readyat, scheduled, running, jobs,
 --       errors, backlog, wake.
 -- Returns: {'ok'}; {'nf'}; {'exp', deadline}. Nothing is changed unless 'ok'.
+-- A job with a cancel request (fairq/cancel.py) is not handed back: it ends cancelled, its
+-- run counted as a cancelled one.
 
 register_once('release', function()
   local now = now_of(ARGV[3])
@@ -19,7 +21,12 @@ register_once('release', function()
   j.attempts = j.attempts - 1
   if ARGV[5] ~= nil then redis.call('HSET', q.k.errors, j.id, ARGV[5]) end
   local run_at = opt(ARGV[4])
-  if run_at == nil or run_at <= now then
+  if j.cancel_at ~= nil then
+    if ARGV[5] == nil then redis.call('HSET', q.k.errors, j.id, 'cancelled on request') end
+    figure(q, t, 'r', bucket_of(now - j.started_at))
+    figure(q, t, 'o', OUT_CANCELLED)
+    end_cancelled(q, t, j, now)
+  elseif run_at == nil or run_at <= now then
     make_ready(q, t, j, now, now)
   else
     schedule(q, t, j, run_at)
