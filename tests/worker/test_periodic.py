@@ -211,6 +211,22 @@ def test_several_tenants_get_a_schedule_each() -> None:
     assert found[0].job_id(T0) != found[1].job_id(T0)
 
 
+def test_schedule_and_periodic_take_tenant_or_tenants_alike() -> None:
+    """docs/periodic.md: ``tenants`` (or ``tenant``), and each takes the other's settings."""
+    app = App("memory://")
+
+    @app.periodic("*/5 * * * *", tenants=["a", "b"])
+    @app.job(tenant="account")
+    def ping(account: str) -> None: ...
+
+    (one,) = app.schedule(ping, cron="* * * * *", tenant="c", name="one")
+    assert sorted(s.tenant for s in app.schedules.values()) == ["a", "b", "c"]
+    assert dict(one.kwargs) == {"account": "c"}
+    with pytest.raises(ConfigError, match="give tenant=… or tenants=\\[…\\], not both"):
+        app.schedule(ping, cron="* * * * *", tenant="d", tenants=["e"], name="two")
+    assert "two" not in app.schedules
+
+
 def test_the_tenant_comes_from_the_arguments_or_the_fallback() -> None:
     app = App("memory://", fallback_tenant="system")
 
@@ -272,6 +288,8 @@ def test_a_schedule_names_a_job_of_its_app_once() -> None:
         app.schedule(elsewhere, cron="* * * * *", tenants=["a"])
     with pytest.raises(ConfigError, match="not a job declared on this App"):
         app.schedule("nope", cron="* * * * *", tenants=["a"])
+    with pytest.raises(ConfigError, match="not a job declared on this App"):
+        app.schedule(lambda account: None, cron="* * * * *", tenants=["a"])  # type: ignore[arg-type]
     app.periodic("* * * * *", tenant="a")(ping)
     with pytest.raises(ConfigError, match="already declared; give this one another name"):
         app.periodic("*/2 * * * *", tenant="a")(ping)
