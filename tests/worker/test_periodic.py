@@ -157,6 +157,24 @@ def test_after_downtime_only_the_latest_tick_runs(
     assert sum(s.ready for s in after.stats()) == 2  # the first tick's and the latest's
 
 
+def test_a_new_schedule_starts_with_its_next_tick_not_a_late_one(
+    make_app: Callable[[], App],
+) -> None:
+    """A first deploy well after a tick (no job of the schedule stored) does not run it at once,
+    though it is within its grace; a schedule with history does (a restart after downtime)."""
+    new, restarted = make_app(), make_app()
+    at(new, T0 + 2 * 60)
+    (fired,) = scheduler(new).run_once()
+    assert (fired.tick, fired.job_id, fired.stored, fired.missed) == (T0, None, False, 0)
+    assert sum(s.ready for s in new.stats()) == 0
+    at(new, T0 + FIVE)
+    (fired,) = scheduler(new).run_once()  # its next tick, on time: enqueued
+    assert (fired.tick, fired.stored) == (T0 + FIVE, True)
+    at(new, T0 + 2 * FIVE + 2 * 60)  # late again, but the schedule has a job stored now
+    (fired,) = scheduler(restarted).run_once()
+    assert (fired.tick, fired.stored) == (T0 + 2 * FIVE, True)
+
+
 def test_a_tick_older_than_its_grace_is_dropped(make_app: Callable[[], App]) -> None:
     app = make_app()
     (schedule,) = app.schedules.values()
