@@ -7,13 +7,13 @@ unique key (fairq/periodic.py), and the others get its id.
 
 Missed ticks. At start and at each wake only the latest tick is enqueued, and only while it is
 at most its grace old (``misfire_grace``; by default until the next tick): a tick is never
-enqueued late in a burst after downtime. A schedule with no job of its last ``LOOKBACK``
-ticks stored starts with its next tick unless its latest is at most ``NEW_SCHEDULE_SLACK``
-late (a first deploy does not run a daily job at once). Older ticks are dropped and counted
-in one warning per schedule, counting only ticks whose job no worker stored: at start those after the newest
-of the last ``LOOKBACK`` ticks whose job the store still has (when it has none, a new schedule
-cannot be told from one down for long, and none is counted); later, those that came and went
-since this thread's last wake (a stall, the store out of reach).
+enqueued late in a burst after downtime. A schedule with no job of its last ``LOOKBACK`` ticks
+stored starts with its next tick unless its latest is at most ``NEW_SCHEDULE_SLACK`` late (a
+first deploy does not run a daily job at once). Older ticks are dropped and counted in one
+warning per schedule, counting only ticks whose job no worker stored: at start those after the
+newest of the last ``LOOKBACK`` ticks whose job the store still has (when it has none, a new
+schedule cannot be told from one down for long, and none is counted); later, those that came
+and went since this thread's last wake (a stall, the store out of reach).
 """
 
 from __future__ import annotations
