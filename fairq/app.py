@@ -385,15 +385,12 @@ class App(AsyncMethods):
 
     # -- periodic jobs ---------------------------------------------------------------------
 
-    def periodic(
-        self, cron: str, *, tenant: str | None = None, **settings: Any
-    ) -> Callable[[D], D]:
+    def periodic(self, cron: str, **settings: Any) -> Callable[[D], D]:
         """Enqueue a declared job on a cron schedule (docs/periodic.md): ``@app.periodic("*/5 *
         * * *", tenant="acme")`` above ``@app.job(...)``. Takes ``schedule``'s settings."""
 
         def declare(definition: D) -> D:
-            tenants = None if tenant is None else [tenant]
-            self.schedule(definition, cron=cron, tenants=tenants, **settings)
+            self.schedule(definition, cron=cron, **settings)
             return definition
 
         return declare
@@ -403,6 +400,7 @@ class App(AsyncMethods):
         job: JobDefinition[Any, Any] | str,
         *,
         cron: str,
+        tenant: str | None = None,
         tenants: Sequence[str] | None = None,
         args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
@@ -412,28 +410,17 @@ class App(AsyncMethods):
     ) -> list[Schedule]:
         """Enqueue ``job`` (declared on this App) with ``args``/``kwargs`` at every tick of
         ``cron`` (five fields, or six with seconds last; UTC unless ``timezone``), once per
-        tick however many workers run, for each of ``tenants`` (default: the tenant its
-        arguments give, else the fallback tenant). Workers serving the job's queue enqueue
-        it; a tick is enqueued while it is the latest and at most ``misfire_grace`` old
+        tick however many workers run, for ``tenant`` or each of ``tenants`` (default: the
+        tenant its arguments give, else the fallback tenant). Workers serving the job's queue
+        enqueue it; a tick is enqueued while it is the latest and at most ``misfire_grace`` old
         (default: until the next tick). ``name``: the schedule's, shown by ``fairq stats``
         (default: the job's, with ``[tenant]`` for several tenants)."""
-        definition = self.jobs.get(job) if isinstance(job, str) else job
-        if definition is None or self.jobs.get(definition.name) is not definition:
-            raise ConfigError(
-                f"schedule: {job!r} is not a job declared on this App; declare it with "
-                "@app.job first (put @app.periodic above @app.job)"
-            )
         found = declare_schedules(
-            definition, cron, tenants=tenants, fallback_tenant=self.fallback_tenant,
-            args=args, kwargs=kwargs, name=name, misfire_grace=misfire_grace,
-            timezone=timezone, max_payload_bytes=self.max_payload_bytes,
+            self.jobs, job, cron, tenant=tenant, tenants=tenants,
+            fallback_tenant=self.fallback_tenant, args=args, kwargs=kwargs, name=name,
+            misfire_grace=misfire_grace, timezone=timezone,
+            max_payload_bytes=self.max_payload_bytes, declared=self.schedules,
         )  # fmt: skip
-        for schedule in found:
-            if schedule.name in self.schedules:
-                raise ConfigError(
-                    f"a periodic schedule named {schedule.name!r} is already declared; give "
-                    "this one another name=…"
-                )
         self.schedules.update((schedule.name, schedule) for schedule in found)
         return found
 

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from fairq.job import JobState
+
 #: The last error a job cancelled before it ran is given, so ``JobInfo`` says why it ended.
 CANCELLED_NOTE = "cancelled on request"
 
@@ -30,6 +32,17 @@ class CancelOutcome(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+def outcome_for(state: JobState) -> CancelOutcome:
+    """What a cancel does to a job in ``state``: the one rule of every store (Redis's
+    cancel.lua states it again in Lua). Only a job still waiting can be taken away; a running
+    one belongs to its worker until it stops."""
+    if state is JobState.RUNNING:
+        return CancelOutcome.REQUESTED
+    if state in (JobState.SCHEDULED, JobState.READY):
+        return CancelOutcome.CANCELLED
+    return CancelOutcome.FINISHED
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,7 +25,6 @@ from fairq.figures import FiguresParams as FiguresParams  # re-exported with the
 from fairq.figures import TenantFigures as TenantFigures
 from fairq.job import JobInfo, JobState, Lease, NewJob, StoredJob
 from fairq.policy.bounds import (
-    check_int,
     check_max_in_flight,
     check_max_running,
     check_seconds,
@@ -37,6 +36,12 @@ from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
 from fairq.results import JobResult
 from fairq.signatures import JobSignature
+from fairq.slotparams import AcquireSlotParams as AcquireSlotParams  # re-exported as well
+from fairq.slotparams import ReleaseSlotsParams as ReleaseSlotsParams
+from fairq.slotparams import ReleaseSlotsResult as ReleaseSlotsResult
+from fairq.slotparams import RenewSlotsParams as RenewSlotsParams
+from fairq.slotparams import RenewSlotsResult as RenewSlotsResult
+from fairq.slotparams import SlotResult as SlotResult
 
 
 class Keep(Enum):
@@ -157,7 +162,8 @@ class AckAndDequeueResult:
 
 @dataclass(frozen=True, kw_only=True)
 class FailParams:
-    """End an attempt in failure. ``retry_at=None`` (or no attempts left) makes the job dead."""
+    """End an attempt in failure. ``retry_at=None`` (or no attempts left) makes the job dead;
+    a job with a cancel request (fairq.cancel) ends cancelled instead, never retried."""
 
     token: str
     now: float
@@ -169,7 +175,8 @@ class FailParams:
 class ReleaseParams:
     """Hand a job back unfinished, the attempt not counted: ready again at once (a worker's
     shutdown), or scheduled until ``run_at`` (a worker that cannot run it: it waits for one
-    that can). ``note``, when given, is kept as the job's last error, to say why."""
+    that can). ``note``, when given, is kept as the job's last error, to say why. A job with
+    a cancel request (fairq.cancel) ends cancelled instead."""
 
     token: str
     now: float
@@ -413,76 +420,6 @@ class RouteResult:
 
 
 @dataclass(frozen=True, kw_only=True)
-class AcquireSlotParams:
-    """Take one of ``tenant``'s slots in ``queue`` for ``lease`` seconds, if one is free.
-
-    First the (queue, tenant)'s expired slots are dropped; then a slot is taken when fewer than
-    the cap are held. The cap is ``limit`` when given, else the tenant's ``max_running`` in the
-    queue as the store knows it (``set_tenant``, else ``set_queue``'s default: a change applies
-    to the next acquire), else there is none and every acquire is granted. Slots share that
-    setting with native jobs, not their count: a slot does not hold back a dequeue, nor the
-    reverse. ``holder`` (a worker id) is kept with the slot. Rules: fairq/policy/slots.py.
-    """
-
-    queue: str
-    tenant: str
-    holder: str
-    lease: float
-    now: float
-    limit: int | None = None
-
-    def __post_init__(self) -> None:
-        """Refuse what some store cannot hold, naming the argument (fairq.policy.bounds)."""
-        check_queue_name(self.queue)
-        object.__setattr__(self, "tenant", check_tenant(self.tenant))  # an int: its text
-        if not isinstance(self.holder, str) or not self.holder or "\x00" in self.holder:
-            raise ConfigError(
-                f"holder must be a non-empty str without NUL (a worker id), got {self.holder!r}"
-            )
-        object.__setattr__(self, "lease", check_seconds("lease", self.lease))
-        if self.limit is not None:
-            check_int("limit (or None: the tenant's max_running)", self.limit)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SlotResult:
-    """A slot taken (``token``, held until ``deadline`` unless renewed), or refused: then
-    ``free_at`` is the earliest deadline among the slots held, a hint for when to try again."""
-
-    token: str | None = None
-    deadline: float | None = None
-    free_at: float | None = None
-
-    @property
-    def granted(self) -> bool:
-        return self.token is not None
-
-
-@dataclass(frozen=True, kw_only=True)
-class RenewSlotsParams:
-    tokens: Sequence[str]
-    now: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class RenewSlotsResult:
-    deadlines: Mapping[str, float]  # token -> new deadline (now + its lease), for slots held
-    lost: Sequence[str] = ()  # expired, released or unknown; nothing was changed for them
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReleaseSlotsParams:
-    tokens: Sequence[str]
-    now: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReleaseSlotsResult:
-    released: Sequence[str] = ()  # tokens whose slot was held and is free now, in order
-    lost: Sequence[str] = ()  # expired, already released or unknown: nothing to give back
-
-
-@dataclass(frozen=True, kw_only=True)
 class WaitParams:
     """Block up to ``timeout`` seconds or until new work may have arrived in ``queues``."""
 
@@ -521,8 +458,8 @@ class Backend(Protocol):
         (``wait`` > 0 raises ValueError)."""
 
     def fail(self, params: FailParams) -> JobInfo:
-        """End a failed attempt: scheduled for retry, or dead. Raises LeaseExpired /
-        LeaseNotFound and changes nothing when the lease is not held."""
+        """End a failed attempt: scheduled for retry, dead, or cancelled (``FailParams``).
+        Raises LeaseExpired / LeaseNotFound and changes nothing when the lease is not held."""
 
     def release(self, params: ReleaseParams) -> None:
         """Hand a job back unfinished. Raises like ``fail``."""

@@ -275,16 +275,21 @@ class JobDefinition(Generic[P, R]):
         rule = self.unique_key
         if rule is None:
             return None
-        if callable(rule):
-            try:
-                return rule(*args, **kwargs)
-            except Exception as exc:
-                raise ConfigError(
-                    f"job {self.name!r}: its unique_key function raised {type(exc).__name__}: "
-                    f"{exc}; pass arguments it can read the key from, or unique_key=… when "
-                    "enqueueing"
-                ) from exc
-        return rule.format_map(bound.arguments)
+        what = "function" if callable(rule) else f"template {rule!r}"
+        try:
+            key = rule(*args, **kwargs) if callable(rule) else rule.format_map(bound.arguments)
+        except Exception as exc:  # a template's {arg.attr} or {arg[i]} may fail as well
+            raise ConfigError(
+                f"job {self.name!r}: its unique_key {what} raised {type(exc).__name__}: "
+                f"{exc}; pass arguments it can read the key from, or unique_key=… when "
+                "enqueueing"
+            ) from exc
+        if key is None:  # silently keying by the arguments instead would hide the mistake
+            raise ConfigError(
+                f"job {self.name!r}: its unique_key function returned None; return the key "
+                "(a str), or enqueue with unique_key=… to name it"
+            )
+        return key
 
     @functools.cached_property
     def job_type(self) -> JobType:

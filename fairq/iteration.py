@@ -98,6 +98,7 @@ class IterativeJob(JobDefinition[P, Any]):
     ) -> IterativeJob[P]:
         """The job ``settings`` declare, each checked (ConfigError naming the fix)."""
         name = settings.get("name") or f"{fn.__module__}.{fn.__qualname__}"
+        _check_known(settings, name)
         home = check_queue_name(settings.get("queue", "default"))
         rules = job_rules(settings.get("throttle", ()), home, queues)
         return cls(
@@ -132,6 +133,21 @@ class IterativeJob(JobDefinition[P, Any]):
         for cursor in self.iterate(None, *args, **kwargs):  # type: ignore[union-attr]
             last = cursor
         return last
+
+
+def _check_known(settings: Mapping[str, object], name: str) -> None:
+    """Refuse a setting an iterative job does not take, rather than drop it unseen."""
+    unknown = sorted(set(settings) - set(IterativeSettings.__annotations__))
+    if "result_ttl" in unknown:
+        raise ConfigError(
+            f"iterative job {name!r} takes no result_ttl: it keeps no result, its outcome is "
+            "its cursor (JobInfo.progress); drop result_ttl, or declare a plain @app.job"
+        )
+    if unknown:
+        raise ConfigError(
+            f"iterative job {name!r} takes no setting {', '.join(unknown)}; it takes: "
+            f"{', '.join(IterativeSettings.__annotations__)}"
+        )
 
 
 def check_generator(fn: object, name: str) -> inspect.Signature:

@@ -95,9 +95,11 @@ class Schedule:
 
 
 def declare_schedules(
-    definition: JobDefinition[Any, Any],
+    jobs: Mapping[str, JobDefinition[Any, Any]],
+    job: object,
     cron: object,
     *,
+    tenant: object,
     tenants: Sequence[object] | None,
     fallback_tenant: str | None,
     args: Sequence[Any],
@@ -106,10 +108,23 @@ def declare_schedules(
     misfire_grace: float | timedelta | None,
     timezone: str | None,
     max_payload_bytes: int,
+    declared: Mapping[str, Schedule],
 ) -> list[Schedule]:
-    """The schedules of one declaration, each checked (ConfigError naming the fix): a valid
-    cron expression, arguments the job takes (JSON), a tenant for each."""
+    """The schedules of one declaration of ``job`` (one of ``jobs``, or its name), each
+    checked (ConfigError naming the fix): a valid cron expression, arguments the job takes
+    (JSON), a tenant for each, a name no schedule in ``declared`` has."""
+    wanted = job if isinstance(job, str) else getattr(job, "name", None)
+    definition = jobs.get(wanted) if isinstance(wanted, str) else None
+    if definition is None or not (isinstance(job, str) or definition is job):
+        raise ConfigError(
+            f"schedule: {job!r} is not a job declared on this App; declare it with "
+            "@app.job first (put @app.periodic above @app.job)"
+        )
     label = f"periodic job {definition.name!r}"
+    if tenant is not None:
+        if tenants is not None:
+            raise ConfigError(f"{label}: give tenant=… or tenants=[…], not both")
+        tenants = [tenant]
     if not isinstance(cron, str) or not cron.strip():
         raise ConfigError(f"{label}: cron must be a cron expression such as '*/5 * * * *'")
     if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
@@ -140,6 +155,12 @@ def declare_schedules(
             )
         )
     _check_cron(schedules[0], label)
+    for schedule in schedules:
+        if schedule.name in declared:
+            raise ConfigError(
+                f"a periodic schedule named {schedule.name!r} is already declared; give "
+                "this one another name=…"
+            )
     return schedules
 
 

@@ -4,6 +4,7 @@ real processes (tests/worker/test_cancel_and_results.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -44,6 +45,21 @@ def test_a_bad_result_ttl_is_refused_at_declaration(bad: object) -> None:
         @app.job(result_ttl=bad)  # type: ignore[arg-type]
         def job() -> None:
             pass
+
+
+def test_an_iterative_job_refuses_result_ttl_and_unknown_settings() -> None:
+    """docs/results.md: iterative jobs keep no result; a setting they would drop unseen is
+    refused at declaration, naming the way out."""
+    app = App("memory://")
+
+    def count(cursor: int | None, account: str) -> Iterator[int]:
+        yield 1
+
+    with pytest.raises(ConfigError, match="takes no result_ttl: it keeps no result"):
+        app.iterative_job(tenant="account", result_ttl=60)(count)  # type: ignore[call-arg]
+    with pytest.raises(ConfigError, match="takes no setting max_atempts"):
+        app.iterative_job(tenant="account", max_atempts=2)(count)  # type: ignore[call-arg]
+    assert app.jobs == {}
 
 
 def test_result_ttl_is_kept_as_seconds(app: App) -> None:

@@ -168,3 +168,29 @@ def test_bad_keys_and_windows_when_enqueueing_are_refused(app: App) -> None:
     assert app.stats() == []
     # with an explicit queue no rule applies, so the key may be kept
     throttled.options(unique_key="k", unique_for=5, queue="default").enqueue("acme")
+
+
+def test_a_declared_key_that_cannot_be_made_is_refused_naming_the_call(app: App) -> None:
+    """A template reaching into an argument, or a function, may fail or give nothing for
+    one call: a ConfigError at that enqueue, never another key in its place."""
+
+    @app.job(tenant="account", unique_for=60, unique_key="{ids[2]}")
+    def third(account: str, ids: list[int]) -> None: ...
+
+    @app.job(tenant="account", unique_for=60, unique_key="{account.upper}")
+    def attribute(account: str) -> None: ...
+
+    @app.job(tenant="account", unique_for=60, unique_key=lambda account, tag: tag)
+    def tagged(account: str, tag: str | None) -> None: ...
+
+    with pytest.raises(ConfigError, match=r"unique_key template '\{ids\[2\]\}' raised IndexError"):
+        third.enqueue("acme", [1])
+    with pytest.raises(ConfigError, match=r"unique_key template .* raised AttributeError"):
+        app.job(tenant="n", unique_for=60, unique_key="{n.nope}", name="n")(
+            lambda n: None  # type: ignore[arg-type]
+        ).enqueue(5)
+    with pytest.raises(ConfigError, match="unique_key function returned None; return the key"):
+        tagged.enqueue("acme", None)
+    assert app.stats() == []  # nothing stored by the refused calls
+    assert attribute.enqueue("acme") == attribute.enqueue("acme")  # an attribute that exists
+    assert tagged.enqueue("acme", "x") == tagged.enqueue("acme", "x")

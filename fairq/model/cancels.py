@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import threading
 
-from fairq.cancel import CANCELLED_NOTE, CancelOutcome, CancelParams, CancelResult
+from fairq.cancel import CANCELLED_NOTE, CancelOutcome, CancelParams, CancelResult, outcome_for
 from fairq.job import JobState
 from fairq.model import rules
 from fairq.model.figures import FigureTable
@@ -20,9 +20,6 @@ from fairq.model.reads import Reads
 from fairq.model.state import Job, Queue, Tenant
 from fairq.policy.histogram import CANCELLED
 from fairq.policy.tenant import forgettable
-
-#: States a cancel ends at once; a running job gets a request instead.
-WAITING = (JobState.SCHEDULED, JobState.READY)
 
 
 class Cancels(Reads):
@@ -39,11 +36,11 @@ class Cancels(Reads):
         job = self._jobs.get(job_id)
         if job is None:
             return CancelOutcome.UNKNOWN
-        if job.state is JobState.RUNNING:
+        outcome = outcome_for(job.state)
+        if outcome is CancelOutcome.REQUESTED:
             job.cancel_requested = True
-            return CancelOutcome.REQUESTED
-        if job.state not in WAITING:
-            return CancelOutcome.FINISHED
+        if outcome is not CancelOutcome.CANCELLED:
+            return outcome
         queue = self._queues[job.queue]
         tenant = queue.tenants[job.tenant]
         if job.state is JobState.READY:

@@ -7,11 +7,13 @@ unique key (fairq/periodic.py), and the others get its id.
 
 Missed ticks. At start and at each wake only the latest tick is enqueued, and only while it is
 at most its grace old (``misfire_grace``; by default until the next tick): a tick is never
-enqueued late in a burst after downtime. Older ticks are dropped and counted in one warning
-per schedule, counting only ticks whose job no worker stored: at start those after the newest
-of the last ``LOOKBACK`` ticks whose job the store still has (when it has none, a new schedule
-cannot be told from one down for long, and none is counted); later, those that came and went
-since this thread's last wake (a stall, the store out of reach).
+enqueued late in a burst after downtime. A schedule with no job of its last ``LOOKBACK`` ticks
+stored starts with its next tick unless its latest is at most ``NEW_SCHEDULE_SLACK`` late (a
+first deploy does not run a daily job at once). Older ticks are dropped and counted in one
+warning per schedule, counting only ticks whose job no worker stored: at start those after the
+newest of the last ``LOOKBACK`` ticks whose job the store still has (when it has none, a new
+schedule cannot be told from one down for long, and none is counted); later, those that came
+and went since this thread's last wake (a stall, the store out of reach).
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("fairq.worker")
 
 LOOKBACK = 20  # ticks looked back at start for the schedule's last job
+#: At start, a schedule none of whose last ``LOOKBACK`` ticks has a stored job is taken for a new
+#: one: its latest tick is enqueued only when at most this late. A first deploy at 15:00 must
+#: not run a ``0 3 * * *`` job at once (its grace, until the next tick, would allow it).
+NEW_SCHEDULE_SLACK = 60.0
 MAX_COUNTED = 1000  # missed ticks counted at most in one warning
 MAX_PAUSE = 60.0  # the longest sleep: a wall clock set forward is noticed within it
 MAX_PAUSE_OWN_CLOCK = 1.0  # ... and with a clock of the app's own (a test's), which may jump
@@ -129,10 +135,22 @@ class PeriodicScheduler:
         if last is not None and tick <= last:
             return None
         due = now - tick <= schedule.grace(tick)
-        job_id, stored = self._enqueue(schedule, tick, now) if due else (None, False)
         older = (
             self._older_at_start(schedule, tick) if last is None else _between(schedule, last, tick)
         )
+        if last is None and due and now - tick > NEW_SCHEDULE_SLACK and older is None:
+            log.info(
+                "periodic %r: no job of its last %d ticks is stored (a new schedule, or one whose "
+                "jobs were pruned): it starts with its next tick, not the one of %s",
+                schedule.name,
+                LOOKBACK,
+                _show(tick),
+                extra={"action": "periodic_new", "schedule": schedule.name},
+            )
+            self._last[schedule.name] = tick
+            return Fired(schedule.name, tick, None, False, 0)
+        older = older or []
+        job_id, stored = self._enqueue(schedule, tick, now) if due else (None, False)
         dropped = older if due else [*older, tick]
         self._last[schedule.name] = tick
         missed = self._unstored(schedule, dropped)
@@ -184,20 +202,14 @@ class PeriodicScheduler:
             )
         return found, stored
 
-    def _older_at_start(self, schedule: Schedule, tick: float) -> list[float]:
-        """The ticks after the newest of the last ``LOOKBACK`` whose job the store has; none
-        when it has none of them."""
+    def _older_at_start(self, schedule: Schedule, tick: float) -> list[float] | None:
+        """The ticks after the newest of the last ``LOOKBACK`` whose job the store has; None
+        when it has none of them (and none of ``tick`` itself)."""
         before = schedule.previous(tick, LOOKBACK)
         found = self._stored(schedule, before)
         newest = next((i for i, t in enumerate(before) if t in found), None)
         if newest is None:
-            log.debug(
-                "periodic %r: no job of its last %d ticks is stored (a new schedule, or their "
-                "jobs were pruned): earlier ticks are not counted as missed",
-                schedule.name,
-                LOOKBACK,
-            )
-            return []
+            return None if not self._stored(schedule, [tick]) else []
         return before[:newest]
 
     def _unstored(self, schedule: Schedule, ticks: list[float]) -> list[float]:

@@ -14,8 +14,10 @@ from fairq.contract import (
     AckManyParams,
     Backend,
     DequeueParams,
+    FailParams,
     GetJobsParams,
     MaintainParams,
+    RequeueParams,
     StatsParams,
 )
 from fairq.errors import ResultError, ResultTooLarge
@@ -46,6 +48,17 @@ def test_a_result_is_kept_with_the_ack_and_shown(backend: Backend) -> None:
     plain = job(backend, "j1")
     assert (plain.state, plain.result, plain.result_until) == (JobState.SUCCEEDED, None, None)
     assert stat(backend, "a").succeeded == 2
+
+
+def test_a_job_requeued_from_dead_keeps_the_result_of_its_new_run(backend: Backend) -> None:
+    enqueue(backend, [new_job(0, max_attempts=1)])
+    lease = take_one(backend, 1.0)
+    backend.fail(FailParams(token=lease.token, now=2.0, error="boom", retry_at=None))
+    assert backend.requeue(RequeueParams(ids=["j0"], now=3.0)) == 1
+    lease = take_one(backend, 4.0)
+    backend.ack_many(AckManyParams(tokens=[lease.token], now=5.0, results={lease.token: kept(7)}))
+    info = job(backend, "j0")
+    assert (info.state, info.result, info.result_until) == (JobState.SUCCEEDED, 7, 65.0)
 
 
 def test_null_and_scalars_are_results_too(backend: Backend) -> None:

@@ -11,6 +11,8 @@ import pytest
 
 from fairq.contract import (
     Backend,
+    CancelOutcome,
+    CancelParams,
     EnqueueParams,
     EnqueueResult,
     FailParams,
@@ -24,6 +26,7 @@ from fairq.policy.throttle import Throttle
 from .helpers import Q, ack, job, new_job, snapshot, stat, take, take_one
 
 S0, S1 = "imports@0", "imports@1"
+CANCELLED, REQUESTED = CancelOutcome.CANCELLED, CancelOutcome.REQUESTED
 
 
 def keyed(
@@ -73,6 +76,20 @@ def test_a_dead_job_holds_no_key(backend: Backend) -> None:
     params = FailParams(token=lease.token, now=2.0, error="boom", retry_at=None)
     assert backend.fail(params).state is JobState.DEAD
     assert put(backend, [keyed(2)], now=3.0).existing == {}
+
+
+def test_a_cancelled_job_frees_its_key(backend: Backend) -> None:
+    """Cancelled while waiting: at once. Asked to stop while running: once it stops."""
+    put(backend, [keyed(1), keyed(2, "k2")])
+    assert backend.cancel(CancelParams(ids=["j1"], now=1.0)).outcomes == [CANCELLED]
+    assert put(backend, [keyed(3)], now=2.0).existing == {}
+    lease = take_one(backend, 3.0)
+    assert lease.job_id == "j2"
+    assert backend.cancel(CancelParams(ids=["j2"], now=4.0)).outcomes == [REQUESTED]
+    assert put(backend, [keyed(4, "k2")], now=5.0).existing == {0: "j2"}
+    backend.fail(FailParams(token=lease.token, now=6.0, error="stopped", retry_at=7.0))
+    assert job(backend, "j2").state is JobState.CANCELLED
+    assert put(backend, [keyed(5, "k2")], now=8.0).existing == {}
 
 
 def test_retries_keep_the_key(backend: Backend) -> None:

@@ -157,6 +157,24 @@ def test_after_downtime_only_the_latest_tick_runs(
     assert sum(s.ready for s in after.stats()) == 2  # the first tick's and the latest's
 
 
+def test_a_new_schedule_starts_with_its_next_tick_not_a_late_one(
+    make_app: Callable[[], App],
+) -> None:
+    """A first deploy well after a tick (no job of the schedule stored) does not run it at once,
+    though it is within its grace; a schedule with history does (a restart after downtime)."""
+    new, restarted = make_app(), make_app()
+    at(new, T0 + 2 * 60)
+    (fired,) = scheduler(new).run_once()
+    assert (fired.tick, fired.job_id, fired.stored, fired.missed) == (T0, None, False, 0)
+    assert sum(s.ready for s in new.stats()) == 0
+    at(new, T0 + FIVE)
+    (fired,) = scheduler(new).run_once()  # its next tick, on time: enqueued
+    assert (fired.tick, fired.stored) == (T0 + FIVE, True)
+    at(new, T0 + 2 * FIVE + 2 * 60)  # late again, but the schedule has a job stored now
+    (fired,) = scheduler(restarted).run_once()
+    assert (fired.tick, fired.stored) == (T0 + 2 * FIVE, True)
+
+
 def test_a_tick_older_than_its_grace_is_dropped(make_app: Callable[[], App]) -> None:
     app = make_app()
     (schedule,) = app.schedules.values()
@@ -209,6 +227,22 @@ def test_several_tenants_get_a_schedule_each() -> None:
     names = [(f"{ping.name}[a]", "a"), (f"{ping.name}[b]", "b")]
     assert [(s.name, s.tenant) for s in found] == names
     assert found[0].job_id(T0) != found[1].job_id(T0)
+
+
+def test_schedule_and_periodic_take_tenant_or_tenants_alike() -> None:
+    """docs/periodic.md: ``tenants`` (or ``tenant``), and each takes the other's settings."""
+    app = App("memory://")
+
+    @app.periodic("*/5 * * * *", tenants=["a", "b"])
+    @app.job(tenant="account")
+    def ping(account: str) -> None: ...
+
+    (one,) = app.schedule(ping, cron="* * * * *", tenant="c", name="one")
+    assert sorted(s.tenant for s in app.schedules.values()) == ["a", "b", "c"]
+    assert dict(one.kwargs) == {"account": "c"}
+    with pytest.raises(ConfigError, match="give tenant=… or tenants=\\[…\\], not both"):
+        app.schedule(ping, cron="* * * * *", tenant="d", tenants=["e"], name="two")
+    assert "two" not in app.schedules
 
 
 def test_the_tenant_comes_from_the_arguments_or_the_fallback() -> None:
@@ -272,6 +306,8 @@ def test_a_schedule_names_a_job_of_its_app_once() -> None:
         app.schedule(elsewhere, cron="* * * * *", tenants=["a"])
     with pytest.raises(ConfigError, match="not a job declared on this App"):
         app.schedule("nope", cron="* * * * *", tenants=["a"])
+    with pytest.raises(ConfigError, match="not a job declared on this App"):
+        app.schedule(lambda account: None, cron="* * * * *", tenants=["a"])  # type: ignore[arg-type]
     app.periodic("* * * * *", tenant="a")(ping)
     with pytest.raises(ConfigError, match="already declared; give this one another name"):
         app.periodic("*/2 * * * *", tenant="a")(ping)

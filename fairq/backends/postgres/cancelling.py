@@ -18,7 +18,7 @@ from psycopg import Cursor
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.records import JobRow, Lock, Row, TenantRow
-from fairq.cancel import CANCELLED_NOTE, CancelOutcome
+from fairq.cancel import CANCELLED_NOTE, CancelOutcome, outcome_for
 from fairq.job import JobState
 from fairq.policy import tenant as transitions
 
@@ -46,17 +46,19 @@ def cancel(
         _store_cancelled_inbox(cur, q, row, tenants[(row["queue"], row["tenant"])].id, now)
         done[row["id"]] = CancelOutcome.CANCELLED
     for job in jobs.values():
-        if job.state is JobState.RUNNING:
+        outcome = outcome_for(job.state)
+        if outcome is CancelOutcome.REQUESTED:
             cur.execute(q["job_request_cancel"], {"seq": job.seq, "now": now})
-            done[job.id] = CancelOutcome.REQUESTED
-        elif _waiting(job):
+        elif outcome is CancelOutcome.CANCELLED:
             _cancel_waiting(events, job, tenants[(job.queue, job.tenant)], now)
-            done[job.id] = CancelOutcome.CANCELLED
+        else:
+            continue  # finished: told apart from unknown by `_outcomes`
+        done[job.id] = outcome
     return _outcomes(cur, q, ids, jobs, done)
 
 
 def _waiting(job: JobRow) -> bool:
-    return job.state in (JobState.SCHEDULED, JobState.READY)
+    return outcome_for(job.state) is CancelOutcome.CANCELLED
 
 
 def _cancel_waiting(events: Events, job: JobRow, tenant: TenantRow, now: float) -> None:

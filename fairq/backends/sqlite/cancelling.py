@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from fairq.backends.sqlite.events import end_cancelled, update_head
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
-from fairq.cancel import CANCELLED_NOTE, CancelOutcome
+from fairq.cancel import CANCELLED_NOTE, CancelOutcome, outcome_for
 from fairq.job import JobState
 from fairq.policy.tenant import refresh
 
@@ -26,11 +26,11 @@ def _cancel_one(db: sqlite3.Connection, job_id: str, now: float) -> CancelOutcom
     job = JobRow.by_id(db, job_id)
     if job is None:
         return CancelOutcome.UNKNOWN
-    if job.state is JobState.RUNNING:
+    outcome = outcome_for(job.state)
+    if outcome is CancelOutcome.REQUESTED:
         db.execute(Q["job_request_cancel"], {"seq": job.seq})
-        return CancelOutcome.REQUESTED
-    if job.state not in (JobState.SCHEDULED, JobState.READY):
-        return CancelOutcome.FINISHED
+    if outcome is not CancelOutcome.CANCELLED:
+        return outcome
     tenant = TenantRow.load(db, job.tenant_id)
     was_ready = job.state is JobState.READY
     if was_ready:

@@ -41,6 +41,7 @@ def cancel(ids: tuple[str, ...], as_json: bool, url: str | None, app_ref: str | 
 
     A cancelled job ends in the state `cancelled`, is never retried, and is counted in
     `fairq stats`. A job that already ended (succeeded, dead, cancelled) is left as it is.
+    An id no stored job has is refused (exit status 2) before any job is cancelled.
     """
     with reported_errors():
         app = open_app(url, app_ref, existing=True)

@@ -1,0 +1,85 @@
+"""The slot guard's operations in the Backend contract (``acquire_slot``, ``renew_slots``,
+``release_slots``; rules in fairq/policy/slots.py): a peer's worker takes a tenant's slot
+before it runs a job, so the tenant's cap holds outside fairq's own workers. Re-exported by
+fairq.contract with every other operation's params; kept here so the contract stays one
+readable module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from fairq.errors import ConfigError
+from fairq.policy.bounds import check_int, check_seconds, check_tenant
+from fairq.policy.queues import check_queue_name
+
+
+@dataclass(frozen=True, kw_only=True)
+class AcquireSlotParams:
+    """Take one of ``tenant``'s slots in ``queue`` for ``lease`` seconds, if one is free.
+
+    First the (queue, tenant)'s expired slots are dropped; then a slot is taken when fewer than
+    the cap are held. The cap is ``limit`` when given, else the tenant's ``max_running`` in the
+    queue as the store knows it (``set_tenant``, else ``set_queue``'s default: a change applies
+    to the next acquire), else there is none and every acquire is granted. Slots share that
+    setting with native jobs, not their count: a slot does not hold back a dequeue, nor the
+    reverse. ``holder`` (a worker id) is kept with the slot. Rules: fairq/policy/slots.py.
+    """
+
+    queue: str
+    tenant: str
+    holder: str
+    lease: float
+    now: float
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse what some store cannot hold, naming the argument (fairq.policy.bounds)."""
+        check_queue_name(self.queue)
+        object.__setattr__(self, "tenant", check_tenant(self.tenant))  # an int: its text
+        if not isinstance(self.holder, str) or not self.holder or "\x00" in self.holder:
+            raise ConfigError(
+                f"holder must be a non-empty str without NUL (a worker id), got {self.holder!r}"
+            )
+        object.__setattr__(self, "lease", check_seconds("lease", self.lease))
+        if self.limit is not None:
+            check_int("limit (or None: the tenant's max_running)", self.limit)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlotResult:
+    """A slot taken (``token``, held until ``deadline`` unless renewed), or refused: then
+    ``free_at`` is the earliest deadline among the slots held, a hint for when to try again."""
+
+    token: str | None = None
+    deadline: float | None = None
+    free_at: float | None = None
+
+    @property
+    def granted(self) -> bool:
+        return self.token is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenewSlotsParams:
+    tokens: Sequence[str]
+    now: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenewSlotsResult:
+    deadlines: Mapping[str, float]  # token -> new deadline (now + its lease), for slots held
+    lost: Sequence[str] = ()  # expired, released or unknown; nothing was changed for them
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseSlotsParams:
+    tokens: Sequence[str]
+    now: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseSlotsResult:
+    released: Sequence[str] = ()  # tokens whose slot was held and is free now, in order
+    lost: Sequence[str] = ()  # expired, already released or unknown: nothing to give back
