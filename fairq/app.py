@@ -13,26 +13,22 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
+from fairq import params
+from fairq.asyncapi.app import AsyncMethods, AsyncState
 from fairq.backends import check_url, open_backend
 from fairq.backends.clock import Clock
+from fairq.backends.steps import drive
 from fairq.contract import (
     KEEP,
     Backend,
     CancelOutcome,
-    CancelParams,
-    FiguresParams,
     GetJobsParams,
     Keep,
-    ListDeadParams,
     PublishJobTypesParams,
-    QueueSettings,
-    RequeueParams,
-    SetQueueParams,
-    StatsParams,
     TenantFigures,
-    TenantSettingsParams,
     TenantStats,
 )
 from fairq.declare import (
@@ -45,33 +41,31 @@ from fairq.declare import (
     TenantWeights,
     UniqueRule,
     WeightsFn,
+    call_by_name,
     declare_sharding,
     job_rules,
 )
-from fairq.errors import ConfigError, JobArgumentsError, ResultTimeout
+from fairq.errors import ConfigError
 from fairq.instrument import Middleware
 from fairq.instrument.hooks import Hooks, check_middleware
 from fairq.instrument.logs import JobLog
 from fairq.instrument.timing import TimedBackend
 from fairq.iteration import Declarer, IterativeJob, IterativeSettings, IterFn
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo
-from fairq.newjobs import job_types, new_job, store_jobs
+from fairq.newjobs import enqueueing, performed
 from fairq.periodic import Schedule, declare_schedules
 from fairq.policy.bounds import (
     MAX_TENANT_CHARS,
-    check_max_in_flight,
-    check_max_running,
     check_seconds,
     check_tenant,
     check_weight,
-    seconds,
 )
 from fairq.policy.queues import QueueOrder, check_declared_name, check_queue_name
-from fairq.policy.rate import Rate, check_rate
+from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
 from fairq.reports import tenant_report
 from fairq.reports.verdicts import TenantReport
-from fairq.results import poll_delays, settled
+from fairq.waiting import Pause, Wanted, check_timeout, result_of
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11's
     from typing_extensions import Unpack
@@ -101,7 +95,7 @@ def resolve_url(url: str | None) -> str:
     return url if url is not None else os.environ.get("FAIRQ_URL") or DEFAULT_URL
 
 
-class App:
+class App(AsyncMethods):
     """Jobs declared against one store.
 
     ``url`` (default ``$FAIRQ_URL``, then ``sqlite:///fairq.db`` in the working directory):
@@ -147,6 +141,7 @@ class App:
         self._backend = backend
         self._timed: Backend | None = None
         self._lock = threading.Lock()
+        self._async = AsyncState()
         if isinstance(middleware, (str, bytes)) or not isinstance(middleware, Sequence):
             raise ConfigError(f"middleware must be a list of plug-ins, got {middleware!r}")
         self._middleware: list[object] = [JobLog(clock)]
@@ -197,6 +192,7 @@ class App:
         return self._backend
 
     def close(self) -> None:
+        self._forget_async()
         if self._backend is not None:
             self._backend.close()
             self._backend = None
@@ -443,21 +439,12 @@ class App:
         **options: Any,
     ) -> str:
         """Enqueue a job by name with JSON arguments; returns its id."""
-        if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
-            raise JobArgumentsError(
-                f"args must be a list or tuple of positional arguments, got {args!r}"
-            )
-        call = Call(name, tuple(args), dict(kwargs or {}), Options(**options))
-        return self.enqueue_many([call])[0]
+        return self.enqueue_many([call_by_name(name, args, kwargs, options)])[0]
 
     def enqueue_many(self, calls: Iterable[Call]) -> list[str]:
         """Enqueue several jobs in one store transaction: all are stored, or none. A job whose
         unique key is held (docs/unique.md) is not stored: its id is the job's holding it."""
-        now = self.clock()
-        calls = list(calls)
-        specs = job_types(self, [call.name for call in calls])
-        jobs = [new_job(self, call, spec, now) for call, spec in zip(calls, specs, strict=True)]
-        return store_jobs(self, jobs, now)
+        return drive(enqueueing(self, calls), partial(performed, self))
 
     # -- tenants and queues ----------------------------------------------------------------
 
@@ -475,21 +462,10 @@ class App:
         ``weight=0`` pauses the tenant: its jobs stay queued, nothing is lost. ``rate`` is a
         string like ``"100/minute"`` or a ``fairq.Rate`` (for a burst).
         """
-        if not isinstance(weight, Keep) and weight is not None:
-            weight = check_weight(weight, paused_ok=True)
-        if not isinstance(max_running, Keep):
-            max_running = check_max_running(max_running)
-        if not isinstance(rate, Keep):
-            rate = check_rate(rate)
-        params = TenantSettingsParams(
-            queue=check_queue_name(queue),
-            tenant=check_tenant(tenant),
-            now=self.clock(),
-            weight=weight,
-            max_running=max_running,
-            rate=rate,
+        asked = params.tenant_settings(
+            self.clock(), queue, tenant, weight=weight, max_running=max_running, rate=rate
         )
-        return self.backend.set_tenant(params)
+        return self.backend.set_tenant(asked)
 
     def set_queue(
         self,
@@ -510,16 +486,10 @@ class App:
         virtual time. ``max_in_flight`` caps the queue's jobs running at once, all tenants and
         workers together (e.g. to protect a downstream API); the fair order is unchanged.
         """
-        settings = QueueSettings(
-            queue=check_queue_name(queue),
-            weight=check_weight(weight),
-            max_running=check_max_running(max_running),
-            rate=check_rate(rate),
-            half_life=None if half_life is None else check_seconds("half_life", half_life),
-            max_debt=check_seconds("max_debt", max_debt),
-            max_in_flight=check_max_in_flight(max_in_flight),
-        )
-        self.backend.set_queue(SetQueueParams(settings=settings, now=self.clock()))
+        asked = params.queue_settings(self.clock(), queue, weight=weight, max_running=max_running,
+                                      rate=rate, half_life=half_life, max_debt=max_debt,
+                                      max_in_flight=max_in_flight)  # fmt: skip
+        self.backend.set_queue(asked)
 
     # -- inspection ------------------------------------------------------------------------
 
@@ -535,23 +505,14 @@ class App:
         ResultTimeout when the time is up; JobFailed when the job is dead or cancelled (its
         last error in the message); NoResult when no job has that id or it keeps no result.
         """
-        job_id = _job_id(job_id)
-        wait = None if timeout is None else seconds("timeout", timeout)
-        if wait is not None and not 0 <= wait < float("inf"):
-            raise ConfigError(f"timeout must be a non-negative number of seconds, got {timeout!r}")
-        give_up = None if wait is None else time.monotonic() + wait
-        for delay in poll_delays():
-            done, value = settled(self.job_info(job_id), job_id)
-            if done:
-                return value
-            left = None if give_up is None else give_up - time.monotonic()
-            if left is not None and left <= 0:
-                raise ResultTimeout(
-                    f"job {job_id} has not finished after {wait:g} s; wait again, or look at "
-                    f"it with `fairq job {job_id}`"
-                )
-            time.sleep(delay if left is None else min(delay, left))
-        raise AssertionError("poll_delays never ends")  # pragma: no cover
+        waiting = result_of(params.job_id(job_id), check_timeout(timeout))
+        return drive(waiting, self._result_wants)
+
+    def _result_wants(self, wanted: Wanted) -> Any:
+        if isinstance(wanted, Pause):
+            time.sleep(wanted.seconds)
+            return None
+        return self.backend.get_jobs(wanted)
 
     def cancel(self, job_id: str) -> CancelOutcome:
         """Cancel a job (docs/cancellation.md): a scheduled or ready one at once (CANCELLED);
@@ -563,17 +524,14 @@ class App:
         """``cancel`` for each id, in one store call; the outcomes in the order given."""
         if isinstance(ids, (str, bytes)):
             raise ConfigError(f"ids must be a list of job ids, got {ids!r}; for one, use cancel")
-        params = CancelParams(ids=[_job_id(i) for i in ids], now=self.clock())
-        return list(self.timed_backend.cancel(params).outcomes)
+        return list(self.timed_backend.cancel(params.cancel(self.clock(), ids)).outcomes)
 
     def stats(self, queue: str | None = None, tenant: str | None = None) -> list[TenantStats]:
-        params = StatsParams(queue=queue, tenant=_tenant_filter(tenant), now=self.clock())
-        return self.backend.stats(params)
+        return self.backend.stats(params.stats(self.clock(), queue, tenant))
 
     def figures(self, queue: str | None = None, tenant: str | None = None) -> list[TenantFigures]:
         """Each (queue, tenant)'s recent wait and run-time histograms and ends by outcome."""
-        params = FiguresParams(queue=queue, tenant=_tenant_filter(tenant), now=self.clock())
-        return self.backend.figures(params)
+        return self.backend.figures(params.figures(self.clock(), queue, tenant))
 
     def tenant_report(
         self, queue: str | None = None, tenant: str | None = None
@@ -583,25 +541,14 @@ class App:
         Throttling is judged from the jobs this app declares and those published to the store.
         """
         declared = [d.job_type for d in self.jobs.values()]
-        return tenant_report(self.backend, declared, queue, _tenant_filter(tenant), self.clock())
+        filtered = params.tenant_filter(tenant)
+        return tenant_report(self.backend, declared, queue, filtered, self.clock())
 
     def dead(
         self, queue: str | None = None, tenant: str | None = None, limit: int = 100
     ) -> list[JobInfo]:
-        params = ListDeadParams(queue=queue, tenant=_tenant_filter(tenant), limit=limit)
-        return self.backend.list_dead(params)
+        return self.backend.list_dead(params.dead(queue, tenant, limit))
 
     def requeue(self, ids: Sequence[str]) -> int:
         """Give dead jobs a fresh set of attempts; returns how many were dead."""
-        return self.backend.requeue(RequeueParams(ids=list(ids), now=self.clock()))
-
-
-def _job_id(job_id: object) -> str:
-    if not isinstance(job_id, str) or not job_id:
-        raise ConfigError(f"a job id is a non-empty str (as enqueue returned it), got {job_id!r}")
-    return job_id
-
-
-def _tenant_filter(tenant: str | None) -> str | None:
-    """A tenant to look for: no store can hold one that ``check_tenant`` refuses."""
-    return None if tenant is None else check_tenant(tenant)
+        return self.backend.requeue(params.requeue(self.clock(), ids))

@@ -33,9 +33,12 @@ from fairq.signatures import JobSignature, positional_params
 
 
 class Enqueuer(Protocol):
-    """What a declared job needs of its App: to enqueue calls (one transaction)."""
+    """What a declared job needs of its App: to enqueue calls (one transaction), blocking
+    or awaited."""
 
     def enqueue_many(self, calls: Iterable[Call]) -> list[str]: ...
+
+    async def aenqueue_many(self, calls: Iterable[Call]) -> list[str]: ...
 
 
 P = ParamSpec("P")
@@ -226,6 +229,10 @@ class JobDefinition(Generic[P, R]):
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
         return self.app.enqueue_many([self.call(*args, **kwargs)])[0]
 
+    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        """``enqueue`` for asyncio code: the same checks and errors, the store awaited."""
+        return (await self.app.aenqueue_many([self.call(*args, **kwargs)]))[0]
+
     def options(self, **options: Any) -> BoundOptions[P]:
         """Override tenant, queue, delay, run_at, priority, headers, unique_key or unique_for:
         ``job.options(delay=60)``, ``job.options(unique_key="sync:acme", unique_for=600)``."""
@@ -310,6 +317,20 @@ class BoundOptions(Generic[P]):
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
         return self.definition.app.enqueue_many([self.call(*args, **kwargs)])[0]
+
+    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        return (await self.definition.app.aenqueue_many([self.call(*args, **kwargs)]))[0]
+
+
+def call_by_name(
+    name: str, args: Sequence[Any], kwargs: dict[str, Any] | None, options: dict[str, Any]
+) -> Call:
+    """``App.enqueue``'s (and ``aenqueue``'s) call of a job named ``name``."""
+    if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
+        raise JobArgumentsError(
+            f"args must be a list or tuple of positional arguments, got {args!r}"
+        )
+    return Call(name, tuple(args), dict(kwargs or {}), Options(**options))
 
 
 # -- checks ---------------------------------------------------------------------------------

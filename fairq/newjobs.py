@@ -1,6 +1,7 @@
 """From an enqueue call to the store's record of the job (``NewJob``).
 
-What ``App.enqueue``/``enqueue_many`` check and decide before the one store call: the job's
+What ``App.enqueue``/``enqueue_many`` (and their async twins) check and decide before the one
+store call: the job's
 declaration (this App's own, else the one a worker published in the store), its arguments
 against its signature, its tenant (or the App's fallback tenant), its queue or, for a sharded
 queue, the tenant's shards, and the throttle rules that apply.
@@ -11,9 +12,11 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from fairq.backends.steps import Steps, drive
 from fairq.contract import EnqueueParams, EnqueueResult, JobType
 from fairq.declare import Call, JobDefinition, argument, check_priority, run_at
 from fairq.errors import ConfigError, MissingTenant, UnknownJob
@@ -116,22 +119,62 @@ def unique_of(
     return Unique(key=check_key(key), window=check_seconds("unique_for", window))
 
 
-def store_jobs(app: App, jobs: list[NewJob], now: float) -> list[str]:
-    """Store ``jobs`` with one store call (``store``); the id of each, or for a job whose
+class JobTypesWanted:
+    """``enqueueing``'s request for the job types published in the store."""
+
+
+#: The one request for the published job types (the reply: ``Backend.job_types()``'s).
+JOB_TYPES = JobTypesWanted()
+#: What ``enqueueing`` asks of the store: the published job types, or to enqueue.
+Wanted = JobTypesWanted | EnqueueParams
+
+
+def enqueueing(app: App, calls: Iterable[Call]) -> Steps[Wanted, list[str]]:
+    """``App.enqueue_many`` and ``aenqueue_many``, written once (fairq.backends.steps): the
+    checks, the store asked for the published job types when some name is not declared here,
+    then ``stored``; each job's id, or for a job whose unique key was held, the holder's."""
+    jobs, now = yield from prepared(app, calls)
+    return (yield from stored(app, jobs, now))
+
+
+def prepared(app: App, calls: Iterable[Call]) -> Steps[Wanted, tuple[list[NewJob], float]]:
+    """The jobs of ``calls``, checked, with the time they were made at (``app.clock()``):
+    everything before the store is offered them (which ``stored`` does)."""
+    now = app.clock()
+    calls = list(calls)
+    specs = yield from job_types(app, [call.name for call in calls])
+    jobs = [new_job(app, call, spec, now) for call, spec in zip(calls, specs, strict=True)]
+    return jobs, now
+
+
+def stored(app: App, jobs: list[NewJob], now: float) -> Steps[Wanted, list[str]]:
+    """Store ``jobs`` with one store call (``storing``); the id of each, or for a job whose
     unique key was held, the id of the job holding it."""
     if not jobs:
         return []
-    existing = store(app, jobs, now).existing
+    existing = (yield from storing(app, jobs, now)).existing
     return [existing.get(i, job.id) for i, job in enumerate(jobs)]
 
 
 def store(app: App, jobs: list[NewJob], now: float) -> EnqueueResult:
+    """``storing`` with the App's blocking store (the periodic scheduler's enqueues)."""
+    return drive(storing(app, jobs, now), partial(performed, app))
+
+
+def performed(app: App, wanted: Wanted) -> Any:
+    """What ``enqueueing`` asks, performed by the App's (timed) blocking store."""
+    if isinstance(wanted, EnqueueParams):
+        return app.timed_backend.enqueue(wanted)
+    return app.timed_backend.job_types()
+
+
+def storing(app: App, jobs: list[NewJob], now: float) -> Steps[Wanted, EnqueueResult]:
     """Store ``jobs`` with one store call, through the seam's hooks (the hooks after the
     call see only the jobs stored: not those whose unique key was held)."""
     hooks = app.hooks
     jobs = list(hooks.before_enqueue(jobs))
     try:
-        result = app.timed_backend.enqueue(EnqueueParams(jobs=jobs, now=now))
+        result: EnqueueResult = yield EnqueueParams(jobs=jobs, now=now)
     except BaseException as exc:
         hooks.after_enqueue(jobs, None, exc)
         raise
@@ -161,7 +204,7 @@ def store(app: App, jobs: list[NewJob], now: float) -> EnqueueResult:
     return result
 
 
-def job_types(app: App, names: Sequence[str]) -> list[JobType]:
+def job_types(app: App, names: Sequence[str]) -> Steps[Wanted, list[JobType]]:
     """Each name's declaration: this app's own, else the store's published ones (read once
     per batch, and only when some name is not declared here)."""
     published: dict[str, JobType] | None = None
@@ -171,7 +214,7 @@ def job_types(app: App, names: Sequence[str]) -> list[JobType]:
             found.append(app.jobs[name].job_type)
             continue
         if published is None:
-            published = app.timed_backend.job_types()
+            published = yield JOB_TYPES
         if name not in published:
             known = sorted(set(app.jobs) | set(published)) or ["(none)"]
             raise UnknownJob(

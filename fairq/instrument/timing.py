@@ -10,9 +10,10 @@ store's own extras (``bound_to`` on PostgreSQL) stay on ``App.backend``, the sto
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from fairq.backends.aio import AsyncStore
 from fairq.contract import (
     AckAndDequeueParams,
     AckAndDequeueResult,
@@ -164,3 +165,59 @@ class TimedBackend:
 
     def close(self) -> None:
         self.inner.close()
+
+
+class TimedAsyncStore:
+    """``TimedBackend`` for an async store (fairq/backends/aio.py): each awaited call timed
+    from its start to its result, the time in the loop and in a thread alike."""
+
+    def __init__(self, inner: AsyncStore, hooks: Hooks) -> None:
+        self.inner = inner
+        self.hooks = hooks
+        self.native = inner.native
+
+    async def _timed(self, op: str, call: Callable[[P], Awaitable[R]], params: P) -> R:
+        started = time.perf_counter()
+        try:
+            result = await call(params)
+        except BaseException as exc:
+            self.hooks.store_call(StoreCall(op, time.perf_counter() - started, exc))
+            raise
+        self.hooks.store_call(StoreCall(op, time.perf_counter() - started))
+        return result
+
+    async def open(self) -> None:
+        await self.inner.open()
+
+    async def enqueue(self, params: EnqueueParams) -> EnqueueResult:
+        return await self._timed("enqueue", self.inner.enqueue, params)
+
+    async def job_types(self) -> dict[str, JobType]:
+        return await self._timed("job_types", lambda _: self.inner.job_types(), None)
+
+    async def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
+        return await self._timed("set_tenant", self.inner.set_tenant, params)
+
+    async def set_queue(self, params: SetQueueParams) -> None:
+        await self._timed("set_queue", self.inner.set_queue, params)
+
+    async def stats(self, params: StatsParams) -> list[TenantStats]:
+        return await self._timed("stats", self.inner.stats, params)
+
+    async def figures(self, params: FiguresParams) -> list[TenantFigures]:
+        return await self._timed("figures", self.inner.figures, params)
+
+    async def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
+        return await self._timed("get_jobs", self.inner.get_jobs, params)
+
+    async def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
+        return await self._timed("list_dead", self.inner.list_dead, params)
+
+    async def requeue(self, params: RequeueParams) -> int:
+        return await self._timed("requeue", self.inner.requeue, params)
+
+    async def cancel(self, params: CancelParams) -> CancelResult:
+        return await self._timed("cancel", self.inner.cancel, params)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

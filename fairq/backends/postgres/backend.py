@@ -26,15 +26,16 @@ from fairq.backends.postgres import (
     figures,
     inspect,
     kept,
+    locks,
     pruning,
     results,
     settings,
-    sharding,
     slots,
     throttling,
     unique,
 )
 from fairq.backends.postgres.db import Database, Pool
+from fairq.backends.postgres.enqueueing import Enqueue
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.keys import (
     WAKE,
@@ -46,6 +47,7 @@ from fairq.backends.postgres.keys import (
 from fairq.backends.postgres.migrate import ensure_schema
 from fairq.backends.postgres.records import JobRow, QueueRow, Row
 from fairq.backends.postgres.sql import queries_for
+from fairq.backends.postgres.steps import PgSteps, Sql, run
 from fairq.backends.postgres.transactional import InboxWriter, binding, bound_connection
 from fairq.backends.postgres.url import PostgresUrl, parse_url
 from fairq.backends.postgres.waiting import Waiter
@@ -97,9 +99,9 @@ from fairq.contract import (
     waited_first,
 )
 from fairq.errors import LeaseExpired, LeaseNotFound
-from fairq.job import JobInfo, JobState, NewJob, check_distinct
+from fairq.job import JobInfo, JobState, check_distinct
 from fairq.policy.throttle import Routing
-from fairq.policy.unique import Holder, answer
+from fairq.policy.unique import answer
 
 T = TypeVar("T")
 log = logging.getLogger("fairq.backends.postgres")
@@ -130,6 +132,8 @@ class PostgresBackend:
         self.seed = schema_seed(self.schema)
         self._waiter = Waiter(self.url, self._channel, self._channel(WAKE))
         self._inbox = InboxWriter(self.q, self._channel)
+        #: The enqueue operation (enqueueing.py), which the asyncio store (aio.py) runs too.
+        self.enqueueing = Enqueue(self.q, self.seed, self._channel)
 
     @classmethod
     def from_url(cls, url: str) -> PostgresBackend:
@@ -146,7 +150,9 @@ class PostgresBackend:
         if conn is not None:
             return self._inbox.write(conn, jobs, params.now)
         try:
-            queues, held = self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
+            queues, held = self.db.run(
+                lambda cur: run(cur, self.enqueueing.steps(jobs, params.now))
+            )
         except psycopg.errors.UniqueViolation as exc:
             raise results.duplicate(exc) from None
         chosen, existing = answer(len(jobs), held, queues)
@@ -168,50 +174,6 @@ class PostgresBackend:
         ``App.enqueue`` and ``job.enqueue`` included, goes into ``conn``'s transaction."""
         with binding(self, conn):
             yield
-
-    def _enqueue(
-        self, cur: Cursor[Row], jobs: list[NewJob], now: float
-    ) -> tuple[list[str], dict[int, Holder]]:
-        """Sharded jobs one after another, so each one's choice of shard sees those before
-        it (sharding.py); the batch is still one transaction: all of it or none. Returns the
-        queues of the jobs stored and the jobs whose unique key is held (unique.py)."""
-        if not any(job.shards for job in jobs):
-            return self._store(cur, jobs, now)
-        queues: list[str] = []
-        held: dict[int, Holder] = {}
-        for i, job in enumerate(jobs):
-            went, found = self._store(cur, [sharding.place(cur, self.q, job)], now, given=[job])
-            queues += went
-            if found:
-                held[i] = found[0]
-        return queues, held
-
-    def _store(
-        self, cur: Cursor[Row], jobs: list[NewJob], now: float, given: list[NewJob] | None = None
-    ) -> tuple[list[str], dict[int, Holder]]:
-        """``given``: the jobs as enqueued, when ``jobs`` are their copies placed in a shard
-        (a unique key's scope is the queue named at enqueue)."""
-        if any(job.throttle for job in jobs):  # the windows record the event's time
-            now = self._event_time(cur, now)
-        jobs = throttling.route(cur, self.q, jobs, now)
-        events = Events(cur, self.q)
-        queues = sorted({job.queue for job in jobs})
-        now = self._lock(cur, queues, exclusive=False, now=now)
-        held = unique.claim(cur, self.q, given or jobs, [job.queue for job in jobs], now)
-        if held:
-            jobs = [job for i, job in enumerate(jobs) if i not in held]
-            if not jobs:
-                return [], held
-        for name in queues:
-            cur.execute(self.q["queue_ensure"], {"name": name})
-        tenants = events.lock_tenants([(job.queue, job.tenant) for job in jobs])
-        rows = [events.count_new(job, tenants[(job.queue, job.tenant)], now) for job in jobs]
-        cur.executemany(self.q["job_insert"], rows)
-        results.refuse_succeeded(cur, self.q, [job.id for job in jobs])
-        for tenant in tenants.values():
-            events.save(None, tenant)
-        self._notify(cur, events.woken)
-        return [job.queue for job in jobs], held
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -509,31 +471,30 @@ class PostgresBackend:
         return self.db.run(lambda cur: inspect.queue_settings(cur, self.q, params.queue))
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
-        def work(cur: Cursor[Row]) -> TenantStats:
-            now = self._lock(cur, [params.queue], exclusive=False, now=params.now)
-            cur.execute(self.q["queue_ensure"], {"name": params.queue})
-            defaults = inspect.queue_settings(cur, self.q, params.queue)
-            events = Events(cur, self.q)
-            tenant = events.lock_tenants([(params.queue, params.tenant)])[
-                (params.queue, params.tenant)
-            ]
-            if not isinstance(params.weight, Keep):
-                tenant.own_weight = params.weight
-            if not isinstance(params.max_running, Keep):
-                tenant.own_max_running = params.max_running
-            if not isinstance(params.rate, Keep):
-                tenant.own_rate = params.rate
-            settings.inherit(tenant, defaults)
-            events.resettle(tenant, now)
-            self._notify(cur, events.woken)
-            (stats,) = inspect.stats(
-                cur,
-                self.q,
-                StatsParams(queue=params.queue, tenant=params.tenant, now=now),
-            )
-            return stats
+        return self.db.run(lambda cur: run(cur, self.set_tenant_steps(params)))
 
-        return self.db.run(work)
+    def set_tenant_steps(self, params: TenantSettingsParams) -> PgSteps[TenantStats]:
+        """The tenant's own settings stored, its effective ones and eligibility recomputed,
+        under the queue's shared lock and the tenant row's (the asyncio store runs it too)."""
+        q, pair = self.q, (params.queue, params.tenant)
+        now = yield from locks.lock_queues(q, self.seed, [params.queue], exclusive=False,
+                                           now=params.now)  # fmt: skip
+        yield Sql(q["queue_ensure"], {"name": params.queue})
+        defaults = yield from inspect.queue_settings_steps(q, params.queue)
+        events = Events(None, q)
+        tenant = (yield from events.lock_tenants_steps([pair]))[pair]
+        if not isinstance(params.weight, Keep):
+            tenant.own_weight = params.weight
+        if not isinstance(params.max_running, Keep):
+            tenant.own_max_running = params.max_running
+        if not isinstance(params.rate, Keep):
+            tenant.own_rate = params.rate
+        settings.inherit(tenant, defaults)
+        yield from events.resettle_steps(tenant, now)
+        yield from locks.notify(q, self._channel, events.woken)
+        asked = StatsParams(queue=params.queue, tenant=params.tenant, now=now)
+        (stats,) = yield from inspect.stats_steps(q, asked)
+        return stats
 
     def publish_job_types(self, params: PublishJobTypesParams) -> None:
         self.db.run(lambda cur: inspect.publish_job_types(cur, self.q, params.types))
@@ -591,21 +552,14 @@ class PostgresBackend:
     def _lock(
         self, cur: Cursor[Row], queues: Sequence[str], *, exclusive: bool, now: float
     ) -> float:
-        """Take the queues' locks in key order; returns the event's time once they are held
-        (``now`` itself with ``?clock=caller``; functions/clock.sql)."""
-        if not queues:
-            return self._event_time(cur, now)
-        name = "lock_queues_exclusive" if exclusive else "lock_queues_shared"
-        args = {"names": list(queues), "seed": self.seed, "now": now}
-        (row,) = cur.execute(self.q[name], args).fetchall()
-        return float(row["now"])
+        """Take the queues' locks in key order (locks.py); the event's time once held."""
+        return run(cur, locks.lock_queues(self.q, self.seed, queues, exclusive=exclusive, now=now))
 
     def _shared(self, cur: Cursor[Row], queues: Sequence[str], now: float) -> float:
         return self._lock(cur, queues, exclusive=False, now=now)
 
     def _event_time(self, cur: Cursor[Row], now: float) -> float:
-        (row,) = cur.execute(self.q["event_time"], {"now": now}).fetchall()
-        return float(row["now"])
+        return run(cur, locks.event_time(self.q, now))
 
     def _channel(self, queue: str) -> str:
         return queue_channel(self.schema, queue)
@@ -615,5 +569,4 @@ class PostgresBackend:
         return self._channel(WAKE)
 
     def _notify(self, cur: Cursor[Row], queues: set[str]) -> None:
-        for name in sorted(queues):
-            cur.execute(self.q["notify"], {"channel": self._channel(name)})
+        run(cur, locks.notify(self.q, self._channel, queues))

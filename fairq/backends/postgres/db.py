@@ -86,20 +86,32 @@ def make_pool(url: PostgresUrl) -> Pool:
     explicit), rows as dicts, and the URL's clock as the session setting ``fairq.clock`` that
     functions/clock.sql reads. Stores in several schemas of one database may share one if
     their URLs name the same clock."""
-    kwargs: dict[str, object] = {"autocommit": True, "row_factory": dict_row}
-    if url.clock != "store":
-        kwargs["options"] = f"-c fairq.clock={url.clock}"
     pool: Pool = ConnectionPool(
         url.conninfo,
         min_size=1,
         max_size=url.pool_size,
-        kwargs=kwargs,
+        kwargs=connection_settings(url),
         connection_class=Connection[Row],
         open=False,
         name=f"fairq:{url.display}",
     )
     pool.open(wait=False)
     return pool
+
+
+def connection_settings(url: PostgresUrl) -> dict[str, object]:
+    """The settings of a pool's connections, blocking or asyncio (aio.py)."""
+    kwargs: dict[str, object] = {"autocommit": True, "row_factory": dict_row}
+    if url.clock != "store":
+        kwargs["options"] = f"-c fairq.clock={url.clock}"
+    return kwargs
+
+
+def commit_lost(url: PostgresUrl, exc: BaseException) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"the connection to {url.display} was lost while committing; the "
+        f"outcome of this call is unknown ({exc})"
+    )
 
 
 class Database:
@@ -126,7 +138,7 @@ class Database:
         while True:
             try:
                 return self._attempt(work, explicit)
-            except _Retry as retry:
+            except Retry as retry:
                 if time.monotonic() >= give_up:
                     raise unavailable(self.url, retry.cause) from retry.cause
                 log.warning("PostgreSQL connection lost (%s); reconnecting", retry.cause)
@@ -160,11 +172,8 @@ class Database:
                 return result
         except psycopg.OperationalError as exc:
             if committing:
-                raise StoreUnavailable(
-                    f"the connection to {self.url.display} was lost while committing; the "
-                    f"outcome of this call is unknown ({exc})"
-                ) from exc
-            raise _Retry(exc) from exc
+                raise commit_lost(self.url, exc) from exc
+            raise Retry(exc) from exc
         except PoolTimeout as exc:
             raise unavailable(self.url, exc) from None
 
@@ -173,7 +182,9 @@ class Database:
             self.pool.close()
 
 
-class _Retry(Exception):
+class Retry(Exception):
+    """A call to run again on a fresh connection: its connection was lost before commit."""
+
     def __init__(self, cause: psycopg.OperationalError) -> None:
         super().__init__(str(cause))
         self.cause = cause

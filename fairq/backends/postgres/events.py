@@ -15,6 +15,7 @@ from psycopg import Cursor
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import JobRow, QueueRow, Row, TenantRow, tenant_key
+from fairq.backends.postgres.steps import PgSteps, Sql, first, run
 from fairq.cancel import CANCELLED_NOTE
 from fairq.contract import ExpiredLease, ReleaseParams
 from fairq.figures import Tally
@@ -29,21 +30,33 @@ Taken = tuple[NewJob, TenantRow, float, int]  # a job taken in: its tenant, enqu
 class Events:
     """The rules, over rows of one transaction. Callers hold the queue locks the event needs."""
 
-    def __init__(self, cur: Cursor[Row], q: Queries) -> None:
-        self.cur = cur
+    def __init__(self, cur: Cursor[Row] | None, q: Queries) -> None:
+        """``cur``: the transaction's cursor; None for an Events used only through its
+        ``*_steps`` methods (fairq.backends.postgres.steps), whose driver holds the cursor."""
+        self._cur = cur
         self.q = q
         self.tenants: dict[int, TenantRow] = {}
         self.queues: dict[str, QueueRow] = {}
         self.woken: set[str] = set()  # queues that got work a waiting worker could take
         self.figures: Tally[int] = Tally()  # runs failed or expired here (figures.write)
 
+    @property
+    def cur(self) -> Cursor[Row]:
+        assert self._cur is not None, "an Events without a cursor runs only as steps"
+        return self._cur
+
     # -- loading -------------------------------------------------------------------------------
 
     def queue(self, name: str) -> QueueRow:
+        if name in self.queues:  # the common case, without making an operation of it
+            return self.queues[name]
+        return run(self.cur, self.queue_steps(name))
+
+    def queue_steps(self, name: str) -> PgSteps[QueueRow]:
         """V and the history settings of a queue (read once per transaction: the caller's
         queue lock keeps them from changing under it)."""
         if name not in self.queues:
-            row = self.cur.execute(self.q["queue_get"], {"name": name}).fetchone()
+            row = first((yield Sql(self.q["queue_get"], {"name": name})))
             self.queues[name] = (
                 QueueRow(vclock=0.0, half_life=None, max_debt=60.0)
                 if row is None
@@ -52,6 +65,11 @@ class Events:
         return self.queues[name]
 
     def lock_tenants(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], TenantRow]:
+        return run(self.cur, self.lock_tenants_steps(pairs))
+
+    def lock_tenants_steps(
+        self, pairs: list[tuple[str, str]]
+    ) -> PgSteps[dict[tuple[str, str], TenantRow]]:
         """Create missing (queue, tenant) rows, then lock them all in id order.
 
         A row that a concurrent prune forgot (deleted) between the two statements is not
@@ -64,8 +82,8 @@ class Events:
                 "tenants": [tenant for _, tenant in missing],
                 "keys": [tenant_key(tenant) for _, tenant in missing],
             }
-            self.cur.execute(self.q["tenants_ensure"], args)
-            for row in self.cur.execute(self.q["tenants_lock"], args).fetchall():
+            yield Sql(self.q["tenants_ensure"], args)
+            for row in (yield Sql(self.q["tenants_lock"], args)):
                 tenant = self.tenants.setdefault(row["id"], TenantRow.from_row(row))
                 found[(tenant.queue, tenant.tenant)] = tenant
             missing = [pair for pair in missing if pair not in found]
@@ -87,10 +105,13 @@ class Events:
         return self.tenants[tenant_id]
 
     def save(self, job: JobRow | None, tenant: TenantRow) -> None:
+        run(self.cur, self.save_steps(job, tenant))
+
+    def save_steps(self, job: JobRow | None, tenant: TenantRow) -> PgSteps[None]:
         """Job first: the tenant's head is re-read from jobs when the tenant row is written."""
         if job is not None:
-            job.save(self.cur, self.q)
-        tenant.save(self.cur, self.q)
+            yield from job.save_steps(self.q)
+        yield from tenant.save_steps(self.q)
 
     # -- producing -------------------------------------------------------------------------------
 
@@ -121,6 +142,11 @@ class Events:
         return {row["seq"] for row in rows}
 
     def count_new(self, new: NewJob, tenant: TenantRow, now: float) -> dict[str, object]:
+        return run(self.cur, self.count_new_steps(new, tenant, now))
+
+    def count_new_steps(
+        self, new: NewJob, tenant: TenantRow, now: float
+    ) -> PgSteps[dict[str, object]]:
         """Count a new job (ready, or scheduled for later) in its tenant; returns its row.
 
         The caller inserts the rows (all of a batch in one pipelined ``executemany``) and then
@@ -129,7 +155,8 @@ class Events:
         if new.run_at <= now:
             returning = tenant.ready == 0
             tenant.ready += 1
-            transitions.refresh(self.queue(tenant.queue), tenant, now, returning=returning)
+            queue = yield from self.queue_steps(tenant.queue)
+            transitions.refresh(queue, tenant, now, returning=returning)
             self.woken.add(tenant.queue)
         else:
             tenant.scheduled += 1
@@ -309,20 +336,26 @@ class Events:
     # -- settings --------------------------------------------------------------------------------
 
     def resettle(self, tenant: TenantRow, now: float) -> None:
+        run(self.cur, self.resettle_steps(tenant, now))
+
+    def resettle_steps(self, tenant: TenantRow, now: float) -> PgSteps[None]:
         """Settings changed (the caller set the effective ones): recompute the rate hold, then
         eligibility."""
-        transitions.limit_until(self.queue(tenant.queue), tenant, now)
-        self.settle(tenant, now)
+        transitions.limit_until((yield from self.queue_steps(tenant.queue)), tenant, now)
+        yield from self.settle_steps(tenant, now)
 
     # -- shared steps ----------------------------------------------------------------------------
 
     def settle(self, tenant: TenantRow, now: float) -> None:
-        queue = self.queue(tenant.queue)
+        run(self.cur, self.settle_steps(tenant, now))
+
+    def settle_steps(self, tenant: TenantRow, now: float) -> PgSteps[None]:
+        queue = yield from self.queue_steps(tenant.queue)
         was_eligible = transitions.eligible(queue, tenant)
         transitions.refresh(queue, tenant, now)
         if transitions.eligible(queue, tenant) and not was_eligible:
             self.woken.add(tenant.queue)
-        self.save(None, tenant)
+        yield from self.save_steps(None, tenant)
 
     def make_ready(self, tenant: TenantRow, job: JobRow, now: float, ready_at: float) -> None:
         returning = tenant.ready == 0

@@ -12,6 +12,7 @@ from psycopg import Cursor
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import JobRow, Row, rate_of, tenant_key
+from fairq.backends.postgres.steps import PgSteps, Sql, first, run
 from fairq.contract import JobType, ListDeadParams, QueueSettings, StatsParams, TenantStats
 from fairq.job import JobInfo, JobState, decode_headers
 from fairq.policy import history
@@ -36,7 +37,11 @@ def next_due(cur: Cursor[Row], q: Queries, names: Sequence[str]) -> float | None
 
 
 def queue_settings(cur: Cursor[Row], q: Queries, queue: str) -> QueueSettings:
-    row = cur.execute(q["queue_get"], {"name": queue}).fetchone()
+    return run(cur, queue_settings_steps(q, queue))
+
+
+def queue_settings_steps(q: Queries, queue: str) -> PgSteps[QueueSettings]:
+    row = first((yield Sql(q["queue_get"], {"name": queue})))
     if row is None:
         return QueueSettings(queue=queue)
     return QueueSettings(
@@ -51,12 +56,16 @@ def queue_settings(cur: Cursor[Row], q: Queries, queue: str) -> QueueSettings:
 
 
 def stats(cur: Cursor[Row], q: Queries, params: StatsParams) -> list[TenantStats]:
+    return run(cur, stats_steps(q, params))
+
+
+def stats_steps(q: Queries, params: StatsParams) -> PgSteps[list[TenantStats]]:
     args = {
         "queue": params.queue,
         "tenant": params.tenant,
         "tenant_key": None if params.tenant is None else tenant_key(params.tenant),
     }
-    return [_stats(row, params.now) for row in cur.execute(q["tenants_stats"], args).fetchall()]
+    return [_stats(row, params.now) for row in (yield Sql(q["tenants_stats"], args))]
 
 
 def _stats(row: Row, now: float | None) -> TenantStats:
@@ -89,10 +98,15 @@ def job_rows(cur: Cursor[Row], q: Queries, ids: Sequence[str]) -> list[JobRow]:
 
 
 def get_jobs(cur: Cursor[Row], q: Queries, ids: Sequence[str]) -> list[JobInfo]:
+    return run(cur, get_jobs_steps(q, ids))
+
+
+def get_jobs_steps(q: Queries, ids: Sequence[str]) -> PgSteps[list[JobInfo]]:
     """Stored jobs, and jobs still in the inbox (committed by a caller's transaction, not yet
     taken in by a worker), in the order asked."""
-    found = {job.id: job.info() for job in job_rows(cur, q, ids)}
-    for row in cur.execute(q["inbox_by_ids"], {"ids": list(ids)}).fetchall():
+    rows = yield Sql(q["jobs_by_ids"], {"ids": list(ids)})
+    found = {job.id: job.info() for job in map(JobRow.from_row, rows)}
+    for row in (yield Sql(q["inbox_by_ids"], {"ids": list(ids)})):
         found.setdefault(row["id"], _inbox_info(row))
     return [found[i] for i in ids if i in found]
 
@@ -154,6 +168,11 @@ def publish_job_types(cur: Cursor[Row], q: Queries, types: Sequence[JobType]) ->
 
 
 def job_types(cur: Cursor[Row], q: Queries) -> dict[str, JobType]:
+    return run(cur, job_types_steps(q))
+
+
+def job_types_steps(q: Queries) -> PgSteps[dict[str, JobType]]:
+    rows = yield Sql(q["job_types_all"])
     return {
         row["name"]: JobType(
             name=row["name"],
@@ -169,5 +188,5 @@ def job_types(cur: Cursor[Row], q: Queries) -> dict[str, JobType]:
             ),
             signature=JobSignature.from_json(row["signature"]),
         )
-        for row in cur.execute(q["job_types_all"]).fetchall()
+        for row in rows
     }

@@ -15,6 +15,7 @@ from typing import Any
 from psycopg import Cursor
 
 from fairq.backends._sql import Queries
+from fairq.backends.postgres.steps import PgSteps, Sql, run
 from fairq.job import JobInfo, JobState, Lease
 from fairq.policy.rate import Rate
 from fairq.policy.tenant import SettledQueue
@@ -107,7 +108,10 @@ class TenantRow:
         )
 
     def save(self, cur: Cursor[Row], q: Queries) -> None:
-        cur.execute(
+        run(cur, self.save_steps(q))
+
+    def save_steps(self, q: Queries) -> PgSteps[None]:
+        rows = yield Sql(
             q["tenant_save"],
             {
                 "id": self.id,
@@ -132,7 +136,7 @@ class TenantRow:
                 "usage_at": self.usage_at,
             },
         )
-        if cur.fetchone() is None:
+        if not rows:
             raise RuntimeError(
                 f"tenant {self.tenant!r} in queue {self.queue!r}: slot update refused "
                 f"(running {self.was_running} -> {self.running}, cap {self.max_running}); "
@@ -213,7 +217,10 @@ class JobRow:
         return self.deadline is None or now >= self.deadline
 
     def save(self, cur: Cursor[Row], q: Queries) -> None:
-        cur.execute(
+        run(cur, self.save_steps(q))
+
+    def save_steps(self, q: Queries) -> PgSteps[None]:
+        yield Sql(
             q["job_save"],
             {
                 "seq": self.seq,

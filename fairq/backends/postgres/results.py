@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import psycopg
-from psycopg import Cursor
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import Row
+from fairq.backends.postgres.steps import PgSteps, Sql
 from fairq.contract import AckManyResult
 from fairq.errors import DuplicateJob
 from fairq.job import Lease, decode_headers, lease_token
@@ -49,10 +49,10 @@ def ack_result(
     return AckManyResult(acked=acked, lost=lost)
 
 
-def refuse_succeeded(cur: Cursor[Row], q: Queries, ids: list[str]) -> None:
+def refuse_succeeded(q: Queries, ids: list[str]) -> PgSteps[None]:
     """Succeeded jobs live in their own table, out of reach of jobs' unique index: an id one
     of them holds is refused here, after the insert (see queries.sql: succeeded_ids)."""
-    taken = [row["id"] for row in cur.execute(q["succeeded_ids"], {"ids": ids}).fetchall()]
+    taken = [row["id"] for row in (yield Sql(q["succeeded_ids"], {"ids": ids}))]
     if taken:
         raise DuplicateJob(
             f"a job id is already stored (succeeded: {taken}); nothing of the batch was stored"

@@ -11,20 +11,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from psycopg import Cursor
-
 from fairq.backends._sql import Queries
-from fairq.backends.postgres.records import Row, tenant_key
+from fairq.backends.postgres.records import tenant_key
+from fairq.backends.postgres.steps import PgSteps, Sql
 from fairq.job import NewJob
 from fairq.policy.shards import MAX_OTHERS, least_loaded
 
 
-def place(cur: Cursor[Row], q: Queries, job: NewJob) -> NewJob:
+def place(q: Queries, job: NewJob) -> PgSteps[NewJob]:
     """The job in the least loaded of its shards (unchanged when it has none)."""
     if not job.shards:
         return job
     args = {"queues": list(job.shards), "tenant": job.tenant, "key": tenant_key(job.tenant),
             "most": MAX_OTHERS}  # fmt: skip
-    rows = cur.execute(q["shard_loads"], args).fetchall()
+    rows = yield Sql(q["shard_loads"], args)
     loads = [(int(row["others"]), int(row["ready"])) for row in rows]
     return replace(job, queue=job.shards[least_loaded(loads)], shards=())

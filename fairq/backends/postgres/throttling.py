@@ -18,6 +18,7 @@ from psycopg import Cursor
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import Row
+from fairq.backends.postgres.steps import PgSteps, Sql, run
 from fairq.contract import ThrottleWindowsParams
 from fairq.job import NewJob
 from fairq.policy import throttle
@@ -32,19 +33,17 @@ def window_key(name: str, tenant: str) -> bytes:
     return hashlib.sha256(len(encoded).to_bytes(8, "big") + encoded + tenant.encode()).digest()
 
 
-def route(cur: Cursor[Row], q: Queries, jobs: Sequence[NewJob], now: float) -> list[NewJob]:
+def route(q: Queries, jobs: Sequence[NewJob], now: float) -> PgSteps[list[NewJob]]:
     """The jobs, each in the queue its throttle rules chose; windows recorded, rows locked."""
     routings = [throttle.Routing(job.name, job.tenant, job.queue, job.throttle) for job in jobs]
-    queues = count(cur, q, routings, now)
+    queues = yield from count(q, routings, now)
     return [
         job if queue == job.queue else dataclasses.replace(job, queue=queue)
         for job, queue in zip(jobs, queues, strict=True)
     ]
 
 
-def count(
-    cur: Cursor[Row], q: Queries, routings: Sequence[throttle.Routing], now: float
-) -> list[str]:
+def count(q: Queries, routings: Sequence[throttle.Routing], now: float) -> PgSteps[list[str]]:
     """Record each enqueue in its window and choose its queue, in order; one without rules
     keeps its home queue, recorded nowhere. A job's enqueue (``route``) and ``Backend.route``
     both come here: one window, one rule."""
@@ -57,8 +56,8 @@ def count(
         "names": [name for _, name, _ in keyed],
         "tenants": [tenant for _, _, tenant in keyed],
     }
-    cur.execute(q["throttle_windows_ensure"], args)
-    rows = cur.execute(q["throttle_windows_lock"], args).fetchall()
+    yield Sql(q["throttle_windows_ensure"], args)
+    rows = yield Sql(q["throttle_windows_lock"], args)
     windows = {(row["name"], row["tenant"]): list(row["times"]) for row in rows}
     spans: dict[tuple[str, str], float] = {}
     chosen: list[str] = []
@@ -74,7 +73,7 @@ def count(
         chosen.append(throttle.choose_queue(windows[key], now, routing.rules, routing.home))
     for (name, tenant), span in spans.items():
         times = windows[(name, tenant)]
-        cur.execute(
+        yield Sql(
             q["throttle_window_save"],
             {"key": window_key(name, tenant), "times": times, "span": span, "last_at": max(times)},
         )
@@ -86,7 +85,7 @@ def one(cur: Cursor[Row], q: Queries, routing: throttle.Routing, now: float) -> 
     if not routing.rules:
         return routing.home
     (row,) = cur.execute(q["event_time"], {"now": now}).fetchall()
-    return count(cur, q, [routing], float(row["now"]))[0]
+    return run(cur, count(q, [routing], float(row["now"])))[0]
 
 
 def recent(

@@ -37,6 +37,7 @@ from fairq.backends.postgres import sharding, throttling, unique
 from fairq.backends.postgres.db import invalid_text
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.records import Row
+from fairq.backends.postgres.steps import run
 from fairq.contract import EnqueueResult
 from fairq.errors import DuplicateJob
 from fairq.job import NewJob, decode_headers, encode_headers
@@ -78,10 +79,10 @@ class InboxWriter:
         _join_callers_transaction(conn)
         try:
             with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
-                routed = throttling.route(cur, self.q, given, now)
+                routed = run(cur, throttling.route(self.q, given, now))
                 # The loads do not count jobs still in inboxes: a batch of one tenant's
                 # sharded jobs written here goes to one shard, not spread over its shards.
-                placed = [sharding.place(cur, self.q, job) for job in routed]
+                placed = [run(cur, sharding.place(self.q, job)) for job in routed]
                 held = unique.claim(cur, self.q, given, [job.queue for job in placed], now)
                 jobs = [job for i, job in enumerate(placed) if i not in held]
                 for job in jobs:

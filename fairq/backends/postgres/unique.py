@@ -10,6 +10,7 @@ from psycopg import Cursor
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import Row
+from fairq.backends.postgres.steps import PgSteps, Sql, run
 from fairq.job import NewJob
 from fairq.policy.unique import Holder
 
@@ -17,6 +18,12 @@ from fairq.policy.unique import Holder
 def claim(
     cur: Cursor[Row], q: Queries, jobs: Sequence[NewJob], queues: Sequence[str], now: float
 ) -> dict[int, Holder]:
+    return run(cur, claim_steps(q, jobs, queues, now))
+
+
+def claim_steps(
+    q: Queries, jobs: Sequence[NewJob], queues: Sequence[str], now: float
+) -> PgSteps[dict[int, Holder]]:
     """The jobs whose key is held, by position; the others with a key take it. ``jobs`` as
     enqueued (a key's scope is the queue named there), ``queues`` where each goes."""
     picked = [i for i, job in enumerate(jobs) if job.unique is not None]
@@ -33,7 +40,7 @@ def claim(
         "holds": [u.hold for _, u in keyed if u is not None],
         "now": now,
     }
-    rows = cur.execute(q["unique_claim"], args).fetchall()
+    rows = yield Sql(q["unique_claim"], args)
     return {picked[row["pos"] - 1]: Holder(row["held_by"], queue=row["held_queue"]) for row in rows}
 
 

@@ -18,9 +18,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from fairq.backends.clock import Clock
+from fairq.backends.steps import drive
 from fairq.contract import (
     AckAndDequeueParams,
     AckAndDequeueResult,
@@ -65,18 +66,16 @@ from fairq.contract import (
     no_wait,
 )
 from fairq.errors import (
-    ConfigError,
     LeaseExpired,
     LeaseNotFound,
-    PayloadTooLarge,
 )
 from fairq.figures import FiguresParams, TenantFigures
-from fairq.job import JobInfo, Lease, NewJob, check_distinct
+from fairq.job import JobInfo, Lease
 from fairq.policy.throttle import Routing
 from fairq.results import JobResult
 
 from . import calls, figures, reads, slots, throttling
-from .checks import check_types
+from .checks import check_types, types_checked
 from .connection import (
     RedisOptions,
     check_eviction,
@@ -98,10 +97,11 @@ from .records import (
     rate_from,
     text,
 )
+from .requests import Batch, FCall, RedisSteps, Request, once_args, run_batch
 from .scripts import Arg, library
 from .waiting import SLICE, Waiter
 
-PRIORITY_RANGE = range(-(2**31), 2**31)
+T = TypeVar("T")
 ROUTE_CACHE = 100_000
 
 
@@ -120,7 +120,7 @@ class RedisBackend:
         self._checked: set[str] = set()
         self._homes: set[str] = set()  # queues route() has added to the queues seen
         self._routes: OrderedDict[str, str] = OrderedDict()
-        self._caller = os.urandom(6).hex()  # with the thread's id: whose reply key (_once)
+        self.caller = os.urandom(6).hex()  # with the thread's id: whose reply key (_once)
         self._lock = threading.Lock()
         try:
             with self._translated():
@@ -141,54 +141,35 @@ class RedisBackend:
     # -- producing -------------------------------------------------------------------------
 
     def enqueue(self, params: EnqueueParams) -> EnqueueResult:
+        return self._drive(self.enqueue_steps(params))
+
+    def enqueue_steps(self, params: EnqueueParams) -> RedisSteps[EnqueueResult]:
         """Route jobs with throttle rules (throttling.py: its own script, in the home queue's
         slot), then store every job in its queue with one enqueue.lua call."""
         jobs = list(params.jobs)
         if not jobs:
             return EnqueueResult(queues=[])
-        self._check_jobs(jobs)
+        calls.check_jobs(jobs, self.options.max_payload_bytes)
         queues = [job.queue for job in jobs]
         if any(job.throttle for job in jobs):
             # a job with a unique key is never throttled, and its id is checked only if stored
-            self._refuse_stored([job.id for job in jobs if job.unique is None])
-            queues = throttling.route(self._run_once, self.layout, jobs, self._at(params.now))
+            unkeyed = [job.id for job in jobs if job.unique is None]
+            yield from throttling.refuse_stored(self.layout, unkeyed)
+            queues = yield from throttling.route(self.layout, jobs, self._at(params.now))
         blocks = calls.blocks([q for job, queue in zip(jobs, queues, strict=True)
                                for q in (job.shards or (queue,))])  # fmt: skip
         args: list[Arg] = [self._at(params.now), len(blocks), *blocks, len(jobs)]
         for job, queue in zip(jobs, queues, strict=True):
             args += calls.job_args(calls.block_of(blocks, job, queue), job)
         keys = [self.layout.directory, self.layout.seq, self.layout.queues]
-        keys += self._keys(blocks, params.now)
+        keys += yield from self._keys_steps(blocks, params.now)
         unique_keys, unique_args = calls.unique_args(self.layout, jobs)
-        reply = self._run_once("enqueue", queues[0], keys + unique_keys, args + unique_args)
+        reply = yield FCall("enqueue", keys + unique_keys, args + unique_args, once=queues[0])
         if reply and text(reply[0]) == "dup":
             raise calls.duplicate([text(i) for i in reply[1:]])
         if reply:  # a sharded job's queue is the script's choice; a held key's job is another
             return calls.enqueued(list(blocks), len(jobs), reply)
         return EnqueueResult(queues=queues)
-
-    def _refuse_stored(self, ids: list[str]) -> None:
-        """DuplicateJob before a throttle window records anything (enqueue.lua checks again)."""
-        with self._translated():
-            found = self.client.hmget(self.layout.directory, ids)
-        duplicate = [i for i, queue in zip(ids, found, strict=True) if queue is not None]
-        if duplicate:
-            raise calls.duplicate(duplicate)
-
-    def _check_jobs(self, jobs: Sequence[NewJob]) -> None:
-        check_distinct(jobs)
-        for job in jobs:
-            size = len(job.payload.encode("utf-8"))
-            if size > self.options.max_payload_bytes:
-                raise PayloadTooLarge(
-                    f"job {job.id!r} has a payload of {size} bytes, over this Redis store's "
-                    f"limit of {self.options.max_payload_bytes} bytes; store large data "
-                    "elsewhere and pass a reference, or raise ?max_payload_bytes= in the URL"
-                )
-            if job.priority not in PRIORITY_RANGE:
-                raise ConfigError(f"priority must fit in 32 bits, got {job.priority}")
-            if not job.tenant:
-                raise ConfigError(f"job {job.id!r} has an empty tenant")
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -374,7 +355,7 @@ class RedisBackend:
                 self.client.sadd(self.layout.queues, params.queue)
             self._homes.add(params.queue)
         at = self._at(params.now)
-        (queue,) = throttling.count(self._run_once, self.layout, [routing], at)
+        (queue,) = self._drive(throttling.count(self.layout, [routing], at))
         return RouteResult(queue=queue)
 
     def acquire_slot(self, params: AcquireSlotParams) -> SlotResult:
@@ -425,22 +406,28 @@ class RedisBackend:
     # -- settings --------------------------------------------------------------------------
 
     def set_queue(self, params: SetQueueParams) -> None:
+        self._drive(self.set_queue_steps(params))
+
+    def set_queue_steps(self, params: SetQueueParams) -> RedisSteps[None]:
         settings = params.settings
         cap = "" if settings.max_running is None else str(settings.max_running)
         rate = rate_arg(settings.rate).split(",") if settings.rate else ["", "", ""]
         half_life = "" if settings.half_life is None else num(settings.half_life)
         in_flight = "" if settings.max_in_flight is None else str(settings.max_in_flight)
-        keys = [self.layout.queues, *self._keys({settings.queue: 1}, params.now)]
+        block = yield from self._keys_steps({settings.queue: 1}, params.now)
         args: list[Arg] = [settings.queue, num(settings.weight), cap, *rate, half_life]
         args += [num(settings.max_debt), self._at(params.now), in_flight]
-        self._run("set_queue", keys, args)
+        yield FCall("set_queue", [self.layout.queues, *block], args)
 
     def get_queue(self, params: GetQueueParams) -> QueueSettings:
         with self._translated():
             return reads.get_queue(self.client, self.layout, params.queue)
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
-        keys = [self.layout.queues, *self._keys({params.queue: 1}, params.now)]
+        return self._drive(self.set_tenant_steps(params))
+
+    def set_tenant_steps(self, params: TenantSettingsParams) -> RedisSteps[TenantStats]:
+        keys = [self.layout.queues, *(yield from self._keys_steps({params.queue: 1}, params.now))]
         args: list[Arg] = [
             params.queue,
             params.tenant,
@@ -449,7 +436,7 @@ class RedisBackend:
             "keep" if isinstance(params.rate, Keep) else rate_arg(params.rate),
             self._at(params.now),
         ]
-        raw, oldest, *meta = self._run("set_tenant", keys, args)
+        raw, oldest, *meta = yield FCall("set_tenant", keys, args)
         weight, cap, rate, half_life, max_debt, now = (text(v) for v in meta)
         defaults = QueueDefaults(
             weight=float(weight),
@@ -471,22 +458,19 @@ class RedisBackend:
                 self.client.hset(self.layout.types, mapping=mapping)
 
     def job_types(self) -> dict[str, JobType]:
-        with self._translated():
-            return reads.job_types(self.client, self.layout)
+        return self._drive(reads.job_types(self.layout))
 
     # -- inspection ------------------------------------------------------------------------
 
     def stats(self, params: StatsParams) -> list[TenantStats]:
-        with self._translated():
-            return reads.stats(self.client, self.layout, params)
+        return self._drive(reads.stats(self.layout, params))
 
     def figures(self, params: FiguresParams) -> list[TenantFigures]:
         with self._translated():
             return figures.read(self.client, self.layout, params)
 
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
-        with self._translated():
-            return reads.get_jobs(self.client, self.layout, list(params.ids))
+        return self._drive(reads.get_jobs(self.layout, list(params.ids)))
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         with self._translated():
@@ -543,34 +527,50 @@ class RedisBackend:
             return ">" + num(now)
         return num(now)
 
-    def _run(self, name: str, keys: list[str], args: Sequence[Arg]) -> Any:
+    def _perform(self, request: Request) -> Any:
+        """Perform one request of an operation (fairq.backends.steps) with the blocking client."""
         with self._translated():
-            return self._library(self.client, name, keys, args)
+            if isinstance(request, Batch):
+                return run_batch(self.client, request)
+            keys, args = request.keys, request.args
+            if request.once is not None:
+                keys, args = self._once(request.once, keys, args)
+            return self._library(self.client, request.op, keys, args)
+
+    def _drive(self, steps: RedisSteps[T]) -> T:
+        return drive(steps, self._perform)
+
+    def _run(self, name: str, keys: list[str], args: Sequence[Arg]) -> Any:
+        return self._perform(FCall(name, keys, list(args)))
 
     def _run_once(self, name: str, queue: str, keys: list[str], args: Sequence[Arg]) -> Any:
         """Run a function registered with ``register_once`` (_lib.lua): when redis-py sends
         the call again after its connection failed, the re-sending gets the first sending's
         reply and changes nothing. ``queue``: one of the call's, whose slot the reply is kept in.
         """
-        return self._run(name, *self._once(queue, keys, args))
+        return self._perform(FCall(name, keys, list(args), once=queue))
 
     def _once(
         self, queue: str, keys: list[str], args: Sequence[Arg]
     ) -> tuple[list[str], list[Arg]]:
         """``keys`` and ``args`` with this thread's reply key in ``queue``'s slot (one per
         thread and queue, so concurrent calls keep their own) and a new call id."""
-        caller = f"{self._caller}-{threading.get_ident()}"
-        return [*keys, self.layout.reply_key(queue, caller)], [*args, os.urandom(8).hex()]
+        caller = f"{self.caller}-{threading.get_ident()}"
+        call = FCall("", keys, list(args))
+        return once_args(self.layout, queue, caller, os.urandom(8).hex(), call)
 
     def _keys(self, blocks: dict[str, int], now: float) -> list[str]:
+        return self._drive(self._keys_steps(blocks, now))
+
+    def _keys_steps(self, blocks: dict[str, int], now: float) -> RedisSteps[list[str]]:
         """The key blocks of ``blocks`` (queue -> block number), in block order, each ending
-        with the queue's figures key of the slot of ``now`` (``Layout.block``)."""
+        with the queue's figures key of the slot of ``now`` (``Layout.block``); a queue's keys
+        are checked (``types_checked``) the first time this store object meets it."""
         keys: list[str] = []
         for queue in sorted(blocks, key=blocks.__getitem__):
             if queue not in self._checked:
-                with self._translated():
-                    types = self.layout.queue_types(queue)
-                    check_types(self.client, self.options.safe_url, types, self.layout, queue)
+                types = self.layout.queue_types(queue)
+                yield from types_checked(self.options.safe_url, types, self.layout, queue)
                 self._checked.add(queue)
             keys += self.layout.block(queue, now)
         return keys

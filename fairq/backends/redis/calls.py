@@ -15,13 +15,32 @@ from fairq.contract import (
     HeartbeatResult,
     Keep,
 )
-from fairq.errors import DuplicateJob
-from fairq.job import NewJob, encode_headers
+from fairq.errors import ConfigError, DuplicateJob, PayloadTooLarge
+from fairq.job import NewJob, check_distinct, encode_headers
 from fairq.results import JobResult
 
 from .keys import Layout
 from .records import encode_body, num, text
 from .scripts import Arg
+
+PRIORITY_RANGE = range(-(2**31), 2**31)
+
+
+def check_jobs(jobs: Sequence[NewJob], max_payload_bytes: int) -> None:
+    """What this store refuses of an enqueue's jobs, before anything is sent."""
+    check_distinct(jobs)
+    for job in jobs:
+        size = len(job.payload.encode("utf-8"))
+        if size > max_payload_bytes:
+            raise PayloadTooLarge(
+                f"job {job.id!r} has a payload of {size} bytes, over this Redis store's "
+                f"limit of {max_payload_bytes} bytes; store large data "
+                "elsewhere and pass a reference, or raise ?max_payload_bytes= in the URL"
+            )
+        if job.priority not in PRIORITY_RANGE:
+            raise ConfigError(f"priority must fit in 32 bits, got {job.priority}")
+        if not job.tenant:
+            raise ConfigError(f"job {job.id!r} has an empty tenant")
 
 
 def blocks(queues: Sequence[str]) -> dict[str, int]:

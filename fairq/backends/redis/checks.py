@@ -9,6 +9,7 @@ from fairq.errors import SchemaError
 
 from .keys import LAYOUT, Layout
 from .records import OLD_LAYOUT, text
+from .requests import Batch, RedisSteps, read
 
 
 def check_types(
@@ -18,15 +19,27 @@ def check_types(
     layout: Layout | None = None,
     queue: str | None = None,
 ) -> None:
+    """``types_checked`` with a blocking client."""
+    read(client, types_checked(safe_url, expected, layout, queue))
+
+
+def types_checked(
+    safe_url: str,
+    expected: dict[str, str],
+    layout: Layout | None = None,
+    queue: str | None = None,
+) -> RedisSteps[None]:
     """Refuse, before anything is written, keys that hold another type of value; and with
     ``queue`` (and its ``layout``), a queue whose records another layout wrote (it has tenants,
     but not our LAYOUT). One round trip."""
-    pipe = client.pipeline(transaction=False)
-    for key in expected:
-        pipe.type(key)
-    if queue is not None and layout is not None:
-        pipe.hmget(layout.queue_key(queue, "meta"), "ntid", "layout")
-    found = pipe.execute()
+
+    def fill(pipe: Any) -> None:
+        for key in expected:
+            pipe.type(key)
+        if queue is not None and layout is not None:
+            pipe.hmget(layout.queue_key(queue, "meta"), "ntid", "layout")
+
+    found = yield Batch(fill)
     for (key, want), raw in zip(expected.items(), found[: len(expected)], strict=True):
         have = text(raw)
         if have not in ("none", want):

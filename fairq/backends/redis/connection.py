@@ -88,17 +88,24 @@ def open_client(options: RedisOptions, *, blocking: bool = False) -> redis.Redis
 
     ``blocking`` clients have no read timeout, for BLPOP (its own timeout bounds the wait).
     """
-    retry = Retry(ExponentialWithJitterBackoff(base=0.05, cap=BACKOFF_CAP), retries=RETRIES)
-    return redis.Redis.from_url(
-        options.client_url,
-        decode_responses=False,
-        retry=retry,
-        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
-        socket_connect_timeout=CONNECT_TIMEOUT,
-        socket_timeout=None if blocking else READ_TIMEOUT,
-        socket_keepalive=True,
-        health_check_interval=0 if blocking else 30,
-    )
+    retry = Retry(backoff(), retries=RETRIES)
+    return redis.Redis.from_url(options.client_url, retry=retry, **client_settings(blocking))
+
+
+def backoff() -> ExponentialWithJitterBackoff:
+    return ExponentialWithJitterBackoff(base=0.05, cap=BACKOFF_CAP)
+
+
+def client_settings(blocking: bool = False) -> dict[str, Any]:
+    """The settings of every client, blocking or ``redis.asyncio`` (aio.py), but its retry."""
+    return {
+        "decode_responses": False,
+        "retry_on_error": [redis.ConnectionError, redis.TimeoutError],
+        "socket_connect_timeout": CONNECT_TIMEOUT,
+        "socket_timeout": None if blocking else READ_TIMEOUT,
+        "socket_keepalive": True,
+        "health_check_interval": 0 if blocking else 30,
+    }
 
 
 def check_version(version: str) -> tuple[int, ...]:

@@ -1,6 +1,7 @@
 """Inspection: stats, jobs, dead letters and job types, read without scripts.
 
-Reads change nothing, so they run as plain commands; each queue's reads go in one MULTI/EXEC
+Reads change nothing, so they run as plain commands, written as operations that a blocking or
+an asyncio client performs (fairq.backends.steps); each queue's reads go in one MULTI/EXEC
 so they see one consistent moment. Stats come from the per-tenant counters; only a tenant's
 oldest ready time needs one ordered-index lookup (O(log n)), never a scan of its jobs.
 """
@@ -29,6 +30,7 @@ from .records import (
     oldest_ready_at,
     text,
 )
+from .requests import Batch, RedisSteps, read
 
 DEAD_PAGE = 500
 
@@ -40,49 +42,63 @@ def queue_names(client: Client, layout: Layout) -> list[str]:
     return sorted(text(name) for name in client.smembers(layout.queues))
 
 
-def stats(client: Client, layout: Layout, params: StatsParams) -> list[TenantStats]:
-    names = queue_names(client, layout)
+def _names(found: Any) -> list[str]:
+    return sorted(text(name) for name in found)
+
+
+def stats(layout: Layout, params: StatsParams) -> RedisSteps[list[TenantStats]]:
+    (found,) = yield Batch(lambda pipe: pipe.smembers(layout.queues))
+    names = _names(found)
     if params.queue is not None:
         names = [n for n in names if n == params.queue]
     rows: list[TenantStats] = []
     for queue in names:
-        rows += _queue_stats(client, layout, queue, params.tenant, params.now)
+        rows += yield from _queue_stats(layout, queue, params.tenant, params.now)
     return sorted(rows, key=lambda r: (r.queue, r.tenant))
 
 
 def _queue_stats(
-    client: Client, layout: Layout, queue: str, only: str | None, now: float | None
-) -> list[TenantStats]:
+    layout: Layout, queue: str, only: str | None, now: float | None
+) -> RedisSteps[list[TenantStats]]:
     key = functools.partial(layout.queue_key, queue)
-    pipe: Any = client.pipeline(transaction=True)
-    pipe.hmget(key("meta"), list(META_FIELDS))
+
+    def fill(pipe: Any) -> None:
+        pipe.hmget(key("meta"), list(META_FIELDS))
+        if only is None:
+            pipe.hgetall(key("tnames"))
+            pipe.hgetall(key("tenants"))
+        else:
+            pipe.hget(key("tids"), only)
+
     if only is None:
-        pipe.hgetall(key("tnames"))
-        pipe.hgetall(key("tenants"))
-        meta, names, records = pipe.execute()
+        meta, names, records = yield Batch(fill, transaction=True)
         tenants = {int(tid): text(name) for tid, name in names.items()}
         parsed = {int(tid): TenantRecord.parse(raw) for tid, raw in records.items()}
     else:
-        pipe.hget(key("tids"), only)
-        meta, tid = pipe.execute()
+        meta, tid = yield Batch(fill, transaction=True)
         if tid is None:
             return []
         tenants = {int(tid): only}
-        parsed = {int(tid): TenantRecord.parse(client.hget(key("tenants"), tid))}
+        (raw,) = yield Batch(lambda pipe: pipe.hget(key("tenants"), tid))
+        parsed = {int(tid): TenantRecord.parse(raw)}
     defaults = QueueDefaults.parse(meta)
-    oldest = _oldest(client, key("readyat"), [t for t, r in parsed.items() if r.ready])
+    oldest = yield from _oldest(key("readyat"), [t for t, r in parsed.items() if r.ready])
     return [
         parsed[tid].stats(queue, tenants[tid], defaults, oldest.get(tid), now) for tid in parsed
     ]
 
 
-def _oldest(client: Client, readyat: str, tids: list[int]) -> dict[int, float | None]:
-    pipe: Any = client.pipeline(transaction=False)
-    for tid in tids:
-        low = b"[" + str(tid).zfill(TID_WIDTH).encode()
-        high = b"(" + str(tid + 1).zfill(TID_WIDTH).encode()
-        pipe.zrangebylex(readyat, low, high, start=0, num=1)
-    found = pipe.execute() if tids else []
+def _oldest(readyat: str, tids: list[int]) -> RedisSteps[dict[int, float | None]]:
+    if not tids:
+        return {}
+
+    def fill(pipe: Any) -> None:
+        for tid in tids:
+            low = b"[" + str(tid).zfill(TID_WIDTH).encode()
+            high = b"(" + str(tid + 1).zfill(TID_WIDTH).encode()
+            pipe.zrangebylex(readyat, low, high, start=0, num=1)
+
+    found = yield Batch(fill)
     pairs = zip(tids, found, strict=True)
     return {tid: oldest_ready_at(members[0] if members else None) for tid, members in pairs}
 
@@ -101,33 +117,34 @@ def get_queue(client: Client, layout: Layout, queue: str) -> QueueSettings:
     )
 
 
-def get_jobs(client: Client, layout: Layout, ids: Sequence[str]) -> list[JobInfo]:
-    queues = client.hmget(layout.directory, list(ids)) if ids else []
+def get_jobs(layout: Layout, ids: Sequence[str]) -> RedisSteps[list[JobInfo]]:
+    if not ids:
+        return []
+    (queues,) = yield Batch(lambda pipe: pipe.hmget(layout.directory, list(ids)))
     by_queue: dict[str, list[str]] = {}
     for job_id, queue in zip(ids, queues, strict=True):
         if queue is not None:
             by_queue.setdefault(text(queue), []).append(job_id)
     found: dict[str, JobInfo] = {}
     for queue, queue_ids in by_queue.items():
-        found.update(jobs_in_queue(client, layout, queue, queue_ids))
+        found.update((yield from jobs_in_queue(layout, queue, queue_ids)))
     return [found[i] for i in ids if i in found]
 
 
-def jobs_in_queue(
-    client: Client, layout: Layout, queue: str, ids: Sequence[str]
-) -> dict[str, JobInfo]:
+def jobs_in_queue(layout: Layout, queue: str, ids: Sequence[str]) -> RedisSteps[dict[str, JobInfo]]:
     key = functools.partial(layout.queue_key, queue)
-    pipe: Any = client.pipeline(transaction=True)
-    pipe.hmget(key("jobs"), list(ids))
-    pipe.hmget(key("bodies"), list(ids))
-    pipe.hmget(key("errors"), list(ids))
-    pipe.hmget(key("progress"), list(ids))
-    pipe.hmget(key("results"), list(ids))
-    records, bodies, errors, progress, results = pipe.execute()
+
+    def fill(pipe: Any) -> None:
+        for part in ("jobs", "bodies", "errors", "progress", "results"):
+            pipe.hmget(key(part), list(ids))
+
+    records, bodies, errors, progress, results = yield Batch(fill, transaction=True)
     rows = zip(ids, records, bodies, errors, progress, results, strict=True)
     present = [(i, JobRecord.parse(r), b, e, p, v) for i, r, b, e, p, v in rows if r is not None]
-    tids = sorted({found[1].tid for found in present})
-    found = client.hmget(key("tnames"), [str(t) for t in tids]) if tids else []
+    tids = sorted({entry[1].tid for entry in present})
+    found = []
+    if tids:
+        (found,) = yield Batch(lambda pipe: pipe.hmget(key("tnames"), [str(t) for t in tids]))
     names = dict(zip(tids, found, strict=True))
     return {
         i: with_progress(
@@ -166,7 +183,7 @@ def _dead_in_queue(
             break
         start += DEAD_PAGE
         ids = [member_job_id(m) for m, _ in page]
-        infos = jobs_in_queue(client, layout, queue, ids)
+        infos = read(client, jobs_in_queue(layout, queue, ids))
         for (member, score), job_id in zip(page, ids, strict=True):
             info = infos.get(job_id)
             if info is not None and (params.tenant is None or info.tenant == params.tenant):
@@ -174,8 +191,8 @@ def _dead_in_queue(
     return out[: params.limit]
 
 
-def job_types(client: Client, layout: Layout) -> dict[str, JobType]:
-    raw = client.hgetall(layout.types)
+def job_types(layout: Layout) -> RedisSteps[dict[str, JobType]]:
+    (raw,) = yield Batch(lambda pipe: pipe.hgetall(layout.types))
     types: dict[str, JobType] = {}
     for name, value in raw.items():
         data = json.loads(value)

@@ -84,6 +84,17 @@ class Library:
             self.load(client)
             return client.fcall(name, len(keys), *keys, *args)
 
+    async def acall(self, client: Any, op: str, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+        """``__call__`` with a ``redis.asyncio`` client."""
+        name = self.function(op)
+        try:
+            return await client.fcall(name, len(keys), *keys, *args)
+        except redis.ResponseError as exc:
+            if not _missing(exc):
+                raise
+            await client.function_load(self.source, replace=True)
+            return await client.fcall(name, len(keys), *keys, *args)
+
     def pipe(self, pipe: Pipeline, op: str, keys: Sequence[str], args: Sequence[Arg]) -> None:
         """Queue a call on ``pipe``; its reply goes through ``answer``."""
         pipe.fcall(self.function(op), len(keys), *keys, *args)

@@ -21,22 +21,32 @@ from fairq.contract import ThrottleWindowsParams
 from fairq.job import NewJob
 from fairq.policy import throttle
 
+from . import calls
 from .keys import Layout
 from .records import num, text
+from .requests import Batch, FCall, RedisSteps
 from .scripts import Arg
 
 #: ``RedisBackend._run_once``: run(function, queue whose slot keeps the reply, keys, args).
 Run = Callable[[str, str, list[str], Sequence[Arg]], Any]
 
 
-def route(run: Run, layout: Layout, jobs: Sequence[NewJob], now: str) -> list[str]:
+def route(layout: Layout, jobs: Sequence[NewJob], now: str) -> RedisSteps[list[str]]:
     """The queue of each job: its own, or what its throttle rules chose (recorded). ``now``:
     the time argument, as ``RedisBackend._at`` makes it."""
     routings = [throttle.Routing(job.name, job.tenant, job.queue, job.throttle) for job in jobs]
-    return count(run, layout, routings, now)
+    return count(layout, routings, now)
 
 
-def count(run: Run, layout: Layout, routings: Sequence[throttle.Routing], now: str) -> list[str]:
+def refuse_stored(layout: Layout, ids: list[str]) -> RedisSteps[None]:
+    """DuplicateJob before a throttle window records anything (enqueue.lua checks again)."""
+    (found,) = yield Batch(lambda pipe: pipe.hmget(layout.directory, ids))
+    duplicate = [i for i, queue in zip(ids, found, strict=True) if queue is not None]
+    if duplicate:
+        raise calls.duplicate(duplicate)
+
+
+def count(layout: Layout, routings: Sequence[throttle.Routing], now: str) -> RedisSteps[list[str]]:
     """Record each enqueue in its window and choose its queue, in order (one route.lua call
     per home queue); one without rules keeps its home queue, recorded nowhere. A job's
     enqueue (``route``) and ``Backend.route`` both come here: one window, one rule."""
@@ -60,7 +70,8 @@ def count(run: Run, layout: Layout, routings: Sequence[throttle.Routing], now: s
             ]
             for rule in routing.rules:
                 args += [rule.threshold, num(rule.per), rule.queue]
-        for at, queue in zip(positions, run("route", home, list(keys), args), strict=True):
+        reply = yield FCall("route", list(keys), args, once=home)
+        for at, queue in zip(positions, reply, strict=True):
             chosen[at] = text(queue)
     return chosen
 

@@ -1,0 +1,131 @@
+"""Django: enqueue jobs that commit or roll back with the request's data.
+
+::
+
+    from django.db import transaction
+    from fairq.integrations.django import enqueue
+
+    with transaction.atomic():
+        order = Order.objects.create(shop=shop, total=total)
+        enqueue(send_receipt, order.id, shop=shop.slug)   # send_receipt: an @app.job
+
+Two ways, chosen per call, with one outcome: the job exists if and only if the transaction
+around the call commits.
+
+* **In the transaction** (a PostgreSQL fairq store in the very database of Django's connection
+  ``using``, with psycopg 3: Django 4.2+): the job is written on Django's own connection
+  (``PostgresBackend.bound_to``: fairq/backends/postgres/transactional.py), in a savepoint of
+  its transaction. It commits with the order, or rolls back with it; a worker sees it from
+  the commit on. A refused enqueue (a duplicate id) raises and leaves the transaction usable.
+* **After the commit** (any other store: SQLite, Redis, a PostgreSQL store in another
+  database, or Django on psycopg2): the jobs are checked and given their ids at the call,
+  and stored by ``transaction.on_commit``: after Django's transaction commits, never when it
+  rolls back. Between the commit and the store call there is a moment in which a crash loses
+  the job (the data committed, the job not stored); the first way has no such moment.
+
+Either way, bad input (arguments that are not JSON, a missing tenant …) raises at the call,
+with the same error as ``job.enqueue``, and the call returns the job's id. Outside
+``atomic()`` (autocommit) both store the job at once, as Django stores the data. A job whose
+unique key is held gets the holder's id in the first way; in the second, the id made at the
+call, under which nothing is stored when the key is still held at the commit. The
+``before_enqueue``/``after_enqueue`` hooks run when the store is called: at the call in the
+first way, at the commit in the second. Needs the extra ``fairq[django]``.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from collections.abc import Iterable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+
+from fairq.backends.steps import drive
+from fairq.declare import BoundOptions, Call, JobDefinition
+from fairq.errors import ConfigError
+from fairq.newjobs import performed, prepared, stored
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+    from fairq.app import App
+    from fairq.backends.postgres import PostgresBackend
+
+__all__ = ["enqueue", "enqueue_many", "in_transaction"]
+
+
+def enqueue(job: JobDefinition[Any, Any] | BoundOptions[Any], /, *args: Any, **kwargs: Any) -> str:
+    """``job.enqueue(*args, **kwargs)`` in Django's transaction on the default database (see
+    the module's docstring); ``job`` may be ``job.options(...)``. Returns the job's id."""
+    definition = job.definition if isinstance(job, BoundOptions) else job
+    return enqueue_many([job.call(*args, **kwargs)], app=_app_of(definition))[0]
+
+
+def enqueue_many(calls: Iterable[Call], *, app: App, using: str = DEFAULT_DB_ALIAS) -> list[str]:
+    """``app.enqueue_many(calls)`` in the transaction of Django's database ``using``: stored
+    with it (all of them, or none), or after it commits. Returns the jobs' ids."""
+    bound = in_transaction(app, using)
+    if bound is not None:
+        backend, conn = bound
+        with backend.bound_to(conn):
+            return app.enqueue_many(calls)
+    jobs, now = drive(prepared(app, calls), partial(performed, app))
+    transaction.on_commit(lambda: drive(stored(app, jobs, now), partial(performed, app)), using)
+    return [job.id for job in jobs]
+
+
+def in_transaction(
+    app: App, using: str = DEFAULT_DB_ALIAS
+) -> tuple[PostgresBackend, Connection[Any]] | None:
+    """``app``'s PostgreSQL store and Django's psycopg connection ``using``, when the store
+    lives in that connection's database (its schema present): enqueues can then join its
+    transaction. None otherwise: they wait for its commit instead."""
+    if "fairq.backends.postgres" not in sys.modules:  # no PostgreSQL store exists
+        return None
+    from psycopg import Connection
+
+    from fairq.backends.postgres import PostgresBackend
+
+    backend = app.backend
+    django = connections[using]
+    if not isinstance(backend, PostgresBackend) or django.vendor != "postgresql":
+        return None
+    django.ensure_connection()
+    raw = django.connection
+    if not isinstance(raw, Connection):  # psycopg2
+        return None
+    return (backend, raw) if _same_database(raw, backend) else None
+
+
+def _same_database(raw: Connection[Any], backend: PostgresBackend) -> bool:
+    """The connection reaches the store's database (name and port as connected) and the
+    store's schema is there: what the inbox insert needs. Asked once per connection."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    from fairq.backends.postgres.sql import quote_ident
+
+    known = _checked.setdefault(raw, {})
+    if backend.schema not in known:
+        wanted = conninfo_to_dict(backend.url.conninfo)
+        same = raw.info.dbname == wanted.get("dbname", raw.info.dbname)
+        same = same and str(raw.info.port) == str(wanted.get("port", raw.info.port))
+        if same:
+            inbox = f"{quote_ident(backend.schema)}.inbox"
+            row = raw.execute("SELECT to_regclass(%s) IS NOT NULL", (inbox,)).fetchone()
+            same = bool(row and row[0])
+        known[backend.schema] = same
+    return known[backend.schema]
+
+
+#: Per Django connection (weakly: a closed one goes): schema -> in its database.
+_checked: weakref.WeakKeyDictionary[Connection[Any], dict[str, bool]] = weakref.WeakKeyDictionary()
+
+
+def _app_of(definition: JobDefinition[Any, Any]) -> App:
+    from fairq.app import App
+
+    if not isinstance(definition.app, App):
+        raise ConfigError(f"job {definition.name!r} is not declared on a fairq App")
+    return definition.app

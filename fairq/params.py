@@ -1,0 +1,114 @@
+"""The App's settings and inspection calls, checked and made into the store's params.
+
+Written once for ``App.set_tenant`` … and their async twins (``App.aset_tenant`` …,
+fairq/asyncapi/app.py), so both refuse the same bad arguments with the same errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from fairq.contract import (
+    KEEP,
+    CancelParams,
+    FiguresParams,
+    Keep,
+    ListDeadParams,
+    QueueSettings,
+    RequeueParams,
+    SetQueueParams,
+    StatsParams,
+    TenantSettingsParams,
+)
+from fairq.errors import ConfigError
+from fairq.policy.bounds import (
+    check_max_in_flight,
+    check_max_running,
+    check_seconds,
+    check_tenant,
+    check_weight,
+)
+from fairq.policy.queues import check_queue_name
+from fairq.policy.rate import Rate, check_rate
+
+
+def tenant_settings(
+    now: float,
+    queue: str,
+    tenant: str,
+    *,
+    weight: float | Keep | None = KEEP,
+    max_running: int | Keep | None = KEEP,
+    rate: Rate | str | Keep | None = KEEP,
+) -> TenantSettingsParams:
+    if not isinstance(weight, Keep) and weight is not None:
+        weight = check_weight(weight, paused_ok=True)
+    if not isinstance(max_running, Keep):
+        max_running = check_max_running(max_running)
+    if not isinstance(rate, Keep):
+        rate = check_rate(rate)
+    return TenantSettingsParams(
+        queue=check_queue_name(queue),
+        tenant=check_tenant(tenant),
+        now=now,
+        weight=weight,
+        max_running=max_running,
+        rate=rate,
+    )
+
+
+def queue_settings(
+    now: float,
+    queue: str,
+    *,
+    weight: float = 1.0,
+    max_running: int | None = None,
+    rate: Rate | str | None = None,
+    half_life: float | timedelta | None = None,
+    max_debt: float | timedelta = 60.0,
+    max_in_flight: int | None = None,
+) -> SetQueueParams:
+    settings = QueueSettings(
+        queue=check_queue_name(queue),
+        weight=check_weight(weight),
+        max_running=check_max_running(max_running),
+        rate=check_rate(rate),
+        half_life=None if half_life is None else check_seconds("half_life", half_life),
+        max_debt=check_seconds("max_debt", max_debt),
+        max_in_flight=check_max_in_flight(max_in_flight),
+    )
+    return SetQueueParams(settings=settings, now=now)
+
+
+def stats(now: float, queue: str | None, tenant: str | None) -> StatsParams:
+    return StatsParams(queue=queue, tenant=tenant_filter(tenant), now=now)
+
+
+def figures(now: float, queue: str | None, tenant: str | None) -> FiguresParams:
+    return FiguresParams(queue=queue, tenant=tenant_filter(tenant), now=now)
+
+
+def dead(queue: str | None, tenant: str | None, limit: int) -> ListDeadParams:
+    return ListDeadParams(queue=queue, tenant=tenant_filter(tenant), limit=limit)
+
+
+def requeue(now: float, ids: Sequence[str]) -> RequeueParams:
+    return RequeueParams(ids=list(ids), now=now)
+
+
+def cancel(now: float, ids: Sequence[str]) -> CancelParams:
+    if isinstance(ids, (str, bytes)):
+        raise ConfigError(f"ids must be a list of job ids, got {ids!r}; for one, use cancel")
+    return CancelParams(ids=[job_id(i) for i in ids], now=now)
+
+
+def job_id(found: object) -> str:
+    if not isinstance(found, str) or not found:
+        raise ConfigError(f"a job id is a non-empty str (as enqueue returned it), got {found!r}")
+    return found
+
+
+def tenant_filter(tenant: str | None) -> str | None:
+    """A tenant to look for: no store can hold one that ``check_tenant`` refuses."""
+    return None if tenant is None else check_tenant(tenant)
