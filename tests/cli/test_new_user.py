@@ -50,6 +50,7 @@ def fairq_command(
         ("psycopg", server_url(), "postgres"),
         ("psycopg_pool", server_url(), "postgres"),
     ],
+    ids=["redis", "psycopg", "psycopg_pool"],
 )
 @pytest.mark.parametrize("command", [["stats"], ["worker", "fairq.demo.jobs:app", "--burst"]])
 def test_a_server_url_without_its_extra_names_the_pip_install(
