@@ -1,26 +1,25 @@
-"""``RedisBackend``: every state change is one Lua function (FCALL); reads are plain commands.
+"""``RedisBackend``: every state change is a Lua function (FCALL); reads are plain commands.
 
-Python validates input, finds the queue of a lease token (job ids map to their queue in the
-directory hash; a job never changes queue once stored), packs KEYS and ARGV, and turns script
-replies into records or errors. It never reads state to decide what to write: that happens
-inside the scripts, atomically. See keys.py for the layout and lua/_lib.lua for the stored
-records. Enqueueing jobs with throttle rules is the one operation in two scripts: the
-window's record + decide (route.lua, in the home queue's Cluster slot), then the store
-(enqueue.lua, in the chosen queue's); throttling.py says why and what that gives up.
-Every call whose re-sending by redis-py would change the outcome is sent once (``_run_once``).
+Python validates input, finds the queue of a job id (``Directory.locate``; a job never changes
+queue once stored), packs KEYS and ARGV, and turns script replies into records or errors. It
+never reads state to decide what to write: that happens inside the scripts, atomically. See
+keys.py for the layout and lua/_lib.lua for the stored records. Enqueueing jobs with throttle
+rules is the one operation in two scripts: the window's record + decide (route.lua, in the
+home queue's Cluster slot), then the store (enqueue.lua, in the chosen queue's); throttling.py
+says why and what that gives up. Every call whose re-sending by redis-py would change the
+outcome is sent once (``Store.run_once``).
+
+On a single Redis each operation is one script call. On a Redis Cluster (``?cluster=1``) a
+script touches one slot, so an operation over queues of several slots is one call per slot
+(plumbing.py, consuming.py): atomic per slot, not across slots; a batch enqueue's ids are
+claimed in the directory first (directory.py). docs/redis.md states what that gives.
 """
 
 from __future__ import annotations
 
-import os
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Sequence
-from functools import partial
 from typing import Any
 
-from fairq.backends.clock import Clock
 from fairq.contract import (
     AckAndDequeueParams,
     AckAndDequeueResult,
@@ -60,116 +59,154 @@ from fairq.contract import (
     TenantStats,
     ThrottleWindowsParams,
     WaitParams,
-    no_wait,
 )
-from fairq.errors import (
-    ConfigError,
-    LeaseExpired,
-    LeaseNotFound,
-    PayloadTooLarge,
-)
+from fairq.errors import ConfigError, PayloadTooLarge
 from fairq.figures import FiguresParams, TenantFigures
-from fairq.job import JobInfo, Lease, NewJob, check_distinct
+from fairq.job import JobInfo, NewJob, check_distinct
 from fairq.policy.throttle import Routing
 
-from . import calls, figures, reads, slots, throttling
+from . import calls, cluster, figures, reads, slots, throttling
 from .checks import check_types
-from .connection import (
-    RedisOptions,
-    check_eviction,
-    check_version,
-    open_client,
-    parse_url,
-    translated,
-)
-from .keys import Layout
+from .connection import RedisOptions, check_eviction, check_version, parse_url
+from .consuming import Consumer
+from .directory import Directory
+from .plumbing import Call, Store, grouped, runs
 from .records import (
-    JobRecord,
     QueueDefaults,
     TenantRecord,
-    job_info,
-    lease,
     num,
     oldest_ready_at,
     rate_arg,
     rate_from,
     text,
 )
-from .scripts import Arg, library
-from .waiting import SLICE, Waiter
+from .scripts import Arg
+from .waiting import ClusterWaiter, Waiter
 
 PRIORITY_RANGE = range(-(2**31), 2**31)
-ROUTE_CACHE = 100_000
 
 
 class RedisBackend:
     """Fair per-tenant queues in Redis (``redis://``, ``rediss://`` or ``unix://`` URLs).
 
-    URL options: ``prefix`` (key prefix, default ``fairq``), ``max_payload_bytes`` and
-    ``clock`` (``store``, the default, or ``caller``: fairq/backends/clock.py).
+    URL options: ``prefix`` (key prefix, default ``fairq``), ``max_payload_bytes``,
+    ``clock`` (``store``, the default, or ``caller``: fairq/backends/clock.py), ``cluster=1``
+    (a Redis Cluster; ``cluster_nodes=host:port,…`` more nodes to start from) and
+    ``wait_replicas=n`` / ``wait_timeout=seconds`` (an enqueue waits for n replicas).
     """
 
     def __init__(self, options: RedisOptions) -> None:
         self.options = options
-        self.layout = Layout(options.prefix)
-        self.client: Any = open_client(options)  # replies are parsed where they are used
-        self._library = library()
-        self._checked: set[str] = set()
-        self._homes: set[str] = set()  # queues route() has added to the queues seen
-        self._routes: OrderedDict[str, str] = OrderedDict()
-        self._caller = os.urandom(6).hex()  # with the thread's id: whose reply key (_once)
-        self._lock = threading.Lock()
+        self._store = Store(options)
+        self.layout = self._store.layout
+        self.client: Any = self._store.client
         try:
-            with self._translated():
-                info = self.client.info("server", "memory")
-                check_version(text(info["redis_version"]))
-                policy, limit = text(info.get("maxmemory_policy", "")), info.get("maxmemory", 0)
-                check_eviction(self.options.safe_url, policy, int(limit))
+            with self._store.translated():
+                self._check_servers()
                 check_types(self.client, self.options.safe_url, self.layout.global_types())
+                if options.wait_replicas:  # so that every enqueue's WAIT covers its jobs
+                    self._store.library.load(self.client)
         except BaseException:
             self.client.close()
             raise
-        self._waiter = Waiter(options, self.layout)
+        self._directory = Directory(self.client, self.layout)
+        waiter = (ClusterWaiter if options.cluster else Waiter)(options, self.layout)
+        self._consumer = Consumer(self._store, self._directory, waiter)
 
     @classmethod
     def from_url(cls, url: str) -> RedisBackend:
         return cls(parse_url(url))
 
+    def _check_servers(self) -> None:
+        """The version and eviction policy of the server (every master of a Cluster), and that
+        the URL says whether it is a Cluster."""
+        if self.options.cluster:
+            infos = cluster.servers(self.client, "server", "memory")
+        else:
+            infos = [self.client.info("server", "memory", "cluster")]
+            if int(infos[0].get("cluster_enabled", 0)):
+                raise ConfigError(
+                    f"Redis at {self.options.safe_url} is a Redis Cluster node: add cluster=1 "
+                    "to the URL (redis://host:port/?cluster=1)"
+                )
+        for info in infos:
+            check_version(text(info["redis_version"]))
+            policy, limit = text(info.get("maxmemory_policy", "")), info.get("maxmemory", 0)
+            check_eviction(self.options.safe_url, policy, int(limit))
+
     # -- producing -------------------------------------------------------------------------
 
     def enqueue(self, params: EnqueueParams) -> EnqueueResult:
         """Route jobs with throttle rules (throttling.py: its own script, in the home queue's
-        slot), then store every job in its queue with one enqueue.lua call."""
+        slot), then store every job in its queue: one enqueue.lua call per group of queues
+        (one call on a single Redis). On a Cluster the ids are claimed in the directory
+        first, and released again for the jobs not stored when a call fails."""
         jobs = list(params.jobs)
         if not jobs:
             return EnqueueResult(queues=[])
         self._check_jobs(jobs)
-        queues = [job.queue for job in jobs]
-        if any(job.throttle for job in jobs):
-            self._refuse_stored([job.id for job in jobs])
-            queues = throttling.route(self._run_once, self.layout, jobs, self._at(params.now))
-        blocks = calls.blocks([q for job, queue in zip(jobs, queues, strict=True)
-                               for q in (job.shards or (queue,))])  # fmt: skip
-        args: list[Arg] = [self._at(params.now), len(blocks), *blocks, len(jobs)]
-        for job, queue in zip(jobs, queues, strict=True):
-            args += calls.job_args(calls.block_of(blocks, job, queue), job)
-        keys = [self.layout.directory, self.layout.seq, self.layout.queues]
-        keys += self._keys(blocks, params.now)
-        reply = self._run_once("enqueue", queues[0], keys, args)
-        if reply and text(reply[0]) == "dup":
-            raise calls.duplicate([text(i) for i in reply[1:]])
-        if reply:  # a sharded job's queue is the script's choice
-            names = list(blocks)
-            queues = [names[int(block) - 1] for block in reply[1:]]
-        return EnqueueResult(queues=queues)
+        cluster = self.layout.cluster
+        if cluster:
+            with self._store.translated():
+                self._directory.claim(jobs)
+        try:
+            queues = [job.queue for job in jobs]
+            if any(job.throttle for job in jobs):
+                if not cluster:
+                    self._refuse_stored([job.id for job in jobs])
+                at = self._store.at(params.now)
+                queues = throttling.route(self._store.run_once, self.layout, jobs, at)
+            if cluster:
+                pairs = zip(jobs, queues, strict=True)
+                self._store.register(queue for job, queue in pairs if not job.shards)
+            chosen = self._store_jobs(jobs, queues, params.now)
+        except BaseException:
+            if cluster:
+                with self._store.translated():
+                    self._directory.release_unstored(jobs)
+            raise
+        if cluster:
+            self._store.register(q for job, q in zip(jobs, chosen, strict=True) if job.shards)
+        return EnqueueResult(queues=chosen)
+
+    def _store_jobs(self, jobs: list[NewJob], queues: list[str], now: float) -> list[str]:
+        """enqueue.lua per group; the queue each job went to (a sharded job's: the script's
+        choice). DuplicateJob when a call found ids stored."""
+        floor = self._store.seq_floor(len(jobs))
+        by_group: dict[int, list[int]] = {}
+        for at, (job, queue) in enumerate(zip(jobs, queues, strict=True)):
+            by_group.setdefault(self.layout.group((job.shards or (queue,))[0]), []).append(at)
+        made: list[tuple[Call, list[int], dict[str, int]]] = []
+        for places in by_group.values():
+            blocks = calls.blocks([q for at in places for q in (jobs[at].shards or (queues[at],))])
+            args: list[Arg] = [self._store.at(now), floor, len(blocks), *blocks, len(places)]
+            for at in places:
+                args += calls.job_args(calls.block_of(blocks, jobs[at], queues[at]), jobs[at], at)
+            keys = self._store.keys(blocks, now)
+            if not self.layout.cluster:
+                keys = [self.layout.directory, self.layout.queues, *keys]
+            made.append((("enqueue", next(iter(blocks)), keys, args), places, blocks))
+        sent = [call for call, _, _ in made]
+        run = self._store.run_replicated if self.options.wait_replicas else self._store.run_all
+        replied = run(sent)
+        chosen, duplicates = list(queues), []
+        for (_, places, blocks), reply in zip(made, replied, strict=True):
+            if reply and text(reply[0]) == "dup":
+                duplicates += [text(i) for i in reply[1:]]
+            elif reply:  # a sharded job's queue is the script's choice
+                names = list(blocks)
+                for at, block in zip(places, reply[1:], strict=True):
+                    chosen[at] = names[int(block) - 1]
+        if duplicates:
+            raise calls.duplicate(duplicates)
+        return chosen
 
     def _refuse_stored(self, ids: list[str]) -> None:
         """DuplicateJob before a throttle window records anything (enqueue.lua checks again)."""
-        with self._translated():
-            found = self.client.hmget(self.layout.directory, ids)
-        duplicate = [i for i, queue in zip(ids, found, strict=True) if queue is not None]
-        if duplicate:
-            raise calls.duplicate(duplicate)
+        with self._store.translated():
+            found = self._directory.locate(ids)
+        if found:
+            raise calls.duplicate([i for i in ids if i in found])
 
     def _check_jobs(self, jobs: Sequence[NewJob]) -> None:
         check_distinct(jobs)
@@ -186,189 +223,49 @@ class RedisBackend:
             if not job.tenant:
                 raise ConfigError(f"job {job.id!r} has an empty tenant")
 
-    # -- consuming -------------------------------------------------------------------------
+    # -- consuming (consuming.py) ------------------------------------------------------------
 
     def dequeue(self, params: DequeueParams) -> DequeueResult:
-        if params.limit < 1 or not params.queues:
-            return DequeueResult()
-        blocks = calls.blocks(params.queues)
-        order = list(blocks.values())  # a queue named twice is tried once: same result
-        rest: list[Arg] = [params.limit, params.worker_id, *order]
-        if params.wait > 0:
-            reply = self._dequeue_after_wait(params, blocks, rest)
-        else:
-            at = self._at(params.now)
-            keys = self._keys(blocks, params.now)
-            reply = self._run_once("dequeue", params.queues[0], keys, [at, *rest])
-        return self._dequeued(blocks, reply)
-
-    def _dequeued(self, blocks: dict[str, int], reply: list[Any]) -> DequeueResult:
-        """A dequeue's reply (dequeue.lua): the leases expired, then the leases handed out,
-        their routes remembered."""
-        names = {block: name for name, block in blocks.items()}
-        return DequeueResult(
-            leases=self._leases(names, reply), expired=calls.expired(names, reply[0])
-        )
-
-    def _leases(self, names: dict[int, str], reply: list[Any]) -> list[Lease]:
-        leases: list[Lease] = []
-        for at in range(1, len(reply), 5):
-            block, job_id, raw, body, tenant = reply[at : at + 5]
-            queue = names[int(block)]
-            leases.append(lease(text(job_id), queue, raw, body, text(tenant)))
-        for item in leases:
-            self._remember(item.job_id, item.queue)
-        return leases
-
-    def _dequeue_after_wait(
-        self, params: DequeueParams, blocks: dict[str, int], rest: list[Arg]
-    ) -> Any:
-        """BLPOP slices, each with the dequeue pipelined behind it (at the later of the sender's
-        and the server's clock: ``now_of`` in _lib.lua), until a token wakes us, a job is
-        taken or the wait is over."""
-        started = time.monotonic()
-        while True:
-            waited = time.monotonic() - started
-            at = ">" + num(params.now + waited)
-            keys = self._keys(blocks, params.now + waited)  # figures: the slot it runs in
-            sent, args = self._once(params.queues[0], keys, [at, *rest])
-            with self._translated():
-                woke, reply = self._waiter.wait_then(
-                    params.queues,
-                    params.wait - waited,
-                    partial(self._library.pipe, op="dequeue", keys=sent, args=args),
-                )
-                reply = self._library.answer(self.client, reply, "dequeue", sent, args)
-            if woke or len(reply) > 1 or params.wait - waited <= SLICE:
-                return reply
+        return self._consumer.dequeue(params)
 
     def ack_many(self, params: AckManyParams) -> AckManyResult:
-        """One script (ack_many.lua) for every token, with a key block per queue involved."""
-        return calls.ack_result(self._per_lease("ack_many", params.tokens, params.now))
+        return self._consumer.ack_many(params)
 
-    def ack_and_dequeue(self, both: AckAndDequeueParams) -> AckAndDequeueResult:
-        """One script (ack_dequeue.lua): the acks' queues join the dequeue's key blocks."""
-        acks, params = both.acks, both.dequeue
-        no_wait(params)
-        if params.limit < 1 or not params.queues:
-            return AckAndDequeueResult(acks=self.ack_many(acks), dequeue=DequeueResult())
-        routed = self._routed(acks.tokens)
-        blocks = calls.blocks([*params.queues, *(q for _, q, _, _ in routed if q is not None)])
-        order = list(dict.fromkeys(blocks[q] for q in params.queues))
-        args: list[Arg] = [self._at(params.now), params.limit, params.worker_id, len(order)]
-        args += [*order, self._at(acks.now), *calls.held_args(routed, blocks)]
-        reply = self._run_once(
-            "ack_dequeue", params.queues[0], self._keys(blocks, params.now), args
-        )
-        answers = self._rerouted("ack_many", routed, calls.answers(routed, reply[0]), acks.now)
-        return AckAndDequeueResult(
-            acks=calls.ack_result(answers), dequeue=self._dequeued(blocks, reply[1:])
-        )
+    def ack_and_dequeue(self, params: AckAndDequeueParams) -> AckAndDequeueResult:
+        return self._consumer.ack_and_dequeue(params)
 
     def fail(self, params: FailParams) -> JobInfo:
-        queue, job_id, attempt = self._route(params.token)
-        retry = "" if params.retry_at is None else num(params.retry_at)
-        args: list[Arg] = [job_id, attempt, self._at(params.now), params.error, retry]
-        reply = self._end("fail", queue, args, params.token, params.now)
-        record = JobRecord.parse(reply[1])
-        assert queue is not None  # _end raised otherwise
-        info = job_info(job_id, queue, record, reply[2], text(reply[3]), text(reply[4]))
-        return reads.with_progress(info, reply[5] or None)
+        return self._consumer.fail(params)
 
     def release(self, params: ReleaseParams) -> None:
-        queue, job_id, attempt = self._route(params.token)
-        run_at = "" if params.run_at is None else num(params.run_at)
-        args: list[Arg] = [job_id, attempt, self._at(params.now), run_at]
-        if params.note is not None:
-            args.append(params.note)
-        self._end("release", queue, args, params.token, params.now)
+        self._consumer.release(params)
 
     def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
-        queue, job_id, attempt = self._route(params.token)
-        args: list[Arg] = [job_id, attempt, self._at(params.now), params.progress]
-        reply = self._end("checkpoint", queue, args, params.token, params.now)
-        return CheckpointResult(deadline=float(reply[1]))
-
-    def _end(
-        self, name: str, queue: str | None, args: list[Arg], token: str, now: float
-    ) -> list[Any]:
-        if queue is None:
-            raise LeaseNotFound.of(token)
-        reply: list[Any] = self._run_once(name, queue, self._keys({queue: 1}, now), args)
-        if text(reply[0]) == "nf" and self._forget(str(args[0]), queue):
-            return self._end(name, self._route(token)[0], args, token, now)
-        status = text(reply[0])
-        if status == "nf":
-            raise LeaseNotFound.of(token)
-        if status == "exp":
-            raise LeaseExpired.of(token, float(reply[1]), now)
-        return reply
-
-    def _forget(self, job_id: str, queue: str) -> bool:
-        """Drop a cached route that proved wrong (an id reused after pruning); True if so."""
-        with self._lock:
-            cached = self._routes.pop(job_id, None)
-        if cached is None:
-            return False
-        with self._translated():
-            found = self.client.hget(self.layout.directory, job_id)
-        return found is not None and text(found) != queue
+        return self._consumer.checkpoint(params)
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
-        answers = self._per_lease("heartbeat", params.tokens, params.now)
-        return HeartbeatResult(
-            deadlines={token: float(answer) for token, answer in answers if answer},
-            lost=[token for token, answer in answers if not answer],
-        )
-
-    def _per_lease(self, script: str, tokens: Sequence[str], now: float) -> list[tuple[str, str]]:
-        """Run a per-lease script (``each_held`` in _lib_jobs.lua) over ``tokens`` in one call:
-        each token's answer, '' for a lost lease (one whose job is not routed counts too)."""
-        routed = self._routed(tokens)
-        blocks = calls.blocks([q for _, q, _, _ in routed if q is not None])
-        if not blocks:
-            return calls.answers(routed, [])
-        args = [self._at(now), *calls.held_args(routed, blocks)]
-        reply = self._run_once(script, next(iter(blocks)), self._keys(blocks, now), args)
-        return self._rerouted(script, routed, calls.answers(routed, reply), now)
-
-    def _rerouted(
-        self, script: str, routed: list[calls.Routed], answers: list[tuple[str, str]], now: float
-    ) -> list[tuple[str, str]]:
-        """``answers`` with the lost tokens whose cached route proved wrong (an id reused
-        after pruning, now in another queue) run again through ``script`` in their queue."""
-        stale = [
-            token
-            for (token, answer), (_, queue, job_id, _) in zip(answers, routed, strict=True)
-            if not answer and queue is not None and self._forget(job_id, queue)
-        ]
-        if not stale:
-            return answers
-        again = dict(self._per_lease(script, stale, now))
-        return [(token, again.get(token, answer)) for token, answer in answers]
+        return self._consumer.heartbeat(params)
 
     # -- routing and tenant slots (for peer brokers' jobs) -----------------------------------
 
     def route(self, params: RouteParams) -> RouteResult:
         """route.lua, as an enqueue's throttle rules run it (throttling.count). The home queue
-        joins the queues seen (once per backend object), where ``throttle_windows`` looks."""
+        joins the queues seen, where ``throttle_windows`` looks."""
         routing = Routing(params.name, params.tenant, params.queue, params.rules)
-        if params.rules and params.queue not in self._homes:
-            with self._translated():
-                self.client.sadd(self.layout.queues, params.queue)
-            self._homes.add(params.queue)
-        at = self._at(params.now)
-        (queue,) = throttling.count(self._run_once, self.layout, [routing], at)
+        if params.rules:
+            self._store.register([params.queue])
+        at = self._store.at(params.now)
+        (queue,) = throttling.count(self._store.run_once, self.layout, [routing], at)
         return RouteResult(queue=queue)
 
     def acquire_slot(self, params: AcquireSlotParams) -> SlotResult:
-        block = self._keys({params.queue: 1}, params.now)
-        return slots.acquire(self._run_once, block, self.layout, params, self._at(params.now))
+        block = self._store.keys({params.queue: 1}, params.now)
+        at = self._store.at(params.now)
+        return slots.acquire(self._store.run_once, block, self.layout, params, at)
 
     def renew_slots(self, params: RenewSlotsParams) -> RenewSlotsResult:
-        answers = slots.each(
-            self._run_once, self.layout, "renew_slots", params.tokens, self._at(params.now)
-        )
+        at = self._store.at(params.now)
+        answers = slots.each(self._store.run_once, self.layout, "renew_slots", params.tokens, at)
         pairs = list(zip(params.tokens, answers, strict=True))
         return RenewSlotsResult(
             deadlines={token: float(answer) for token, answer in pairs if answer},
@@ -376,9 +273,8 @@ class RedisBackend:
         )
 
     def release_slots(self, params: ReleaseSlotsParams) -> ReleaseSlotsResult:
-        answers = slots.each(
-            self._run_once, self.layout, "release_slots", params.tokens, self._at(params.now)
-        )
+        at = self._store.at(params.now)
+        answers = slots.each(self._store.run_once, self.layout, "release_slots", params.tokens, at)
         pairs = list(zip(params.tokens, answers, strict=True))
         return ReleaseSlotsResult(
             released=[token for token, answer in pairs if answer],
@@ -388,25 +284,56 @@ class RedisBackend:
     # -- maintenance -----------------------------------------------------------------------
 
     def maintain(self, params: MaintainParams) -> MaintainResult:
-        with self._translated():
+        """maintain.lua per run of queues of one group (one call on a single Redis), the
+        queues only pruned joining the call of their group; on a Cluster the ids pruned then
+        leave the directory."""
+        with self._store.translated():
             known = reads.queue_names(self.client, self.layout)
         asked = known if params.queues is None else list(dict.fromkeys(params.queues))
         pruned_only = [q for q in known if q not in asked] if params.retention is not None else []
-        blocks = calls.blocks([*asked, *pruned_only])
+        others = grouped(self.layout, pruned_only)
+        parts = [(r, others.pop(self.layout.group(r[0]), [])) for r in runs(self.layout, asked)]
+        parts += [([], queues) for queues in others.values()]
         retention = "" if params.retention is None else num(params.retention)
-        args: list[Arg] = [self._at(params.now), retention, len(asked)]
-        reply = self._run(
-            "maintain", [self.layout.directory, *self._keys(blocks, params.now)], args
-        )
-        due = text(reply[2])
-        return MaintainResult(
-            promoted=int(reply[0]),
-            expired=calls.expired({block: name for name, block in blocks.items()}, reply[3]),
-            pruned=int(reply[1]),
-            next_due=float(due) if due else None,
-        )
+        made: list[tuple[Call, dict[str, int]]] = []
+        for maintained, pruned in parts:
+            blocks = calls.blocks([*maintained, *pruned])
+            keys = self._store.keys(blocks, params.now)
+            if not self.layout.cluster:
+                keys = [self.layout.directory, *keys]
+            args: list[Arg] = [self._store.at(params.now), retention, len(maintained)]
+            made.append((("maintain", None, keys, args), blocks))
+        replies = self._store.run_all([call for call, _ in made]) if made else []
+        result = MaintainResult()
+        gone: list[str] = []
+        for (_, blocks), reply in zip(made, replies, strict=True):
+            due = text(reply[2])
+            names = {block: name for name, block in blocks.items()}
+            next_due = float(due) if due else None
+            if result.next_due is not None and (next_due is None or result.next_due < next_due):
+                next_due = result.next_due
+            result = MaintainResult(
+                promoted=result.promoted + int(reply[0]),
+                expired=[*result.expired, *calls.expired(names, reply[3])],
+                pruned=result.pruned + int(reply[1]),
+                next_due=next_due,
+            )
+            gone += [text(i) for i in reply[4]]
+        if gone:
+            with self._store.translated():
+                self._directory.release(gone)
+        return result
 
     # -- settings --------------------------------------------------------------------------
+
+    def _settings_keys(self, queue: str, now: float) -> list[str]:
+        """A settings script's keys: the queues set first on a single Redis (the script adds
+        the queue); on a Cluster the queue is registered here."""
+        keys = self._store.keys({queue: 1}, now)
+        if self.layout.cluster:
+            self._store.register([queue])
+            return keys
+        return [self.layout.queues, *keys]
 
     def set_queue(self, params: SetQueueParams) -> None:
         settings = params.settings
@@ -414,26 +341,26 @@ class RedisBackend:
         rate = rate_arg(settings.rate).split(",") if settings.rate else ["", "", ""]
         half_life = "" if settings.half_life is None else num(settings.half_life)
         in_flight = "" if settings.max_in_flight is None else str(settings.max_in_flight)
-        keys = [self.layout.queues, *self._keys({settings.queue: 1}, params.now)]
+        keys = self._settings_keys(settings.queue, params.now)
         args: list[Arg] = [settings.queue, num(settings.weight), cap, *rate, half_life]
-        args += [num(settings.max_debt), self._at(params.now), in_flight]
-        self._run("set_queue", keys, args)
+        args += [num(settings.max_debt), self._store.at(params.now), in_flight]
+        self._store.run("set_queue", keys, args)
 
     def get_queue(self, params: GetQueueParams) -> QueueSettings:
-        with self._translated():
+        with self._store.translated():
             return reads.get_queue(self.client, self.layout, params.queue)
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
-        keys = [self.layout.queues, *self._keys({params.queue: 1}, params.now)]
+        keys = self._settings_keys(params.queue, params.now)
         args: list[Arg] = [
             params.queue,
             params.tenant,
             calls.setting(params.weight, num),
             calls.setting(params.max_running, str),
             "keep" if isinstance(params.rate, Keep) else rate_arg(params.rate),
-            self._at(params.now),
+            self._store.at(params.now),
         ]
-        raw, oldest, *meta = self._run("set_tenant", keys, args)
+        raw, oldest, *meta = self._store.run("set_tenant", keys, args)
         weight, cap, rate, half_life, max_debt, now = (text(v) for v in meta)
         defaults = QueueDefaults(
             weight=float(weight),
@@ -451,125 +378,65 @@ class RedisBackend:
         types = params.types
         if types:
             mapping = {t.name: reads.job_type_json(t) for t in types}
-            with self._translated():
+            with self._store.translated():
                 self.client.hset(self.layout.types, mapping=mapping)
 
     def job_types(self) -> dict[str, JobType]:
-        with self._translated():
+        with self._store.translated():
             return reads.job_types(self.client, self.layout)
 
     # -- inspection ------------------------------------------------------------------------
 
     def stats(self, params: StatsParams) -> list[TenantStats]:
-        with self._translated():
+        with self._store.translated():
             return reads.stats(self.client, self.layout, params)
 
     def figures(self, params: FiguresParams) -> list[TenantFigures]:
-        with self._translated():
+        with self._store.translated():
             return figures.read(self.client, self.layout, params)
 
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
-        with self._translated():
-            return reads.get_jobs(self.client, self.layout, list(params.ids))
+        ids = list(params.ids)
+        with self._store.translated():
+            return reads.get_jobs(self.client, self.layout, self._directory.locate(ids), ids)
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
-        with self._translated():
+        with self._store.translated():
             return reads.list_dead(self.client, self.layout, params)
 
     def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
-        with self._translated():
+        with self._store.translated():
             names = reads.queue_names(self.client, self.layout)
             return throttling.windows(self.client, self.layout, names, params)
 
     def requeue(self, params: RequeueParams) -> int:
+        """requeue.lua per group of the dead jobs' queues."""
         ids = list(params.ids)
-        if not ids:
-            return 0
-        with self._translated():
-            queues = self.client.hmget(self.layout.directory, ids)
-        routed = [(i, text(q)) for i, q in zip(ids, queues, strict=True) if q is not None]
-        if not routed:
-            return 0
-        blocks = calls.blocks([q for _, q in routed])
-        args: list[Arg] = [self._at(params.now)]
-        for job_id, queue in routed:
-            args += [blocks[queue], job_id]
-        return int(self._run_once("requeue", routed[0][1], self._keys(blocks, params.now), args))
+        with self._store.translated():
+            located = self._directory.locate(ids)
+        by_group: dict[int, list[str]] = {}
+        for job_id in ids:
+            if job_id in located:
+                by_group.setdefault(self.layout.group(located[job_id]), []).append(job_id)
+        made: list[Call] = []
+        for group_ids in by_group.values():
+            blocks = calls.blocks([located[i] for i in group_ids])
+            args: list[Arg] = [self._store.at(params.now)]
+            for job_id in group_ids:
+                args += [blocks[located[job_id]], job_id]
+            keys = self._store.keys(blocks, params.now)
+            made.append(("requeue", located[group_ids[0]], keys, args))
+        return sum(int(reply) for reply in self._store.run_all(made)) if made else 0
 
     # -- waiting ---------------------------------------------------------------------------
 
     def wait(self, params: WaitParams) -> None:
-        with self._translated():
-            self._waiter.wait(params.queues, params.timeout)
+        with self._store.translated():
+            self._consumer.waiter.wait(params.queues, params.timeout)
 
     def close(self) -> None:
-        self._waiter.close()
+        self._consumer.waiter.close()
         self.client.close()
-
-    # -- plumbing --------------------------------------------------------------------------
-
-    def _translated(self) -> Any:
-        return translated(self.options.safe_url)
-
-    def _at(self, now: float) -> str:
-        """A call's ``now`` argument: '>' .. now with clock=store, for max(now, the server's
-        clock when the function runs: ``now_of`` in _lib.lua); now itself with clock=caller."""
-        if self.options.clock is Clock.STORE:
-            return ">" + num(now)
-        return num(now)
-
-    def _run(self, name: str, keys: list[str], args: Sequence[Arg]) -> Any:
-        with self._translated():
-            return self._library(self.client, name, keys, args)
-
-    def _run_once(self, name: str, queue: str, keys: list[str], args: Sequence[Arg]) -> Any:
-        """Run a function registered with ``register_once`` (_lib.lua): when redis-py sends
-        the call again after its connection failed, the re-sending gets the first sending's
-        reply and changes nothing. ``queue``: one of the call's, whose slot the reply is kept in.
-        """
-        return self._run(name, *self._once(queue, keys, args))
-
-    def _once(
-        self, queue: str, keys: list[str], args: Sequence[Arg]
-    ) -> tuple[list[str], list[Arg]]:
-        """``keys`` and ``args`` with this thread's reply key in ``queue``'s slot (one per
-        thread and queue, so concurrent calls keep their own) and a new call id."""
-        caller = f"{self._caller}-{threading.get_ident()}"
-        return [*keys, self.layout.reply_key(queue, caller)], [*args, os.urandom(8).hex()]
-
-    def _keys(self, blocks: dict[str, int], now: float) -> list[str]:
-        """The key blocks of ``blocks`` (queue -> block number), in block order, each ending
-        with the queue's figures key of the slot of ``now`` (``Layout.block``)."""
-        keys: list[str] = []
-        for queue in sorted(blocks, key=blocks.__getitem__):
-            if queue not in self._checked:
-                with self._translated():
-                    types = self.layout.queue_types(queue)
-                    check_types(self.client, self.options.safe_url, types, self.layout, queue)
-                self._checked.add(queue)
-            keys += self.layout.block(queue, now)
-        return keys
-
-    def _routed(self, tokens: Sequence[str]) -> list[calls.Routed]:
-        return [(token, *self._route(token)) for token in tokens]
-
-    def _route(self, token: str) -> tuple[str | None, str, str]:
-        """(queue or None, job id, lease number text) of a lease token."""
-        job_id, _, attempt = token.rpartition(":")
-        with self._lock:
-            queue = self._routes.get(job_id)
-        if queue is None and job_id:
-            with self._translated():
-                found = self.client.hget(self.layout.directory, job_id)
-            queue = text(found) if found is not None else None
-        return queue, job_id, attempt
-
-    def _remember(self, job_id: str, queue: str) -> None:
-        """Cache job -> queue for the leases handed out here (a job never changes queue)."""
-        with self._lock:
-            self._routes[job_id] = queue
-            if len(self._routes) > ROUTE_CACHE:
-                self._routes.popitem(last=False)
 
 
 __all__ = ["RedisBackend"]

@@ -78,7 +78,7 @@ class Library:
         try:
             return client.fcall(name, len(keys), *keys, *args)
         except redis.ResponseError as exc:
-            if not _missing(exc):
+            if not missing(exc):
                 raise
             self.load(client)
             return client.fcall(name, len(keys), *keys, *args)
@@ -94,12 +94,13 @@ class Library:
         the call made again (on ``client``) once it is loaded."""
         if not isinstance(reply, Exception):
             return reply
-        if isinstance(reply, redis.ResponseError) and _missing(reply):
+        if isinstance(reply, redis.ResponseError) and missing(reply):
             return self(client, op, keys, args)
         raise reply
 
 
-def _missing(exc: redis.ResponseError) -> bool:
+def missing(exc: redis.ResponseError) -> bool:
+    """Whether the server lacks the function called (the library is not loaded there)."""
     return "function not found" in str(exc).lower()
 
 

@@ -74,7 +74,7 @@ def windows(
     is looked at (one pipelined LRANGE per queue and key); a missing window is empty.
     """
     keys = list(params.keys)
-    pipe = client.pipeline(transaction=True)
+    pipe = client.pipeline(transaction=not layout.cluster)  # a Cluster's are in several slots
     for name, tenant in keys:
         for queue in queues:
             pipe.lrange(layout.window_key(queue, name, tenant), 0, -1)

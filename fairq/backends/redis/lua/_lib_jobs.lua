@@ -371,8 +371,10 @@ local function flush(q)
 end
 
 -- Delete the succeeded jobs finished before `before`; a tenant whose last stored job goes
--- is forgotten. O(log n) per job pruned. Returns how many were pruned.
-local function prune(q, directory, before, now)
+-- is forgotten. O(log n) per job pruned. Their ids leave the directory when it is given (a
+-- single Redis), else are appended to `gone` for the caller to take out (a Cluster, where
+-- the directory is in other slots: directory.py). Returns how many were pruned.
+local function prune(q, directory, before, now, gone)
   local old = redis.call('ZRANGEBYSCORE', q.k.done, '-inf', '(' .. fmt(before))
   local touched = {}
   for _, m in ipairs(old) do
@@ -384,7 +386,7 @@ local function prune(q, directory, before, now)
     redis.call('HDEL', q.k.bodies, id)
     redis.call('HDEL', q.k.errors, id)
     redis.call('HDEL', q.k.progress, id)
-    redis.call('HDEL', directory, id)
+    if directory then redis.call('HDEL', directory, id) else gone[#gone + 1] = id end
     redis.call('ZREM', q.k.done, m)
   end
   for _, t in pairs(touched) do

@@ -1,17 +1,27 @@
 -- enqueue.lua: store a batch of new jobs, all or none.
 --
--- KEYS: [1] directory hash (job_id -> queue), [2] seq counter, [3] queues set,
---       then one block of QUEUE_KEYS keys per queue of the batch (see _lib.lua).
+-- KEYS: on a single Redis only: [1] directory hash (job_id -> queue), [2] queues set; then
+--       one block of QUEUE_KEYS keys per queue of the batch (see _lib.lua). On a Redis
+--       Cluster the caller has claimed the ids in the directory and registered the queues
+--       itself, before this call (directory.py): a script there touches one slot only.
 --       Jobs arrive here already routed: throttle rules were applied by route.lua first.
--- ARGV: [1] now (see `now_of`), [2] number of queue blocks B, [3 .. 2+B] queue names (block order),
---       then [3+B] number of jobs N and 9 values per job, in enqueue order:
---       block, job_id, body, tenant, priority, run_at, max_attempts, lease_timeout, cost.
+-- ARGV: [1] now (see `now_of`), [2] seq floor F, [3] number of queue blocks B, [4 .. 3+B]
+--       queue names (block order), then [4+B] number of jobs N and 10 values per job, in
+--       enqueue order: block, job_id, body, tenant, priority, run_at, max_attempts,
+--       lease_timeout, cost, i (the job's place in the caller's batch, from 0: on a Cluster
+--       a batch is split into one call per slot).
 --       A sharded job's block is its shards' blocks, space-separated, best first: it goes to
 --       the least loaded (`least_loaded`); its shards share one hash tag (keys.py).
--- Touches: the directory, the seq counter, the queues set; per queue: meta, tenants, tids,
---       tnames, eligible, ready, readyat, scheduled, jobs, bodies, backlog, wake.
+-- Touches: the directory and the queues set (single Redis); per queue: meta (its seq
+--       counter too), tenants, tids, tnames, eligible, ready, readyat, scheduled, jobs,
+--       bodies, backlog, wake.
 -- Returns: {} when stored ({'ok', block, ...}: the block of each job, when one is sharded);
 --       {'dup', id, ...} (nothing stored) when ids are already stored.
+--
+-- The enqueue order: the job at place i of the batch gets seq = max(its queue's last
+-- seq + 1, F + i), so within a queue seqs grow in the order the queue stores its jobs, and
+-- the caller's floor (a clock of its own that never goes back: backend.py) orders the jobs
+-- of one caller across queues as it enqueued them, with no counter that queues share.
 
 -- Enter every job id in the directory (HSETNX: one command per job, where a check and a
 -- write took two), or none: at the first id already stored the ids entered so far are taken
@@ -22,13 +32,31 @@ local function claim(directory, first, fields, njobs)
     local a = first + i * fields
     local id = ARGV[a + 1]
     if dups == nil then
-      local queue = ARGV[2 + tonumber(string.match(ARGV[a], '^%d+'))]  -- a shard: set again
+      local queue = ARGV[3 + tonumber(string.match(ARGV[a], '^%d+'))]  -- a shard: set again
       if redis.call('HSETNX', directory, id, queue) == 0 then
         dups = {id}
         for k = 0, i - 1 do redis.call('HDEL', directory, ARGV[first + k * fields + 1]) end
       end
     elseif redis.call('HEXISTS', directory, id) == 1 then
       dups[#dups + 1] = id
+    end
+  end
+  return dups
+end
+
+-- Without the directory (a Cluster, where the caller claimed the ids): the ids already
+-- stored in a queue of their block, or nil. The claim keeps ids unique; this check keeps a
+-- queue's records whole should a claim be lost (a failover that lost its write).
+local function stored_here(first, fields, njobs)
+  local dups = nil
+  for i = 0, njobs - 1 do
+    local a = first + i * fields
+    for b in string.gmatch(ARGV[a], '%d+') do
+      if redis.call('HEXISTS', KEYS[(tonumber(b) - 1) * QUEUE_KEYS + 12], ARGV[a + 1]) == 1 then
+        dups = dups or {}
+        dups[#dups + 1] = ARGV[a + 1]
+        break
+      end
     end
   end
   return dups
@@ -65,42 +93,46 @@ end
 
 register_once('enqueue', function()
   local now = now_of(ARGV[1])
-  local nblocks = tonumber(ARGV[2])
-  local njobs = tonumber(ARGV[3 + nblocks])
-  local FIELDS = 9
-  local first = 4 + nblocks
-  local directory = table.remove(KEYS, 1)
-  local counter = table.remove(KEYS, 1)
-  local queue_set = table.remove(KEYS, 1)
+  local floor = tonumber(ARGV[2])
+  local nblocks = tonumber(ARGV[3])
+  local njobs = tonumber(ARGV[4 + nblocks])
+  local FIELDS = 10
+  local first = 5 + nblocks
+  local directory, queue_set = nil, nil
+  if #KEYS > nblocks * QUEUE_KEYS then
+    directory = table.remove(KEYS, 1)
+    queue_set = table.remove(KEYS, 1)
+  end
 
-  local dups = claim(directory, first, FIELDS, njobs)
+  local dups
+  if directory then dups = claim(directory, first, FIELDS, njobs)
+  else dups = stored_here(first, FIELDS, njobs) end
   if dups then return {'dup', unpack(dups)} end
 
   local queues, used = {}, {}
-  for b = 1, nblocks do queues[b] = open_queue(b, ARGV[2 + b]) end
+  for b = 1, nblocks do queues[b] = open_queue(b, ARGV[3 + b]) end
 
-  local seq = redis.call('INCRBY', counter, njobs) - njobs
   local chosen, sharded = {'ok'}, false
   for i = 0, njobs - 1 do
     local a = first + i * FIELDS
     local block = tonumber(ARGV[a])
     if block == nil then
       block, sharded = least_loaded(queues, ARGV[a], ARGV[a + 3]), true
-      redis.call('HSET', directory, ARGV[a + 1], ARGV[2 + block])
+      if directory then redis.call('HSET', directory, ARGV[a + 1], ARGV[3 + block]) end
     end
     chosen[i + 2] = block
-    if not used[block] then  -- a shard no job went to is not a queue seen
+    if not used[block] and queue_set then  -- a shard no job went to is not a queue seen
       used[block] = true
-      redis.call('SADD', queue_set, ARGV[2 + block])
+      redis.call('SADD', queue_set, ARGV[3 + block])
     end
     local q = queues[block]
     local t = tenant_named(q, ARGV[a + 3])
-    seq = seq + 1
     local j = {
-      id = ARGV[a + 1], seq = seq, tid = t.tid, state = 's', priority = tonumber(ARGV[a + 4]),
-      enqueued_at = now, run_at = tonumber(ARGV[a + 5]), ready_at = nil,
-      max_attempts = tonumber(ARGV[a + 6]), lease_timeout = tonumber(ARGV[a + 7]),
-      cost = tonumber(ARGV[a + 8]), attempts = 0, leases = 0, charged = 0.0,
+      id = ARGV[a + 1], seq = next_seq(q, floor + tonumber(ARGV[a + 9])), tid = t.tid, state = 's',
+      priority = tonumber(ARGV[a + 4]), enqueued_at = now, run_at = tonumber(ARGV[a + 5]),
+      ready_at = nil, max_attempts = tonumber(ARGV[a + 6]),
+      lease_timeout = tonumber(ARGV[a + 7]), cost = tonumber(ARGV[a + 8]), attempts = 0,
+      leases = 0, charged = 0.0,
     }
     redis.call('HSET', q.k.bodies, j.id, ARGV[a + 2])
     if j.run_at <= now then

@@ -1,19 +1,18 @@
 -- set_tenant.lua: change one tenant's weight, cap and/or rate in one queue, then resettle it.
 --
--- KEYS: [1] queues set, then one block of QUEUE_KEYS keys: the queue (see _lib.lua),
---       shifted by one key.
+-- KEYS: on a single Redis only: [1] queues set (a Cluster's caller registers the queue
+--       itself: backend.py); then one block of QUEUE_KEYS keys: the queue (see _lib.lua).
 -- ARGV: [1] queue name, [2] tenant, [3] weight (0 pauses), [4] cap, [5] rate as
 --       'count,period,burst': each 'keep', '' (back to the queue default) or a value;
 --       [6] now (see `now_of`).
--- Touches: the queues set; meta, tenants, tids, tnames, eligible, ready (read), readyat
+-- Touches: the queues set (single Redis); meta, tenants, tids, tnames, eligible, ready (read), readyat
 --       (read), limited, wake.
 -- Returns: {tenant record, oldest readyat member or false, queue weight, queue cap or '',
 --       queue rate 'count,period,burst' or '', queue half_life or '', queue max_debt, now}:
 --       now is the time the call ran at (its usage is decayed to it).
 
 register('set_tenant', function()
-  local queues = table.remove(KEYS, 1)
-  redis.call('SADD', queues, ARGV[1])
+  if #KEYS > QUEUE_KEYS then redis.call('SADD', table.remove(KEYS, 1), ARGV[1]) end
   local now = now_of(ARGV[6])
   local q = open_queue(1, ARGV[1])
   local t = tenant_named(q, ARGV[2])

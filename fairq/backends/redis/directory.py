@@ -1,0 +1,126 @@
+"""The directory: which queue holds a job id. It routes an id (a lease token's, a lookup's) to
+its queue and keeps ids unique across the store. ``Directory.locate`` is the one way to find a
+job's queue by its id alone: every operation by id goes through it.
+
+On a single Redis the directory is one hash, ``{prefix}:dir`` (id -> queue), and enqueue.lua
+enters the ids in the same call that stores the jobs, all or none (maintain.lua takes pruned
+ids out in the call that prunes them). On a Redis Cluster a script touches one slot only, and a
+job lives in its queue's slot while its id may be looked up by anyone, so the directory is
+split into hashes by a hash of the id (``Layout.directory_key``) and written in two steps:
+
+* ``claim`` enters every id of a batch (HSETNX, pipelined over the nodes) before anything is
+  stored, with the queues the job may go to (its own, its shards, or a throttle rule's queues)
+  and a nonce of the call. An id already entered under another nonce is a duplicate: the ids
+  this call entered are taken out again and nothing is stored. One entered under our own nonce
+  is our own claim, sent again by redis-py after a lost reply.
+* enqueue.lua then stores the jobs, one call per slot; if that fails, ``release_unstored``
+  takes out the claims of the jobs that were not stored.
+* after maintain.lua prunes jobs, ``forget`` takes their ids out.
+
+What the split gives up, only when a node fails between the two steps: a claim whose job was
+never stored (and whose release failed too) keeps its id taken, so an enqueue with that id is
+refused as a duplicate (fairq's own ids are fresh UUIDs and never reused); a pruned job's id
+whose ``forget`` failed stays taken. Neither loses or duplicates a job.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from fairq.job import NewJob
+
+from .calls import duplicate
+from .keys import Layout
+from .records import text
+
+
+def candidates(job: NewJob) -> tuple[str, ...]:
+    """Every queue a job may be stored in: its shards, or its queue and its throttle rules'."""
+    if job.shards:
+        return tuple(job.shards)
+    return tuple(dict.fromkeys([job.queue, *(rule.queue for rule in job.throttle)]))
+
+
+class Directory:
+    def __init__(self, client: Any, layout: Layout) -> None:
+        self.client = client
+        self.layout = layout
+
+    # -- a Cluster's claims -------------------------------------------------------------
+
+    def claim(self, jobs: Sequence[NewJob]) -> None:
+        """Enter every job's id with the queues it may go to, or none (DuplicateJob)."""
+        nonce = os.urandom(8).hex()
+        pipe = self.client.pipeline(transaction=False)
+        for job in jobs:
+            value = f"{nonce}:{' '.join(candidates(job))}"
+            pipe.hsetnx(self.layout.directory_key(job.id), job.id, value)
+        taken = [job.id for job, new in zip(jobs, pipe.execute(), strict=True) if not new]
+        if not taken:
+            return
+        held = self._values(taken)
+        duplicates = [i for i in taken if (held[i] or "").partition(":")[0] != nonce]
+        if duplicates:
+            refused = set(duplicates)
+            self.release([job.id for job in jobs if job.id not in refused])
+            raise duplicate(duplicates)
+
+    def release(self, ids: Iterable[str]) -> None:
+        """Take ids out (claims of jobs not stored, or ids of jobs pruned)."""
+        pipe = self.client.pipeline(transaction=False)
+        count = 0
+        for job_id in ids:
+            pipe.hdel(self.layout.directory_key(job_id), job_id)
+            count += 1
+        if count:
+            pipe.execute()
+
+    def release_unstored(self, jobs: Sequence[NewJob]) -> None:
+        """After a failed store: take out the claims of the jobs no queue holds."""
+        stored = self._holders({job.id: candidates(job) for job in jobs})
+        self.release(job.id for job in jobs if job.id not in stored)
+
+    # -- lookups --------------------------------------------------------------------------
+
+    def locate(self, ids: Sequence[str]) -> dict[str, str]:
+        """The queue of each id found (an id no queue holds is left out): the one helper for
+        every operation by job id."""
+        if not ids:
+            return {}
+        if not self.layout.cluster:
+            found = self.client.hmget(self.layout.directory, list(ids))
+            return {i: text(q) for i, q in zip(ids, found, strict=True) if q is not None}
+        values = self._values(ids)
+        single: dict[str, str] = {}
+        several: dict[str, tuple[str, ...]] = {}
+        for job_id, value in values.items():
+            if value is None:
+                continue
+            queues = tuple(value.partition(":")[2].split())
+            if len(queues) == 1:
+                single[job_id] = queues[0]
+            else:
+                several[job_id] = queues
+        return {**single, **self._holders(several)} if several else single
+
+    def _values(self, ids: Sequence[str]) -> dict[str, str | None]:
+        pipe = self.client.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hget(self.layout.directory_key(job_id), job_id)
+        return {i: None if v is None else text(v) for i, v in zip(ids, pipe.execute(), strict=True)}
+
+    def _holders(self, ids: dict[str, tuple[str, ...]]) -> dict[str, str]:
+        """Which of its queues holds each id (an id none holds is left out)."""
+        asked = [(job_id, queue) for job_id, queues in ids.items() for queue in queues]
+        if not asked:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        for job_id, queue in asked:
+            pipe.hexists(self.layout.queue_key(queue, "jobs"), job_id)
+        found: dict[str, str] = {}
+        for (job_id, queue), present in zip(asked, pipe.execute(), strict=True):
+            if present:
+                found.setdefault(job_id, queue)
+        return found
