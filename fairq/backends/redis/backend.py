@@ -109,7 +109,7 @@ class RedisBackend:
         except BaseException:
             self.client.close()
             raise
-        self._directory = Directory(self.client, self.layout)
+        self._directory = Directory(self._store)
         waiter = (ClusterWaiter if options.cluster else Waiter)(options, self.layout)
         self._consumer = Consumer(self._store, self._directory, waiter)
 
@@ -187,8 +187,13 @@ class RedisBackend:
                 keys = [self.layout.directory, self.layout.queues, *keys]
             made.append((("enqueue", next(iter(blocks)), keys, args), places, blocks))
         sent = [call for call, _, _ in made]
-        run = self._store.run_replicated if self.options.wait_replicas else self._store.run_all
-        replied = run(sent)
+        try:
+            replied = self._store.run_all(sent, replicated=self.options.wait_replicas > 0)
+        except cluster.NotReplicated as exc:
+            raise cluster.NotReplicated(
+                f"the jobs are stored, but {exc}: should their master fail now they could be "
+                "lost. Check the replicas' links, or raise wait_timeout"
+            ) from None
         chosen, duplicates = list(queues), []
         for (_, places, blocks), reply in zip(made, replied, strict=True):
             if reply and text(reply[0]) == "dup":
@@ -259,7 +264,7 @@ class RedisBackend:
         return RouteResult(queue=queue)
 
     def acquire_slot(self, params: AcquireSlotParams) -> SlotResult:
-        block = self._store.keys({params.queue: 1}, params.now)
+        block = self._store.keys({params.queue: 1}, params.now, lowers=False)
         at = self._store.at(params.now)
         return slots.acquire(self._store.run_once, block, self.layout, params, at)
 
@@ -424,7 +429,7 @@ class RedisBackend:
             args: list[Arg] = [self._store.at(params.now)]
             for job_id in group_ids:
                 args += [blocks[located[job_id]], job_id]
-            keys = self._store.keys(blocks, params.now)
+            keys = self._store.keys(blocks, params.now, lowers=False)
             made.append(("requeue", located[group_ids[0]], keys, args))
         return sum(int(reply) for reply in self._store.run_all(made)) if made else 0
 

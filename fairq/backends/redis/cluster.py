@@ -17,7 +17,7 @@ _lib.lua).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
@@ -35,7 +35,7 @@ from .connection import (
     retry,
 )
 from .keys import key_slot
-from .scripts import Arg, Library, missing
+from .scripts import Library, missing
 
 
 class NotReplicated(StoreUnavailable):
@@ -43,30 +43,41 @@ class NotReplicated(StoreUnavailable):
     confirmed them within ``wait_timeout``: a failover of that master now could lose them."""
 
 
-def _fcall_slot(client: Any, args: tuple[Any, ...]) -> int | None:
-    if args and args[0] in ("FCALL", "FCALL_RO") and len(args) > 3 and int(args[2]) > 0:
-        slot: int = client.keyslot(args[3])
-        return slot
+def _fcall_keys(args: tuple[Any, ...]) -> list[Any] | None:
+    """An FCALL's keys, read from its arguments (FCALL function numkeys key... arg...)."""
+    if args and args[0] in ("FCALL", "FCALL_RO") and len(args) > 2:
+        return list(args[3 : 3 + int(args[2])])
     return None
 
 
 class ClusterClient(RedisCluster):
-    """RedisCluster that finds an FCALL's slot from its first key, without a round trip."""
+    """RedisCluster that reads an FCALL's keys from its arguments: redis-py asks the server
+    (COMMAND GETKEYS, a round trip) for every FCALL, pipelined ones too. fairq's FCALLs name
+    keys of one slot only, so an FCALL's slot is that of its first key."""
 
     def determine_slot(self, *args: Any) -> int | None:
-        slot = _fcall_slot(self, args)
-        return slot if slot is not None else super().determine_slot(*args)
+        keys = _fcall_keys(args)
+        return key_slot(keys[0]) if keys else super().determine_slot(*args)
+
+    def _get_command_keys(self, *args: Any) -> Any:
+        keys = _fcall_keys(args)
+        base: Any = RedisCluster._get_command_keys  # untyped in redis-py
+        return keys if keys is not None else base(self, *args)
 
     def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> Any:
         base: Any = RedisCluster.pipeline  # untyped in redis-py
         pipe = base(self, transaction, shard_hint)
-        plain = pipe.determine_slot
+        plain_slot, plain_keys = pipe.determine_slot, pipe._get_command_keys
 
         def determine_slot(*args: Any) -> int | None:
-            slot = _fcall_slot(pipe, args)
-            return slot if slot is not None else plain(*args)
+            keys = _fcall_keys(args)
+            return key_slot(keys[0]) if keys else plain_slot(*args)
 
-        pipe.determine_slot = determine_slot
+        def get_command_keys(*args: Any) -> Any:
+            keys = _fcall_keys(args)
+            return keys if keys is not None else plain_keys(*args)
+
+        pipe.determine_slot, pipe._get_command_keys = determine_slot, get_command_keys
         return pipe
 
 
@@ -109,28 +120,28 @@ def servers(client: ClusterClient, *sections: str) -> list[dict[str, Any]]:
     return [found]
 
 
-#: Replies of a replicated call: the errors after which it is sent again.
+#: A command to send: a key it names (which fixes its slot), and what queues it on a pipeline.
+Send = tuple[str, Callable[[Any], None]]
+#: Replies of a replicated command: the errors after which it is sent again.
 _RESEND = (MovedError, TryAgainError, ClusterDownError, redis.ConnectionError, redis.TimeoutError)
 
 
 def replicated(
-    client: Any,
-    library: Library,
-    calls: Sequence[tuple[str, list[str], list[Arg]]],
-    replicas: int,
-    timeout: float,
+    client: Any, library: Library, sends: Sequence[Send], replicas: int, timeout: float
 ) -> list[Any]:
-    """Run ``calls`` (function, keys, args: registered with register_once, so sending one
-    again is safe), each master's in one pipeline ended by ``WAIT replicas timeout``, which
-    waits for what that connection wrote. NotReplicated when a master's WAIT counted fewer.
+    """Send commands that are safe to send again (functions registered with register_once,
+    HSETNX under a nonce: directory.py), each master's in one pipeline ended by ``WAIT
+    replicas timeout``, which waits for what that connection wrote; their replies, in order.
+    NotReplicated when a master's WAIT counted fewer replicas.
 
-    A single Redis (``client`` not a cluster) is one pipeline; on a Cluster a call whose slot
-    moved or whose master failed is sent again once the owners are refreshed, as redis-py does.
+    A single Redis (``client`` not a cluster) is one pipeline; on a Cluster a command whose
+    slot moved or whose master failed is sent again once the owners are refreshed, as redis-py
+    does. A master that lacks the functions library gets it, and its pipeline is sent again.
     """
     millis = max(1, int(timeout * 1000))
     for attempt in range(RETRIES + 1):
         try:
-            return _replicated_once(client, library, calls, replicas, millis)
+            return _replicated_once(client, library, sends, replicas, millis)
         except _RESEND:
             if attempt == RETRIES or not isinstance(client, RedisCluster):
                 raise
@@ -140,29 +151,23 @@ def replicated(
 
 
 def _replicated_once(
-    client: Any,
-    library: Library,
-    calls: Sequence[tuple[str, list[str], list[Arg]]],
-    replicas: int,
-    millis: int,
+    client: Any, library: Library, sends: Sequence[Send], replicas: int, millis: int
 ) -> list[Any]:
     by_node: dict[str, list[int]] = {}
     nodes: dict[str, Any] = {}
-    for at, (_, keys, _) in enumerate(calls):
+    for at, (key, _) in enumerate(sends):
         if isinstance(client, RedisCluster):
-            slot = key_slot(keys[0])
-            node = client.nodes_manager.get_node_from_slot(slot)
+            node = client.nodes_manager.get_node_from_slot(key_slot(key))
             name, nodes[node.name] = node.name, client.get_redis_connection(node)
         else:
             name, nodes[""] = "", client
         by_node.setdefault(name, []).append(at)
-    replies: list[Any] = [None] * len(calls)
+    replies: list[Any] = [None] * len(sends)
     for name, positions in by_node.items():
         for _ in range(2):  # once more after loading the library, if a master lacked it
             pipe = nodes[name].pipeline(transaction=False)
             for at in positions:
-                op, keys, args = calls[at]
-                library.pipe(pipe, op, keys, args)
+                sends[at][1](pipe)
             pipe.execute_command("WAIT", replicas, millis)
             *answers, acked = pipe.execute(raise_on_error=False)
             lacking = [a for a in answers if isinstance(a, redis.ResponseError) and missing(a)]
@@ -177,8 +182,7 @@ def _replicated_once(
             raise acked
         if int(acked) < replicas:
             raise NotReplicated(
-                f"the jobs are stored, but only {acked} of the {replicas} replicas asked for "
-                f"(wait_replicas) confirmed them within {millis} ms; should their master fail "
-                "now they could be lost. Check the replicas' links, or raise wait_timeout"
+                f"only {acked} of the {replicas} replicas asked for (wait_replicas) confirmed "
+                f"the writes within {millis} ms"
             )
     return replies

@@ -15,6 +15,7 @@ wanted jobs are taken are sent together, asking for none.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -95,37 +96,60 @@ class Consumer:
         answers = [""] * len(routed)
         leases: list[Lease] = []
         expired: list[Any] = []
-        rest: list[tuple[Call, dict[str, int], list[int]]] = []
+        # calls sent together at the end: (call, blocks, places of its acks, queues dequeued)
+        rest: list[tuple[Call, dict[str, int], list[int], list[str]]] = []
         for run in runs(self.layout, params.queues):
             mine = held.pop(self.layout.group(run[0]), [])
             wanted = params.limit - len(leases)
+            if wanted <= 0 and not mine and self._nothing_due(run, params.now):
+                continue  # it would only maintain, and nothing there is due
             call, blocks = self._dequeue_call(params, run, wanted, acks, [routed[a] for a in mine])
             if wanted <= 0:
-                rest.append((call, blocks, mine))
+                rest.append((call, blocks, mine, run))
                 continue
             name, queue, keys, args = call
             assert queue is not None
-            reply = self.store.run_once(name, queue, keys, args)
-            self._answered(answers, routed, mine, reply)
-            got = self._dequeued(blocks, reply[1:] if mine else reply)
+            got = self._reply(
+                answers, routed, mine, blocks, run, self.store.run_once(name, queue, keys, args)
+            )
             leases += got.leases
             expired += got.expired
         for places in held.values():  # acks of slots the dequeue does not ask
             assert acks is not None
-            made = self._ack_call("ack_many", [routed[a] for a in places], acks.now)
-            rest.append((*made, places))
-        for (call, blocks, mine), reply in zip(
-            rest, self.store.run_all([call for call, _, _ in rest]) if rest else [], strict=True
-        ):
-            if call[0] == "ack_many":
+            call, blocks = self._ack_call("ack_many", [routed[a] for a in places], acks.now)
+            rest.append((call, blocks, places, []))
+        replies = self.store.run_all([call for call, _, _, _ in rest]) if rest else []
+        for (_, blocks, mine, run), reply in zip(rest, replies, strict=True):
+            if run:
+                expired += self._reply(answers, routed, mine, blocks, run, reply).expired
+            else:
                 self._answered(answers, routed, mine, [reply])
-                continue
-            self._answered(answers, routed, mine, reply)
-            expired += self._dequeued(blocks, reply[1:] if mine else reply).expired
         paired = list(zip([r[0] for r in routed], answers, strict=True))
         if acks is not None:
             paired = self._rerouted("ack_many", routed, paired, acks.now)
         return paired, DequeueResult(leases=leases, expired=expired)
+
+    def _nothing_due(self, queues: list[str], now: float) -> bool:
+        """Whether maintaining ``queues`` at ``now`` would change nothing, as far as this
+        process knows (``Store.due``)."""
+        due = self.store.due
+        return all(due.get(queue, -math.inf) > now for queue in queues)
+
+    def _reply(
+        self,
+        answers: list[str],
+        routed: list[calls.Routed],
+        mine: list[int],
+        blocks: dict[str, int],
+        run: list[str],
+        reply: list[Any],
+    ) -> DequeueResult:
+        """A reply of dequeue.lua, or of ack_dequeue.lua (``mine``: the places of its acks,
+        whose answers are put in ``answers``): the dequeue's result."""
+        if mine:
+            self._answered(answers, routed, mine, reply)
+            reply = reply[1:]
+        return self._dequeued(blocks, reply, run)
 
     def _dequeue_call(
         self,
@@ -154,7 +178,7 @@ class Consumer:
         queues = [q for _, q, _, _ in routed if q is not None]
         blocks = calls.blocks(queues)
         args: list[Arg] = [self.store.at(now), *calls.held_args(routed, blocks)]
-        return (script, queues[0], self.store.keys(blocks, now), args), blocks
+        return (script, queues[0], self.store.keys(blocks, now, lowers=False), args), blocks
 
     @staticmethod
     def _answered(
@@ -167,12 +191,17 @@ class Consumer:
             ):
                 answers[at] = answer
 
-    def _dequeued(self, blocks: dict[str, int], reply: list[Any]) -> DequeueResult:
-        """A dequeue's reply (dequeue.lua): the leases expired, then the leases handed out,
-        their routes remembered."""
+    def _dequeued(
+        self, blocks: dict[str, int], reply: list[Any], order: Sequence[str]
+    ) -> DequeueResult:
+        """A dequeue's reply (dequeue.lua) over the queues ``order``: the leases expired, the
+        queues' dues (remembered: ``Store.due``), then the leases handed out, their routes
+        remembered."""
         names = {block: name for name, block in blocks.items()}
+        for queue, due in zip(order, reply[1], strict=True):
+            self.store.due[queue] = float(due) if due else -math.inf
         found: list[Lease] = []
-        for at in range(1, len(reply), 5):
+        for at in range(2, len(reply), 5):
             block, job_id, raw, body, tenant = reply[at : at + 5]
             found.append(lease(text(job_id), names[int(block)], raw, body, text(tenant)))
         with self._lock:
@@ -202,8 +231,8 @@ class Consumer:
                     partial(self.store.library.pipe, op="dequeue", keys=sent, args=args),
                 )
                 reply = self.store.library.answer(self.store.client, reply, "dequeue", sent, args)
-            if woke or len(reply) > 1 or params.wait - waited <= SLICE:
-                return self._dequeued(blocks, reply)
+            if woke or len(reply) > 2 or params.wait - waited <= SLICE:
+                return self._dequeued(blocks, reply, list(blocks))
 
     # -- leases ---------------------------------------------------------------------------
 
@@ -280,7 +309,7 @@ class Consumer:
     ) -> list[Any]:
         if queue is None:
             raise LeaseNotFound.of(token)
-        keys = self.store.keys({queue: 1}, now)
+        keys = self.store.keys({queue: 1}, now, lowers=name != "checkpoint")
         reply: list[Any] = self.store.run_once(name, queue, keys, args)
         if text(reply[0]) == "nf" and self._forget(str(args[0]), queue):
             return self._end(name, self._route(token)[0], args, token, now)

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from fairq.job import NewJob
 
 from .calls import duplicate
-from .keys import Layout
+from .cluster import NotReplicated
+from .plumbing import Store
 from .records import text
 
 
@@ -44,20 +46,41 @@ def candidates(job: NewJob) -> tuple[str, ...]:
 
 
 class Directory:
-    def __init__(self, client: Any, layout: Layout) -> None:
-        self.client = client
-        self.layout = layout
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.client: Any = store.client
+        self.layout = store.layout
 
     # -- a Cluster's claims -------------------------------------------------------------
 
     def claim(self, jobs: Sequence[NewJob]) -> None:
         """Enter every job's id with the queues it may go to, or none (DuplicateJob)."""
         nonce = os.urandom(8).hex()
-        pipe = self.client.pipeline(transaction=False)
-        for job in jobs:
-            value = f"{nonce}:{' '.join(candidates(job))}"
-            pipe.hsetnx(self.layout.directory_key(job.id), job.id, value)
-        taken = [job.id for job, new in zip(jobs, pipe.execute(), strict=True) if not new]
+        sends = [
+            (
+                key,
+                partial(
+                    _hsetnx, key=key, field=job.id, value=f"{nonce}:{' '.join(candidates(job))}"
+                ),
+            )
+            for job in jobs
+            for key in [self.layout.directory_key(job.id)]
+        ]
+        if self.store.options.wait_replicas:  # claims a failover could lose break uniqueness
+            try:
+                replies = self.store.replicated(sends)
+            except NotReplicated as exc:
+                self.release_unstored(jobs)
+                raise NotReplicated(
+                    f"nothing was stored: {exc} (the claims of the jobs' ids); check the "
+                    "replicas' links, or raise wait_timeout"
+                ) from None
+        else:
+            pipe = self.client.pipeline(transaction=False)
+            for _, send in sends:
+                send(pipe)
+            replies = pipe.execute()
+        taken = [job.id for job, new in zip(jobs, replies, strict=True) if not new]
         if not taken:
             return
         held = self._values(taken)
@@ -124,3 +147,7 @@ class Directory:
             if present:
                 found.setdefault(job_id, queue)
         return found
+
+
+def _hsetnx(pipe: Any, key: str, field: str, value: str) -> None:
+    pipe.hsetnx(key, field, value)

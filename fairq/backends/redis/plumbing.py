@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from redis.exceptions import RedisClusterException
@@ -71,6 +72,11 @@ class Store:
         self._caller = os.urandom(6).hex()  # with the thread's id: whose reply key (once)
         self._lock = threading.Lock()
         self._seq = 0
+        #: Per queue, a time before which nothing in it falls due (no scheduled job, lease or
+        #: rate hold ends), as the last dequeue.lua reply said; -inf or absent: unknown. A call
+        #: that may add something due forgets it (``keys``). On a Cluster a dequeue whose jobs
+        #: came from earlier slots skips maintaining a later one with nothing due (consuming.py).
+        self.due: dict[str, float] = {}
 
     @contextmanager
     def translated(self) -> Iterator[None]:
@@ -115,10 +121,13 @@ class Store:
         caller = f"{self._caller}-{threading.get_ident()}"
         return [*keys, self.layout.reply_key(queue, caller)], [*args, os.urandom(8).hex()]
 
-    def run_all(self, calls: Sequence[Call]) -> list[Any]:
+    def run_all(self, calls: Sequence[Call], *, replicated: bool = False) -> list[Any]:
         """Run independent calls (of different slots, on a Cluster) in one pipeline; each
-        call's reply, in order. A single call is sent as it is."""
+        call's reply, in order. A single call is sent as it is. ``replicated``: each master's
+        calls followed by WAIT (``replicated``)."""
         sent = [self._sent(call) for call in calls]
+        if replicated:
+            return self.replicated([self._fcall(*one) for one in sent])
         if len(sent) == 1:
             return [self.run(*sent[0])]
         with self.translated():
@@ -131,17 +140,20 @@ class Store:
                 for reply, (name, keys, args) in zip(replies, sent, strict=True)
             ]
 
-    def run_replicated(self, calls: Sequence[Call]) -> list[Any]:
-        """``run_all``, each master's calls followed by WAIT (``?wait_replicas=n``)."""
-        sent = [self._sent(call) for call in calls]
+    def replicated(self, sends: Sequence[cluster.Send]) -> list[Any]:
+        """Commands safe to send again, each master's followed by WAIT for
+        ``?wait_replicas=n`` replicas (cluster.replicated); their replies."""
         with self.translated():
             return cluster.replicated(
                 self.client,
                 self.library,
-                sent,
+                sends,
                 self.options.wait_replicas,
                 self.options.wait_timeout,
             )
+
+    def _fcall(self, name: str, keys: list[str], args: list[Arg]) -> cluster.Send:
+        return keys[0], partial(self.library.pipe, op=name, keys=keys, args=args)
 
     def _sent(self, call: Call) -> tuple[str, list[str], list[Arg]]:
         name, queue, keys, args = call
@@ -152,11 +164,15 @@ class Store:
 
     # -- keys -----------------------------------------------------------------------------
 
-    def keys(self, blocks: dict[str, int], now: float) -> list[str]:
+    def keys(self, blocks: dict[str, int], now: float, *, lowers: bool = True) -> list[str]:
         """The key blocks of ``blocks`` (queue -> block number), in block order, each ending
-        with the queue's figures key of the slot of ``now`` (``Layout.block``)."""
+        with the queue's figures key of the slot of ``now`` (``Layout.block``). ``lowers``:
+        the call may make something fall due sooner (``due``): all but acks, heartbeats,
+        checkpoints, requeues and tenant slots, which only end or extend what is pending."""
         keys: list[str] = []
         for queue in sorted(blocks, key=blocks.__getitem__):
+            if lowers:
+                self.due.pop(queue, None)
             if queue not in self._checked:
                 with self.translated():
                     types = self.layout.queue_types(queue)

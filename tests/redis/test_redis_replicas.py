@@ -1,0 +1,46 @@
+"""``?wait_replicas=n``: an enqueue waits until n replicas have its jobs (WAIT), on a single
+Redis with a replica (the Cluster's side: tests/redis_cluster/test_cluster_directory.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+from redis_helpers import free_port, new_job, start_server, wait_for
+
+from fairq.backends.redis import RedisBackend
+from fairq.backends.redis.cluster import NotReplicated
+from fairq.contract import EnqueueParams, GetJobsParams
+
+
+@pytest.fixture
+def primary() -> Iterator[int]:
+    """A private Redis with one replica in sync: the primary's port."""
+    port, other = free_port(), free_port()
+    servers = [
+        start_server(port),
+        start_server(other, "--save", "", "--replicaof", "127.0.0.1", str(port)),
+    ]
+    replica = redis.Redis(port=other)
+    wait_for(lambda: replica.info("replication")["master_link_status"] == "up", "the replica")
+    yield port
+    replica.close()
+    for server in servers:
+        server.kill()
+        server.wait()
+
+
+def test_an_enqueue_waits_for_the_replicas_asked(primary: int) -> None:
+    url = f"redis://127.0.0.1:{primary}/0?clock=caller"
+    one = RedisBackend.from_url(f"{url}&wait_replicas=1")
+    two = RedisBackend.from_url(f"{url}&wait_replicas=2&wait_timeout=0.2")
+    try:
+        assert one.enqueue(EnqueueParams(jobs=[new_job(1)], now=0.0)).queues == ["default"]
+        with pytest.raises(NotReplicated, match="the jobs are stored, but only 1 of the 2"):
+            two.enqueue(EnqueueParams(jobs=[new_job(2)], now=0.0))
+        found = one.get_jobs(GetJobsParams(ids=["j1", "j2"]))
+        assert [job.id for job in found] == ["j1", "j2"]  # stored, as the error says
+    finally:
+        one.close()
+        two.close()
