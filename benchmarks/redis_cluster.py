@@ -212,6 +212,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16, help="jobs in flight per process")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--single-calls", type=int, default=2000, help="jobs for the WAIT figure")
+    parser.add_argument(
+        "--only-single",
+        action="store_true",
+        help="one Redis only (e.g. to compare two checkouts: PYTHONPATH=<other checkout>)",
+    )
     args = parser.parse_args()
     servers = _servers()
     print(f"cores: {os.cpu_count()}, load before: {os.getloadavg()}", flush=True)
@@ -221,37 +226,47 @@ def main() -> None:
             _server(servers, p, tmp, *extra)
             for p, extra in ((port, []), (port + 1, ["--replicaof", servers.HOST, str(port)]))
         )
-        cluster = servers.LocalCluster(Path(tmp) / "cluster").start()
+        cluster = None if args.only_single else servers.LocalCluster(Path(tmp) / "cluster")
         try:
             servers.wait_until(lambda: _answers(port) and _linked(port + 1), "the single Redis")
-            roles = cluster.roles()
-            pids = {p: cluster.processes[p].pid for p in roles}
-            targets = [
-                Target("one Redis", f"redis://{servers.HOST}:{port}/0?prefix=fq",
-                       {port: single.pid}, {port + 1: replica.pid}),
-                Target("Cluster (3 masters)", f"{cluster.url}&prefix=fq",
-                       {p: pids[p] for p, r in roles.items() if r == "master"},
-                       {p: pids[p] for p, r in roles.items() if r != "master"}),
-            ]  # fmt: skip
-            results: dict[str, list[dict[str, float]]] = {t.name: [] for t in targets}
-            for run in range(1, args.runs + 1):
-                for target in targets:
-                    found = drain(target, args.n, args.queues, args)
-                    results[target.name].append(found)
-                    print(f"run {run}, {target.name}: {_line(found)}", flush=True)
-            _summary(results, targets)
-            plain = single_calls(targets[1].url, args.single_calls)
-            waited = single_calls(f"{targets[1].url}&wait_replicas=1", args.single_calls)
-            print(
-                f"cluster, one job per enqueue call: {plain:,.0f} jobs/s; with wait_replicas=1: "
-                f"{waited:,.0f} jobs/s ({waited / plain:.2f}x)"
-            )
+            targets = [Target("one Redis", f"redis://{servers.HOST}:{port}/0?prefix=fq",
+                              {port: single.pid}, {port + 1: replica.pid})]  # fmt: skip
+            if cluster is not None:
+                roles = cluster.start().roles()
+                pids = {p: cluster.processes[p].pid for p in roles}
+                targets.append(Target(
+                    "Cluster (3 masters)", f"{cluster.url}&prefix=fq",
+                    {p: pids[p] for p, r in roles.items() if r == "master"},
+                    {p: pids[p] for p, r in roles.items() if r != "master"},
+                ))  # fmt: skip
+            _measure(targets, args)
         finally:
-            cluster.stop()
+            if cluster is not None:
+                cluster.stop()
             for server in (single, replica):
                 server.kill()
                 server.wait()
     print(f"load after: {os.getloadavg()}")
+
+
+def _measure(targets: list[Target], args: argparse.Namespace) -> None:
+    results: dict[str, list[dict[str, float]]] = {t.name: [] for t in targets}
+    for run in range(1, args.runs + 1):
+        for target in targets:
+            found = drain(target, args.n, args.queues, args)
+            results[target.name].append(found)
+            print(f"run {run}, {target.name}: {_line(found)}", flush=True)
+    for target in targets:
+        _medians(target.name, results[target.name])
+    if len(targets) == 1:
+        return
+    _summary(results, targets)
+    plain = single_calls(targets[1].url, args.single_calls)
+    waited = single_calls(f"{targets[1].url}&wait_replicas=1", args.single_calls)
+    print(
+        f"cluster, one job per enqueue call: {plain:,.0f} jobs/s; with wait_replicas=1: "
+        f"{waited:,.0f} jobs/s ({waited / plain:.2f}x)"
+    )
 
 
 def _server(servers: ModuleType, port: int, folder: str, *extra: str) -> subprocess.Popen[bytes]:
@@ -284,6 +299,12 @@ def _line(found: dict[str, float]) -> str:
         f"{found['replica_cpu_us']:.0f}), workers' CPU {found['workers_cpu_us']:.0f} µs per job, "
         f"{found['fcalls']:.3f} FCALLs per job, commands per master % {found['shares']}"
     )
+
+
+def _medians(name: str, found: list[dict[str, float]]) -> None:
+    keys = ("drain_per_s", "commands", "cpu_us", "workers_cpu_us", "fcalls", "enqueue_commands")
+    median = {k: statistics.median(r[k] for r in found) for k in keys}
+    print(f"medians, {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in median.items()))
 
 
 def _summary(results: dict[str, list[dict[str, float]]], targets: list[Target]) -> None:

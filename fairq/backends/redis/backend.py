@@ -17,6 +17,7 @@ claimed in the directory first (directory.py). docs/redis.md states what that gi
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -145,11 +146,11 @@ class RedisBackend:
         if not jobs:
             return EnqueueResult(queues=[])
         self._check_jobs(jobs)
-        cluster = self.layout.cluster
-        if cluster:
-            with self._store.translated():
-                self._directory.claim(jobs)
+        cluster, nonce = self.layout.cluster, self._directory.nonce()
         try:
+            if cluster:
+                with self._store.translated():
+                    self._directory.claim(jobs, nonce)
             queues = [job.queue for job in jobs]
             if any(job.throttle for job in jobs):
                 if not cluster:
@@ -161,9 +162,9 @@ class RedisBackend:
                 self._store.register(queue for job, queue in pairs if not job.shards)
             chosen = self._store_jobs(jobs, queues, params.now)
         except BaseException:
-            if cluster:
-                with self._store.translated():
-                    self._directory.release_unstored(jobs)
+            if cluster:  # best effort: the error to report is the first one
+                with contextlib.suppress(Exception):
+                    self._directory.release_unstored(jobs, nonce)
             raise
         if cluster:
             self._store.register(q for job, q in zip(jobs, chosen, strict=True) if job.shards)

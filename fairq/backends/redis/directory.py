@@ -25,6 +25,7 @@ whose ``forget`` failed stays taken. Neither loses or duplicates a job.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Sequence
 from functools import partial
@@ -33,7 +34,7 @@ from typing import Any
 from fairq.job import NewJob
 
 from .calls import duplicate
-from .cluster import NotReplicated
+from .cluster import NotReplicated, Send
 from .plumbing import Store
 from .records import text
 
@@ -53,24 +54,23 @@ class Directory:
 
     # -- a Cluster's claims -------------------------------------------------------------
 
-    def claim(self, jobs: Sequence[NewJob]) -> None:
+    @staticmethod
+    def nonce() -> str:
+        """A new call's nonce: what marks its claims as its own."""
+        return os.urandom(8).hex()
+
+    def claim(self, jobs: Sequence[NewJob], nonce: str) -> None:
         """Enter every job's id with the queues it may go to, or none (DuplicateJob)."""
-        nonce = os.urandom(8).hex()
-        sends = [
-            (
-                key,
-                partial(
-                    _hsetnx, key=key, field=job.id, value=f"{nonce}:{' '.join(candidates(job))}"
-                ),
-            )
-            for job in jobs
-            for key in [self.layout.directory_key(job.id)]
-        ]
+        sends: list[Send] = []
+        for job in jobs:
+            key, value = self.layout.directory_key(job.id), f"{nonce}:{' '.join(candidates(job))}"
+            sends.append((key, partial(_hsetnx, key=key, field=job.id, value=value)))
         if self.store.options.wait_replicas:  # claims a failover could lose break uniqueness
             try:
                 replies = self.store.replicated(sends)
             except NotReplicated as exc:
-                self.release_unstored(jobs)
+                with contextlib.suppress(Exception):  # best effort
+                    self.release_unstored(jobs, nonce)
                 raise NotReplicated(
                     f"nothing was stored: {exc} (the claims of the jobs' ids); check the "
                     "replicas' links, or raise wait_timeout"
@@ -84,14 +84,14 @@ class Directory:
         if not taken:
             return
         held = self._values(taken)
-        duplicates = [i for i in taken if (held[i] or "").partition(":")[0] != nonce]
+        duplicates = [i for i in taken if _nonce_of(held[i]) != nonce]
         if duplicates:
             refused = set(duplicates)
             self.release([job.id for job in jobs if job.id not in refused])
             raise duplicate(duplicates)
 
     def release(self, ids: Iterable[str]) -> None:
-        """Take ids out (claims of jobs not stored, or ids of jobs pruned)."""
+        """Take ids out (this call's claims, or the ids of jobs pruned)."""
         pipe = self.client.pipeline(transaction=False)
         count = 0
         for job_id in ids:
@@ -100,10 +100,14 @@ class Directory:
         if count:
             pipe.execute()
 
-    def release_unstored(self, jobs: Sequence[NewJob]) -> None:
-        """After a failed store: take out the claims of the jobs no queue holds."""
-        stored = self._holders({job.id: candidates(job) for job in jobs})
-        self.release(job.id for job in jobs if job.id not in stored)
+    def release_unstored(self, jobs: Sequence[NewJob], nonce: str) -> None:
+        """After a failed store: take out this call's claims (``nonce``) of the jobs no queue
+        holds. A claim stays ours until we take it out (no one else can enter an id that is
+        entered), so reading it and then deleting it races with nobody."""
+        values = self._values([job.id for job in jobs])
+        ours = [job for job in jobs if _nonce_of(values[job.id]) == nonce]
+        stored = self._holders({job.id: candidates(job) for job in ours})
+        self.release(job.id for job in ours if job.id not in stored)
 
     # -- lookups --------------------------------------------------------------------------
 
@@ -151,3 +155,7 @@ class Directory:
 
 def _hsetnx(pipe: Any, key: str, field: str, value: str) -> None:
     pipe.hsetnx(key, field, value)
+
+
+def _nonce_of(value: str | None) -> str | None:
+    return None if value is None else value.partition(":")[0]
