@@ -12,6 +12,7 @@ from redis_helpers import free_port, new_job, start_server, wait_for
 from fairq.backends.redis import RedisBackend
 from fairq.backends.redis.cluster import NotReplicated
 from fairq.contract import EnqueueParams, GetJobsParams
+from fairq.errors import StoreUnavailable
 
 
 @pytest.fixture
@@ -44,3 +45,18 @@ def test_an_enqueue_waits_for_the_replicas_asked(primary: int) -> None:
     finally:
         one.close()
         two.close()
+
+
+def test_a_master_short_of_replicas_refuses_the_write(primary: int) -> None:
+    """``min-replicas-to-write`` (docs/redis.md): the write is refused and nothing stored."""
+    backend = RedisBackend.from_url(f"redis://127.0.0.1:{primary}/0?clock=caller")
+    server = redis.Redis(port=primary)
+    try:
+        server.config_set("min-replicas-to-write", 2)
+        with pytest.raises(StoreUnavailable, match="fewer replicas are in sync"):
+            backend.enqueue(EnqueueParams(jobs=[new_job(1)], now=0.0))
+        server.config_set("min-replicas-to-write", 0)
+        assert backend.get_jobs(GetJobsParams(ids=["j1"])) == []
+    finally:
+        server.close()
+        backend.close()

@@ -233,6 +233,11 @@ def translated(safe_url: str) -> Iterator[None]:
                 f"Redis at {safe_url} has no database {_database(safe_url)}: the server has "
                 "fewer (its 'databases' setting, 16 by default: 0 to 15); use a lower number"
             ) from None
+        if str(exc).startswith("NOREPLICAS"):
+            raise StoreUnavailable(
+                f"Redis at {safe_url} refused the write: fewer replicas are in sync than its "
+                f"min-replicas-to-write asks ({exc}); nothing was changed"
+            ) from exc
         if "WRONGTYPE" in str(exc):
             raise SchemaError(
                 f"Redis at {safe_url} holds a key of another type where fairq keeps its "
