@@ -127,16 +127,19 @@ def wait(condition: Callable[[], bool], what: str) -> float:
 
 
 @contextmanager
-def workers(url: str, count: int, queues: int, concurrency: int) -> Iterator[list[int]]:
-    order = ",".join(f"q{i}:1" for i in range(queues))
-    command = [sys.executable, "-m", "fairq", "worker", "redis_cluster_jobs:app",
-               "--queues", order, "--concurrency", str(concurrency)]  # fmt: skip
+def workers(url: str, count: int, queues: int, concurrency: int, own: bool) -> Iterator[list[int]]:
+    """``count`` worker processes serving every queue at equal weights, or (``own``) one
+    queue each (``count`` = ``queues``)."""
+    every = ",".join(f"q{i}:1" for i in range(queues))
+    orders = [f"q{i}" for i in range(queues)] if own else [every] * count
     path = [str(HERE), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     env = {**os.environ, "BENCH_FAIRQ_URL": url, "PYTHONPATH": os.pathsep.join(path)}
     procs = [
-        subprocess.Popen(command, cwd=HERE, env=env, stdout=subprocess.DEVNULL,
+        subprocess.Popen([sys.executable, "-m", "fairq", "worker", "redis_cluster_jobs:app",
+                          "--queues", order, "--concurrency", str(concurrency)],
+                         cwd=HERE, env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
-        for _ in range(count)
+        for order in orders
     ]  # fmt: skip
     try:
         yield [p.pid for p in procs]
@@ -164,7 +167,7 @@ def drain(target: Target, n: int, queues: int, args: argparse.Namespace) -> dict
         enq = commands(masters)
         reset([*masters, *target.replicas])
         done = lambda: sum(row.succeeded for row in app.stats())  # noqa: E731
-        with workers(target.url, args.workers, queues, args.concurrency) as pids:
+        with workers(target.url, args.workers, queues, args.concurrency, args.own) as pids:
             cpu0 = cpu(list(target.masters.values())), cpu(list(target.replicas.values()))
             w0 = cpu(pids)
             first = wait(lambda: done() > 0, "the first job")
@@ -212,6 +215,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16, help="jobs in flight per process")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--single-calls", type=int, default=2000, help="jobs for the WAIT figure")
+    parser.add_argument(
+        "--own-queue",
+        dest="own",
+        action="store_true",
+        help="a worker process per queue, serving that queue only (--workers is ignored)",
+    )
     parser.add_argument(
         "--only-single",
         action="store_true",

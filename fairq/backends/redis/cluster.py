@@ -17,7 +17,7 @@ _lib.lua).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -120,28 +120,29 @@ def servers(client: ClusterClient, *sections: str) -> list[dict[str, Any]]:
     return [found]
 
 
-#: A command to send: a key it names (which fixes its slot), and what queues it on a pipeline.
-Send = tuple[str, Callable[[Any], None]]
+#: A command to send: a key it names (which fixes its slot), and the command's words.
+Send = tuple[str, tuple[Any, ...]]
 #: Replies of a replicated command: the errors after which it is sent again.
 _RESEND = (MovedError, TryAgainError, ClusterDownError, redis.ConnectionError, redis.TimeoutError)
 
 
-def replicated(
-    client: Any, library: Library, sends: Sequence[Send], replicas: int, timeout: float
+def per_master(
+    client: Any, library: Library, sends: Sequence[Send], wait: tuple[int, float] | None = None
 ) -> list[Any]:
     """Send commands that are safe to send again (functions registered with register_once,
-    HSETNX under a nonce: directory.py), each master's in one pipeline ended by ``WAIT
-    replicas timeout``, which waits for what that connection wrote; their replies, in order.
-    NotReplicated when a master's WAIT counted fewer replicas.
+    HSETNX under a nonce: directory.py), each master's on a connection of its own, all written
+    before any reply is read (one round trip for all masters, and far less work per command
+    than redis-py's cluster pipeline); their replies, in order. ``wait`` (replicas, timeout):
+    each master's commands end with ``WAIT replicas timeout``, which waits for what that
+    connection wrote; NotReplicated when a master's WAIT counted fewer.
 
-    A single Redis (``client`` not a cluster) is one pipeline; on a Cluster a command whose
-    slot moved or whose master failed is sent again once the owners are refreshed, as redis-py
-    does. A master that lacks the functions library gets it, and its pipeline is sent again.
+    A single Redis (``client`` not a cluster) is one master. On a Cluster, commands whose slot
+    moved or whose master failed are sent again once the owners are refreshed, as redis-py
+    does. A master that lacks the functions library gets it, and its commands are sent again.
     """
-    millis = max(1, int(timeout * 1000))
     for attempt in range(RETRIES + 1):
         try:
-            return _replicated_once(client, library, sends, replicas, millis)
+            return _per_master_once(client, library, sends, wait)
         except _RESEND:
             if attempt == RETRIES or not isinstance(client, RedisCluster):
                 raise
@@ -150,39 +151,74 @@ def replicated(
     raise AssertionError("unreachable")
 
 
-def _replicated_once(
-    client: Any, library: Library, sends: Sequence[Send], replicas: int, millis: int
+def _per_master_once(
+    client: Any, library: Library, sends: Sequence[Send], wait: tuple[int, float] | None
 ) -> list[Any]:
-    by_node: dict[str, list[int]] = {}
-    nodes: dict[str, Any] = {}
+    by_node: dict[Any, list[int]] = {}
     for at, (key, _) in enumerate(sends):
         if isinstance(client, RedisCluster):
-            node = client.nodes_manager.get_node_from_slot(key_slot(key))
-            name, nodes[node.name] = node.name, client.get_redis_connection(node)
+            node = client.get_redis_connection(
+                client.nodes_manager.get_node_from_slot(key_slot(key))
+            )
         else:
-            name, nodes[""] = "", client
-        by_node.setdefault(name, []).append(at)
+            node = client
+        by_node.setdefault(node, []).append(at)
     replies: list[Any] = [None] * len(sends)
-    for name, positions in by_node.items():
-        for _ in range(2):  # once more after loading the library, if a master lacked it
-            pipe = nodes[name].pipeline(transaction=False)
-            for at in positions:
-                sends[at][1](pipe)
-            pipe.execute_command("WAIT", replicas, millis)
-            *answers, acked = pipe.execute(raise_on_error=False)
-            lacking = [a for a in answers if isinstance(a, redis.ResponseError) and missing(a)]
-            if not lacking:
-                break
-            library.load(client)
-        for at, answer in zip(positions, answers, strict=True):
-            if isinstance(answer, Exception):
-                raise answer
-            replies[at] = answer
+    for _ in range(2):  # once more after loading the library, if a master lacked it
+        answers = _exchange(by_node, sends, wait)
+        if not any(isinstance(a, redis.ResponseError) and missing(a) for a in answers.values()):
+            break
+        library.load(client)
+    for node, positions in by_node.items():
+        for at in positions:
+            if isinstance(answers[at], Exception):
+                raise answers[at]
+            replies[at] = answers[at]
+        if wait is None:
+            continue
+        acked = answers[(id(node), "wait")]
         if isinstance(acked, Exception):
             raise acked
-        if int(acked) < replicas:
+        if int(acked) < wait[0]:
             raise NotReplicated(
-                f"only {acked} of the {replicas} replicas asked for (wait_replicas) confirmed "
-                f"the writes within {millis} ms"
+                f"only {acked} of the {wait[0]} replicas asked for (wait_replicas) "
+                f"confirmed the writes within {wait[1]:g} s"
             )
     return replies
+
+
+def _exchange(
+    by_node: dict[Any, list[int]], sends: Sequence[Send], wait: tuple[int, float] | None
+) -> dict[Any, Any]:
+    """Write every master's commands, then read every reply: place -> reply (an error as its
+    exception), and (id(node), "wait") -> a WAIT's count."""
+    taken: list[tuple[Any, Any, list[int]]] = []
+    try:
+        for node, positions in by_node.items():
+            connection = node.connection_pool.get_connection()
+            taken.append((node, connection, positions))
+            words = [sends[at][1] for at in positions]
+            if wait is not None:
+                words.append(("WAIT", wait[0], max(1, int(wait[1] * 1000))))
+            connection.send_packed_command(connection.pack_commands(words))
+        answers: dict[Any, Any] = {}
+        for node, connection, positions in taken:
+            for at in positions:
+                answers[at] = _reply(connection)
+            if wait is not None:
+                answers[(id(node), "wait")] = _reply(connection)
+        return answers
+    except BaseException:
+        for _, connection, _ in taken:
+            connection.disconnect()  # replies may be left unread on it
+        raise
+    finally:
+        for node, connection, _ in taken:
+            node.connection_pool.release(connection)
+
+
+def _reply(connection: Any) -> Any:
+    try:
+        return connection.read_response()
+    except redis.ResponseError as exc:  # MOVED, TRYAGAIN… are ResponseErrors too
+        return exc

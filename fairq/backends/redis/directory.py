@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Sequence
-from functools import partial
 from typing import Any
 
 from fairq.job import NewJob
@@ -64,7 +63,7 @@ class Directory:
         sends: list[Send] = []
         for job in jobs:
             key, value = self.layout.directory_key(job.id), f"{nonce}:{' '.join(candidates(job))}"
-            sends.append((key, partial(_hsetnx, key=key, field=job.id, value=value)))
+            sends.append((key, ("HSETNX", key, job.id, value)))
         if self.store.options.wait_replicas:  # claims a failover could lose break uniqueness
             try:
                 replies = self.store.replicated(sends)
@@ -76,10 +75,7 @@ class Directory:
                     "replicas' links, or raise wait_timeout"
                 ) from None
         else:
-            pipe = self.client.pipeline(transaction=False)
-            for _, send in sends:
-                send(pipe)
-            replies = pipe.execute()
+            replies = self.store.per_master(sends)
         taken = [job.id for job, new in zip(jobs, replies, strict=True) if not new]
         if not taken:
             return
@@ -151,10 +147,6 @@ class Directory:
             if present:
                 found.setdefault(job_id, queue)
         return found
-
-
-def _hsetnx(pipe: Any, key: str, field: str, value: str) -> None:
-    pipe.hsetnx(key, field, value)
 
 
 def _nonce_of(value: str | None) -> str | None:

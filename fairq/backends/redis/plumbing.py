@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from functools import partial
 from typing import Any
 
 from redis.exceptions import RedisClusterException
@@ -122,14 +121,18 @@ class Store:
         return [*keys, self.layout.reply_key(queue, caller)], [*args, os.urandom(8).hex()]
 
     def run_all(self, calls: Sequence[Call], *, replicated: bool = False) -> list[Any]:
-        """Run independent calls (of different slots, on a Cluster) in one pipeline; each
-        call's reply, in order. A single call is sent as it is. ``replicated``: each master's
-        calls followed by WAIT (``replicated``)."""
+        """Run independent calls (of different slots, on a Cluster) in one pipeline (one per
+        master, ``per_master``, on a Cluster); each call's reply, in order. A single call is
+        sent as it is. ``replicated``: each master's calls followed by WAIT (``replicated``).
+        A call not sent once (maintain) may run twice when its master fails: run again at the
+        same ``now`` it changes nothing more."""
         sent = [self._sent(call) for call in calls]
         if replicated:
             return self.replicated([self._fcall(*one) for one in sent])
         if len(sent) == 1:
             return [self.run(*sent[0])]
+        if self.layout.cluster:  # calls of several masters: redis-py's cluster pipeline costs more
+            return self.per_master([self._fcall(*one) for one in sent])
         with self.translated():
             pipe = self.client.pipeline(transaction=False)
             for name, keys, args in sent:
@@ -142,18 +145,18 @@ class Store:
 
     def replicated(self, sends: Sequence[cluster.Send]) -> list[Any]:
         """Commands safe to send again, each master's followed by WAIT for
-        ``?wait_replicas=n`` replicas (cluster.replicated); their replies."""
+        ``?wait_replicas=n`` replicas (cluster.per_master); their replies."""
+        return self.per_master(sends, (self.options.wait_replicas, self.options.wait_timeout))
+
+    def per_master(
+        self, sends: Sequence[cluster.Send], wait: tuple[int, float] | None = None
+    ) -> list[Any]:
+        """Commands safe to send again, in one pipeline per master (cluster.per_master)."""
         with self.translated():
-            return cluster.replicated(
-                self.client,
-                self.library,
-                sends,
-                self.options.wait_replicas,
-                self.options.wait_timeout,
-            )
+            return cluster.per_master(self.client, self.library, sends, wait)
 
     def _fcall(self, name: str, keys: list[str], args: list[Arg]) -> cluster.Send:
-        return keys[0], partial(self.library.pipe, op=name, keys=keys, args=args)
+        return keys[0], self.library.command(name, keys, args)
 
     def _sent(self, call: Call) -> tuple[str, list[str], list[Arg]]:
         name, queue, keys, args = call

@@ -83,6 +83,10 @@ class Library:
             self.load(client)
             return client.fcall(name, len(keys), *keys, *args)
 
+    def command(self, op: str, keys: Sequence[str], args: Sequence[Arg]) -> tuple[Arg, ...]:
+        """The words of a call, for a connection's own pipelining (cluster.per_master)."""
+        return ("FCALL", self.function(op), len(keys), *keys, *args)
+
     def pipe(self, pipe: Pipeline, op: str, keys: Sequence[str], args: Sequence[Arg]) -> None:
         """Queue a call on ``pipe``; its reply goes through ``answer``."""
         pipe.fcall(self.function(op), len(keys), *keys, *args)
