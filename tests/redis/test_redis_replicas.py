@@ -4,6 +4,7 @@ Redis with a replica (the Cluster's side: tests/redis_cluster/test_cluster_direc
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -16,12 +17,13 @@ from fairq.errors import StoreUnavailable
 
 
 @pytest.fixture
-def primary() -> Iterator[int]:
-    """A private Redis with one replica in sync: the primary's port."""
+def primary(tmp_path: Path) -> Iterator[int]:
+    """A private Redis with one replica in sync (files in ``tmp_path``): the primary's port."""
     port, other = free_port(), free_port()
+    quiet = ("--save", "", "--appendonly", "no", "--dir", str(tmp_path))
     servers = [
-        start_server(port),
-        start_server(other, "--save", "", "--replicaof", "127.0.0.1", str(port)),
+        start_server(port, *quiet),
+        start_server(other, *quiet, "--replicaof", "127.0.0.1", str(port)),
     ]
     replica = redis.Redis(port=other)
     wait_for(lambda: replica.info("replication")["master_link_status"] == "up", "the replica")

@@ -55,9 +55,10 @@ local function take(now, limit, first, last)
 end
 
 -- A stored reply of `take` (from reply[first] on), sent again: its leases started when the
--- first sending ran (its dues are the first sending's: a hint, see consuming.py). Each still held is extended as a heartbeat at `now` would (its record
+-- first sending ran. Each still held is extended as a heartbeat at `now` would (its record
 -- in the answer is the extended one); one no longer held (acked, failed, expired) is left
--- out. The expired leases are reported as the first sending found them.
+-- out. The expired leases and the dues are reported as the first sending found them (the
+-- dues are a hint: consuming.py).
 local function take_again(reply, first, now)
   local out = {reply[first], reply[first + 1]}
   local queues = {}

@@ -5,8 +5,8 @@
 -- ARGV: [1] queue name, [2] weight, [3] cap ('' for none), [4] rate count, [5] rate period,
 --       [6] rate burst ('' x3 for no rate), [7] half_life ('' for none), [8] max_debt, [9] now
 --       (see `now_of`), [10] max_in_flight ('' for none).
--- Touches: the queues set (single Redis); meta, tenants, tids (read), tnames (read), eligible, ready (read),
---       backlog (read), limited, tats, wake, running (read: ZCARD).
+-- Touches: the queues set (single Redis); meta, tenants, tids (read), tnames (read),
+--       eligible, ready (read), backlog (read), limited, tats, wake, running (read: ZCARD).
 -- Returns: the number of tenants resettled.
 --
 -- Resettling a tenant (recompute its rate hold, then refresh) can only change one that has

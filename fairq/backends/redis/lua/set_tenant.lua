@@ -5,8 +5,8 @@
 -- ARGV: [1] queue name, [2] tenant, [3] weight (0 pauses), [4] cap, [5] rate as
 --       'count,period,burst': each 'keep', '' (back to the queue default) or a value;
 --       [6] now (see `now_of`).
--- Touches: the queues set (single Redis); meta, tenants, tids, tnames, eligible, ready (read), readyat
---       (read), limited, wake.
+-- Touches: the queues set (single Redis); meta, tenants, tids, tnames, eligible, ready
+--       (read), readyat (read), limited, wake.
 -- Returns: {tenant record, oldest readyat member or false, queue weight, queue cap or '',
 --       queue rate 'count,period,burst' or '', queue half_life or '', queue max_debt, now}:
 --       now is the time the call ran at (its usage is decayed to it).
