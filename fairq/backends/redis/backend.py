@@ -146,27 +146,27 @@ class RedisBackend:
         if not jobs:
             return EnqueueResult(queues=[])
         self._check_jobs(jobs)
-        cluster, nonce = self.layout.cluster, self._directory.nonce()
+        on_cluster, nonce = self.layout.cluster, self._directory.nonce()
         try:
-            if cluster:
+            if on_cluster:
                 with self._store.translated():
                     self._directory.claim(jobs, nonce)
             queues = [job.queue for job in jobs]
             if any(job.throttle for job in jobs):
-                if not cluster:
+                if not on_cluster:
                     self._refuse_stored([job.id for job in jobs])
                 at = self._store.at(params.now)
                 queues = throttling.route(self._store.run_once, self.layout, jobs, at)
-            if cluster:
+            if on_cluster:
                 pairs = zip(jobs, queues, strict=True)
                 self._store.register(queue for job, queue in pairs if not job.shards)
             chosen = self._store_jobs(jobs, queues, params.now)
         except BaseException:
-            if cluster:  # best effort: the error to report is the first one
+            if on_cluster:  # best effort: the error to report is the first one
                 with contextlib.suppress(Exception):
                     self._directory.release_unstored(jobs, nonce)
             raise
-        if cluster:
+        if on_cluster:
             self._store.register(q for job, q in zip(jobs, chosen, strict=True) if job.shards)
         return EnqueueResult(queues=chosen)
 
