@@ -180,12 +180,12 @@ class RedisBackend:
         made: list[tuple[Call, list[int], dict[str, int]]] = []
         for places in by_group.values():
             blocks = calls.blocks([q for at in places for q in (jobs[at].shards or (queues[at],))])
-            args: list[Arg] = [self._store.at(now), floor, len(blocks), *blocks, len(places)]
+            shared = [] if self.layout.cluster else [self.layout.directory, self.layout.queues]
+            args: list[Arg] = [len(shared), self._store.at(now), floor, len(blocks), *blocks]
+            args.append(len(places))
             for at in places:
                 args += calls.job_args(calls.block_of(blocks, jobs[at], queues[at]), jobs[at], at)
-            keys = self._store.keys(blocks, now)
-            if not self.layout.cluster:
-                keys = [self.layout.directory, self.layout.queues, *keys]
+            keys = [*shared, *self._store.keys(blocks, now)]
             made.append((("enqueue", next(iter(blocks)), keys, args), places, blocks))
         sent = [call for call, _, _ in made]
         try:
@@ -304,10 +304,9 @@ class RedisBackend:
         made: list[tuple[Call, dict[str, int]]] = []
         for maintained, pruned in parts:
             blocks = calls.blocks([*maintained, *pruned])
-            keys = self._store.keys(blocks, params.now)
-            if not self.layout.cluster:
-                keys = [self.layout.directory, *keys]
-            args: list[Arg] = [self._store.at(params.now), retention, len(maintained)]
+            shared = [] if self.layout.cluster else [self.layout.directory]
+            keys = [*shared, *self._store.keys(blocks, params.now)]
+            args: list[Arg] = [self._store.at(params.now), retention, len(maintained), len(shared)]
             made.append((("maintain", None, keys, args), blocks))
         replies = self._store.run_all([call for call, _ in made]) if made else []
         result = MaintainResult()
@@ -332,14 +331,15 @@ class RedisBackend:
 
     # -- settings --------------------------------------------------------------------------
 
-    def _settings_keys(self, queue: str, now: float) -> list[str]:
-        """A settings script's keys: the queues set first on a single Redis (the script adds
-        the queue); on a Cluster the queue is registered here."""
+    def _settings_keys(self, queue: str, now: float) -> tuple[list[str], int]:
+        """A settings script's keys, and how many of them are shared by queues: the queues set
+        first on a single Redis (the script adds the queue); on a Cluster the queue is
+        registered here."""
         keys = self._store.keys({queue: 1}, now)
         if self.layout.cluster:
             self._store.register([queue])
-            return keys
-        return [self.layout.queues, *keys]
+            return keys, 0
+        return [self.layout.queues, *keys], 1
 
     def set_queue(self, params: SetQueueParams) -> None:
         settings = params.settings
@@ -347,9 +347,9 @@ class RedisBackend:
         rate = rate_arg(settings.rate).split(",") if settings.rate else ["", "", ""]
         half_life = "" if settings.half_life is None else num(settings.half_life)
         in_flight = "" if settings.max_in_flight is None else str(settings.max_in_flight)
-        keys = self._settings_keys(settings.queue, params.now)
+        keys, shared = self._settings_keys(settings.queue, params.now)
         args: list[Arg] = [settings.queue, num(settings.weight), cap, *rate, half_life]
-        args += [num(settings.max_debt), self._store.at(params.now), in_flight]
+        args += [num(settings.max_debt), self._store.at(params.now), in_flight, shared]
         self._store.run("set_queue", keys, args)
 
     def get_queue(self, params: GetQueueParams) -> QueueSettings:
@@ -357,7 +357,7 @@ class RedisBackend:
             return reads.get_queue(self.client, self.layout, params.queue)
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
-        keys = self._settings_keys(params.queue, params.now)
+        keys, shared = self._settings_keys(params.queue, params.now)
         args: list[Arg] = [
             params.queue,
             params.tenant,
@@ -365,6 +365,7 @@ class RedisBackend:
             calls.setting(params.max_running, str),
             "keep" if isinstance(params.rate, Keep) else rate_arg(params.rate),
             self._store.at(params.now),
+            shared,
         ]
         raw, oldest, *meta = self._store.run("set_tenant", keys, args)
         weight, cap, rate, half_life, max_debt, now = (text(v) for v in meta)

@@ -121,6 +121,15 @@ local function register_once(name, body, replay)
   end)
 end
 
+-- Take the first n keys off KEYS: the keys shared by queues (the directory, the queues set)
+-- that a call on a single Redis passes before its key blocks; a call on a Redis Cluster passes
+-- none (n = 0: a script there touches one slot; the caller writes those keys itself).
+local function take_globals(n)
+  local found = {}
+  for i = 1, tonumber(n) do found[i] = table.remove(KEYS, 1) end
+  return found
+end
+
 -- string.format costs as much as a redis.call, so fmt remembers its last answer (one call
 -- formats `now` many times); 0 is always formatted, as 0 == -0 but '0' ~= '-0'.
 local last_x, last_text = nil, nil

@@ -1,12 +1,14 @@
 -- enqueue.lua: store a batch of new jobs, all or none.
 --
--- KEYS: on a single Redis only: [1] directory hash (job_id -> queue), [2] queues set; then
---       one block of QUEUE_KEYS keys per queue of the batch (see _lib.lua). On a Redis
---       Cluster the caller has claimed the ids in the directory and registered the queues
---       itself, before this call (directory.py): a script there touches one slot only.
+-- KEYS: G keys shared by queues, then one block of QUEUE_KEYS keys per queue of the batch
+--       (see _lib.lua). On a single Redis (G = 2): [1] directory hash (job_id -> queue), [2]
+--       queues set. On a Redis Cluster (G = 0) the caller has claimed the ids in the
+--       directory and registered the queues itself, before this call (directory.py): a
+--       script there touches one slot only.
 --       Jobs arrive here already routed: throttle rules were applied by route.lua first.
--- ARGV: [1] now (see `now_of`), [2] seq floor F, [3] number of queue blocks B, [4 .. 3+B]
---       queue names (block order), then [4+B] number of jobs N and 10 values per job, in
+-- ARGV: [1] G, [2] now (see `now_of`), [3] seq floor F, [4] number of queue blocks B,
+--       [5 .. 4+B] queue names (block order), then [5+B] number of jobs N and 10 values per
+--       job, in
 --       enqueue order: block, job_id, body, tenant, priority, run_at, max_attempts,
 --       lease_timeout, cost, i (the job's place in the caller's batch, from 0: on a Cluster
 --       a batch is split into one call per slot).
@@ -32,7 +34,7 @@ local function claim(directory, first, fields, njobs)
     local a = first + i * fields
     local id = ARGV[a + 1]
     if dups == nil then
-      local queue = ARGV[3 + tonumber(string.match(ARGV[a], '^%d+'))]  -- a shard: set again
+      local queue = ARGV[4 + tonumber(string.match(ARGV[a], '^%d+'))]  -- a shard: set again
       if redis.call('HSETNX', directory, id, queue) == 0 then
         dups = {id}
         for k = 0, i - 1 do redis.call('HDEL', directory, ARGV[first + k * fields + 1]) end
@@ -92,17 +94,13 @@ local function least_loaded(queues, spec, name)
 end
 
 register_once('enqueue', function()
-  local now = now_of(ARGV[1])
-  local floor = tonumber(ARGV[2])
-  local nblocks = tonumber(ARGV[3])
-  local njobs = tonumber(ARGV[4 + nblocks])
+  local directory, queue_set = unpack(take_globals(ARGV[1]))
+  local now = now_of(ARGV[2])
+  local floor = tonumber(ARGV[3])
+  local nblocks = tonumber(ARGV[4])
+  local njobs = tonumber(ARGV[5 + nblocks])
   local FIELDS = 10
-  local first = 5 + nblocks
-  local directory, queue_set = nil, nil
-  if #KEYS > nblocks * QUEUE_KEYS then
-    directory = table.remove(KEYS, 1)
-    queue_set = table.remove(KEYS, 1)
-  end
+  local first = 6 + nblocks
 
   local dups
   if directory then dups = claim(directory, first, FIELDS, njobs)
@@ -110,7 +108,7 @@ register_once('enqueue', function()
   if dups then return {'dup', unpack(dups)} end
 
   local queues, used = {}, {}
-  for b = 1, nblocks do queues[b] = open_queue(b, ARGV[3 + b]) end
+  for b = 1, nblocks do queues[b] = open_queue(b, ARGV[4 + b]) end
 
   local chosen, sharded = {'ok'}, false
   for i = 0, njobs - 1 do
@@ -118,12 +116,12 @@ register_once('enqueue', function()
     local block = tonumber(ARGV[a])
     if block == nil then
       block, sharded = least_loaded(queues, ARGV[a], ARGV[a + 3]), true
-      if directory then redis.call('HSET', directory, ARGV[a + 1], ARGV[3 + block]) end
+      if directory then redis.call('HSET', directory, ARGV[a + 1], ARGV[4 + block]) end
     end
     chosen[i + 2] = block
     if not used[block] and queue_set then  -- a shard no job went to is not a queue seen
       used[block] = true
-      redis.call('SADD', queue_set, ARGV[3 + block])
+      redis.call('SADD', queue_set, ARGV[4 + block])
     end
     local q = queues[block]
     local t = tenant_named(q, ARGV[a + 3])
