@@ -253,10 +253,12 @@ def shared() -> LocalCluster:
 
 def main() -> None:
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+    stops = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)  # sigwait takes them, not their default
     cluster = LocalCluster(root).start()
     print(cluster.url, flush=True)
     try:
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        signal.sigwait(stops)
     finally:
         cluster.stop()
 
