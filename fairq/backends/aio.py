@@ -152,6 +152,8 @@ def open_async_store(sync: Backend) -> AsyncStore:
         from fairq.backends.redis import RedisBackend
 
         if isinstance(sync, RedisBackend):
+            if sync.options.cluster or sync.options.wait_replicas:
+                return Offloaded(sync)  # a Cluster's steps block (redis/requests.py: Blocking)
             from fairq.backends.redis.aio import AsyncRedisStore
 
             return AsyncRedisStore(sync)

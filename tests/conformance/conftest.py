@@ -49,6 +49,23 @@ def _redis(tmp: Path) -> Backend:
     return backend
 
 
+def _redis_cluster(tmp: Path) -> Backend:
+    """A fresh prefix per store on a real local Redis Cluster (three masters with a replica
+    each, started once per test run: tests/redis_cluster/servers.py); the test's first store
+    empties every master first. ``clock=caller``, as for "redis"."""
+    import uuid
+
+    from redis_cluster.servers import shared
+
+    from fairq.backends.redis import RedisBackend
+
+    url = shared().url
+    backend = RedisBackend.from_url(f"{url}&prefix=t{uuid.uuid4().hex[:8]}&clock=caller")
+    if tmp.name == "store0":
+        backend.client.flushall()
+    return backend
+
+
 def _postgres(tmp: Path) -> Backend:
     """A fresh schema per store, dropped when it is closed (tests/postgres/_store.py).
 
@@ -64,6 +81,7 @@ BACKENDS: dict[str, BackendFactory] = {
     "model": _model,
     "sqlite": _sqlite,
     "redis": _redis,
+    "redis-cluster": _redis_cluster,
     "postgres": _postgres,
 }
 

@@ -7,6 +7,10 @@ connection as the blocking one does (connection.py), and a call that must not ru
 sent with a reply key of its own (``register_once`` in _lib.lua): each call in flight holds
 one caller id, taken from a free list, so two coroutines never share one and the keys stay as
 few as the calls ever in flight at once. The other calls go through a thread (``Offloaded``).
+
+A single Redis only: on a Redis Cluster (or with ``wait_replicas``) an enqueue's steps include
+blocking work across slots (requests.py: ``Blocking``), so ``open_async_store`` gives such a
+store ``Offloaded`` itself, every call in its thread.
 """
 
 from __future__ import annotations
@@ -30,12 +34,13 @@ from fairq.contract import (
     TenantSettingsParams,
     TenantStats,
 )
+from fairq.errors import ConfigError
 from fairq.job import JobInfo
 
 from . import reads
 from .backend import RedisBackend
 from .connection import RETRIES, backoff, client_settings, translated
-from .requests import Batch, RedisSteps, Request, once_args
+from .requests import Batch, Blocking, RedisSteps, Request, once_args
 from .scripts import library
 
 T = TypeVar("T")
@@ -49,6 +54,12 @@ class AsyncRedisStore(Offloaded):
     )
 
     def __init__(self, sync: RedisBackend) -> None:
+        if sync.options.cluster or sync.options.wait_replicas:
+            raise ConfigError(
+                "AsyncRedisStore speaks to a single Redis without wait_replicas; for a Redis "
+                "Cluster or wait_replicas use open_async_store, which runs the blocking store's "
+                "calls in a thread (fairq/backends/aio.py)"
+            )
         super().__init__(sync)
         self.redis = sync
         self.client: Any = redis.asyncio.Redis.from_url(
@@ -71,7 +82,7 @@ class AsyncRedisStore(Offloaded):
         return await self._drive(reads.job_types(self.redis.layout))
 
     async def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
-        return await self._drive(reads.get_jobs(self.redis.layout, list(params.ids)))
+        return await self._drive(self.redis.get_jobs_steps(params))
 
     async def stats(self, params: StatsParams) -> list[TenantStats]:
         return await self._drive(reads.stats(self.redis.layout, params))
@@ -84,6 +95,7 @@ class AsyncRedisStore(Offloaded):
         return await adrive(steps, self._perform)
 
     async def _perform(self, request: Request) -> Any:
+        assert not isinstance(request, Blocking), "a single Redis's steps never block"
         with translated(self.redis.options.safe_url):
             if isinstance(request, Batch):
                 pipe = self.client.pipeline(transaction=request.transaction)

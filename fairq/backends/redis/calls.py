@@ -140,7 +140,8 @@ def block_of(blocks: dict[str, int], job: NewJob, queue: str) -> int | str:
     return blocks[queue]
 
 
-def job_args(block: int | str, job: NewJob) -> list[Arg]:
+def job_args(block: int | str, job: NewJob, order: int) -> list[Arg]:
+    """enqueue.lua's values of one job; ``order``: its place in the batch (from 0)."""
     return [
         block,
         job.id,
@@ -151,6 +152,7 @@ def job_args(block: int | str, job: NewJob) -> list[Arg]:
         job.max_attempts,
         num(job.lease_timeout),
         num(job.cost),
+        order,
     ]
 
 

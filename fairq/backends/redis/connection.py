@@ -2,7 +2,8 @@
 
 Connection failures are retried by redis-py with jittered exponential back-off (a killed
 connection is re-opened transparently); what still fails becomes ``StoreUnavailable`` naming
-the URL with its password hidden, so logs never carry a secret.
+the URL with its password hidden, so logs never carry a secret. ``?cluster=1`` opens a Redis
+Cluster client instead (cluster.py).
 """
 
 from __future__ import annotations
@@ -31,8 +32,14 @@ T = TypeVar("T")
 #: Redis Functions (FUNCTION LOAD, FCALL) are in 7.0, as is everything else fairq uses.
 MIN_VERSION = (7, 0, 0)
 #: fairq's own URL options; the rest of the query string goes to redis-py.
-OWN_OPTIONS = ("prefix", "max_payload_bytes", "clock")
+OWN_OPTIONS = (
+    "prefix", "max_payload_bytes", "clock", "cluster", "cluster_nodes", "wait_replicas",
+    "wait_timeout",
+)  # fmt: skip
 DEFAULT_BACKEND_MAX_PAYLOAD = 16 * 1024 * 1024
+#: How long an enqueue waits for ``wait_replicas`` replicas by default (seconds).
+DEFAULT_WAIT_TIMEOUT = 1.0
+_YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,10 +49,19 @@ class RedisOptions:
     prefix: str = DEFAULT_PREFIX
     max_payload_bytes: int = DEFAULT_BACKEND_MAX_PAYLOAD
     clock: Clock = Clock.STORE  # whose clock stamps an event (fairq/backends/clock.py)
+    cluster: bool = False  # a Redis Cluster (``?cluster=1``)
+    seeds: tuple[tuple[str, int], ...] = ()  # a Cluster's nodes to start from, beyond the URL's
+    wait_replicas: int = 0  # an enqueue waits until this many replicas have it (WAIT)
+    wait_timeout: float = DEFAULT_WAIT_TIMEOUT  # … for at most this long (seconds)
 
 
 def parse_url(url: str) -> RedisOptions:
-    """Split ``redis://…?prefix=p&max_payload_bytes=n`` into fairq's options and redis-py's URL."""
+    """Split ``redis://…?prefix=p&max_payload_bytes=n`` into fairq's options and redis-py's URL.
+
+    ``cluster=1`` (with ``cluster_nodes=host:port,…``, more nodes to start from) opens a Redis
+    Cluster; ``wait_replicas=n`` (with ``wait_timeout=seconds``) makes an enqueue wait until n
+    replicas have its jobs (docs/redis.md: what asynchronous replication can lose).
+    """
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("redis", "rediss", "unix"):
         raise ConfigError(f"not a Redis URL: {redact(url)!r}")
@@ -56,13 +72,76 @@ def parse_url(url: str) -> RedisOptions:
     limit = own.get("max_payload_bytes", str(DEFAULT_BACKEND_MAX_PAYLOAD))
     if not limit.isdigit() or int(limit) < 64:
         raise ConfigError(f"max_payload_bytes in the Redis URL must be an int >= 64, got {limit!r}")
+    cluster = _flag(own.get("cluster", ""), "cluster")
+    if cluster:
+        _check_cluster_url(url, client_url)
+    elif "cluster_nodes" in own:
+        raise ConfigError(
+            f"cluster_nodes in the Redis URL {redact(url)!r} names a Redis Cluster's nodes; "
+            "add cluster=1 to connect to a cluster"
+        )
+    replicas = own.get("wait_replicas", "0")
+    if not replicas.isdigit():
+        raise ConfigError(f"wait_replicas in the Redis URL must be an int >= 0, got {replicas!r}")
     return RedisOptions(
         client_url=client_url,
         safe_url=redact(url),
         prefix=check_prefix(own.get("prefix", DEFAULT_PREFIX)),
         max_payload_bytes=int(limit),
         clock=parse_clock(own.get("clock")),
+        cluster=cluster,
+        seeds=_seeds(own.get("cluster_nodes", "")),
+        wait_replicas=int(replicas),
+        wait_timeout=_seconds(own.get("wait_timeout", str(DEFAULT_WAIT_TIMEOUT)), "wait_timeout"),
     )
+
+
+def _flag(value: str, name: str) -> bool:
+    if value.lower() in _YES:
+        return True
+    if value.lower() in _NO:
+        return False
+    raise ConfigError(f"{name} in the Redis URL must be 1 or 0 (true/false, yes/no), got {value!r}")
+
+
+def _seconds(value: str, name: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < 3600:
+        raise ConfigError(f"{name} in the Redis URL must be seconds, > 0, got {value!r}")
+    return seconds
+
+
+def _check_cluster_url(url: str, client_url: str) -> None:
+    """A Cluster is reached over TCP, and has database 0 only."""
+    parts = urlsplit(client_url)
+    if parts.scheme.lower() == "unix":
+        raise ConfigError(
+            f"a Redis Cluster is reached over TCP, not a unix socket: use "
+            f"redis://host:port/?cluster=1 (got {redact(url)!r})"
+        )
+    if not parts.hostname:
+        raise ConfigError(f"the Redis URL {redact(url)!r} names no host of the cluster")
+    if _database(client_url) != "0":
+        raise ConfigError(
+            f"a Redis Cluster has database 0 only, and the URL {redact(url)!r} names database "
+            f"{_database(client_url)}; drop it (or use a key prefix: ?prefix=…)"
+        )
+
+
+def _seeds(text: str) -> tuple[tuple[str, int], ...]:
+    seeds: list[tuple[str, int]] = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        host, sep, port = entry.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(
+                f"cluster_nodes in the Redis URL must be host:port pairs separated by commas, "
+                f"got {entry!r}"
+            )
+        seeds.append((host.strip("[]"), int(port)))
+    return tuple(seeds)
 
 
 def redact(url: str) -> str:
@@ -83,13 +162,16 @@ RETRIES, BACKOFF_CAP, CONNECT_TIMEOUT, READ_TIMEOUT = 8, 2.0, 5.0, 30.0
 REPLY_TTL_MS = int(RETRIES * (BACKOFF_CAP + CONNECT_TIMEOUT + READ_TIMEOUT) * 1000)
 
 
+def retry() -> Retry:
+    return Retry(backoff(), retries=RETRIES)
+
+
 def open_client(options: RedisOptions, *, blocking: bool = False) -> redis.Redis:
-    """A client that retries lost connections with back-off (about 10 s in all).
+    """A client of one Redis that retries lost connections with back-off (about 10 s in all).
 
     ``blocking`` clients have no read timeout, for BLPOP (its own timeout bounds the wait).
     """
-    retry = Retry(backoff(), retries=RETRIES)
-    return redis.Redis.from_url(options.client_url, retry=retry, **client_settings(blocking))
+    return redis.Redis.from_url(options.client_url, retry=retry(), **client_settings(blocking))
 
 
 def backoff() -> ExponentialWithJitterBackoff:
@@ -158,6 +240,11 @@ def translated(safe_url: str) -> Iterator[None]:
                 f"Redis at {safe_url} has no database {_database(safe_url)}: the server has "
                 "fewer (its 'databases' setting, 16 by default: 0 to 15); use a lower number"
             ) from None
+        if str(exc).startswith("NOREPLICAS"):
+            raise StoreUnavailable(
+                f"Redis at {safe_url} refused the write: fewer replicas are in sync than its "
+                f"min-replicas-to-write asks ({exc}); nothing was changed"
+            ) from exc
         if "WRONGTYPE" in str(exc):
             raise SchemaError(
                 f"Redis at {safe_url} holds a key of another type where fairq keeps its "

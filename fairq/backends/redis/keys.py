@@ -1,8 +1,13 @@
 """Where everything lives: key names, and the Cluster slot each one hashes to.
 
-Global keys (one each per prefix): ``{prefix}:dir`` (job id -> queue, which routes a lease
-token to its queue and keeps ids unique), ``{prefix}:seq`` (enqueue order),
-``{prefix}:queues`` (the queues seen) and ``{prefix}:types`` (published job types).
+Global keys (one each per prefix, never on a Redis Cluster's hot path): ``{prefix}:queues``
+(the queues seen, for reads across queues) and ``{prefix}:types`` (published job types). The
+directory (job id -> queue, which routes an id to its queue and keeps ids unique) is one hash,
+``{prefix}:dir``, on a single Redis, written by enqueue.lua in the same call as the job; on a
+Cluster it is split into ``DIRECTORY_BUCKETS`` hashes ``{prefix}:dir:{<bucket>}`` by a hash of
+the id, written by the caller before the job (directory.py says why and what that gives). The
+enqueue order is a counter per queue (``seq`` in meta), raised to a floor the caller sends
+(enqueue.lua), so no counter is shared by queues.
 
 Per queue, ``{prefix}:{<queue>}:<part>`` for each part in ``QUEUE_PARTS``: the hash tag
 ``{<queue>}`` puts all of a queue's keys in one Cluster slot. Queue names are limited to
@@ -17,6 +22,7 @@ one per-caller key, a call's remembered reply, names a random caller id (``reply
 
 from __future__ import annotations
 
+import binascii
 from dataclasses import dataclass, field
 
 from fairq.errors import ConfigError
@@ -108,6 +114,10 @@ LAYOUT = "3"
 TID_WIDTH = 10
 SEQ_WIDTH = 16
 
+#: How many hashes a Cluster's directory is split into (``Layout.directory_key``): enough to
+#: spread it over every master, few enough that each is a compact hash.
+DIRECTORY_BUCKETS = 1024
+
 
 def check_prefix(prefix: str) -> str:
     if not isinstance(prefix, str) or not prefix:
@@ -122,18 +132,25 @@ def check_prefix(prefix: str) -> str:
 
 @dataclass(frozen=True)
 class Layout:
-    """Key names under one prefix."""
+    """Key names under one prefix; ``cluster``: the directory split for a Redis Cluster."""
 
     prefix: str = DEFAULT_PREFIX
+    cluster: bool = False
     _blocks: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
+    _groups: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def directory(self) -> str:
+        """A single Redis's directory (on a Cluster: ``directory_key``)."""
         return f"{self.prefix}:dir"
 
-    @property
-    def seq(self) -> str:
-        return f"{self.prefix}:seq"
+    def directory_key(self, job_id: str) -> str:
+        """The hash that holds ``job_id``'s queue: a function of the id alone, so an id is
+        found (and kept unique) without knowing its queue."""
+        if not self.cluster:
+            return self.directory
+        bucket = binascii.crc_hqx(job_id.encode("utf-8", "surrogatepass"), 0) % DIRECTORY_BUCKETS
+        return f"{self.prefix}:dir:{{{bucket}}}"
 
     @property
     def queues(self) -> str:
@@ -144,8 +161,18 @@ class Layout:
         return f"{self.prefix}:types"
 
     def global_types(self) -> dict[str, str]:
-        return {self.directory: "hash", self.seq: "string", self.queues: "set",
-                self.types: "hash"}  # fmt: skip
+        found = {self.queues: "set", self.types: "hash"}
+        return found if self.cluster else {self.directory: "hash", **found}
+
+    def group(self, queue: str) -> int:
+        """Which calls may share a script with ``queue``'s: on a Cluster, its hash slot (a
+        script may touch one slot only); on a single Redis, every queue's (0)."""
+        if not self.cluster:
+            return 0
+        found = self._groups.get(queue)
+        if found is None:
+            found = self._groups[queue] = key_slot(self.queue_key(queue, "meta"))
+        return found
 
     def queue_key(self, queue: str, part: str) -> str:
         """A shard ``<queue>@<n>`` keeps its queue's hash tag (``{prefix}:{<queue>}@<n>:…``):
@@ -210,15 +237,4 @@ def key_slot(key: str | bytes) -> int:
         end = data.find(b"}", start + 1)
         if end > start + 1:
             data = data[start + 1 : end]
-    return crc16(data) % 16384
-
-
-def crc16(data: bytes) -> int:
-    """CRC16/XMODEM (polynomial 0x1021, initial 0), the checksum Redis Cluster uses."""
-    crc = 0
-    for byte in data:
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
-            crc &= 0xFFFF
-    return crc
+    return binascii.crc_hqx(data, 0) % 16384

@@ -117,14 +117,15 @@ def get_queue(client: Client, layout: Layout, queue: str) -> QueueSettings:
     )
 
 
-def get_jobs(layout: Layout, ids: Sequence[str]) -> RedisSteps[list[JobInfo]]:
-    if not ids:
-        return []
-    (queues,) = yield Batch(lambda pipe: pipe.hmget(layout.directory, list(ids)))
+def get_jobs(
+    layout: Layout, located: dict[str, str], ids: Sequence[str]
+) -> RedisSteps[list[JobInfo]]:
+    """The jobs among ``ids`` that exist, in order; ``located``: their queues
+    (``Directory.locate``)."""
     by_queue: dict[str, list[str]] = {}
-    for job_id, queue in zip(ids, queues, strict=True):
-        if queue is not None:
-            by_queue.setdefault(text(queue), []).append(job_id)
+    for job_id in dict.fromkeys(ids):
+        if job_id in located:
+            by_queue.setdefault(located[job_id], []).append(job_id)
     found: dict[str, JobInfo] = {}
     for queue, queue_ids in by_queue.items():
         found.update((yield from jobs_in_queue(layout, queue, queue_ids)))

@@ -1,5 +1,6 @@
 """What a Redis operation asks of the server (fairq.backends.steps): a call of one of the
-library's functions, or a pipeline of plain commands. ``RedisBackend`` performs them with
+library's functions, a pipeline of plain commands, or (on a Redis Cluster) blocking work.
+``RedisBackend`` performs them with
 redis-py's blocking client, ``AsyncRedisStore`` (aio.py) with ``redis.asyncio``'s; both queue
 a pipeline's commands the same way (queueing does not wait, only ``execute`` does), so one
 ``fill`` function serves both.
@@ -40,7 +41,17 @@ class Batch:
     transaction: bool = False
 
 
-Request = FCall | Batch
+@dataclass(frozen=True)
+class Blocking:
+    """Work only the blocking client does: a Redis Cluster's steps across slots (the ids'
+    claims, calls split per slot, pipelined per master: plumbing.py, directory.py). The reply
+    is what ``run`` returns. An asyncio store never meets one: on a Cluster the async API
+    offloads the blocking store's calls to a thread (fairq/backends/aio.py)."""
+
+    run: Callable[[], Any]
+
+
+Request = FCall | Batch | Blocking
 #: A Redis operation: yields ``Request``s, returns ``T``.
 RedisSteps = Steps[Request, T]
 

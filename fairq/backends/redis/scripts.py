@@ -79,7 +79,7 @@ class Library:
         try:
             return client.fcall(name, len(keys), *keys, *args)
         except redis.ResponseError as exc:
-            if not _missing(exc):
+            if not missing(exc):
                 raise
             self.load(client)
             return client.fcall(name, len(keys), *keys, *args)
@@ -90,10 +90,14 @@ class Library:
         try:
             return await client.fcall(name, len(keys), *keys, *args)
         except redis.ResponseError as exc:
-            if not _missing(exc):
+            if not missing(exc):
                 raise
             await client.function_load(self.source, replace=True)
             return await client.fcall(name, len(keys), *keys, *args)
+
+    def command(self, op: str, keys: Sequence[str], args: Sequence[Arg]) -> tuple[Arg, ...]:
+        """The words of a call, for a connection's own pipelining (cluster.per_master)."""
+        return ("FCALL", self.function(op), len(keys), *keys, *args)
 
     def pipe(self, pipe: Pipeline, op: str, keys: Sequence[str], args: Sequence[Arg]) -> None:
         """Queue a call on ``pipe``; its reply goes through ``answer``."""
@@ -106,12 +110,13 @@ class Library:
         the call made again (on ``client``) once it is loaded."""
         if not isinstance(reply, Exception):
             return reply
-        if isinstance(reply, redis.ResponseError) and _missing(reply):
+        if isinstance(reply, redis.ResponseError) and missing(reply):
             return self(client, op, keys, args)
         raise reply
 
 
-def _missing(exc: redis.ResponseError) -> bool:
+def missing(exc: redis.ResponseError) -> bool:
+    """Whether the server lacks the function called (the library is not loaded there)."""
     return "function not found" in str(exc).lower()
 
 

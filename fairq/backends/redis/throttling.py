@@ -6,9 +6,10 @@ re-routed job goes to a queue whose keys may live in another slot, so the two ca
 one script on a Cluster. ``enqueue.lua`` then stores every job in the queue chosen for it.
 
 What this split gives up: the window and the job are two steps. Ids already stored are
-refused before anything is recorded (the same check as ``enqueue.lua``'s), so the usual
-DuplicateJob leaves the windows untouched; only a failure between the two calls (a lost
-connection, an id taken by a concurrent enqueue in between) leaves an enqueue counted whose
+refused before anything is recorded (on a single Redis a look in the directory, the same check
+as ``enqueue.lua``'s; on a Cluster the ids' claims, directory.py), so the usual DuplicateJob
+leaves the windows untouched; only a failure between the two calls (a lost connection, on a
+single Redis an id taken by a concurrent enqueue in between) leaves an enqueue counted whose
 job was not stored — it errs towards throttling, never towards losing a job.
 """
 
@@ -85,7 +86,7 @@ def windows(
     is looked at (one pipelined LRANGE per queue and key); a missing window is empty.
     """
     keys = list(params.keys)
-    pipe = client.pipeline(transaction=True)
+    pipe = client.pipeline(transaction=not layout.cluster)  # a Cluster's are in several slots
     for name, tenant in keys:
         for queue in queues:
             pipe.lrange(layout.window_key(queue, name, tenant), 0, -1)

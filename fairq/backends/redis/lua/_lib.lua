@@ -9,7 +9,8 @@
 --
 -- Layout (docs in fairq/backends/redis/keys.py). Every per-queue key carries the hash tag
 -- {queue}; a queue's keys arrive in KEYS as one block of QUEUE_KEYS consecutive names:
---   meta      hash   V (virtual clock), ntid (tenant id counter), layout (LAYOUT, written
+--   meta      hash   V (virtual clock), ntid (tenant id counter), seq (the last job's
+--                    enqueue order number: `next_seq`), layout (LAYOUT, written
 --                    with the first tenant), the queue defaults: weight, cap,
 --                    rcount/rperiod/rburst (rate), half_life, max_debt, and the queue's own
 --                    cap on leased jobs maxf (max_in_flight; for Python's reads) and the same
@@ -125,6 +126,15 @@ local function register_once(name, body, replay)
     redis.call('SET', key, head .. cjson.encode(reply), 'PX', REPLY_TTL)
     return reply
   end)
+end
+
+-- Take the first n keys off KEYS: the keys shared by queues (the directory, the queues set)
+-- that a call on a single Redis passes before its key blocks; a call on a Redis Cluster passes
+-- none (n = 0: a script there touches one slot; the caller writes those keys itself).
+local function take_globals(n)
+  local found = {}
+  for i = 1, tonumber(n) do found[i] = table.remove(KEYS, 1) end
+  return found
 end
 
 -- string.format costs as much as a redis.call, so fmt remembers its last answer (one call
@@ -334,21 +344,32 @@ local function open_queue(block, name)
     k = k, block = block, name = name, V = opt(m[1]) or 0.0, due = opt(m[2]), weight = 1.0,
     cap = nil, rate = nil, half_life = nil, max_debt = 60.0, maxf = nil, full0 = false,
     vdirty = false, duedirty = false, confdirty = false, tenants = {}, named = {}, dirty = {},
-    wake = 0, pending = {}, npending = 0, figs = {}, nfigs = 0,
+    wake = 0, pending = {}, npending = 0, figs = {}, nfigs = 0, seq = nil, seqdirty = false,
   }
   load_defaults(q, m[3])
   q.full0 = is_full(q)
   return q
 end
 
--- Write back what the call changed in meta: V, due, conf.
+-- The enqueue order number of the queue's next job: above its last one, and at least
+-- `floor` (enqueue.lua says why). Read from meta once per call, written back by `save_meta`.
+local function next_seq(q, floor)
+  if q.seq == nil then q.seq = tonumber(redis.call('HGET', q.k.meta, 'seq')) or 0 end
+  local seq = q.seq + 1
+  if floor > seq then seq = floor end
+  q.seq, q.seqdirty = seq, true
+  return seq
+end
+
+-- Write back what the call changed in meta: V, due, conf, seq.
 local function save_meta(q)
   local f, n = {}, 0
+  if q.seqdirty then f[n + 1], f[n + 2], n = 'seq', string.format('%d', q.seq), n + 2 end
   if q.vdirty then f[n + 1], f[n + 2], n = 'V', fmt(q.V), n + 2 end
   if q.duedirty then f[n + 1], f[n + 2], n = 'due', fmt(q.due), n + 2 end
   if q.confdirty then f[n + 1], f[n + 2], n = 'conf', conf_of(q), n + 2 end
   if n > 0 then redis.call('HSET', q.k.meta, unpack(f, 1, n)) end
-  q.vdirty, q.duedirty, q.confdirty = false, false, false
+  q.vdirty, q.duedirty, q.confdirty, q.seqdirty = false, false, false, false
 end
 
 -- Add `member` at `score` to scheduled, running or limited (key), keeping `due` below it.

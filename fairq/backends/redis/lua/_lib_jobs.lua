@@ -394,8 +394,10 @@ end
 
 -- Delete the succeeded and cancelled jobs finished before `before` (done), and the
 -- succeeded jobs whose kept result expired by `now` (expiring); a tenant whose last stored
--- job goes is forgotten. O(log n) per job pruned. Returns how many were pruned.
-local function prune(q, directory, before, now)
+-- job goes is forgotten. O(log n) per job pruned. Their ids leave the directory when it is
+-- given (a single Redis), else are appended to `gone` for the caller to take out (a Cluster,
+-- where the directory is in other slots: directory.py). Returns how many were pruned.
+local function prune(q, directory, before, now, gone)
   local touched = {}
   local function drop(key, members)
     for _, m in ipairs(members) do
@@ -408,7 +410,7 @@ local function prune(q, directory, before, now)
       redis.call('HDEL', q.k.errors, id)
       redis.call('HDEL', q.k.progress, id)
       redis.call('HDEL', q.k.results, id)
-      redis.call('HDEL', directory, id)
+      if directory then redis.call('HDEL', directory, id) else gone[#gone + 1] = id end
       redis.call('ZREM', key, m)
     end
     return #members

@@ -7,16 +7,18 @@
 --       [3] worker id (not stored), [4 ..] the order in which to try the queues, as block
 --       numbers (each named once).
 -- Touches: every key of the blocks except bodies/tnames (read), tids and done.
--- Returns: {expired, block, id, record, body, tenant, block, id, ...}: the leases its
---       maintenance expired (EXPIRED_FIELDS values each: see `expire`), then the jobs, each
---       what one single dequeue at `now` would give, in order.
+-- Returns: {expired, dues, block, id, record, body, tenant, block, id, ...}: the leases its
+--       maintenance expired (EXPIRED_FIELDS values each: see `expire`), each queue's `due`
+--       after the call (in the order asked; '' when unknown: nothing pending before it, for
+--       a caller that splits its dequeues by slot: consuming.py), then the jobs, each what
+--       one single dequeue at `now` would give, in order.
 --       Sent again after its reply was lost (register_once), it answers the first sending's
 --       reply with every lease still held extended to now + lease_timeout (as a heartbeat)
 --       and those no longer held left out: a job is never handed out with less than its
 --       lease left, however long the re-sending took.
 
 -- Maintain the queues of blocks ARGV[first .. last] (the order to try them in), then take
--- up to `limit` jobs: {expired, block, id, record, body, tenant, block, id, ...}.
+-- up to `limit` jobs: {expired, dues, block, id, record, body, tenant, block, id, ...}.
 local function take(now, limit, first, last)
   local order = {}
   for i = first, last do order[#order + 1] = tonumber(ARGV[i]) end
@@ -43,18 +45,24 @@ local function take(now, limit, first, last)
     taken = taken + 1
   end
 
-  for _, b in ipairs(order) do flush(queues[b]) end
+  local dues = {}
+  for i, b in ipairs(order) do
+    flush(queues[b])
+    dues[i] = optfmt(queues[b].due)
+  end
+  table.insert(out, 2, dues)
   return out
 end
 
 -- A stored reply of `take` (from reply[first] on), sent again: its leases started when the
 -- first sending ran. Each still held is extended as a heartbeat at `now` would (its record
 -- in the answer is the extended one); one no longer held (acked, failed, expired) is left
--- out. The expired leases are reported as the first sending found them.
+-- out. The expired leases and the dues are reported as the first sending found them (the
+-- dues are a hint: consuming.py).
 local function take_again(reply, first, now)
-  local out = {reply[first]}
+  local out = {reply[first], reply[first + 1]}
   local queues = {}
-  for a = first + 1, #reply, 5 do
+  for a = first + 2, #reply, 5 do
     local b, id = reply[a], reply[a + 1]
     local q = queues[b]
     if q == nil then q = open_queue(b, ''); queues[b] = q end

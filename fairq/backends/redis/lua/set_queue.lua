@@ -1,12 +1,13 @@
 -- set_queue.lua: store a queue's defaults, then resettle every tenant they can change.
 --
--- KEYS: [1] queues set, then one block of QUEUE_KEYS keys: the queue (see _lib.lua),
---       shifted by one key.
+-- KEYS: G keys shared by queues, then one block of QUEUE_KEYS keys: the queue (see
+--       _lib.lua). On a single Redis (G = 1): [1] the queues set; on a Redis Cluster (G = 0)
+--       the caller registers the queue itself (backend.py).
 -- ARGV: [1] queue name, [2] weight, [3] cap ('' for none), [4] rate count, [5] rate period,
 --       [6] rate burst ('' x3 for no rate), [7] half_life ('' for none), [8] max_debt, [9] now
---       (see `now_of`), [10] max_in_flight ('' for none).
--- Touches: the queues set; meta, tenants, tids (read), tnames (read), eligible, ready (read),
---       backlog (read), limited, tats, wake, running (read: ZCARD).
+--       (see `now_of`), [10] max_in_flight ('' for none), [11] G.
+-- Touches: the queues set (single Redis); meta, tenants, tids (read), tnames (read),
+--       eligible, ready (read), backlog (read), limited, tats, wake, running (read: ZCARD).
 -- Returns: the number of tenants resettled.
 --
 -- Resettling a tenant (recompute its rate hold, then refresh) can only change one that has
@@ -15,8 +16,8 @@
 -- tenants), never a scan of the queue's tenants.
 
 register('set_queue', function()
-  local queues = table.remove(KEYS, 1)
-  redis.call('SADD', queues, ARGV[1])
+  local queues = take_globals(ARGV[11])[1]
+  if queues then redis.call('SADD', queues, ARGV[1]) end
   local now = now_of(ARGV[9])
   local q = open_queue(1, ARGV[1])
   q.weight = tonumber(ARGV[2])

@@ -1,19 +1,20 @@
 -- set_tenant.lua: change one tenant's weight, cap and/or rate in one queue, then resettle it.
 --
--- KEYS: [1] queues set, then one block of QUEUE_KEYS keys: the queue (see _lib.lua),
---       shifted by one key.
+-- KEYS: G keys shared by queues, then one block of QUEUE_KEYS keys: the queue (see
+--       _lib.lua). On a single Redis (G = 1): [1] the queues set; on a Redis Cluster (G = 0)
+--       the caller registers the queue itself (backend.py).
 -- ARGV: [1] queue name, [2] tenant, [3] weight (0 pauses), [4] cap, [5] rate as
 --       'count,period,burst': each 'keep', '' (back to the queue default) or a value;
---       [6] now (see `now_of`).
--- Touches: the queues set; meta, tenants, tids, tnames, eligible, ready (read), readyat
---       (read), limited, wake.
+--       [6] now (see `now_of`), [7] G.
+-- Touches: the queues set (single Redis); meta, tenants, tids, tnames, eligible, ready
+--       (read), readyat (read), limited, wake.
 -- Returns: {tenant record, oldest readyat member or false, queue weight, queue cap or '',
 --       queue rate 'count,period,burst' or '', queue half_life or '', queue max_debt, now}:
 --       now is the time the call ran at (its usage is decayed to it).
 
 register('set_tenant', function()
-  local queues = table.remove(KEYS, 1)
-  redis.call('SADD', queues, ARGV[1])
+  local queues = take_globals(ARGV[7])[1]
+  if queues then redis.call('SADD', queues, ARGV[1]) end
   local now = now_of(ARGV[6])
   local q = open_queue(1, ARGV[1])
   local t = tenant_named(q, ARGV[2])
