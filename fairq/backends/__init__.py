@@ -13,7 +13,8 @@ from fairq.errors import ConfigError
 SCHEMES = {
     "sqlite": "sqlite:///relative/path.db or sqlite:////absolute/path.db",
     "memory": "memory:// (the reference model: one process only, nothing persisted)",
-    "redis": "redis://[:password@]host:6379/0[?prefix=fairq] (also rediss://, unix://)",
+    "redis": "redis://[:password@]host:6379/0[?prefix=fairq] (also rediss://, unix://; a Redis "
+    "Cluster: redis://host:7000/0?cluster=1)",
     "postgresql": "postgresql://user:password@host:5432/db[?schema=fairq&migrate=false]",
 }
 

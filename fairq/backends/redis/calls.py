@@ -9,7 +9,6 @@ from typing import Any
 
 from fairq.contract import (
     AckManyResult,
-    CancelOutcome,
     EnqueueResult,
     ExpiredLease,
     HeartbeatResult,
@@ -111,18 +110,6 @@ def heartbeat_result(answers: list[tuple[str, str]]) -> HeartbeatResult:
         lost=[token for token, answer in answers if not answer],
         cancelled=[token for token, answer in answers if answer.startswith("c")],
     )
-
-
-def cancel_outcomes(
-    ids: Sequence[str], routed: Mapping[str, str], reply: Sequence[Any]
-) -> list[CancelOutcome]:
-    """cancel.lua's answers onto the ids asked: those the directory does not know are
-    unknown (not sent)."""
-    answers = iter(reply)
-    return [
-        CancelOutcome(text(next(answers))) if job_id in routed else CancelOutcome.UNKNOWN
-        for job_id in ids
-    ]
 
 
 def ack_result(answers: list[tuple[str, str]]) -> AckManyResult:
