@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import Connection, Cursor
 
+from fairq.backends.postgres import enqueue as enqueuing
 from fairq.backends.postgres import (
     figures,
     inspect,
@@ -90,12 +91,16 @@ from fairq.contract import (
     no_wait,
     waited_first,
 )
-from fairq.errors import LeaseExpired, LeaseNotFound
+from fairq.errors import LeaseExpired, LeaseNotFound, StoreUnavailable
 from fairq.job import JobInfo, JobState, NewJob, check_distinct
 from fairq.policy.throttle import Routing
 
 T = TypeVar("T")
 log = logging.getLogger("fairq.backends.postgres")
+
+#: How many times a dequeue that found every eligible tenant held by other dispatches is made
+#: again (each after waiting for one of them): beyond, it reports nothing ready.
+MISSED_TRIES = 20
 
 
 class PostgresBackend:
@@ -122,7 +127,7 @@ class PostgresBackend:
         self.db = Database(self.url, pool=pool)
         self.seed = schema_seed(self.schema)
         self._waiter = Waiter(self.url, self._channel, self._channel(WAKE))
-        self._inbox = InboxWriter(self.q, self._channel)
+        self._inbox = InboxWriter(self.q, self.schema)
 
     @classmethod
     def from_url(cls, url: str) -> PostgresBackend:
@@ -131,6 +136,8 @@ class PostgresBackend:
     # -- producing -------------------------------------------------------------------------
 
     def enqueue(self, params: EnqueueParams) -> EnqueueResult:
+        """One statement, one round trip (functions/enqueue.sql); jobs with throttle rules or
+        shards choose their queue first, in the same transaction."""
         jobs = list(params.jobs)
         check_distinct(jobs)
         if not jobs:
@@ -138,11 +145,30 @@ class PostgresBackend:
         conn = bound_connection(self)
         if conn is not None:
             return EnqueueResult(queues=self._inbox.write(conn, jobs, params.now))
-        try:
-            queues = self.db.run(lambda cur: self._enqueue(cur, jobs, params.now))
-        except psycopg.errors.UniqueViolation as exc:
-            raise results.duplicate(exc) from None
-        return EnqueueResult(queues=queues)
+        if enqueuing.routed_first(jobs):
+            try:
+                queues = self.db.run(lambda cur: self._enqueue_routed(cur, jobs, params.now))
+            except psycopg.errors.UniqueViolation as exc:
+                raise enqueuing.refused(exc) from None
+            return EnqueueResult(queues=queues)
+        args = enqueuing.arguments(jobs, params.now, schema=self.schema)
+        attempts = 0
+
+        def once(cur: Cursor[Row]) -> list[Row]:
+            nonlocal attempts
+            attempts += 1
+            try:
+                return cur.execute(self.q["enqueue"], args).fetchall()
+            except psycopg.errors.UniqueViolation as exc:
+                if attempts > 1:  # the first attempt may have stored them before the loss
+                    raise StoreUnavailable(
+                        f"the connection to {self.url.display} was lost during an enqueue and "
+                        "its ids are taken now: the lost attempt may have stored the jobs "
+                        f"({exc.diag.message_detail})"
+                    ) from None
+                raise enqueuing.refused(exc) from None
+
+        return EnqueueResult(queues=enqueuing.queues_of(self.db.run(once, explicit=False)))
 
     def enqueue_in(self, conn: Connection[Any], params: EnqueueParams) -> list[str]:
         """Enqueue inside the caller's transaction on ``conn``: the jobs exist if and only if
@@ -160,7 +186,7 @@ class PostgresBackend:
         with binding(self, conn):
             yield
 
-    def _enqueue(self, cur: Cursor[Row], jobs: list[NewJob], now: float) -> list[str]:
+    def _enqueue_routed(self, cur: Cursor[Row], jobs: list[NewJob], now: float) -> list[str]:
         """Sharded jobs one after another, so each one's choice of shard sees those before
         it (sharding.py); the batch is still one transaction: all of it or none."""
         if any(job.shards for job in jobs):
@@ -171,19 +197,8 @@ class PostgresBackend:
         if any(job.throttle for job in jobs):  # the windows record the event's time
             now = self._event_time(cur, now)
         jobs = throttling.route(cur, self.q, jobs, now)
-        events = Events(cur, self.q)
-        queues = sorted({job.queue for job in jobs})
-        now = self._lock(cur, queues, exclusive=False, now=now)
-        for name in queues:
-            cur.execute(self.q["queue_ensure"], {"name": name})
-        tenants = events.lock_tenants([(job.queue, job.tenant) for job in jobs])
-        rows = [events.count_new(job, tenants[(job.queue, job.tenant)], now) for job in jobs]
-        cur.executemany(self.q["job_insert"], rows)
-        results.refuse_succeeded(cur, self.q, [job.id for job in jobs])
-        for tenant in tenants.values():
-            events.save(None, tenant)
-        self._notify(cur, events.woken)
-        return [job.queue for job in jobs]
+        args = enqueuing.arguments(jobs, now, schema=self.schema)
+        return enqueuing.queues_of(cur.execute(self.q["enqueue"], args).fetchall())
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -192,6 +207,9 @@ class PostgresBackend:
 
         The fast path is the server-side ``dequeue`` function in autocommit: locks, the
         "is maintenance due" check and dispatch in one implicit transaction and round trip.
+        A call that found every eligible tenant held by another dispatch is made again, each
+        time after waiting for the first of them to be let go (functions/dequeue.sql:
+        wait_for_held), so a worker never takes "held" for "nothing to do".
         """
         params = waited_first(params, self.wait)
         names = list(dict.fromkeys(params.queues))
@@ -202,11 +220,21 @@ class PostgresBackend:
             "now": params.now,
             "limit": max(params.limit, 0),
         }
-        rows = self.db.run_one(self.q["dequeue"], args)
-        expired: list[ExpiredLease] = []
-        if rows and rows[0]["due"]:
-            expired, rows = self.db.run(lambda cur: self._dequeue(cur, names, args))
-        return DequeueResult(leases=[results.lease(row) for row in rows], expired=expired)
+        return self._dispatched(names, args, wait=False)
+
+    def _dispatched(
+        self, names: list[str], args: dict[str, object], *, wait: bool
+    ) -> DequeueResult:
+        for _ in range(MISSED_TRIES):
+            rows = self.db.run_one(self.q["dequeue"], {**args, "wait": wait})
+            expired: list[ExpiredLease] = []
+            if rows and rows[0]["due"]:
+                expired, rows = self.db.run(lambda cur: self._dequeue(cur, names, args))
+            leases = [results.lease(row) for row in rows if row["l_id"] is not None]
+            if leases or expired or not results.missed(rows):
+                return DequeueResult(leases=leases, expired=expired)
+            wait = True
+        return DequeueResult(leases=[], expired=[])
 
     def _dequeue(
         self, cur: Cursor[Row], names: list[str], args: dict[str, object]
@@ -256,9 +284,12 @@ class PostgresBackend:
             )
         else:
             statuses, rows = list(rows[0]["statuses"]), rows[1:]
+        leases = [results.lease(row) for row in rows if row["l_id"] is not None]
+        dequeued = DequeueResult(leases=leases, expired=expired)
+        if not leases and not expired and results.missed(rows):
+            dequeued = self._dispatched(names, args, wait=True)
         return AckAndDequeueResult(
-            acks=results.ack_result(acks.tokens, parsed, statuses),
-            dequeue=DequeueResult(leases=[results.lease(row) for row in rows], expired=expired),
+            acks=results.ack_result(acks.tokens, parsed, statuses), dequeue=dequeued
         )
 
     def _ack_and_dequeue(
@@ -450,7 +481,9 @@ class PostgresBackend:
         due = {row["name"]: row for row in state.fetchall()}
         for name in names:
             if name in due and due[name]["inbox_due"]:
-                self._inbox.take_in(cur, events, name, now)
+                (taken,) = cur.execute(self.q["take_in"], {"queue": name, "now": now}).fetchall()
+                if taken["taken"]:
+                    events.woken.add(name)
         if any(due[name]["inbox_due"] for name in due):
             state = cur.execute(self.q["queues_dispatch_state"], {"names": names, "now": now})
             due = {row["name"]: row for row in state.fetchall()}

@@ -215,16 +215,6 @@ WHERE (%(queue)s::text IS NULL OR t.queue = %(queue)s::text)
   AND (%(tenant)s::text IS NULL OR (t.tenant_key = %(tenant_key)s AND t.tenant = %(tenant)s::text))
 ORDER BY t.queue, t.tenant
 
--- name: job_insert
-INSERT INTO {schema}.jobs (
-    id, tenant_id, queue, name, state, payload, priority, max_attempts, lease_timeout, cost,
-    enqueued_at, run_at, ready_at, headers
-) VALUES (
-    %(id)s, %(tenant_id)s, %(queue)s, %(name)s, %(state)s, %(payload)s, %(priority)s,
-    %(max_attempts)s, %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(ready_at)s,
-    %(headers)s
-)
-
 -- name: job_lock_by_id
 -- The job a lease token names, locked; its queue tells which queue lock the event needs.
 SELECT j.seq, j.id, j.tenant_id, j.queue,
@@ -257,11 +247,6 @@ SELECT s.seq, s.id, s.tenant_id, t.queue, t.tenant, s.name, 'succeeded', s.paylo
 FROM {schema}.succeeded_jobs s
 JOIN {schema}.tenants t ON t.id = s.tenant_id  -- kept while it has succeeded jobs (kept > 0)
 WHERE s.id = ANY(%(ids)s::text[])
-
--- name: succeeded_ids
--- Ids of a plain enqueue already taken by a succeeded job. Run after the enqueue's insert into
--- jobs, which waits for an ack moving the same id: this new statement then sees its row.
-SELECT id FROM {schema}.succeeded_jobs WHERE id = ANY(%(ids)s::text[]) ORDER BY id
 
 -- name: job_checkpoint
 UPDATE {schema}.jobs SET progress = %(progress)s WHERE seq = %(seq)s
@@ -367,29 +352,21 @@ WHERE j.state = 'dead'
 ORDER BY j.finished_at, j.seq
 LIMIT %(limit)s
 
--- name: inbox_insert
--- Enqueue inside the caller's transaction: one insert, no fairq locks (schema.sql: inbox).
--- An id already stored (in jobs or succeeded_jobs) is refused here; the unique index refuses
--- one in the inbox.
-INSERT INTO {schema}.inbox (
-    id, queue, tenant, name, payload, priority, max_attempts, lease_timeout, cost,
-    enqueued_at, run_at, headers
-)
-SELECT %(id)s, %(queue)s, %(tenant)s, %(name)s, %(payload)s, %(priority)s, %(max_attempts)s,
-       %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(headers)s
-WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = %(id)s)
-  AND NOT EXISTS (SELECT 1 FROM {schema}.succeeded_jobs WHERE id = %(id)s)
-RETURNING seq
+-- name: enqueue
+-- Every enqueue, in one statement (functions/enqueue.sql; enqueue.py builds the arguments and
+-- reads the reply).
+SELECT {schema}.enqueue(
+    %(ids)s::text[], %(names)s::text[], %(queues)s::text[], %(tenants)s::text[],
+    %(keys)s::bytea[], %(payloads)s::text[], %(priorities)s::integer[],
+    %(run_ats)s::double precision[], %(max_attempts)s::integer[],
+    %(lease_timeouts)s::double precision[], %(costs)s::double precision[], %(headers)s::text[],
+    %(now)s::double precision, %(seed)s::bigint, %(salt)s::text, %(inbox)s::boolean
+) AS queues
 
--- name: inbox_take
--- Committed inbox rows of one queue, oldest first; deleted here, inserted into jobs by the
--- caller under the exclusive queue lock.
-WITH taken AS (
-    DELETE FROM {schema}.inbox WHERE queue = %(queue)s
-    RETURNING seq, id, queue, tenant, name, payload, priority, max_attempts, lease_timeout,
-              cost, enqueued_at, run_at, headers
-)
-SELECT * FROM taken ORDER BY seq
+-- name: take_in
+-- Maintenance: every inbox row of one queue (functions/enqueue.sql: take_in); the caller holds
+-- the queue's exclusive lock. Returns how many jobs came in.
+SELECT {schema}.take_in(%(queue)s::text, NULL, %(now)s::double precision, NULL) AS taken
 
 -- name: inbox_queues
 SELECT DISTINCT queue FROM {schema}.inbox
@@ -399,29 +376,6 @@ SELECT seq, id, queue, tenant, name, payload, priority, max_attempts, lease_time
        enqueued_at, run_at, headers
 FROM {schema}.inbox
 WHERE id = ANY(%(ids)s::text[])
-
--- name: job_insert_from_inbox
--- Keeps the seq the job got in the caller's transaction, so its place in enqueue order holds.
--- An id that a plain enqueue stored meanwhile is dropped (reported by the caller).
-INSERT INTO {schema}.jobs (
-    seq, id, tenant_id, queue, name, state, payload, priority, max_attempts, lease_timeout,
-    cost, enqueued_at, run_at, ready_at, headers
-) VALUES (
-    %(seq)s, %(id)s, %(tenant_id)s, %(queue)s, %(name)s, %(state)s, %(payload)s, %(priority)s,
-    %(max_attempts)s, %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(ready_at)s,
-    %(headers)s
-)
-ON CONFLICT (id) DO NOTHING
-RETURNING seq
-
--- name: jobs_drop_if_succeeded
--- Undoes job_insert_from_inbox for the jobs whose id a succeeded job holds: each insert waited
--- for an ack moving its id, so only a statement after them sees the moved rows. Returns the
--- seqs dropped.
-DELETE FROM {schema}.jobs j
-USING {schema}.succeeded_jobs s
-WHERE j.seq = ANY(%(seqs)s::bigint[]) AND s.id = j.id
-RETURNING j.seq
 
 -- name: job_types_upsert
 INSERT INTO {schema}.job_types (
@@ -551,11 +505,14 @@ WHERE nonce = ANY(ARRAY(SELECT s.nonce FROM {schema}.slots s
 
 -- name: dequeue
 -- A whole dequeue in one statement when no maintenance is due (functions/dequeue.sql).
-SELECT * FROM {schema}.dequeue(%(queues)s::text[], %(seed)s, %(worker)s, %(now)s, %(limit)s)
+SELECT * FROM {schema}.dequeue(
+    %(queues)s::text[], %(seed)s, %(worker)s, %(now)s, %(limit)s, %(wait)s)
 
 -- name: dispatch
--- Dispatch only; the caller holds the exclusive queue locks and has run maintenance.
-SELECT * FROM {schema}.dispatch(%(queues)s::text[], %(worker)s, %(now)s, %(limit)s)
+-- Dispatch only; the caller holds the exclusive queue locks and has run maintenance: every
+-- queue is dispatched alone (functions/dispatch.sql).
+SELECT * FROM {schema}.dispatch(
+    %(queues)s::text[], %(worker)s, %(now)s, %(limit)s, %(queues)s::text[])
 
 -- name: ack_many
 SELECT {schema}.ack_many(

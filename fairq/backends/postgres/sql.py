@@ -27,8 +27,8 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: functions only over an older release, and refuses a schema whose functions come from a newer
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
-FUNCTIONS_RELEASE = 5
-FUNCTIONS_DIGEST = "f23ab91a6b5650f12973b3fa79127b7250c8347929a1b8b5c4fe8aec41824d43"
+FUNCTIONS_RELEASE = 6
+FUNCTIONS_DIGEST = "16501d7e0c4b4234b2f94f698955898c053b639b7f64f83164e344a196cf0b00"
 
 
 @dataclass(frozen=True)

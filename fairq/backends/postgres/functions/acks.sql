@@ -37,8 +37,10 @@ BEGIN
     IF coalesce(cardinality(p_ids), 0) = 0 THEN
         RETURN ARRAY[]::text[];
     END IF;
+    -- only running jobs: a stale token's job, ready again, may be the head a dispatch is
+    -- about to start, and must not be held here while this ack waits for a tenant
     PERFORM 1 FROM {schema}.jobs x
-    WHERE x.id = ANY(p_ids) AND x.queue <> ALL(p_exclusive)
+    WHERE x.id = ANY(p_ids) AND x.state = 'running' AND x.queue <> ALL(p_exclusive)
     ORDER BY x.seq FOR UPDATE;
     p_now := {schema}.event_time(p_now);  -- the locks are held: the event's time (clock.sql)
     -- each token's job found by id alone (a cached plan that joined the tokens to jobs on state
