@@ -28,7 +28,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
 FUNCTIONS_RELEASE = 6
-FUNCTIONS_DIGEST = "16501d7e0c4b4234b2f94f698955898c053b639b7f64f83164e344a196cf0b00"
+FUNCTIONS_DIGEST = "23993d5beaa69703b4af0a2a07118ebe38d86bd634db9039ec1f116ac019dbd1"
 
 
 @dataclass(frozen=True)

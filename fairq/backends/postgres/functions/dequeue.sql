@@ -2,8 +2,8 @@
 -- trip when no maintenance is due (the usual case).
 --
 -- Durability: a dequeue or ack commits without waiting for its WAL flush (synchronous_commit =
--- off, for that transaction only). The queue lock is held until commit, so waiting for the disk
--- there would make every other worker of the queue wait too. Nothing can be lost by it: if the
+-- off, for that transaction only). Its locks (tenant rows, a capped queue's lock) are held
+-- until commit, so waiting for the disk there would make other workers of the queue wait too. Nothing can be lost by it: if the
 -- server crashes before the flush, the job simply is ready (or running) again and runs again,
 -- which at-least-once delivery allows. Enqueues, migrations and settings commit durably.
 --
