@@ -369,7 +369,7 @@ SELECT {schema}.enqueue(
 -- name: take_in
 -- Maintenance: every inbox row of one queue (functions/enqueue.sql: take_in); the caller holds
 -- the queue's exclusive lock. Returns how many jobs came in.
-SELECT {schema}.take_in(%(queue)s::text, NULL, %(now)s::double precision, NULL) AS taken
+SELECT {schema}.take_in(ARRAY[%(queue)s::text], NULL, %(now)s::double precision, NULL) AS taken
 
 -- name: inbox_queues
 SELECT DISTINCT queue FROM {schema}.inbox

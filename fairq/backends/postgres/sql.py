@@ -28,7 +28,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
 FUNCTIONS_RELEASE = 6
-FUNCTIONS_DIGEST = "23993d5beaa69703b4af0a2a07118ebe38d86bd634db9039ec1f116ac019dbd1"
+FUNCTIONS_DIGEST = "2c5926a0450c5f5a0ac371cbd87d6d4cf4af05a0da926c5482f20526aa11a000"
 
 
 @dataclass(frozen=True)

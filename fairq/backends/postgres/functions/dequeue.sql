@@ -83,8 +83,9 @@ $$;
 
 -- A call that found every eligible tenant held by others (dispatch.sql: the missed row) is
 -- made again with p_wait: first wait until the first eligible tenant of the first queue that
--- has one is free, without keeping it (the lock is taken in a subtransaction, rolled back),
--- then dispatch as usual. The dispatch that held it has committed by then.
+-- has one (else the tenant of its oldest inbox row) is free, without keeping it (the lock is
+-- taken in a subtransaction, rolled back), then dispatch as usual. The transaction that held
+-- it has committed by then.
 CREATE FUNCTION {schema}.wait_for_held(p_queues text[]) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -96,6 +97,13 @@ BEGIN
         WHERE e.queue = v_queue AND e.start_tag IS NOT NULL
         ORDER BY e.start_tag, e.head_seq
         LIMIT 1;
+        IF v_id IS NULL THEN
+            SELECT t.id INTO v_id
+            FROM (SELECT i.tenant, i.tenant_key FROM {schema}.inbox i
+                  WHERE i.queue = v_queue ORDER BY i.seq LIMIT 1) i
+            JOIN {schema}.tenants t
+              ON t.queue = v_queue AND t.tenant_key = i.tenant_key AND t.tenant = i.tenant;
+        END IF;
         EXIT WHEN v_id IS NOT NULL;
     END LOOP;
     IF v_id IS NULL THEN

@@ -21,12 +21,14 @@
 -- the others find some free, and may make its k picks among those: each pick then passes at
 -- most the k - 1 tenants it left unread.
 --
--- A candidate whose row changed between the round's snapshot and its lock (another dispatch
--- picked from it and committed meanwhile; its key grew) is held but not picked from: its new
--- key says nothing about the tenants the round did not read. Alone, the next round reads it
+-- A candidate whose key changed between the round's snapshot and its lock (another dispatch
+-- picked from it and committed meanwhile, so its key grew; or a job of it became ready) is
+-- held but not picked from: its new key says nothing about the tenants the round did not
+-- read, and its new head may be a job this statement's snapshot does not show. Alone, the next round reads it
 -- again; beside others, the call hands out fewer jobs. A call that could hand out nothing
--- although eligible tenants were there (all held by others, or changed) ends with one row
--- whose l_id is NULL, so that the caller tries again rather than wait for new work.
+-- although eligible tenants, or inbox rows, were there (their tenants held by others, or
+-- changed) ends with one row whose l_id is NULL, so that the caller tries again rather than
+-- wait for new work.
 --
 -- A head job is read by its key alone, and no statement here may scan a table: a plan cached
 -- while the tables were tiny must still be a key lookup once they are large.
@@ -88,16 +90,17 @@ DECLARE
     v_written integer;
     v_k bigint;
 BEGIN
+    -- jobs waiting in the inbox whose tenants this call can take come in first, for all the
+    -- queues at once (enqueue.sql: take_in); those tenants are then held by this call too
+    IF EXISTS (SELECT 1 FROM unnest(p_queues) AS n
+               WHERE EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = n)) THEN
+        PERFORM {schema}.take_in(p_queues, NULL, p_now, 256);
+    END IF;
     FOREACH v_queue IN ARRAY p_queues LOOP
         v_vclock := NULL;
         v_queue_taken := 0;
         v_rounds := 0;
         v_alone := v_queue = ANY(p_alone);
-        -- jobs waiting in the inbox whose tenants this call can take come in first
-        -- (enqueue.sql: take_in); those tenants are then held by this call too
-        IF EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = v_queue) THEN
-            PERFORM {schema}.take_in(v_queue, NULL, p_now, 256);
-        END IF;
         SELECT coalesce(q.half_life, 60.0::double precision), q.max_in_flight - q.in_flight
         INTO v_half_life, v_room
         FROM {schema}.queues q WHERE q.name = v_queue;
@@ -121,7 +124,8 @@ BEGIN
                 END IF;
             END IF;
             -- the first v_read eligible tenants no other transaction holds, locked; fresh: its
-            -- key as locked is at most the one the scan read (not picked from since)
+            -- key as locked is the one the scan read (so is its head job, which this
+            -- statement's snapshot shows as it is)
             SELECT array_agg(c.x ORDER BY c.ord), array_agg(c.priority ORDER BY c.ord),
                    array_agg(c.cost ORDER BY c.ord),
                    array_agg(CASE WHEN c.fresh THEN (c.x).start_tag END ORDER BY c.ord),
@@ -132,7 +136,7 @@ BEGIN
                          h.cost,
                          row_number() OVER (ORDER BY s.seen_start, s.seen_head) AS ord,
                          coalesce(((s.x).start_tag, (s.x).head_seq)
-                                  <= (s.seen_start, s.seen_head), false) AS fresh
+                                  = (s.seen_start, s.seen_head), false) AS fresh
                   FROM (SELECT l.x, e.start_tag AS seen_start, e.head_seq AS seen_head
                         FROM {schema}.tenants e
                         CROSS JOIN LATERAL (
@@ -297,8 +301,9 @@ BEGIN
     IF v_taken = 0 AND cardinality(v_open) > 0 AND EXISTS (
         SELECT 1 FROM unnest(v_open) AS n
         WHERE EXISTS (SELECT 1 FROM {schema}.tenants e
-                      WHERE e.queue = n AND e.start_tag IS NOT NULL)) THEN
-        RETURN NEXT;  -- missed: eligible tenants were there, held by others (see the top)
+                      WHERE e.queue = n AND e.start_tag IS NOT NULL)
+           OR EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = n)) THEN
+        RETURN NEXT;  -- missed: eligible tenants, or new jobs, of tenants others held
     END IF;
 END
 $$;

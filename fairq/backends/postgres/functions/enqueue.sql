@@ -101,31 +101,42 @@ END
 $$;
 
 -- Take inbox rows in. p_tenant_ids given: every row of those tenants (the caller holds them).
--- NULL: the rows of p_queue's tenants among its first p_limit rows that this transaction can
--- take (created if new, in key order; locked unless another transaction holds them, which
--- then takes them in itself, or the next one does). The rows come in oldest first, keeping
--- their seqs and enqueue times, ready since max(enqueued, run_at) if run_at <= p_now; a row
--- whose id was stored meanwhile is dropped, with a warning. Then each tenant is counted as
--- store_new does (its head read again from jobs). Returns how many came in.
+-- NULL: the rows of the tenants among the first p_limit rows of each of p_queues that this
+-- transaction can take (made if new, all in one statement in key order, so two take-ins or
+-- enqueues making the same tenants never wait on each other in a cycle; locked unless another
+-- transaction holds them, which then takes them in itself, or the next one does). The rows
+-- come in oldest first, keeping their seqs and enqueue times, ready since max(enqueued,
+-- run_at) if run_at <= p_now; a row whose id was stored meanwhile is dropped, with a warning.
+-- Then each tenant is counted as store_new does (its head read again from jobs). Returns how
+-- many came in.
 CREATE FUNCTION {schema}.take_in(
-    p_queue text, p_tenant_ids bigint[], p_now double precision, p_limit integer
+    p_queues text[], p_tenant_ids bigint[], p_now double precision, p_limit integer
 ) RETURNS integer LANGUAGE plpgsql  -- also when maintenance calls it: see enqueue()
 SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     v_held bigint[] := p_tenant_ids;
+    v_pending record;
     v_inserted bigint[];
     v_gone bigint[];
     v_dropped text[];
 BEGIN
     IF v_held IS NULL THEN
-        INSERT INTO {schema}.queues (name) VALUES (p_queue) ON CONFLICT (name) DO NOTHING;
-        v_held := {schema}.hold_tenants(
-            ARRAY(SELECT p_queue FROM {schema}.inbox i
-                  WHERE i.queue = p_queue ORDER BY i.seq LIMIT p_limit),
-            ARRAY(SELECT i.tenant FROM {schema}.inbox i
-                  WHERE i.queue = p_queue ORDER BY i.seq LIMIT p_limit),
-            ARRAY(SELECT i.tenant_key FROM {schema}.inbox i
-                  WHERE i.queue = p_queue ORDER BY i.seq LIMIT p_limit));
+        INSERT INTO {schema}.queues (name)  -- only those not seen: see hold_tenants
+        SELECT DISTINCT n FROM unnest(p_queues) AS n
+        WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = n)
+        ORDER BY 1
+        ON CONFLICT (name) DO NOTHING;
+        SELECT array_agg(f.queue) AS queues, array_agg(f.tenant) AS tenants,
+               array_agg(f.tenant_key) AS keys
+        INTO v_pending
+        FROM unnest(p_queues) AS n(queue)
+        CROSS JOIN LATERAL (
+            SELECT i.queue, i.tenant, i.tenant_key FROM {schema}.inbox i
+            WHERE i.queue = n.queue ORDER BY i.seq LIMIT p_limit) f;
+        IF v_pending.queues IS NULL THEN
+            RETURN 0;
+        END IF;
+        v_held := {schema}.hold_tenants(v_pending.queues, v_pending.tenants, v_pending.keys);
         v_held := array_remove(ARRAY(SELECT DISTINCT unnest(v_held)), NULL);
     END IF;
     IF cardinality(v_held) = 0 THEN
@@ -195,7 +206,11 @@ $$;
 -- Each job's tenant row (p_queues[i], p_tenants[i], whose sha256 is p_keys[i]), locked by this
 -- transaction, or NULL where another transaction holds it (never waited for). Rows not there
 -- yet are made, in (queue, key) order, starting with their queue's defaults; the caller has
--- made the queues.
+-- made the queues. Only rows this statement does not see are inserted: the unique check of an
+-- insert waits for any transaction that is changing a row of the same key (ON CONFLICT DO
+-- NOTHING included), which would make this wait for a dispatch or an ack after all (and wait
+-- in a cycle with one). A new tenant being made by another transaction at the same moment is
+-- waited for: all of them are made in one order.
 CREATE FUNCTION {schema}.hold_tenants(p_queues text[], p_tenants text[], p_keys bytea[])
 RETURNS bigint[] LANGUAGE plpgsql AS $$
 BEGIN
@@ -206,7 +221,9 @@ BEGIN
     FROM (SELECT DISTINCT u.queue, u.tenant, u.tenant_key
           FROM unnest(p_queues, p_tenants, p_keys) AS u(queue, tenant, tenant_key)) n
     JOIN {schema}.queues q ON q.name = n.queue
-    ORDER BY n.queue, n.tenant_key
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.tenants e
+                      WHERE e.queue = n.queue AND e.tenant_key = n.tenant_key)
+    ORDER BY n.queue COLLATE "C", n.tenant_key
     ON CONFLICT (queue, tenant_key) DO NOTHING;
     RETURN {schema}.tenants_held(p_queues, p_tenants, p_keys);
 END
@@ -261,8 +278,10 @@ BEGIN
         IF array_position(v_tenants, NULL) IS NOT NULL THEN
             -- a tenant or queue not there yet, or held by another: make what is missing (a
             -- row a prune deleted meanwhile is made again), and take what is free
-            INSERT INTO {schema}.queues (name)
-            SELECT DISTINCT n FROM unnest(p_queues) AS n ORDER BY 1
+            INSERT INTO {schema}.queues (name)  -- only those not seen: see hold_tenants
+            SELECT DISTINCT n FROM unnest(p_queues) AS n
+            WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = n)
+            ORDER BY 1
             ON CONFLICT (name) DO NOTHING;
             v_tenants := {schema}.hold_tenants(p_queues, p_tenants, p_keys);
             v_direct := ARRAY(SELECT o.ord::integer
@@ -276,7 +295,7 @@ BEGIN
         IF EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = ANY(p_queues))
            AND array_position(v_tenants, NULL) IS DISTINCT FROM 1 THEN
             PERFORM {schema}.take_in(
-                NULL, array_remove(ARRAY(SELECT DISTINCT unnest(v_tenants)), NULL), p_now,
+                p_queues, array_remove(ARRAY(SELECT DISTINCT unnest(v_tenants)), NULL), p_now,
                 NULL);
         END IF;
         IF v_direct IS NULL THEN  -- every tenant held: the arrays as given
