@@ -366,7 +366,7 @@ ORDER BY j.finished_at, j.seq
 LIMIT %(limit)s
 
 -- name: enqueue
--- Every enqueue, in one statement (functions/enqueue.sql; enqueue.py builds the arguments and
+-- Every enqueue, in one statement (functions/enqueue.sql; enqueueing.py builds the arguments and
 -- reads the reply).
 SELECT {schema}.enqueue(
     %(ids)s::text[], %(names)s::text[], %(queues)s::text[], %(tenants)s::text[],
