@@ -276,6 +276,11 @@ def measure(name: str, args: argparse.Namespace) -> Result:
     return Result(name, enqueue_s, drain_s, args.jobs, client_cpu, server_cpu)
 
 
+def load() -> str:
+    """The machine's load averages (1, 5, 15 min): figures from a shared machine need them."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=os.environ.get("FAIRQ_BENCH_POSTGRES_URL", DEFAULT_URL))
@@ -308,23 +313,28 @@ def main() -> None:
             print(f"run {run + 1}: {name:14} {result.rate:8.0f} jobs/s "
                   f"(drain {result.drain_s:.2f} s, enqueue {result.enqueue_s:.2f} s; CPU per "
                   f"job: workers {result.client_cpu_s / result.jobs * 1e6:.0f} µs, server "
-                  f"{result.server_cpu_s / result.jobs * 1e6:.0f} µs)", flush=True)  # fmt: skip
+                  f"{result.server_cpu_s / result.jobs * 1e6:.0f} µs; load {load()})",
+                  flush=True)  # fmt: skip
     base = statistics.median(r.rate for r in results[names[0]])
     spread = f", fairq's jobs in {args.queues} queues" if args.queues > 1 else ""
     spread += " (a worker per queue)" if args.dedicated else ""
     print(f"\n{args.jobs} no-op jobs, {args.workers} worker processes x {args.concurrency}, "
           f"median of {args.runs} runs{spread}")  # fmt: skip
-    print("| system | jobs/s (median) | runs | vs " + names[0] + " | worker CPU µs/job | "
-          "server CPU µs/job |")  # fmt: skip
-    print("| --- | ---: | --- | ---: | ---: | ---: |")
+    print("| system | jobs/s (median) | runs | vs " + names[0] + " | same-run ratios | "
+          "worker CPU µs/job | server CPU µs/job |")  # fmt: skip
+    print("| --- | ---: | --- | ---: | --- | ---: | ---: |")
     for name in names:
         rates = [r.rate for r in results[name]]
         median = statistics.median(rates)
         listed = ", ".join(f"{rate:.0f}" for rate in rates)
         client = statistics.median(r.client_cpu_s / r.jobs * 1e6 for r in results[name])
         server = statistics.median(r.server_cpu_s / r.jobs * 1e6 for r in results[name])
-        print(f"| {name} | {median:.0f} | {listed} | {median / base:.2f}x | {client:.0f} | "
-              f"{server:.0f} |")  # fmt: skip
+        # each run's rate over the first system's in that run (they ran a few seconds apart)
+        same = ", ".join(
+            f"{r.rate / results[names[0]][n].rate:.2f}" for n, r in enumerate(results[name])
+        )
+        print(f"| {name} | {median:.0f} | {listed} | {median / base:.2f}x | {same} | "
+              f"{client:.0f} | {server:.0f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

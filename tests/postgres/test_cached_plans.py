@@ -50,7 +50,7 @@ def _call(
         "queues": ["default"], "seed": schema_seed(backend.schema), "worker": "w",
         "now": 1.0, "limit": limit, "ids": [r["l_id"] for r in rows],
         "leases": [r["l_leases"] for r in rows], "ack_now": 1.0,
-        "salt": channel_salt(backend.schema),
+        "salt": channel_salt(backend.schema), "wait": False,
     }  # fmt: skip
     with conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
         return [row for row in cur.execute(backend.q[name], args).fetchall() if row["l_id"]]
@@ -155,6 +155,6 @@ def _check_nested(plans: list[str]) -> None:
     # each statement on its own: not the calls whose counts hold their functions' statements
     calls = ("ack_dequeue(", "dispatch(", "ack_many(", "ack_held(", "succeeded_runs(")
     nested = {text: n for text, n in read.items() if not any(c in text for c in calls)}
-    assert any("ORDER BY x.start_tag, x.head_seq" in text for text in nested)  # the picks
+    assert any("ORDER BY e.start_tag, e.head_seq" in text for text in nested)  # the picks
     assert any("WITH started AS" in text for text in nested)  # the leases
     assert max(nested.values()) <= MAX_BUFFERS, json.dumps(nested, indent=1)

@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from fairq.backends.postgres.enqueueing import arguments as enqueue_arguments
 from fairq.backends.postgres.keys import channel_salt, queue_channel, schema_seed
 from fairq.backends.postgres.records import tenant_key
 from fairq.backends.postgres.throttling import window_key
@@ -40,6 +41,13 @@ JOBS_PER_TENANT = 10
 
 
 RULES = (Throttle(1, 60.0, "slow"),)
+
+
+def new_job(job_id: str, tenant: str) -> NewJob:
+    return NewJob(
+        id=job_id, name="task", queue="default", tenant=tenant, payload="{}", run_at=0.0,
+        max_attempts=1, lease_timeout=30.0, cost=1.0,
+    )  # fmt: skip
 
 
 def _job(n: int, tenant: str, run_at: float = 0.0, *, throttled: bool = False) -> NewJob:
@@ -164,18 +172,11 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
         "rate_period": 1000.0, "rate_burst": 1, "tat": 1002.0, "limited_until": 1002.0,
         "usage": 1.0, "usage_at": 2.0,
     }  # fmt: skip
-    job = {
-        "id": "new", "tenant_id": 8, "queue": "default", "name": "task", "state": "ready",
-        "payload": "{}", "priority": 0, "max_attempts": 1, "lease_timeout": 30.0, "cost": 1.0,
-        "enqueued_at": 5.0, "run_at": 5.0, "ready_at": 5.0, "headers": None,
-    }  # fmt: skip
     saved_job = {
         "seq": 77, "state": "running", "attempts": 1, "run_at": 0.0, "ready_at": 1.0,
         "started_at": 5.0, "deadline": 35.0, "finished_at": None, "last_error": None,
         "worker_id": "w", "charged": 1.0,
     }  # fmt: skip
-    inbox = {k: v for k, v in job.items() if k not in ("tenant_id", "state", "ready_at")}
-    inbox["tenant"] = tenant
     windows = {"keys": [window_key("task", tenant)], "names": ["task"], "tenants": [tenant]}
     return {
         "lock_queues_exclusive": locks,
@@ -193,7 +194,6 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
         "tenants_lock": one,
         "tenant_lock_by_id": {"id": 8},
         "tenant_save": save,
-        "job_insert": job,
         "job_lock_by_id": {"id": "j70"},
         "job_queue": {"id": "j70"},
         "jobs_by_ids": {"ids": ["j70", "j71"]},
@@ -225,17 +225,14 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
             "seq": 77, "attempts": 1, "started_at": 5.0, "finished_at": 10.0, "last_error": "x",
         },
         "inbox_job_cancelled": {
-            **{k: v for k, v in inbox.items() if k not in ("lease_timeout", "cost", "tenant")},
+            "id": "new", "name": "task", "payload": "{}", "priority": 0, "max_attempts": 1,
+            "enqueued_at": 5.0, "run_at": 5.0, "headers": None,
             "seq": 10**9, "tenant_id": 8, "finished_at": 10.0, "last_error": "x",
         },
         "tenant_count_cancelled": {"id": 8, "n": 1},
         "tenants_unkeep": {"ids": [8, 9], "counts": [1, 2]},
         "tenants_forget": {"ids": [8, 9]},
-        "inbox_insert": inbox,
-        "inbox_take": {"queue": "default"},
         "inbox_by_ids": {"ids": ["j70"]},
-        "job_insert_from_inbox": {**job, "seq": 10**9},
-        "jobs_drop_if_succeeded": {"seqs": [10**9, 10**9 + 1]},
         "notify": {"channel": queue_channel(schema, "default")},
         "slots_lock": {"keys": [-5, 7], "now": 10.0},
         "slot_acquire": {
@@ -274,7 +271,7 @@ def explain(backend: DisposableBackend, name: str, params: dict[str, Any]) -> li
 
 def test_every_hot_path_query_is_checked(filled: DisposableBackend) -> None:
     # checked by the auto_explain test below
-    functions = {"dequeue", "dispatch", "ack_many", "ack_and_dequeue"}
+    functions = {"dequeue", "dispatch", "ack_many", "ack_and_dequeue", "enqueue", "take_in"}
     inspection = functions | {
         "tenants_stats", "tenants_of_queue", "jobs_dead", "queue_names",
         "queue_set_defaults", "inbox_queues", "job_types_upsert", "job_types_all",
@@ -327,7 +324,7 @@ def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBac
         ).fetchall()
     assert len(rows) == 5
     seed = schema_seed(schema)
-    dequeue = {"queues": ["default"], "seed": seed, "worker": "w", "limit": 3}
+    dequeue = {"queues": ["default"], "seed": seed, "worker": "w", "limit": 3, "wait": False}
     acks = {
         "ids": [r[0] for r in rows[3:]],
         "leases": [r[1] for r in rows[3:]],
@@ -341,11 +338,19 @@ def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBac
                       "now": 3.0, "seed": seed, "salt": channel_salt(schema)}),
         ("ack_and_dequeue", {**dequeue, **acks, "now": 3.0}),  # acks and dispatches
         ("ack_and_dequeue", {**dequeue, **acks, "now": 600.0}),  # due: locks and the check
+        ("dequeue", {**dequeue, "now": 2.0, "wait": True}),  # a dequeue made again
+        ("enqueue", enqueue_arguments([new_job("e1", "tenant-7")], 5.0, schema=schema)),
+        ("enqueue", enqueue_arguments([new_job("e2", "tenant-7")], 5.0, schema=schema,
+                                      inbox=True)),
+        ("enqueue", enqueue_arguments([new_job("e3", "tenant-7")], 5.0, schema=schema)),
+        ("take_in", {"queue": "parked", "now": 10.0}),
     ]  # fmt: skip
     plans = nested_plans(filled, calls)
     statements = [plan["Query Text"] for plan in plans]
     assert any("bool_or(u.exclusive)" in text for text in statements)  # ack_and_dequeue's locks
-    assert any("ORDER BY x.start_tag, x.head_seq" in text for text in statements)
+    assert any("ORDER BY e.start_tag, e.head_seq" in text for text in statements)
+    assert any("INSERT INTO" in text and ".inbox" in text for text in statements)
+    assert any("DELETE FROM" in text and ".inbox" in text for text in statements)
     # ack_held's move of its jobs into succeeded_jobs
     assert any("INSERT INTO" in text and ".succeeded_jobs" in text for text in statements)
     # ack_many's jobs locked in seq order (its queues held shared), then moved set-wise
@@ -359,7 +364,7 @@ def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBac
         if any(node == "Seq Scan" and rel in BIG_TABLES for node, rel in scans(plan["Plan"]))
     ]
     assert bad == [], json.dumps(bad, indent=1)
-    picks = [plan for plan in plans if "ORDER BY x.start_tag, x.head_seq" in plan["Query Text"]]
+    picks = [plan for plan in plans if "ORDER BY e.start_tag, e.head_seq" in plan["Query Text"]]
     assert all(("Index Scan", "tenants") in list(scans(plan["Plan"])) for plan in picks)
 
 

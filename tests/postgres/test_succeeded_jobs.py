@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from fairq.backends.postgres.records import tenant_key
 from fairq.contract import (
     AckManyParams,
     DequeueParams,
@@ -58,9 +59,10 @@ def test_an_inbox_job_whose_id_succeeded_meanwhile_is_dropped_when_taken_in(
     with psycopg.connect(server_url(), **CALLER_CLOCK) as conn, conn.transaction():
         conn.execute(
             f'INSERT INTO "{pg.schema}".inbox (id, queue, tenant, name, payload, priority, '
-            "max_attempts, lease_timeout, cost, enqueued_at, run_at) "
-            "VALUES ('j0', 'default', 'a', 'task', '[]', 0, 3, 30.0, 1.0, 0.5, 0.5), "
-            "('j5', 'default', 'a', 'task', '[]', 0, 3, 30.0, 1.0, 0.5, 0.5)"
+            "max_attempts, lease_timeout, cost, enqueued_at, run_at, tenant_key) "
+            "VALUES ('j0', 'default', 'a', 'task', '[]', 0, 3, 30.0, 1.0, 0.5, 0.5, %(key)s), "
+            "('j5', 'default', 'a', 'task', '[]', 0, 3, 30.0, 1.0, 0.5, 0.5, %(key)s)",
+            {"key": tenant_key("a")},
         )
     pg.maintain(MaintainParams(now=2.0))
     jobs = pg.get_jobs(GetJobsParams(ids=["j0", "j5"]))

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from fairq.app import App
+from fairq.cancel import CancelOutcome, CancelParams
 from fairq.contract import (
     AckManyParams,
     DequeueParams,
@@ -214,3 +215,20 @@ def test_a_unique_key_taken_in_the_callers_transaction(
     assert put(pg, 4, 3.0) == {0: "j2"}  # waiting in the inbox
     assert take_ids(pg, now=4.0) == ["j2"]
     assert put(pg, 5, 5.0) == {0: "j2"}  # taken in, running
+
+
+def test_a_job_cancelled_in_the_inbox_is_never_taken_in(
+    pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """The inbox is taken in by whoever holds a tenant next (an enqueue of it, a dispatch,
+    maintenance): a job a cancel took out of it reaches none of them."""
+    with conn.transaction():
+        pg.enqueue_in(conn, EnqueueParams(jobs=[new_job(1), new_job(2)], now=0.0))
+    assert pg.cancel(CancelParams(ids=["j1"], now=0.5)).outcomes == [CancelOutcome.CANCELLED]
+    pg.enqueue(EnqueueParams(jobs=[new_job(3)], now=1.0))  # takes tenant a's inbox in
+    pg.maintain(MaintainParams(now=1.0))
+    assert take_ids(pg) == ["j2", "j3"]
+    (seen,) = pg.get_jobs(GetJobsParams(ids=["j1"]))
+    assert seen.state is JobState.CANCELLED
+    (stats,) = pg.stats(StatsParams(queue="default", tenant="a"))
+    assert (stats.ready, stats.running) == (0, 2)

@@ -7,9 +7,13 @@
   (run it at deploy time as the schema's owner; workers can then use a role with only
   SELECT/INSERT/UPDATE/DELETE and sequence USAGE). A schema made by a newer fairq is refused.
 * **Dispatch.** The eligible tenant with the smallest (start tag, head seq) is one entry of an
-  index; dispatches of one queue take turns on a per-queue advisory lock, which keeps the fair
-  order and the queue's virtual clock exact however many workers run (queries.sql explains the
-  locks). Dequeue and ack are one round trip each (functions/*.sql).
+  index. Dispatches of one queue run side by side, each taking the first tenants no other
+  transaction holds, within a stated bound of the exact fair order (exact for one dispatch at
+  a time: docs/internals/scheduler.md, "Parallel dispatch"). Dequeue and ack are one round trip
+  each (functions/*.sql).
+* **Enqueue.** One statement for every caller (enqueueing.py, functions/enqueue.sql), which never
+  waits for a dispatch: a job whose tenant another transaction holds waits in the inbox until
+  whoever holds that tenant next takes it in.
 * **Enqueue in your transaction.** ``backend.enqueue_in(conn, params)``, or
   ``with backend.bound_to(conn): job.enqueue(...)`` for the App API: the job exists if and
   only if your transaction commits (transactional.py).

@@ -25,7 +25,7 @@ from psycopg import AsyncConnection, AsyncCursor
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from fairq.backends.aio import Offloaded
-from fairq.backends.postgres import inspect, results
+from fairq.backends.postgres import enqueueing, inspect
 from fairq.backends.postgres.backend import PostgresBackend
 from fairq.backends.postgres.db import (
     Retry,
@@ -144,7 +144,7 @@ class AsyncPostgresStore(Offloaded):
         try:
             queues, held = await self._run(lambda: self.pg.enqueueing.steps(jobs, params.now))
         except psycopg.errors.UniqueViolation as exc:
-            raise results.duplicate(exc) from None
+            raise enqueueing.refused(exc) from None
         chosen, existing = answer(len(jobs), held, queues)
         return EnqueueResult(queues=chosen, existing=existing)
 

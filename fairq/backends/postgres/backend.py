@@ -1,12 +1,14 @@
 """``PostgresBackend``: the Backend protocol over PostgreSQL.
 
-Each call is one short transaction (fairq/backends/postgres/db.py). The hot paths — dequeue,
-dispatch, every ack, ack-and-dequeue — are plpgsql functions (functions/*.sql), one statement
-and one round trip each; the other events (fail, release, heartbeat, maintenance, settings,
-requeue) run in Python on rows the transaction holds (events.py, through fairq.policy.tenant).
-Both compute every tag as the same double the reference model does. queries.sql explains the
-locks that make concurrent calls behave as some serial order of them; an event's time is the
-later of the caller's ``now`` and the server's clock once those locks are held (clock.sql).
+Each call is one short transaction (fairq/backends/postgres/db.py). The hot paths — enqueue,
+dequeue, dispatch, every ack, ack-and-dequeue — are plpgsql functions (functions/*.sql), one
+statement and one round trip each; the other events (fail, release, heartbeat, maintenance,
+settings, requeue) run in Python on rows the transaction holds (events.py, through
+fairq.policy.tenant). Both compute every tag as the same double the reference model does.
+queries.sql explains the locks that make concurrent calls behave as some serial order of them
+(dispatches of one queue within the bound of docs/internals/scheduler.md, "Parallel
+dispatch"); an event's time is the later of the caller's ``now`` and the server's clock once
+those locks are held (clock.sql).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, TypeVar
 
-import psycopg
 from psycopg import Connection, Cursor
 
 from fairq.backends.postgres import (
@@ -106,6 +107,10 @@ from fairq.policy.unique import answer
 T = TypeVar("T")
 log = logging.getLogger("fairq.backends.postgres")
 
+#: How many times a dequeue that found every eligible tenant held by other dispatches is made
+#: again (each after waiting for one of them): beyond, it reports nothing ready.
+MISSED_TRIES = 20
+
 
 class PostgresBackend:
     """Fair per-tenant queues in PostgreSQL (see ``fairq.backends.postgres`` for the URL).
@@ -131,9 +136,10 @@ class PostgresBackend:
         self.db = Database(self.url, pool=pool)
         self.seed = schema_seed(self.schema)
         self._waiter = Waiter(self.url, self._channel, self._channel(WAKE))
-        self._inbox = InboxWriter(self.q, self._channel)
-        #: The enqueue operation (enqueueing.py), which the asyncio store (aio.py) runs too.
-        self.enqueueing = Enqueue(self.q, self.seed, self._channel)
+        #: The enqueue operation (enqueueing.py), which the asyncio store (aio.py) and an
+        #: enqueue in the caller's transaction (transactional.py) run too.
+        self.enqueueing = Enqueue(self.q, self.schema)
+        self._inbox = InboxWriter(self.q, self.enqueueing)
 
     @classmethod
     def from_url(cls, url: str) -> PostgresBackend:
@@ -142,6 +148,9 @@ class PostgresBackend:
     # -- producing -------------------------------------------------------------------------
 
     def enqueue(self, params: EnqueueParams) -> EnqueueResult:
+        """A plain batch is one statement, one round trip (functions/enqueue.sql); jobs with
+        throttle rules, shards or unique keys do what they need first, in the same transaction
+        (enqueueing.py)."""
         jobs = list(params.jobs)
         check_distinct(jobs)
         if not jobs:
@@ -149,12 +158,7 @@ class PostgresBackend:
         conn = bound_connection(self)
         if conn is not None:
             return self._inbox.write(conn, jobs, params.now)
-        try:
-            queues, held = self.db.run(
-                lambda cur: run(cur, self.enqueueing.steps(jobs, params.now))
-            )
-        except psycopg.errors.UniqueViolation as exc:
-            raise results.duplicate(exc) from None
+        queues, held = self.enqueueing.blocking(self.db, jobs, params.now)
         chosen, existing = answer(len(jobs), held, queues)
         return EnqueueResult(queues=chosen, existing=existing)
 
@@ -182,6 +186,9 @@ class PostgresBackend:
 
         The fast path is the server-side ``dequeue`` function in autocommit: locks, the
         "is maintenance due" check and dispatch in one implicit transaction and round trip.
+        A call that found every eligible tenant held by another dispatch is made again, each
+        time after waiting for the first of them to be let go (functions/dequeue.sql:
+        wait_for_held), so a worker never takes "held" for "nothing to do".
         """
         params = waited_first(params, self.wait)
         names = list(dict.fromkeys(params.queues))
@@ -192,11 +199,21 @@ class PostgresBackend:
             "now": params.now,
             "limit": max(params.limit, 0),
         }
-        rows = self.db.run_one(self.q["dequeue"], args)
-        expired: list[ExpiredLease] = []
-        if rows and rows[0]["due"]:
-            expired, rows = self.db.run(lambda cur: self._dequeue(cur, names, args))
-        return DequeueResult(leases=[results.lease(row) for row in rows], expired=expired)
+        return self._dispatched(names, args, wait=False)
+
+    def _dispatched(
+        self, names: list[str], args: dict[str, object], *, wait: bool
+    ) -> DequeueResult:
+        for _ in range(MISSED_TRIES):
+            rows = self.db.run_one(self.q["dequeue"], {**args, "wait": wait})
+            expired: list[ExpiredLease] = []
+            if rows and rows[0]["due"]:
+                expired, rows = self.db.run(lambda cur: self._dequeue(cur, names, args))
+            leases = [results.lease(row) for row in rows if row["l_id"] is not None]
+            if leases or expired or not results.missed(rows):
+                return DequeueResult(leases=leases, expired=expired)
+            wait = True
+        return DequeueResult(leases=[], expired=[])
 
     def _dequeue(
         self, cur: Cursor[Row], names: list[str], args: dict[str, object]
@@ -249,9 +266,12 @@ class PostgresBackend:
             )
         else:
             statuses, rows = list(rows[0]["statuses"]), rows[1:]
+        leases = [results.lease(row) for row in rows if row["l_id"] is not None]
+        dequeued = DequeueResult(leases=leases, expired=expired)
+        if not leases and not expired and results.missed(rows):
+            dequeued = self._dispatched(names, args, wait=True)
         return AckAndDequeueResult(
-            acks=results.ack_result(acks.tokens, parsed, statuses),
-            dequeue=DequeueResult(leases=[results.lease(row) for row in rows], expired=expired),
+            acks=results.ack_result(acks.tokens, parsed, statuses), dequeue=dequeued
         )
 
     def _ack_and_dequeue(
@@ -425,7 +445,9 @@ class PostgresBackend:
         due = {row["name"]: row for row in state.fetchall()}
         for name in names:
             if name in due and due[name]["inbox_due"]:
-                self._inbox.take_in(cur, events, name, now)
+                (taken,) = cur.execute(self.q["take_in"], {"queue": name, "now": now}).fetchall()
+                if taken["taken"]:
+                    events.woken.add(name)
         if any(due[name]["inbox_due"] for name in due):
             state = cur.execute(self.q["queues_dispatch_state"], {"names": names, "now": now})
             due = {row["name"]: row for row in state.fetchall()}
@@ -517,10 +539,10 @@ class PostgresBackend:
         return self.db.run(lambda cur: inspect.list_dead(cur, self.q, params))
 
     def cancel(self, params: CancelParams) -> CancelResult:
-        """cancelling.py: under the jobs' queues' shared locks."""
+        """cancelling.py: under the jobs' queues' exclusive locks."""
         return CancelResult(
             outcomes=self.db.run(
-                lambda cur: cancelling.cancel(cur, self.q, self._shared, params.ids, params.now)
+                lambda cur: cancelling.cancel(cur, self.q, self._exclusive, params.ids, params.now)
             )
         )
 
@@ -557,6 +579,9 @@ class PostgresBackend:
 
     def _shared(self, cur: Cursor[Row], queues: Sequence[str], now: float) -> float:
         return self._lock(cur, queues, exclusive=False, now=now)
+
+    def _exclusive(self, cur: Cursor[Row], queues: Sequence[str], now: float) -> float:
+        return self._lock(cur, queues, exclusive=True, now=now)
 
     def _event_time(self, cur: Cursor[Row], now: float) -> float:
         return run(cur, locks.event_time(self.q, now))

@@ -1,9 +1,12 @@
 """Cancels on PostgreSQL (fairq/cancel.py), in one transaction, in Python on locked rows (as
 requeue: an operator's call, not a hot path), through the same transitions as every event.
 
-Locks, in the order of queries.sql: the queues of the jobs named (shared: a cancel only reads
-V, and excludes the dispatches and the inbox's take-in of those queues), then the inbox rows
-and the job rows (seq order), then their tenants (id order). A job still in the inbox (its
+Locks, in the order of queries.sql: the queues of the jobs named, exclusive (as maintenance:
+dispatches and enqueues run under the shared lock, take tenant rows without waiting and take
+a tenant's inbox rows in while they hold it, so only the exclusive lock keeps them all out
+while a cancel locks job rows, then tenants, and takes rows out of the inbox: no cycle of
+waits, and a job cancelled in the inbox is never taken in), then the inbox rows and the job
+rows (seq order), then their tenants (id order). A job still in the inbox (its
 caller's transaction committed, no worker has taken it in yet) was never counted in its
 tenant: it is taken out and stored cancelled. A job found nowhere under those locks is
 unknown, or finished when succeeded_jobs holds it.

@@ -1,53 +1,95 @@
-"""``enqueue`` as one operation (fairq.backends.postgres.steps), for the blocking store and the
-asyncio one alike: the statements of one transaction, in order, and what their rows mean.
+"""``enqueue`` as one operation (fairq.backends.postgres.steps), for the blocking store, the
+asyncio one and an enqueue in the caller's transaction alike: the statements of one
+transaction, in order, and what their rows mean.
 
-Throttle rules first (their windows' rows are locked before any queue lock: throttling.py),
-then the queues' shared locks, the unique keys claimed (a job whose key is held is not
-stored: unique.py), the tenants' rows created and locked in id order, the jobs
-inserted in one ``executemany``, ids held by succeeded jobs refused, the tenants written back
-and the queues' waiting workers woken. Sharded jobs go one after another, so each one's choice
-of shard sees those before it (sharding.py); the batch is still one transaction.
+The jobs are stored by one statement, ``queries["enqueue"]`` (functions/enqueue.sql says what
+it does: a job is stored when its tenant is free and waits in the inbox when another
+transaction holds it; ``inbox``: every job into the inbox, for an enqueue in the caller's
+transaction, which takes no fairq lock). Before it, in the same transaction, only what some
+jobs need: throttle rules (their windows' rows locked: throttling.py), unique keys claimed (a
+job whose key is held is not stored: unique.py; the key rows are locked before the queue locks
+the statement takes, an order every enqueue keeps). Sharded jobs go one after another, so each
+one's choice of shard sees those before it (sharding.py); the batch is still one transaction.
+A plain batch is the one statement, in one round trip.
+
+A refused id comes back as ``UniqueViolation``: ``refused`` turns it into ``DuplicateJob``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg import Cursor
 
 from fairq.backends._sql import Queries
-from fairq.backends.postgres import locks, results, sharding, throttling, unique
-from fairq.backends.postgres.events import Events
-from fairq.backends.postgres.steps import PgSteps, Sql
-from fairq.job import NewJob
+from fairq.backends.postgres import locks, sharding, throttling, unique
+from fairq.backends.postgres.db import Database
+from fairq.backends.postgres.keys import channel_salt, schema_seed
+from fairq.backends.postgres.records import Row, tenant_key
+from fairq.backends.postgres.steps import PgSteps, Sql, run
+from fairq.errors import DuplicateJob, StoreUnavailable
+from fairq.job import NewJob, encode_headers
 from fairq.policy.unique import Holder
 
 
 class Enqueue:
-    """The enqueue of one store (schema): its queries, lock seed and wake-up channels."""
+    """The enqueue of one store (schema): its queries, lock seed and wake-up channels' salt."""
 
-    def __init__(self, q: Queries, seed: int, channel: Callable[[str], str]) -> None:
+    def __init__(self, q: Queries, schema: str) -> None:
         self.q = q
-        self.seed = seed
-        self.channel = channel
+        self.schema = schema
+
+    @staticmethod
+    def one_statement(jobs: Sequence[NewJob]) -> bool:
+        """Whether ``steps`` is the one statement (no throttle rules, shards, unique keys): it
+        may then run outside an explicit transaction."""
+        return not any(job.throttle or job.shards or job.unique for job in jobs)
+
+    def blocking(
+        self, db: Database, jobs: Sequence[NewJob], now: float
+    ) -> tuple[list[str], dict[int, Holder]]:
+        """``steps`` on the blocking store; a plain batch (``one_statement``) in its own
+        implicit transaction, one round trip. An id refused after a lost connection was retried
+        may be the lost attempt's own: that is said, not reported as a duplicate."""
+        attempts = 0
+
+        def once(cur: Cursor[Row]) -> tuple[list[str], dict[int, Holder]]:
+            nonlocal attempts
+            attempts += 1
+            try:
+                return run(cur, self.steps(jobs, now))
+            except psycopg.errors.UniqueViolation as exc:
+                if attempts > 1:  # the first attempt may have stored them before the loss
+                    raise StoreUnavailable(
+                        f"the connection to {db.url.display} was lost during an enqueue and "
+                        "its ids are taken now: the lost attempt may have stored the jobs "
+                        f"({exc.diag.message_detail})"
+                    ) from None
+                raise refused(exc) from None
+
+        return db.run(once, explicit=not self.one_statement(jobs))
 
     def steps(
-        self, jobs: Sequence[NewJob], now: float
+        self, jobs: Sequence[NewJob], now: float, *, inbox: bool = False
     ) -> PgSteps[tuple[list[str], dict[int, Holder]]]:
         """Store ``jobs`` (checked: non-empty, distinct ids): the queues of the jobs stored,
         and the jobs whose unique key is held, by position (unique.py)."""
         if not any(job.shards for job in jobs):
-            return (yield from self._store(list(jobs), now))
+            return (yield from self._store(list(jobs), now, inbox=inbox))
         queues: list[str] = []
         held: dict[int, Holder] = {}
         for i, job in enumerate(jobs):
             placed = yield from sharding.place(self.q, job)
-            went, found = yield from self._store([placed], now, given=[job])
+            went, found = yield from self._store([placed], now, given=[job], inbox=inbox)
             queues += went
             if found:
                 held[i] = found[0]
         return queues, held
 
     def _store(
-        self, jobs: list[NewJob], now: float, given: list[NewJob] | None = None
+        self, jobs: list[NewJob], now: float, given: list[NewJob] | None = None, *, inbox: bool
     ) -> PgSteps[tuple[list[str], dict[int, Holder]]]:
         """``given``: the jobs as enqueued, when ``jobs`` are their copies placed in a shard
         (a unique key's scope is the queue named at enqueue)."""
@@ -55,24 +97,52 @@ class Enqueue:
         if any(job.throttle for job in jobs):  # the windows record the event's time
             now = yield from locks.event_time(q, now)
         jobs = yield from throttling.route(q, jobs, now)
-        events = Events(None, q)
-        queues = sorted({job.queue for job in jobs})
-        now = yield from locks.lock_queues(q, self.seed, queues, exclusive=False, now=now)
         held = yield from unique.claim_steps(q, given or jobs, [job.queue for job in jobs], now)
         if held:
             jobs = [job for i, job in enumerate(jobs) if i not in held]
             if not jobs:
                 return [], held
-        for name in queues:
-            yield Sql(q["queue_ensure"], {"name": name})
-        tenants = yield from events.lock_tenants_steps([(job.queue, job.tenant) for job in jobs])
-        rows = []
-        for job in jobs:
-            tenant = tenants[(job.queue, job.tenant)]
-            rows.append((yield from events.count_new_steps(job, tenant, now)))
-        yield Sql(q["job_insert"], many=rows)
-        yield from results.refuse_succeeded(q, [job.id for job in jobs])
-        for tenant in tenants.values():
-            yield from events.save_steps(None, tenant)
-        yield from locks.notify(q, self.channel, events.woken)
-        return [job.queue for job in jobs], held
+        rows = yield Sql(q["enqueue"], arguments(jobs, now, schema=self.schema, inbox=inbox))
+        return queues_of(rows), held
+
+
+def arguments(
+    jobs: Sequence[NewJob], now: float, *, schema: str, inbox: bool = False
+) -> dict[str, Any]:
+    """The statement's arguments: one array per field, in the jobs' order. ``inbox``: put every
+    job in the inbox (an enqueue inside the caller's transaction, which takes no lock)."""
+    return {
+        "ids": [job.id for job in jobs],
+        "names": [job.name for job in jobs],
+        "queues": [job.queue for job in jobs],
+        "tenants": [job.tenant for job in jobs],
+        "keys": [tenant_key(job.tenant) for job in jobs],
+        "payloads": [job.payload for job in jobs],
+        "priorities": [job.priority for job in jobs],
+        "run_ats": [float(job.run_at) for job in jobs],
+        "max_attempts": [job.max_attempts for job in jobs],
+        "lease_timeouts": [float(job.lease_timeout) for job in jobs],
+        "costs": [float(job.cost) for job in jobs],
+        "headers": [encode_headers(job.headers) for job in jobs],
+        "now": float(now),
+        "seed": schema_seed(schema),
+        "salt": channel_salt(schema),
+        "inbox": inbox,
+    }
+
+
+def queues_of(rows: Sequence[Row]) -> list[str]:
+    """The statement's reply: the queue each job went to, in order."""
+    (row,) = rows
+    return list(row["queues"])
+
+
+def refused(exc: psycopg.errors.UniqueViolation, *, usable: bool = False) -> DuplicateJob:
+    """The error of an enqueue whose id is already stored; nothing of the batch was stored.
+    ``usable``: the enqueue ran in the caller's transaction, which it left usable."""
+    detail = exc.diag.message_detail or str(exc).strip()
+    tail = " (your transaction is still usable)" if usable else ""
+    return DuplicateJob(
+        f"a job id is already stored ({detail}); nothing of the batch was stored{tail}. Give "
+        "each job its own id, or leave the id out to get a new one."
+    )

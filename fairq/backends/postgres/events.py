@@ -19,12 +19,11 @@ from fairq.backends.postgres.steps import PgSteps, Sql, first, run
 from fairq.cancel import CANCELLED_NOTE
 from fairq.contract import ExpiredLease, ReleaseParams
 from fairq.figures import Tally
-from fairq.job import JobState, NewJob, encode_headers
+from fairq.job import JobState
 from fairq.policy import tenant as transitions
 from fairq.policy.histogram import CANCELLED, EXPIRED, FAILED
 
 LEASE_EXPIRED_ERROR = "lease expired"
-Taken = tuple[NewJob, TenantRow, float, int]  # a job taken in: its tenant, enqueued_at, seq
 
 
 class Events:
@@ -112,76 +111,6 @@ class Events:
         if job is not None:
             yield from job.save_steps(self.q)
         yield from tenant.save_steps(self.q)
-
-    # -- producing -------------------------------------------------------------------------------
-
-    def insert_taken(self, taken: Sequence[Taken], now: float) -> list[NewJob]:
-        """Store the jobs taken in from an inbox, keeping their seqs, then count them in their
-        tenants in seq order; returns those dropped because their id was taken meanwhile (by a
-        plain enqueue, or by a job that succeeded). Only stored jobs are counted, so a dropped
-        one leaves no trace in its tenant's tags."""
-        inserted: list[int] = []
-        for new, tenant, enqueued_at, seq in taken:
-            args = {**self.job_row(new, tenant, now), "enqueued_at": enqueued_at, "seq": seq}
-            if args["ready_at"] is not None:  # ready since its commit (or its run_at), not now
-                args["ready_at"] = max(enqueued_at, new.run_at)
-            if self.cur.execute(self.q["job_insert_from_inbox"], args).fetchone() is not None:
-                inserted.append(seq)
-        stored = set(inserted) - self._dropped_as_succeeded(inserted)
-        for new, tenant, _, seq in taken:
-            if seq in stored:
-                self.count_new(new, tenant, now)
-        return [new for new, _, _, seq in taken if seq not in stored]
-
-    def _dropped_as_succeeded(self, seqs: list[int]) -> set[int]:
-        """Remove the jobs just taken in whose id a succeeded job holds (ids are unique across
-        jobs and succeeded_jobs; no index can say so, see queries.sql), in one statement."""
-        if not seqs:
-            return set()
-        rows = self.cur.execute(self.q["jobs_drop_if_succeeded"], {"seqs": seqs}).fetchall()
-        return {row["seq"] for row in rows}
-
-    def count_new(self, new: NewJob, tenant: TenantRow, now: float) -> dict[str, object]:
-        return run(self.cur, self.count_new_steps(new, tenant, now))
-
-    def count_new_steps(
-        self, new: NewJob, tenant: TenantRow, now: float
-    ) -> PgSteps[dict[str, object]]:
-        """Count a new job (ready, or scheduled for later) in its tenant; returns its row.
-
-        The caller inserts the rows (all of a batch in one pipelined ``executemany``) and then
-        saves the tenants, whose head is read back from jobs.
-        """
-        if new.run_at <= now:
-            returning = tenant.ready == 0
-            tenant.ready += 1
-            queue = yield from self.queue_steps(tenant.queue)
-            transitions.refresh(queue, tenant, now, returning=returning)
-            self.woken.add(tenant.queue)
-        else:
-            tenant.scheduled += 1
-        return self.job_row(new, tenant, now)
-
-    @staticmethod
-    def job_row(new: NewJob, tenant: TenantRow, now: float) -> dict[str, object]:
-        """A new job's row in jobs: ready, or scheduled for later (it does not count it)."""
-        ready = new.run_at <= now
-        return {
-            "id": new.id,
-            "tenant_id": tenant.id,
-            "queue": new.queue,
-            "name": new.name,
-            "state": (JobState.READY if ready else JobState.SCHEDULED).value,
-            "payload": new.payload,
-            "priority": new.priority,
-            "max_attempts": new.max_attempts,
-            "lease_timeout": new.lease_timeout,
-            "cost": new.cost,
-            "enqueued_at": now,
-            "run_at": new.run_at,
-            "ready_at": now if ready else None,
-            "headers": encode_headers(new.headers),
-        }
 
     # -- ending runs (dispatch and ack run server-side: functions/*.sql) ----------------
 

@@ -9,21 +9,23 @@ setting AS (
 -- Named queries of the PostgreSQL backend. {schema} is replaced by the quoted schema name.
 --
 -- Locking, in one order everywhere (so no two transactions wait on each other in a cycle):
---   1. the queue lock: a transaction-scoped advisory lock per (schema, queue). Dispatch,
---      maintenance and set_queue take it exclusive, because they move the queue's virtual
---      clock V or touch many tenants; enqueue, ack, fail, release, set_tenant and requeue take
---      it shared, because they only read V. Keys are locked in ascending order.
---   2. job rows (FOR UPDATE), 3. tenant rows (FOR UPDATE), in ascending id order.
+--   1. the queue lock: a transaction-scoped advisory lock per (schema, queue). Maintenance,
+--      set_queue and the dispatch of a queue with a cap on its leased jobs take it exclusive
+--      (they touch many tenants, or the queue's room); every other event takes it shared:
+--      dispatch, enqueue, ack, fail, release, set_tenant, requeue. Keys in ascending order.
+--   2. a dispatch's gate (functions/dequeue.sql: lock_dispatch), before any row.
+--   3. job rows (FOR UPDATE), 4. tenant rows, in ascending id order for those that wait for
+--      them (acks, fail, heartbeat, maintenance); dispatch and enqueue never wait for a tenant
+--      (FOR UPDATE SKIP LOCKED: functions/dispatch.sql, enqueue.sql), 5. queue rows, in name
+--      order, last.
 -- Job states are literals, never parameters, so the partial indexes (WHERE state = '…') apply.
 -- tests/postgres/test_query_plans.py EXPLAINs every hot-path block and fails on a scan.
 
 -- name: lock_queues_exclusive
--- Dispatch in a queue is a total order (smallest start tag first, V = that tag): two workers
--- that both read "the smallest S" concurrently would hand out out of order and could move V
--- backwards, so dispatches of one queue take turns. A dispatch transaction is a few index
--- probes, so the wait is short. SKIP LOCKED would skip the queue, not a job: wrong here.
--- Returns the event's time once the locks are held (functions/clock.sql): the aggregate reads
--- every lock before the outer row is made.
+-- Maintenance and set_queue move many tenants (and dequeue's slow path dispatches after
+-- maintenance): nothing else of the queue may run meanwhile. Returns the event's time once the
+-- locks are held (functions/clock.sql): the aggregate reads every lock before the outer row is
+-- made.
 SELECT {schema}.event_time(%(now)s) AS now
 FROM (SELECT count(*) FROM (
           SELECT pg_advisory_xact_lock(k)
@@ -32,7 +34,8 @@ FROM (SELECT count(*) FROM (
           ORDER BY k) locks) locked
 
 -- name: lock_queues_shared
--- Readers of V (enqueue, ack, …) may run together; they only wait for a dispatch in progress.
+-- Every other event may run together: they wait only for maintenance, set_queue and a capped
+-- queue's dispatch.
 -- Returns the event's time once the locks are held, as lock_queues_exclusive.
 SELECT {schema}.event_time(%(now)s) AS now
 FROM (SELECT count(*) FROM (
@@ -215,16 +218,6 @@ WHERE (%(queue)s::text IS NULL OR t.queue = %(queue)s::text)
   AND (%(tenant)s::text IS NULL OR (t.tenant_key = %(tenant_key)s AND t.tenant = %(tenant)s::text))
 ORDER BY t.queue, t.tenant
 
--- name: job_insert
-INSERT INTO {schema}.jobs (
-    id, tenant_id, queue, name, state, payload, priority, max_attempts, lease_timeout, cost,
-    enqueued_at, run_at, ready_at, headers
-) VALUES (
-    %(id)s, %(tenant_id)s, %(queue)s, %(name)s, %(state)s, %(payload)s, %(priority)s,
-    %(max_attempts)s, %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(ready_at)s,
-    %(headers)s
-)
-
 -- name: job_lock_by_id
 -- The job a lease token names, locked; its queue tells which queue lock the event needs.
 SELECT j.seq, j.id, j.tenant_id, j.queue,
@@ -261,8 +254,8 @@ JOIN {schema}.tenants t ON t.id = s.tenant_id  -- kept while it has succeeded jo
 WHERE s.id = ANY(%(ids)s::text[])
 
 -- name: succeeded_ids
--- Ids of a plain enqueue already taken by a succeeded job. Run after the enqueue's insert into
--- jobs, which waits for an ack moving the same id: this new statement then sees its row.
+-- Which of these ids a finished job holds (succeeded or cancelled: cancelling.py tells a
+-- finished job from an unknown id).
 SELECT id FROM {schema}.succeeded_jobs WHERE id = ANY(%(ids)s::text[]) ORDER BY id
 
 -- name: job_checkpoint
@@ -372,29 +365,21 @@ WHERE j.state = 'dead'
 ORDER BY j.finished_at, j.seq
 LIMIT %(limit)s
 
--- name: inbox_insert
--- Enqueue inside the caller's transaction: one insert, no fairq locks (schema.sql: inbox).
--- An id already stored (in jobs or succeeded_jobs) is refused here; the unique index refuses
--- one in the inbox.
-INSERT INTO {schema}.inbox (
-    id, queue, tenant, name, payload, priority, max_attempts, lease_timeout, cost,
-    enqueued_at, run_at, headers
-)
-SELECT %(id)s, %(queue)s, %(tenant)s, %(name)s, %(payload)s, %(priority)s, %(max_attempts)s,
-       %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(headers)s
-WHERE NOT EXISTS (SELECT 1 FROM {schema}.jobs WHERE id = %(id)s)
-  AND NOT EXISTS (SELECT 1 FROM {schema}.succeeded_jobs WHERE id = %(id)s)
-RETURNING seq
+-- name: enqueue
+-- Every enqueue, in one statement (functions/enqueue.sql; enqueueing.py builds the arguments and
+-- reads the reply).
+SELECT {schema}.enqueue(
+    %(ids)s::text[], %(names)s::text[], %(queues)s::text[], %(tenants)s::text[],
+    %(keys)s::bytea[], %(payloads)s::text[], %(priorities)s::integer[],
+    %(run_ats)s::double precision[], %(max_attempts)s::integer[],
+    %(lease_timeouts)s::double precision[], %(costs)s::double precision[], %(headers)s::text[],
+    %(now)s::double precision, %(seed)s::bigint, %(salt)s::text, %(inbox)s::boolean
+) AS queues
 
--- name: inbox_take
--- Committed inbox rows of one queue, oldest first; deleted here, inserted into jobs by the
--- caller under the exclusive queue lock.
-WITH taken AS (
-    DELETE FROM {schema}.inbox WHERE queue = %(queue)s
-    RETURNING seq, id, queue, tenant, name, payload, priority, max_attempts, lease_timeout,
-              cost, enqueued_at, run_at, headers
-)
-SELECT * FROM taken ORDER BY seq
+-- name: take_in
+-- Maintenance: every inbox row of one queue (functions/enqueue.sql: take_in); the caller holds
+-- the queue's exclusive lock. Returns how many jobs came in.
+SELECT {schema}.take_in(ARRAY[%(queue)s::text], NULL, %(now)s::double precision, NULL) AS taken
 
 -- name: inbox_queues
 SELECT DISTINCT queue FROM {schema}.inbox
@@ -404,29 +389,6 @@ SELECT seq, id, queue, tenant, name, payload, priority, max_attempts, lease_time
        enqueued_at, run_at, headers
 FROM {schema}.inbox
 WHERE id = ANY(%(ids)s::text[])
-
--- name: job_insert_from_inbox
--- Keeps the seq the job got in the caller's transaction, so its place in enqueue order holds.
--- An id that a plain enqueue stored meanwhile is dropped (reported by the caller).
-INSERT INTO {schema}.jobs (
-    seq, id, tenant_id, queue, name, state, payload, priority, max_attempts, lease_timeout,
-    cost, enqueued_at, run_at, ready_at, headers
-) VALUES (
-    %(seq)s, %(id)s, %(tenant_id)s, %(queue)s, %(name)s, %(state)s, %(payload)s, %(priority)s,
-    %(max_attempts)s, %(lease_timeout)s, %(cost)s, %(enqueued_at)s, %(run_at)s, %(ready_at)s,
-    %(headers)s
-)
-ON CONFLICT (id) DO NOTHING
-RETURNING seq
-
--- name: jobs_drop_if_succeeded
--- Undoes job_insert_from_inbox for the jobs whose id a succeeded job holds: each insert waited
--- for an ack moving its id, so only a statement after them sees the moved rows. Returns the
--- seqs dropped.
-DELETE FROM {schema}.jobs j
-USING {schema}.succeeded_jobs s
-WHERE j.seq = ANY(%(seqs)s::bigint[]) AND s.id = j.id
-RETURNING j.seq
 
 -- name: job_types_upsert
 INSERT INTO {schema}.job_types (
@@ -556,11 +518,14 @@ WHERE nonce = ANY(ARRAY(SELECT s.nonce FROM {schema}.slots s
 
 -- name: dequeue
 -- A whole dequeue in one statement when no maintenance is due (functions/dequeue.sql).
-SELECT * FROM {schema}.dequeue(%(queues)s::text[], %(seed)s, %(worker)s, %(now)s, %(limit)s)
+SELECT * FROM {schema}.dequeue(
+    %(queues)s::text[], %(seed)s, %(worker)s, %(now)s, %(limit)s, %(wait)s)
 
 -- name: dispatch
--- Dispatch only; the caller holds the exclusive queue locks and has run maintenance.
-SELECT * FROM {schema}.dispatch(%(queues)s::text[], %(worker)s, %(now)s, %(limit)s)
+-- Dispatch only; the caller holds the exclusive queue locks and has run maintenance: every
+-- queue is dispatched alone (functions/dispatch.sql).
+SELECT * FROM {schema}.dispatch(
+    %(queues)s::text[], %(worker)s, %(now)s, %(limit)s, %(queues)s::text[])
 
 -- name: ack_many
 SELECT {schema}.ack_many(
@@ -617,7 +582,7 @@ ORDER BY queue
 
 -- name: inbox_cancel
 -- Jobs a cancel finds still in the inbox (committed, not yet taken in: never counted in their
--- tenant), taken out; the caller holds their queues' locks, so no dispatch takes them in.
+-- tenant), taken out; the caller holds their queues' exclusive locks, so nothing takes them in.
 DELETE FROM {schema}.inbox WHERE id = ANY(%(ids)s::text[])
 RETURNING seq, id, queue, tenant, name, payload, priority, max_attempts, enqueued_at, run_at,
           headers

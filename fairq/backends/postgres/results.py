@@ -1,17 +1,12 @@
 """Rows and statuses of the store turned into the contract's results and errors: leases,
-ack answers, refused duplicates."""
+ack answers."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import psycopg
-
-from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import Row
-from fairq.backends.postgres.steps import PgSteps, Sql
 from fairq.contract import AckManyResult
-from fairq.errors import DuplicateJob
 from fairq.job import Lease, decode_headers, lease_token
 
 Parsed = tuple[str, int] | None  # a lease token as keys.parse_token reads it
@@ -36,6 +31,12 @@ def lease(row: Row) -> Lease:
     )
 
 
+def missed(rows: Sequence[Row]) -> bool:
+    """Whether a dispatch's rows end with its "missed" row: it handed out nothing although
+    eligible tenants were there, every one held by another dispatch (functions/dispatch.sql)."""
+    return any(row["l_id"] is None and not row.get("due") for row in rows)
+
+
 def ack_result(
     tokens: Sequence[str], parsed: Sequence[Parsed], statuses: Sequence[str]
 ) -> AckManyResult:
@@ -47,18 +48,3 @@ def ack_result(
         status = next(answers) if found is not None else "not_found"
         (acked if status == "ok" else lost).append(token)
     return AckManyResult(acked=acked, lost=lost)
-
-
-def refuse_succeeded(q: Queries, ids: list[str]) -> PgSteps[None]:
-    """Succeeded jobs live in their own table, out of reach of jobs' unique index: an id one
-    of them holds is refused here, after the insert (see queries.sql: succeeded_ids)."""
-    taken = [row["id"] for row in (yield Sql(q["succeeded_ids"], {"ids": ids}))]
-    if taken:
-        raise DuplicateJob(
-            f"a job id is already stored (succeeded: {taken}); nothing of the batch was stored"
-        )
-
-
-def duplicate(exc: psycopg.errors.UniqueViolation) -> DuplicateJob:
-    detail = exc.diag.message_detail or str(exc)
-    return DuplicateJob(f"a job id is already stored ({detail}); nothing of the batch was stored")

@@ -173,10 +173,12 @@ CREATE TABLE {schema}.job_types (
     signature     text                            -- fairq.signatures.JobSignature as JSON
 );
 
--- Enqueues made inside the caller's transaction wait here until a dispatch of their queue takes
--- them in (transactional.py). Such an enqueue must not take fairq's locks (the queue lock, the
--- tenant row): it would hold them until the application commits and stall the queue's workers.
--- seq comes from the jobs sequence, so enqueue order is one order across both paths.
+-- Jobs whose tenant row an enqueue could not take: enqueues made inside the caller's
+-- transaction (transactional.py), which must not take fairq's locks (they would be held until
+-- the application commits and stall the queue's workers), and enqueues whose tenant another
+-- transaction held (functions/enqueue.sql). They wait here until whoever holds the tenant next
+-- (an enqueue, a dispatch, maintenance) takes them in. seq comes from the jobs sequence, so
+-- enqueue order is one order across both ways in. tenant_key is sha256(tenant), as in tenants.
 CREATE TABLE {schema}.inbox (
     seq           bigint PRIMARY KEY DEFAULT nextval('{schema}.jobs_seq_seq'),
     id            text NOT NULL UNIQUE,
@@ -190,10 +192,12 @@ CREATE TABLE {schema}.inbox (
     cost          double precision NOT NULL,
     enqueued_at   double precision NOT NULL,
     run_at        double precision NOT NULL,
-    headers       text
+    headers       text,
+    tenant_key    bytea NOT NULL
 );
 
 CREATE INDEX inbox_queue ON {schema}.inbox (queue, seq);
+CREATE INDEX inbox_tenant ON {schema}.inbox (queue, tenant_key, seq);
 
 -- Throttle windows: the newest enqueue times per (job name, tenant), at most max threshold + 1,
 -- deleted once older than the longest rule's window (throttling.py).

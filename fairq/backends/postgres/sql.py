@@ -27,8 +27,8 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: functions only over an older release, and refuses a schema whose functions come from a newer
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
-FUNCTIONS_RELEASE = 7
-FUNCTIONS_DIGEST = "42aa430a27319b9e701039cbd1074e92f886a309a7ff0c7a50873374d05227a6"
+FUNCTIONS_RELEASE = 8
+FUNCTIONS_DIGEST = "14665cd89065b22abd76446c9484a9c258e8bc5f5d3e553910481dc712c0b1b5"
 
 
 @dataclass(frozen=True)

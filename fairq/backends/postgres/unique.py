@@ -1,6 +1,8 @@
 """Unique keys at enqueue (fairq/policy/unique.py): ``unique_claim`` in functions/unique.sql,
-called in the enqueue's transaction before its jobs are stored, and after its queue locks (so
-an enqueue never waits for a key while maintenance waits for its queue)."""
+called in the enqueue's transaction before its jobs are stored, and before the queue locks
+the enqueue statement takes (functions/enqueue.sql): an enqueue that waits for a key holds no
+queue lock, so maintenance never waits for it (and keys are taken before queue locks by every
+enqueue, an enqueue in the caller's transaction takes none)."""
 
 from __future__ import annotations
 

@@ -37,8 +37,10 @@ BEGIN
     IF coalesce(cardinality(p_ids), 0) = 0 THEN
         RETURN ARRAY[]::text[];
     END IF;
+    -- only running jobs: a stale token's job, ready again, may be the head a dispatch is
+    -- about to start, and must not be held here while this ack waits for a tenant
     PERFORM 1 FROM {schema}.jobs x
-    WHERE x.id = ANY(p_ids) AND x.queue <> ALL(p_exclusive)
+    WHERE x.id = ANY(p_ids) AND x.state = 'running' AND x.queue <> ALL(p_exclusive)
     ORDER BY x.seq FOR UPDATE;
     p_now := {schema}.event_time(p_now);  -- the locks are held: the event's time (clock.sql)
     -- each token's job found by id alone (a cached plan that joined the tokens to jobs on state
@@ -70,15 +72,6 @@ BEGIN
                m.enqueued_at, m.run_at, m.started_at, p_now, m.name, m.payload, m.last_error,
                m.ready_at, m.headers
         FROM moved m
-    ), ran AS (  -- each run's time in the figures, in key order (succeeded: no outcome row,
-                 -- fairq/figures.py)
-        INSERT INTO {schema}.figures AS f (slot, tenant_id, kind, bucket, count)
-        SELECT {schema}.fig_slot(p_now), m.tenant_id, 'r',
-               {schema}.fig_bucket(p_now - m.started_at) AS bucket, count(*)
-        FROM moved m
-        GROUP BY m.tenant_id, bucket
-        ORDER BY m.tenant_id, bucket
-        ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count
     )
     SELECT array_agg(f.status ORDER BY f.ord),
            array_agg(f.tenant_id ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
@@ -89,6 +82,17 @@ BEGIN
     IF v_tenants IS NOT NULL THEN
         PERFORM {schema}.succeeded_runs(
             v_tenants, v_started, v_charged, p_now, p_exclusive, p_channel_salt);
+        -- each run's time in the figures (succeeded: no outcome row, fairq/figures.py), once
+        -- its tenant is held: a tenant's figures are written only by whoever holds it, in key
+        -- order (written before the tenants were locked, they made a cycle of waits with a
+        -- fail of another of the tenant's jobs)
+        INSERT INTO {schema}.figures AS f (slot, tenant_id, kind, bucket, count)
+        SELECT {schema}.fig_slot(p_now), r.tenant_id, 'r',
+               {schema}.fig_bucket(p_now - r.started_at) AS bucket, count(*)
+        FROM unnest(v_tenants, v_started) AS r(tenant_id, started_at)
+        GROUP BY r.tenant_id, bucket
+        ORDER BY r.tenant_id, bucket
+        ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count;
     END IF;
     RETURN v_statuses;
 END

@@ -1,28 +1,49 @@
--- Hands out up to p_limit head jobs, each of the eligible tenant with the smallest
--- (start_tag, head_seq), trying p_queues in order. The caller holds the queues' exclusive
--- locks: no other transaction writes these tenants or their ready jobs meanwhile, so the
--- rows need no row locks (and SKIP LOCKED would skip the order we must keep). The arithmetic
--- is fairness.finish_after_dispatch, history.add_usage and rate.after_start / limited_until,
--- in their order, pick after pick; V = S of the last pick of each queue.
+-- Hands out up to p_limit head jobs, trying p_queues in order, each of an eligible tenant with
+-- a small (start_tag, head_seq). The arithmetic is fairness.finish_after_dispatch,
+-- history.add_usage and rate.after_start / limited_until, in their order, pick after pick.
 --
--- Set-wise (schema 8): a round reads the k smallest eligible tenants of a queue (k = what is
--- left to hand out, at most 64) with their head jobs, and makes up to k picks among them in
--- memory. That is exact: a tenant not read has a key at or above the k-th one read, and while
--- fewer than k picks are made, some tenant read is still unpicked, with a key at or below it.
--- A pick reads only its tenant's next head (one index probe); the round writes the tenants it
--- changed in one UPDATE, and the call starts all its jobs in one UPDATE at the end.
+-- Dispatches of one queue run side by side (docs/internals/scheduler.md, "Parallel
+-- dispatch"). A tenant row is the unit of exclusion: a round reads the eligible tenants in
+-- (start_tag, head_seq) order and locks the first ones no other transaction holds
+-- (FOR UPDATE SKIP LOCKED: a dispatch never waits for a tenant), then makes its picks among
+-- them in memory. Another dispatch holding a tenant keeps it until it commits, so concurrent
+-- dispatches pick among different tenants; an ack, enqueue or fail that holds a tenant for its
+-- few statements is skipped too.
+--
+-- p_alone names the queues this call dispatches alone: held exclusive (a queue with a cap on
+-- its leased jobs, or maintenance's slow path), or no other dispatch of the queue was under way
+-- when it began (dequeue.sql: lock_dispatch). Alone, a round reads the k smallest eligible
+-- tenants it can lock (k = what is left to hand out, at most 64) and makes at most k picks
+-- among them: exact, as one dispatch at a time always was. A tenant not read has a key at or
+-- above the k-th one read, and while fewer than k picks are made, some tenant read is still
+-- unpicked, with a key at or below it. Beside other dispatches, a round that finds fewer than
+-- 2k eligible tenants (held ones included, counted up to 2k) reads only half of them, so that
+-- the others find some free, and may make its k picks among those: each pick then passes at
+-- most the k - 1 tenants it left unread.
+--
+-- A candidate whose key changed between the round's snapshot and its lock (another dispatch
+-- picked from it and committed meanwhile, so its key grew; or a job of it became ready) is
+-- held but not picked from: its new key says nothing about the tenants the round did not
+-- read, and its new head may be a job this statement's snapshot does not show. Alone, the next round reads it
+-- again; beside others, the call hands out fewer jobs. A call that could hand out nothing
+-- although eligible tenants, or inbox rows, were there (their tenants held by others, or
+-- changed) ends with one row whose l_id is NULL, so that the caller tries again rather than
+-- wait for new work.
+--
 -- A head job is read by its key alone, and no statement here may scan a table: a plan cached
 -- while the tables were tiny must still be a key lookup once they are large.
 --
--- A queue with a cap on its leased jobs (max_in_flight) hands out at most its room,
--- max_in_flight - in_flight, and adds what it handed out to in_flight: a round then reads at
--- most the room's worth of tenants (exact as above, k being the room), and a full queue reads
--- none and the next queue is tried. Who is picked is decided as without the cap. The count is a
--- column, read under the queue lock this function runs under, not a count of the running jobs:
--- counting would walk the dead entries acked jobs leave in jobs_running until vacuum, under
--- the lock that serialises the queue's dispatches.
+-- A queue with a cap on its leased jobs (max_in_flight) is dispatched alone, under its
+-- exclusive lock: it hands out at most its room, max_in_flight - in_flight, and adds what it
+-- handed out to in_flight: a round then reads at most the room's worth of tenants (exact as
+-- above, k being the room), and a full queue reads none and the next queue is tried. Who is
+-- picked is decided as without the cap.
+--
+-- V = max(V, S of the call's last pick in the queue): one dispatch's picks come in ascending
+-- key order, and V never decreases. The queues' rows are written last, in name order, so a
+-- dispatch holds its queue's row only while it commits.
 CREATE FUNCTION {schema}.dispatch(
-    p_queues text[], p_worker text, p_now double precision, p_limit integer
+    p_queues text[], p_worker text, p_now double precision, p_limit integer, p_alone text[]
 ) RETURNS TABLE (
     l_id text, l_name text, l_queue text, l_tenant text, l_payload text, l_attempts integer,
     l_leases integer, l_max_attempts integer, l_started_at double precision,
@@ -34,18 +55,28 @@ DECLARE
     v_prios integer[];            -- each one's head job: its priority and cost
     v_costs double precision[];
     v_picked integer[];           -- picks per tenant in this round
-    v_starts double precision[];  -- their keys (start_tag, head_seq), for the picks
-    v_heads bigint[];
+    v_starts double precision[];  -- their keys (start_tag, head_seq), for the picks; NULL:
+    v_heads bigint[];             -- not to be picked (not eligible, or changed since read)
     v_seqs bigint[] := ARRAY[]::bigint[];  -- the jobs handed out, in order
     v_names text[] := ARRAY[]::text[];     -- and their tenants
+    v_clocks text[] := ARRAY[]::text[];    -- the queues dispatched from, their new V and count
+    v_clock_values double precision[] := ARRAY[]::double precision[];
+    v_clock_counts integer[] := ARRAY[]::integer[];
+    v_open text[] := ARRAY[]::text[];      -- queues that had room (for the missed row)
     t {schema}.tenants%ROWTYPE;
     v_queue text;
+    v_alone boolean;
     v_half_life double precision;
     v_room bigint;                -- what the queue may hand out under its cap; NULL: no cap
     v_queue_taken integer;        -- handed out from this queue
     v_vclock double precision;
-    v_want integer;
+    v_want integer;               -- what this round may hand out
+    v_read integer;               -- how many tenants it reads
+    v_count integer;              -- eligible tenants, held ones included, up to 2 * v_want
     v_n integer;
+    v_fresh integer;              -- candidates that may be picked
+    v_cap integer;                -- picks this round may make
+    v_rounds integer;
     v_best integer;
     v_round integer;
     v_next bigint;
@@ -57,42 +88,83 @@ DECLARE
     v_taken integer := 0;
     v_changed integer;            -- tenants picked in this round
     v_written integer;
+    v_k bigint;
 BEGIN
+    -- jobs waiting in the inbox whose tenants this call can take come in first, for all the
+    -- queues at once (enqueue.sql: take_in); those tenants are then held by this call too
+    IF EXISTS (SELECT 1 FROM unnest(p_queues) AS n
+               WHERE EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = n)) THEN
+        PERFORM {schema}.take_in(p_queues, NULL, p_now, 256);
+    END IF;
     FOREACH v_queue IN ARRAY p_queues LOOP
         v_vclock := NULL;
         v_queue_taken := 0;
+        v_rounds := 0;
+        v_alone := v_queue = ANY(p_alone);
         SELECT coalesce(q.half_life, 60.0::double precision), q.max_in_flight - q.in_flight
         INTO v_half_life, v_room
         FROM {schema}.queues q WHERE q.name = v_queue;
-        WHILE v_taken < p_limit LOOP
+        WHILE v_taken < p_limit AND v_rounds < 16 LOOP
+            v_rounds := v_rounds + 1;
             v_want := LEAST(p_limit - v_taken, 64, coalesce(v_room - v_queue_taken, 64));
             EXIT WHEN v_want <= 0;  -- full: the next queue is tried
+            IF v_rounds = 1 THEN
+                v_open := v_open || v_queue;
+            END IF;
+            v_read := v_want;
+            IF NOT v_alone THEN
+                SELECT count(*) INTO v_count FROM (
+                    SELECT 1 FROM {schema}.tenants e
+                    WHERE e.queue = v_queue AND e.start_tag IS NOT NULL
+                    ORDER BY e.start_tag, e.head_seq
+                    LIMIT 2 * v_want) counted;
+                EXIT WHEN v_count = 0;
+                IF v_count < 2 * v_want THEN
+                    v_read := (v_count + 1) / 2;
+                END IF;
+            END IF;
+            -- the first v_read eligible tenants no other transaction holds, locked; fresh: its
+            -- key as locked is the one the scan read (so is its head job, which this
+            -- statement's snapshot shows as it is)
             SELECT array_agg(c.x ORDER BY c.ord), array_agg(c.priority ORDER BY c.ord),
-                   array_agg(c.cost ORDER BY c.ord), array_agg(c.start_tag ORDER BY c.ord),
-                   array_agg(c.head_seq ORDER BY c.ord)
-            INTO v_cands, v_prios, v_costs, v_starts, v_heads
-            FROM (SELECT x, CASE WHEN h.state = 'ready' THEN h.priority END AS priority,
-                         h.cost, x.start_tag, x.head_seq,
-                         row_number() OVER (ORDER BY x.start_tag, x.head_seq) AS ord
-                  FROM {schema}.tenants x
+                   array_agg(c.cost ORDER BY c.ord),
+                   array_agg(CASE WHEN c.fresh THEN (c.x).start_tag END ORDER BY c.ord),
+                   array_agg((c.x).head_seq ORDER BY c.ord),
+                   count(*) FILTER (WHERE c.fresh)
+            INTO v_cands, v_prios, v_costs, v_starts, v_heads, v_fresh
+            FROM (SELECT s.x, CASE WHEN h.state = 'ready' THEN h.priority END AS priority,
+                         h.cost,
+                         row_number() OVER (ORDER BY s.seen_start, s.seen_head) AS ord,
+                         coalesce(((s.x).start_tag, (s.x).head_seq)
+                                  = (s.seen_start, s.seen_head), false) AS fresh
+                  FROM (SELECT l.x, e.start_tag AS seen_start, e.head_seq AS seen_head
+                        FROM {schema}.tenants e
+                        CROSS JOIN LATERAL (
+                            SELECT x FROM {schema}.tenants x WHERE x.id = e.id
+                            FOR UPDATE SKIP LOCKED) l
+                        WHERE e.queue = v_queue AND e.start_tag IS NOT NULL
+                        ORDER BY e.start_tag, e.head_seq
+                        LIMIT v_read) s
                   -- OFFSET 0: the head read by its key alone (without the fence, 1,095
                   -- buffers once in six runs of tests/postgres/test_cached_plans.py)
                   LEFT JOIN LATERAL (
                       SELECT j.priority, j.cost, j.state FROM {schema}.jobs j
-                      WHERE j.seq = x.head_seq OFFSET 0) h ON true
-                  WHERE x.queue = v_queue AND x.start_tag IS NOT NULL
-                  ORDER BY x.start_tag, x.head_seq
-                  LIMIT v_want) c;
-            EXIT WHEN v_cands IS NULL;
+                      WHERE j.seq = (s.x).head_seq OFFSET 0) h ON true) c;
+            EXIT WHEN v_cands IS NULL;  -- every eligible tenant is held by another
             v_n := cardinality(v_cands);
-            IF array_position(v_prios, NULL) IS NOT NULL THEN
-                RAISE EXCEPTION 'fairq: an eligible tenant''s head job in % is not ready', v_queue;
-            END IF;
+            FOR i IN 1..v_n LOOP
+                IF v_starts[i] IS NOT NULL AND v_prios[i] IS NULL THEN
+                    RAISE EXCEPTION 'fairq: an eligible tenant''s head job in % is not ready',
+                        v_queue;
+                END IF;
+            END LOOP;
+            v_cap := CASE WHEN v_n < v_read THEN p_limit  -- every free tenant was read
+                          WHEN v_read = v_want THEN v_fresh
+                          ELSE v_want END;                -- half of them: see the top
             v_picked := array_fill(0, ARRAY[v_n]);
             v_changed := 0;
             v_round := 0;
-            -- at most v_n picks while tenants were left unread (see above)
-            WHILE v_taken < p_limit AND (v_n < v_want OR v_round < v_n)
+            WHILE v_taken < p_limit AND v_round < v_cap
                   AND (v_room IS NULL OR v_queue_taken < v_room) LOOP
                 v_best := NULL;
                 FOR i IN 1..v_n LOOP
@@ -183,14 +255,13 @@ BEGIN
             IF v_written < v_changed THEN
                 RAISE EXCEPTION 'fairq: a tenant of queue % refused a slot over its cap', v_queue;
             END IF;
-            EXIT WHEN v_n < v_want;  -- every eligible tenant was read: none is left
+            EXIT WHEN NOT v_alone;      -- beside others: one round, its tenants held (top)
+            EXIT WHEN v_n < v_read;     -- every eligible tenant was read: none is left
         END LOOP;
         IF v_vclock IS NOT NULL THEN
-            UPDATE {schema}.queues
-            SET vclock = v_vclock,
-                in_flight = in_flight + CASE WHEN max_in_flight IS NULL THEN 0
-                                             ELSE v_queue_taken END
-            WHERE name = v_queue;
+            v_clocks := v_clocks || v_queue;
+            v_clock_values := v_clock_values || v_vclock;
+            v_clock_counts := v_clock_counts || v_queue_taken;
         END IF;
     END LOOP;
     RETURN QUERY
@@ -203,29 +274,36 @@ BEGIN
         RETURNING j.seq, j.id, j.name, j.queue, j.payload, j.attempts, j.leases,
                   j.max_attempts, j.started_at, j.deadline, j.lease_timeout, j.cost,
                   j.ready_at, j.headers, j.tenant_id
-    ), counted AS (  -- each job's wait, for the figures (figures.sql)
-        SELECT {schema}.fig_slot(p_now) AS slot, w.tenant_id,
-               {schema}.fig_bucket(p_now - w.ready_at) AS bucket, count(*) AS n
+    ), waited AS (  -- each job's wait, for the figures (figures.sql), in key order; the rows
+                    -- of a tenant are written only by whoever holds that tenant
+        INSERT INTO {schema}.figures AS f (slot, tenant_id, kind, bucket, count)
+        SELECT {schema}.fig_slot(p_now), w.tenant_id, 'w',
+               {schema}.fig_bucket(p_now - w.ready_at) AS bucket, count(*)
         FROM started w
         GROUP BY w.tenant_id, bucket
-    ), bumped AS (  -- counts already there: updated in place (no other writer of waits
-                    -- runs meanwhile: they are written under this queue's exclusive lock)
-        UPDATE {schema}.figures f SET count = f.count + c.n
-        FROM counted c
-        WHERE f.slot = c.slot AND f.tenant_id = c.tenant_id AND f.kind = 'w'
-          AND f.bucket = c.bucket
-        RETURNING f.tenant_id, f.bucket
-    ), waited AS (  -- the others inserted
-        INSERT INTO {schema}.figures (slot, tenant_id, kind, bucket, count)
-        SELECT c.slot, c.tenant_id, 'w', c.bucket, c.n
-        FROM counted c
-        WHERE NOT EXISTS (SELECT 1 FROM bumped b
-                          WHERE b.tenant_id = c.tenant_id AND b.bucket = c.bucket)
+        ORDER BY w.tenant_id, bucket
+        ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count
     )
     SELECT s.id, s.name, s.queue, o.tenant, s.payload, s.attempts, s.leases, s.max_attempts,
            s.started_at, s.deadline, s.lease_timeout, s.cost, s.ready_at, s.headers
     FROM unnest(v_seqs, v_names) WITH ORDINALITY AS o(seq, tenant, ord)
     JOIN started s ON s.seq = o.seq
     ORDER BY o.ord;
+    -- V and the count in flight, last: a queue's row is held only while this call commits
+    FOR v_k IN SELECT o.k FROM unnest(v_clocks) WITH ORDINALITY AS o(name, k) ORDER BY o.name
+    LOOP
+        UPDATE {schema}.queues q
+        SET vclock = GREATEST(q.vclock, v_clock_values[v_k]),
+            in_flight = q.in_flight
+                + CASE WHEN q.max_in_flight IS NULL THEN 0 ELSE v_clock_counts[v_k] END
+        WHERE q.name = v_clocks[v_k];
+    END LOOP;
+    IF v_taken = 0 AND cardinality(v_open) > 0 AND EXISTS (
+        SELECT 1 FROM unnest(v_open) AS n
+        WHERE EXISTS (SELECT 1 FROM {schema}.tenants e
+                      WHERE e.queue = n AND e.start_tag IS NOT NULL)
+           OR EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = n)) THEN
+        RETURN NEXT;  -- missed: eligible tenants, or new jobs, of tenants others held
+    END IF;
 END
 $$;

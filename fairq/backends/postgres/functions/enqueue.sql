@@ -1,0 +1,357 @@
+-- Enqueue: one statement for every caller (queries.sql: enqueue; enqueueing.py builds its
+-- arguments and reads its reply). A job goes one of two ways:
+-- * stored: its tenant row is free. The call takes it (FOR UPDATE SKIP LOCKED: an enqueue
+--   never waits for a tenant), first takes in that tenant's jobs still in the inbox (they
+--   came before), then stores the job and counts it in (add_jobs).
+-- * into the inbox: another transaction holds the tenant (a dispatch picking from it, an ack
+--   of one of its jobs), or the enqueue runs in the caller's transaction (p_inbox:
+--   transactional.py, which must take no fairq lock). Whoever holds the tenant next takes the
+--   row in: an enqueue of that tenant, a dispatch of its queue (dispatch.sql), maintenance.
+-- So an enqueue waits for no dispatch and no ack; it takes its queues' locks shared, waiting
+-- only for maintenance, set_queue and the dispatch of a queue with a cap on its leased jobs,
+-- which hold them exclusive.
+--
+-- Ids: an id already stored (in jobs, succeeded_jobs or the inbox) is refused with
+-- unique_violation, and nothing of the batch is stored. The look-ups run after the inserts, in
+-- statements of their own, so they see what a concurrent ack or take-in committed while an
+-- insert waited for it (queries.sql: succeeded_ids). The one gap: two enqueues of one id at
+-- the same moment, one stored and one into the inbox; the take-in drops the second with a
+-- warning (it cannot refuse a call that has returned).
+--
+-- The unique-job check, and other checks at enqueue, belong in enqueue(), before the inserts.
+
+-- The start tag of a tenant that gets p_added ready jobs (fairq.policy.tenant.refresh): none
+-- when it is not eligible then; kept when it had one; else max(F, V), or with a half-life
+-- (a tenant with no start tag that becomes eligible had no ready job: it is returning)
+-- max(F, V + min(decayed usage, max_debt)), which then becomes its F as well (entered_finish).
+-- SQL functions of one expression, so the planner inlines them.
+CREATE FUNCTION {schema}.entered_start(
+    t {schema}.tenants, p_added bigint, p_vclock double precision,
+    p_half_life double precision, p_max_debt double precision, p_now double precision
+) RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+        WHEN NOT (t.ready + p_added > 0 AND (t.max_running IS NULL OR t.running < t.max_running)
+                  AND t.weight > 0 AND t.limited_until IS NULL) THEN NULL
+        WHEN t.start_tag IS NOT NULL THEN t.start_tag
+        WHEN p_half_life IS NOT NULL THEN GREATEST(t.finish_tag, p_vclock + LEAST(
+            {schema}.decayed(t.usage, t.usage_at, p_now, p_half_life), p_max_debt))
+        ELSE GREATEST(t.finish_tag, p_vclock) END
+$$;
+
+CREATE FUNCTION {schema}.entered_finish(
+    t {schema}.tenants, p_added bigint, p_vclock double precision,
+    p_half_life double precision, p_max_debt double precision, p_now double precision
+) RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN t.start_tag IS NULL AND p_half_life IS NOT NULL
+        THEN coalesce({schema}.entered_start(t, p_added, p_vclock, p_half_life, p_max_debt,
+                                             p_now), t.finish_tag)
+        ELSE t.finish_tag END
+$$;
+
+-- New jobs of tenants this transaction holds (p_tenant_ids[i] is job i's), stored and counted
+-- in, in one statement: the rows, with the next seqs in the order given (an id in jobs raises
+-- unique_violation), ready (since p_now) or scheduled; then each tenant's counts, start tag
+-- (entered_start) and head: its old head or its best new ready job, whichever comes first in
+-- (priority DESC, seq) order (read from the rows as inserted: this statement's snapshot does
+-- not see them in jobs).
+CREATE FUNCTION {schema}.store_new(
+    p_tenant_ids bigint[], p_ids text[], p_names text[], p_queues text[], p_payloads text[],
+    p_priorities integer[], p_run_ats double precision[], p_max_attempts integer[],
+    p_lease_timeouts double precision[], p_costs double precision[], p_headers text[],
+    p_now double precision
+) RETURNS void LANGUAGE plpgsql AS $$  -- plpgsql: its plan is kept (an SQL function's is not)
+BEGIN
+    WITH stored AS (
+        INSERT INTO {schema}.jobs (
+            seq, id, tenant_id, queue, name, state, payload, priority, max_attempts,
+            lease_timeout, cost, enqueued_at, run_at, ready_at, headers)
+        SELECT nextval('{schema}.jobs_seq_seq'), u.id, u.tenant_id, u.queue, u.name,
+               CASE WHEN u.run_at <= p_now THEN 'ready' ELSE 'scheduled' END, u.payload,
+               u.priority, u.max_attempts, u.lease_timeout, u.cost, p_now, u.run_at,
+               CASE WHEN u.run_at <= p_now THEN p_now END, u.headers
+        FROM unnest(p_ids, p_tenant_ids, p_queues, p_names, p_payloads, p_priorities,
+                    p_max_attempts, p_lease_timeouts, p_costs, p_run_ats, p_headers)
+                 WITH ORDINALITY AS u(id, tenant_id, queue, name, payload, priority,
+                                      max_attempts, lease_timeout, cost, run_at, headers, ord)
+        ORDER BY u.ord  -- nextval is taken after the sort: seqs in the order given
+        RETURNING seq, tenant_id, priority, state
+    ), added AS (
+        SELECT s.tenant_id, count(*) FILTER (WHERE s.state = 'ready') AS ready,
+               count(*) FILTER (WHERE s.state = 'scheduled') AS scheduled,
+               (array_agg(s.seq ORDER BY s.priority DESC, s.seq)
+                   FILTER (WHERE s.state = 'ready'))[1] AS head,
+               max(s.priority) FILTER (WHERE s.state = 'ready') AS head_priority
+        FROM stored s
+        GROUP BY s.tenant_id
+    )
+    UPDATE {schema}.tenants t
+    SET ready = t.ready + a.ready, scheduled = t.scheduled + a.scheduled,
+        start_tag = {schema}.entered_start(t, a.ready, q.vclock, q.half_life, q.max_debt, p_now),
+        finish_tag = {schema}.entered_finish(t, a.ready, q.vclock, q.half_life, q.max_debt,
+                                            p_now),
+        head_seq = CASE
+            WHEN a.head IS NULL OR (h.priority, -h.seq) >= (a.head_priority, -a.head)
+            THEN t.head_seq ELSE a.head END
+    FROM added a
+    JOIN {schema}.tenants o ON o.id = a.tenant_id
+    JOIN {schema}.queues q ON q.name = o.queue
+    LEFT JOIN {schema}.jobs h ON h.seq = o.head_seq
+    WHERE t.id = a.tenant_id;
+END
+$$;
+
+-- Take inbox rows in. p_tenant_ids given: every row of those tenants (the caller holds them).
+-- NULL: the rows of the tenants among the first p_limit rows of each of p_queues that this
+-- transaction can take (made if new, all in one statement in key order, so two take-ins or
+-- enqueues making the same tenants never wait on each other in a cycle; locked unless another
+-- transaction holds them, which then takes them in itself, or the next one does). The rows
+-- come in oldest first, keeping their seqs and enqueue times, ready since max(enqueued,
+-- run_at) if run_at <= p_now; a row whose id was stored meanwhile is dropped, with a warning.
+-- Then each tenant is counted as store_new does (its head read again from jobs). Returns how
+-- many came in.
+CREATE FUNCTION {schema}.take_in(
+    p_queues text[], p_tenant_ids bigint[], p_now double precision, p_limit integer
+) RETURNS integer LANGUAGE plpgsql  -- also when maintenance calls it: see enqueue()
+SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    v_held bigint[] := p_tenant_ids;
+    v_pending record;
+    v_inserted bigint[];
+    v_gone bigint[];
+    v_dropped text[];
+BEGIN
+    IF v_held IS NULL THEN
+        INSERT INTO {schema}.queues (name)  -- only those not seen: see hold_tenants
+        SELECT DISTINCT n FROM unnest(p_queues) AS n
+        WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = n)
+        ORDER BY 1
+        ON CONFLICT (name) DO NOTHING;
+        SELECT array_agg(f.queue) AS queues, array_agg(f.tenant) AS tenants,
+               array_agg(f.tenant_key) AS keys
+        INTO v_pending
+        FROM unnest(p_queues) AS n(queue)
+        CROSS JOIN LATERAL (
+            SELECT i.queue, i.tenant, i.tenant_key FROM {schema}.inbox i
+            WHERE i.queue = n.queue ORDER BY i.seq LIMIT p_limit) f;
+        IF v_pending.queues IS NULL THEN
+            RETURN 0;
+        END IF;
+        v_held := {schema}.hold_tenants(v_pending.queues, v_pending.tenants, v_pending.keys);
+        v_held := array_remove(ARRAY(SELECT DISTINCT unnest(v_held)), NULL);
+    END IF;
+    IF cardinality(v_held) = 0 THEN
+        RETURN 0;
+    END IF;
+    WITH taken AS (
+        DELETE FROM {schema}.inbox i
+        USING {schema}.tenants t
+        WHERE t.id = ANY(v_held) AND i.queue = t.queue AND i.tenant_key = t.tenant_key
+          AND i.tenant = t.tenant
+        RETURNING i.seq, i.id, t.id AS tenant_id, i.queue, i.name, i.payload, i.priority,
+                  i.run_at, i.max_attempts, i.lease_timeout, i.cost, i.headers, i.enqueued_at
+    ), inserted AS (
+        INSERT INTO {schema}.jobs (
+            seq, id, tenant_id, queue, name, state, payload, priority, max_attempts,
+            lease_timeout, cost, enqueued_at, run_at, ready_at, headers)
+        SELECT u.seq, u.id, u.tenant_id, u.queue, u.name,
+               CASE WHEN u.run_at <= p_now THEN 'ready' ELSE 'scheduled' END, u.payload,
+               u.priority, u.max_attempts, u.lease_timeout, u.cost, u.enqueued_at, u.run_at,
+               CASE WHEN u.run_at <= p_now THEN GREATEST(u.enqueued_at, u.run_at) END,
+               u.headers
+        FROM taken u
+        ORDER BY u.seq
+        ON CONFLICT (id) DO NOTHING
+        RETURNING seq)
+    SELECT coalesce((SELECT array_agg(seq) FROM inserted), ARRAY[]::bigint[]),
+           coalesce((SELECT array_agg(id ORDER BY seq) FROM taken
+                     WHERE seq NOT IN (SELECT seq FROM inserted)), ARRAY[]::text[])
+    INTO v_inserted, v_dropped;
+    IF cardinality(v_inserted) = 0 AND cardinality(v_dropped) = 0 THEN
+        RETURN 0;
+    END IF;
+    -- ids a succeeded job holds: no index spans both tables; this new statement sees the ack
+    -- an insert waited for
+    WITH gone AS (
+        DELETE FROM {schema}.jobs j USING {schema}.succeeded_jobs s
+        WHERE j.seq = ANY(v_inserted) AND s.id = j.id
+        RETURNING j.seq, j.id)
+    SELECT coalesce(array_agg(seq), ARRAY[]::bigint[]), v_dropped || coalesce(array_agg(id),
+                                                                              ARRAY[]::text[])
+    INTO v_gone, v_dropped FROM gone;
+    UPDATE {schema}.tenants t
+    SET ready = t.ready + a.ready, scheduled = t.scheduled + a.scheduled,
+        start_tag = {schema}.entered_start(t, a.ready, q.vclock, q.half_life, q.max_debt, p_now),
+        finish_tag = {schema}.entered_finish(t, a.ready, q.vclock, q.half_life, q.max_debt,
+                                            p_now),
+        head_seq = (SELECT j.seq FROM {schema}.jobs j
+                    WHERE j.tenant_id = t.id AND j.state = 'ready'
+                    ORDER BY j.priority DESC, j.seq
+                    LIMIT 1)
+    FROM (SELECT j.tenant_id, count(*) FILTER (WHERE j.state = 'ready') AS ready,
+                 count(*) FILTER (WHERE j.state = 'scheduled') AS scheduled
+          FROM {schema}.jobs j
+          WHERE j.seq = ANY(v_inserted) AND j.seq <> ALL(v_gone)
+          GROUP BY j.tenant_id) a
+    JOIN {schema}.tenants o ON o.id = a.tenant_id
+    JOIN {schema}.queues q ON q.name = o.queue
+    WHERE t.id = a.tenant_id;
+    IF cardinality(v_dropped) > 0 THEN
+        RAISE WARNING 'fairq: dropped jobs % from the inbox: a job with the same id is '
+            'already stored (queued, running, dead or succeeded)', v_dropped;
+    END IF;
+    RETURN cardinality(v_inserted) - cardinality(v_gone);
+END
+$$;
+
+-- Each job's tenant row (p_queues[i], p_tenants[i], whose sha256 is p_keys[i]), locked by this
+-- transaction, or NULL where another transaction holds it (never waited for). Rows not there
+-- yet are made, in (queue, key) order, starting with their queue's defaults; the caller has
+-- made the queues. Only rows this statement does not see are inserted: the unique check of an
+-- insert waits for any transaction that is changing a row of the same key (ON CONFLICT DO
+-- NOTHING included), which would make this wait for a dispatch or an ack after all (and wait
+-- in a cycle with one). A new tenant being made by another transaction at the same moment is
+-- waited for: all of them are made in one order.
+CREATE FUNCTION {schema}.hold_tenants(p_queues text[], p_tenants text[], p_keys bytea[])
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {schema}.tenants (
+        queue, tenant, tenant_key, weight, max_running, rate_count, rate_period, rate_burst)
+    SELECT q.name, n.tenant, n.tenant_key, q.weight, q.max_running, q.rate_count,
+           q.rate_period, q.rate_burst
+    FROM (SELECT DISTINCT u.queue, u.tenant, u.tenant_key
+          FROM unnest(p_queues, p_tenants, p_keys) AS u(queue, tenant, tenant_key)) n
+    JOIN {schema}.queues q ON q.name = n.queue
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.tenants e
+                      WHERE e.queue = n.queue AND e.tenant_key = n.tenant_key)
+    ORDER BY n.queue COLLATE "C", n.tenant_key
+    ON CONFLICT (queue, tenant_key) DO NOTHING;
+    RETURN {schema}.tenants_held(p_queues, p_tenants, p_keys);
+END
+$$;
+
+-- Each job's tenant row, locked by this transaction (FOR UPDATE SKIP LOCKED: a row another
+-- transaction holds is never waited for), or NULL: held by another, or not there.
+CREATE FUNCTION {schema}.tenants_held(p_queues text[], p_tenants text[], p_keys bytea[])
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN (SELECT array_agg(h.id ORDER BY u.ord)
+    FROM unnest(p_queues, p_tenants, p_keys) WITH ORDINALITY AS u(queue, tenant, tenant_key, ord)
+    LEFT JOIN LATERAL (
+        SELECT t.id FROM {schema}.tenants t
+        WHERE t.queue = u.queue AND t.tenant_key = u.tenant_key AND t.tenant = u.tenant
+        FOR UPDATE SKIP LOCKED) h ON true);
+END
+$$;
+
+-- Every enqueue (see the top). Arguments: one array per field of the jobs, in order (p_keys:
+-- sha256 of each tenant), the caller's now, the schema's seed (queue lock keys) and channel
+-- salt, and p_inbox for an enqueue in the caller's transaction. Returns each job's queue.
+-- When every tenant is free and there, five statements: the locks and the event's time, the
+-- tenant rows, store_new, the id check, the wake-ups.
+CREATE FUNCTION {schema}.enqueue(
+    p_ids text[], p_names text[], p_queues text[], p_tenants text[], p_keys bytea[],
+    p_payloads text[], p_priorities integer[], p_run_ats double precision[],
+    p_max_attempts integer[], p_lease_timeouts double precision[], p_costs double precision[],
+    p_headers text[], p_now double precision, p_seed bigint, p_salt text, p_inbox boolean
+) RETURNS text[] LANGUAGE plpgsql
+-- see dequeue.sql for enable_seqscan. Generic plans: with custom ones each of its statements
+-- was planned again on every call (1.6 ms a call, against 0.7 ms; benchmarks/postgres_enqueue.py)
+SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    v_tenants bigint[];           -- per job: its tenant row if this call holds it, else NULL
+    v_waiting boolean;            -- the inbox holds jobs of these queues
+    v_direct integer[];           -- positions stored (NULL: all), and put in the inbox
+    v_boxed integer[] := ARRAY[]::integer[];
+    v_stored text[];
+BEGIN
+    IF p_inbox THEN
+        v_boxed := ARRAY(SELECT generate_subscripts(p_ids, 1));
+    ELSE
+        -- the queues' locks, shared, in key order; the event's time once they are held
+        SELECT {schema}.event_time(p_now) INTO p_now
+        FROM (SELECT count(*) FROM (
+                  SELECT pg_advisory_xact_lock_shared(s.k)
+                  FROM (SELECT DISTINCT hashtextextended(n, p_seed) AS k
+                        FROM unnest(p_queues) AS n) s
+                  ORDER BY s.k) l) locked;
+        v_tenants := {schema}.tenants_held(p_queues, p_tenants, p_keys);
+        IF array_position(v_tenants, NULL) IS NOT NULL THEN
+            -- a tenant or queue not there yet, or held by another: make what is missing (a
+            -- row a prune deleted meanwhile is made again), and take what is free
+            INSERT INTO {schema}.queues (name)  -- only those not seen: see hold_tenants
+            SELECT DISTINCT n FROM unnest(p_queues) AS n
+            WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = n)
+            ORDER BY 1
+            ON CONFLICT (name) DO NOTHING;
+            v_tenants := {schema}.hold_tenants(p_queues, p_tenants, p_keys);
+            v_direct := ARRAY(SELECT o.ord::integer
+                              FROM unnest(v_tenants) WITH ORDINALITY AS o(tenant_id, ord)
+                              WHERE o.tenant_id IS NOT NULL ORDER BY o.ord);
+            v_boxed := ARRAY(SELECT o.ord::integer
+                             FROM unnest(v_tenants) WITH ORDINALITY AS o(tenant_id, ord)
+                             WHERE o.tenant_id IS NULL ORDER BY o.ord);
+        END IF;
+        -- what waited in the inbox for these tenants came first
+        IF EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = ANY(p_queues))
+           AND array_position(v_tenants, NULL) IS DISTINCT FROM 1 THEN
+            PERFORM {schema}.take_in(
+                p_queues, array_remove(ARRAY(SELECT DISTINCT unnest(v_tenants)), NULL), p_now,
+                NULL);
+        END IF;
+        IF v_direct IS NULL THEN  -- every tenant held: the arrays as given
+            PERFORM {schema}.store_new(
+                v_tenants, p_ids, p_names, p_queues, p_payloads, p_priorities, p_run_ats,
+                p_max_attempts, p_lease_timeouts, p_costs, p_headers, p_now);
+        ELSIF cardinality(v_direct) > 0 THEN
+            PERFORM {schema}.store_new(
+                ARRAY(SELECT v_tenants[i] FROM unnest(v_direct) AS i),
+                ARRAY(SELECT p_ids[i] FROM unnest(v_direct) AS i),
+                ARRAY(SELECT p_names[i] FROM unnest(v_direct) AS i),
+                ARRAY(SELECT p_queues[i] FROM unnest(v_direct) AS i),
+                ARRAY(SELECT p_payloads[i] FROM unnest(v_direct) AS i),
+                ARRAY(SELECT p_priorities[i] FROM unnest(v_direct) AS i),
+                ARRAY(SELECT p_run_ats[i] FROM unnest(v_direct) AS i),
+                ARRAY(SELECT p_max_attempts[i] FROM unnest(v_direct) AS i),
+                ARRAY(SELECT p_lease_timeouts[i] FROM unnest(v_direct) AS i),
+                ARRAY(SELECT p_costs[i] FROM unnest(v_direct) AS i),
+                ARRAY(SELECT p_headers[i] FROM unnest(v_direct) AS i),
+                p_now);
+        END IF;
+    END IF;
+    IF cardinality(v_boxed) > 0 THEN
+        INSERT INTO {schema}.inbox (
+            id, queue, tenant, tenant_key, name, payload, priority, max_attempts,
+            lease_timeout, cost, enqueued_at, run_at, headers)
+        SELECT p_ids[i], p_queues[i], p_tenants[i], p_keys[i], p_names[i], p_payloads[i],
+               p_priorities[i], p_max_attempts[i], p_lease_timeouts[i], p_costs[i], p_now,
+               p_run_ats[i], p_headers[i]
+        FROM unnest(v_boxed) AS i
+        ORDER BY i;
+    END IF;
+    -- ids stored elsewhere (see the top): a stored job's id in succeeded_jobs or the inbox, an
+    -- inbox row's in jobs or succeeded_jobs
+    SELECT array_agg(format('%s (%s)', d.id, d.place) ORDER BY d.id) INTO v_stored FROM (
+        SELECT s.id, 'succeeded' AS place FROM {schema}.succeeded_jobs s
+        WHERE s.id = ANY(p_ids)
+        UNION ALL
+        SELECT x.id, 'waiting to be taken in' FROM {schema}.inbox x
+        WHERE x.id = ANY(p_ids) AND cardinality(v_boxed) = 0
+        UNION ALL
+        SELECT j.id, 'queued, running or dead' FROM {schema}.jobs j
+        WHERE j.id = ANY(ARRAY(SELECT p_ids[i] FROM unnest(v_boxed) AS i))
+        UNION ALL
+        SELECT x.id, 'waiting to be taken in' FROM {schema}.inbox x
+        WHERE x.id = ANY(ARRAY(SELECT p_ids[i] FROM unnest(v_direct) AS i))) d;
+    IF v_stored IS NOT NULL THEN
+        RAISE unique_violation USING
+            MESSAGE = 'fairq: a job id is already stored',
+            DETAIL = array_to_string(v_stored, ', ');
+    END IF;
+    -- wake the queues' workers when this commits: a ready job, or one to take in
+    PERFORM pg_notify('fairq_' || substr(md5(p_salt || w.queue), 1, 24), '')
+    FROM (SELECT DISTINCT p_queues[i] AS queue
+          FROM generate_subscripts(p_ids, 1) AS i
+          WHERE p_run_ats[i] <= p_now OR i = ANY(v_boxed)) w;
+    RETURN p_queues;
+END
+$$;
