@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 
-from fairq.backends._sql import Queries, load_queries, parse_queries, read_resource
+from fairq.backends._sql import Queries, parse_queries, read_resource
 from fairq.errors import ConfigError
 
 PACKAGE = "fairq.backends.postgres"
@@ -74,9 +74,14 @@ def fill_schema(text: str, schema: str) -> str:
     return text.replace("{schema}", quote_ident(schema))
 
 
+#: The named SQL blocks, one set read from these files.
+QUERY_FILES = ("queries.sql", "queries_outcomes.sql")
+
+
 @cache
 def _raw_queries() -> Queries:
-    return load_queries(PACKAGE, "queries.sql")
+    text = "\n\n".join(read_resource(PACKAGE, name) for name in QUERY_FILES)
+    return parse_queries(text, f"{PACKAGE}/{'+'.join(QUERY_FILES)}")
 
 
 @cache

@@ -1,8 +1,8 @@
 """The Lua operations: one Redis Functions library, loaded once, called with FCALL.
 
-The library is ``_lib.lua``, ``_lib_jobs.lua``, ``_lib_slots.lua`` and ``_lib_unique.lua``
-(shared helpers, created once when the library is loaded rather than on every call, which is
-what EVALSHA of a self-contained script paid for) followed by one file per operation, each
+The library is ``_lib.lua``, ``_lib_tenants.lua``, ``_lib_jobs.lua``, ``_lib_slots.lua`` and
+``_lib_unique.lua`` (shared helpers, created once when the library is loaded rather than on
+every call, which is what EVALSHA of a self-contained script paid for) followed by one file per operation, each
 registering its function. The library's name carries a hash of its source (``fairq_<hash>``,
 functions ``fairq_<hash>_<op>``), so two fairq versions sharing a Redis each call their own
 code; ``FUNCTION LOAD REPLACE`` makes loading idempotent. When the server does not know the
@@ -28,7 +28,7 @@ from .keys import FIGURES_TTL, LAYOUT
 
 Arg = str | bytes | int | float
 
-_LIBS = ("_lib.lua", "_lib_jobs.lua", "_lib_slots.lua", "_lib_unique.lua")
+_LIBS = ("_lib.lua", "_lib_tenants.lua", "_lib_jobs.lua", "_lib_slots.lua", "_lib_unique.lua")
 NAMES = (
     "enqueue",
     "dequeue",
