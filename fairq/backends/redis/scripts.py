@@ -2,13 +2,12 @@
 
 The library is ``_lib.lua``, ``_lib_tenants.lua``, ``_lib_jobs.lua``, ``_lib_slots.lua`` and
 ``_lib_unique.lua`` (shared helpers, created once when the library is loaded rather than on
-every call, which is what EVALSHA of a self-contained script paid for) followed by one file per operation, each
-registering its function. The library's name carries a hash of its source (``fairq_<hash>``,
-functions ``fairq_<hash>_<op>``), so two fairq versions sharing a Redis each call their own
-code; ``FUNCTION LOAD REPLACE`` makes loading idempotent. When the server does not know the
-function (restart without persistence, ``FUNCTION FLUSH``, failover) we load the library and
-try once more, which is safe because a function that is not loaded did not run.
-"""
+every call, which is what EVALSHA of a self-contained script paid for) followed by one file per
+operation, each registering its function. The library's name carries a hash of its source
+(``fairq_<hash>``, functions ``fairq_<hash>_<op>``), so two fairq versions sharing a Redis each
+call their own code; ``FUNCTION LOAD REPLACE`` makes loading idempotent. When the server does
+not know the function (restart without persistence, ``FUNCTION FLUSH``, failover) we load the
+library and try once more, which is safe because a function that is not loaded did not run. """
 
 from __future__ import annotations
 
