@@ -7,7 +7,7 @@ operation, each registering its function. The library's name carries a hash of i
 (``fairq_<hash>``, functions ``fairq_<hash>_<op>``), so two fairq versions sharing a Redis each
 call their own code; ``FUNCTION LOAD REPLACE`` makes loading idempotent. When the server does
 not know the function (restart without persistence, ``FUNCTION FLUSH``, failover) we load the
-library and try once more, which is safe because a function that is not loaded did not run. """
+library and try once more, which is safe because a function that is not loaded did not run."""
 
 from __future__ import annotations
 
