@@ -24,17 +24,23 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "django"
 
 
 @pytest.fixture(scope="session")
-def shop() -> Iterator[ModuleType]:
-    """The example's ``shop.jobs`` module (its App and job), Django set up and migrated."""
-    django_schema, fairq_schema = fresh_schema(), fresh_schema()
-    with psycopg.connect(server_url(), autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {quote_ident(django_schema)}")
-    env = {
+def shop_env() -> dict[str, str]:
+    """The environment the example reads (its settings, a worker process): fresh schemas."""
+    return {
         "DATABASE_URL": server_url(),
-        "DJANGO_SCHEMA": django_schema,
-        "FAIRQ_URL": f"{server_url()}?schema={fairq_schema}",
+        "DJANGO_SCHEMA": fresh_schema(),
+        "FAIRQ_URL": f"{server_url()}?schema={fresh_schema()}",
         "DJANGO_SETTINGS_MODULE": "shop.settings",
     }
+
+
+@pytest.fixture(scope="session")
+def shop(shop_env: dict[str, str]) -> Iterator[ModuleType]:
+    """The example's ``shop.jobs`` module (its App and job), Django set up and migrated."""
+    env = shop_env
+    django_schema = env["DJANGO_SCHEMA"]
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {quote_ident(django_schema)}")
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
     sys.path.insert(0, str(EXAMPLE))
@@ -58,5 +64,5 @@ def shop() -> Iterator[ModuleType]:
 
         shop.jobs.app.close()
         connections.close_all()
-        drop_schema(fairq_schema)
+        drop_schema(shop.jobs.app.backend.schema)
         drop_schema(django_schema)

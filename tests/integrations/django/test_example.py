@@ -1,22 +1,30 @@
 """The Django example, run: its view enqueues a receipt job inside ``transaction.atomic()`` on
-Django's own PostgreSQL connection. Commit: the order and the job exist, and a worker's dequeue
-hands the job out. Rollback: neither exists."""
+Django's own PostgreSQL connection. Commit: the order and the job exist, and a real
+``fairq worker`` process runs the job (the order's receipt is marked sent). Rollback: neither
+exists."""
 
 from __future__ import annotations
 
-import time
+import os
+import subprocess
+import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
 from django.db import connection, transaction
 from django.test import Client
 
-from fairq.contract import AckManyParams, DequeueParams
+from fairq import JobState
 from fairq.errors import JobArgumentsError
 from fairq.integrations.django import enqueue, in_transaction
 
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "django"
 
-def test_commit_stores_the_order_and_its_job(shop: ModuleType) -> None:
+
+def test_commit_stores_the_order_and_a_worker_process_runs_its_job(
+    shop: ModuleType, shop_env: dict[str, str]
+) -> None:
     from shop.models import Order
 
     response = Client().post("/orders", {"shop": "acme", "total": "30"})
@@ -24,14 +32,20 @@ def test_commit_stores_the_order_and_its_job(shop: ModuleType) -> None:
     body = response.json()
     info = shop.app.job_info(body["job"])
     assert info is not None and (info.tenant, info.queue) == ("acme", "receipts")
-    assert Order.objects.filter(id=body["order"], shop="acme").exists()
-    backend = shop.app.backend
-    dequeued = backend.dequeue(
-        DequeueParams(queues=["receipts"], worker_id="test", now=time.time(), limit=100)
+    assert Order.objects.filter(id=body["order"], shop="acme", receipt_sent=False).exists()
+
+    # the README's worker command, as a process of its own (it sets Django up first)
+    worker = subprocess.run(
+        [sys.executable, "-m", "fairq", "worker", "shop.jobs:app", "--burst"],
+        cwd=EXAMPLE,
+        env={**os.environ, **shop_env, "PYTHONPATH": str(EXAMPLE)},
+        capture_output=True,
+        timeout=120,
     )
-    assert body["job"] in [lease.job_id for lease in dequeued.leases]
-    tokens = [lease.token for lease in dequeued.leases]
-    backend.ack_many(AckManyParams(tokens=tokens, now=time.time()))
+    assert worker.returncode == 0, worker.stderr.decode()[-2000:]
+    info = shop.app.job_info(body["job"])
+    assert info is not None and info.state is JobState.SUCCEEDED
+    assert Order.objects.filter(id=body["order"], receipt_sent=True).exists()
 
 
 def test_rollback_leaves_neither_order_nor_job(shop: ModuleType) -> None:
