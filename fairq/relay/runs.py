@@ -13,6 +13,11 @@ Inside a Celery, RQ or Dramatiq worker process, each relayed job runs between ``
 * the end is stored in fairq: an ack, or a failure with fairq's retry back-off (the job goes
   back to its tenant's queue and the relay releases it again when due) or dead after its last
   attempt. The tenant is charged the real run time, as for a native job.
+* a cancel request (``App.cancel``: fairq/cancel.py) reaches a relayed job as it reaches a
+  native one, by the heartbeat's reply: a job asked before its message is taken never runs
+  (``begin`` ends it cancelled and returns None); a running one sees it through
+  ``fairq.current_job()`` (set by ``begin`` on the thread that runs the job), and a job that
+  stops on it (``raise_if_cancelled``) ends cancelled.
 
 The App's plug-ins (``fairq.instrument``) see a relayed job as a native one: ``after_dequeue``
 and ``before_run`` when ``begin`` claims it, ``after_run`` and the end's hooks in
@@ -33,6 +38,7 @@ from dataclasses import dataclass, field
 from fairq.app import App
 from fairq.backends import open_backend
 from fairq.contract import AckManyParams, Backend, FailParams, HeartbeatParams
+from fairq.current import RUNNING
 from fairq.errors import LeaseError
 from fairq.instrument import JobEnd, Outcome
 from fairq.instrument.timing import TimedBackend
@@ -47,12 +53,13 @@ log = logging.getLogger("fairq.relay")
 
 @dataclass
 class RelayedRun:
-    """One claimed job running in this process."""
+    """One claimed job running in this process (``fairq.current_job()`` on its thread)."""
 
     lease: Lease
     deadline: float  # as last extended
     runs: RelayedRuns = field(repr=False)
     started: float = field(default_factory=time.monotonic)
+    cancel_requested: bool = False  # a heartbeat's reply said so (fairq.current)
 
     def succeeded(self) -> None:
         """Store the job's success (its lease ends; its cap slot frees)."""
@@ -114,18 +121,25 @@ class RelayedRuns:
                 extra=job_fields(lease, "skipped"),
             )
             return None
+        hooks = self.app.hooks
+        if lease.token in result.cancelled:
+            hooks.after_dequeue([lease])
+            self._cancel_unstarted(lease)
+            return None
         run = RelayedRun(lease, result.deadlines.get(lease.token, lease.deadline), self)
         with self._lock:
             self._held[lease.token] = run
             self._start_heartbeat()
             self._changed.notify_all()
-        hooks = self.app.hooks
         hooks.after_dequeue([lease])
         hooks.before_run(lease)
+        RUNNING.set(run)  # the peer runs the job on this thread, between begin and end
         run.started = time.monotonic()
         return run
 
     def end(self, run: RelayedRun, error: BaseException | None) -> JobInfo | None:
+        if RUNNING.get() is run:
+            RUNNING.set(None)
         with self._lock:
             self._held.pop(run.lease.token, None)
         duration = time.monotonic() - run.started
@@ -172,6 +186,17 @@ class RelayedRuns:
             self.app.hooks.job_end(lease, end)
             return
         self.app.hooks.job_end(lease, JobEnd(Outcome.SUCCEEDED, duration))
+
+    def _cancel_unstarted(self, lease: Lease) -> None:
+        """A job asked to stop before its message was taken: it ends cancelled, unrun."""
+        why = "cancelled on request before it started"
+        params = FailParams(token=lease.token, now=self.clock(), error=why, retry_at=None)
+        try:
+            info = self.backend().fail(params)
+        except LeaseError:
+            return  # expired meanwhile: the store ended it cancelled itself
+        outcome = Outcome.CANCELLED if info.state is JobState.CANCELLED else Outcome.DEAD
+        self.app.hooks.job_end(lease, JobEnd(outcome, 0.0, why))
 
     def _fail(self, run: RelayedRun, error: BaseException, duration: float) -> JobInfo | None:
         lease = run.lease
@@ -238,10 +263,20 @@ class RelayedRuns:
             log.error("heartbeat of relayed jobs failed: %s; retrying", describe(exc))
             return
         lost = []
+        asked = set(result.cancelled)
         with self._lock:
             for run in runs:
                 if run.lease.token in result.deadlines:
                     run.deadline = result.deadlines[run.lease.token]
+                    if run.lease.token in asked and not run.cancel_requested:
+                        run.cancel_requested = True
+                        log.info(
+                            "job %s %s was asked to stop (a cancel request): it ends "
+                            "cancelled if it stops on it (fairq.current_job())",
+                            run.lease.job_id,
+                            run.lease.name,
+                            extra=job_fields(run.lease, "cancel_requested"),
+                        )
                 elif self._held.pop(run.lease.token, None) is not None:
                     lost.append(run)
         if lost:

@@ -427,7 +427,7 @@ class FairMiddleware(Middleware):
             )
             raise SkipMessage(describe(exc)) from None
         if run is None:
-            raise SkipMessage("an older copy of a fair job (see the fairq.relay log)")
+            raise SkipMessage("not to run: an older copy, or cancelled (see the fairq.relay log)")
         with self._lock:
             self._running[id(message)] = run
 

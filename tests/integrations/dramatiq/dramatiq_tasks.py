@@ -17,6 +17,7 @@ from pathlib import Path
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import CurrentMessage
 
+import fairq
 from fairq.integrations.dramatiq import FairActor, FairDramatiq, RoutedActor
 from fairq.relay import TICKET_KEY
 
@@ -39,6 +40,7 @@ class Actors:
     paced: FairActor[[str, int, float], None]
     hold: FairActor[[str, int], None]
     broken: FairActor[[str, int], None]
+    stoppable: FairActor[[str, int], None]
     guarded: RoutedActor[[str, int, float], None]
 
 
@@ -79,6 +81,17 @@ def build(broker_url: str, namespace: str, store_url: str, *, lease: float = LEA
         note("start", tenant, n)
         raise RuntimeError("broken on purpose")
 
+    @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=3, min_backoff=100)
+    def stoppable(tenant: str, n: int) -> None:
+        """Runs until asked to stop (``App.cancel``), then stops on the request."""
+        note("start", tenant, n)
+        job = fairq.current_job()
+        deadline = time.monotonic() + 60
+        while not job.cancel_requested and time.monotonic() < deadline:
+            time.sleep(0.02)
+        note("end", tenant, n)
+        job.raise_if_cancelled()
+
     @fair.routed_actor(tenant="tenant", queue_name="guarded", slots=True, lease=lease)
     def guarded(tenant: str, n: int, seconds: float) -> None:
         """A plain Dramatiq actor (no relay) run within its tenant's cap by slots."""
@@ -86,7 +99,7 @@ def build(broker_url: str, namespace: str, store_url: str, *, lease: float = LEA
         time.sleep(seconds)  # the job's own work
         note("end", tenant, n)
 
-    return Actors(broker, fair, work, paced, hold, broken, guarded)
+    return Actors(broker, fair, work, paced, hold, broken, stoppable, guarded)
 
 
 if "FAIRQ_TEST_STORE" in os.environ:  # a worker or relay process started by a test

@@ -13,7 +13,7 @@ from fairq import JobArgumentsError, JobState, MissingTenant
 from fairq.errors import ConfigError
 
 
-@pytest.mark.alone  # charged real run time: another test process's load stalls a run and tips a round
+@pytest.mark.alone  # charged real run time: other test processes stall runs and tip a round
 def test_weights_1_3_6_hold_in_every_round_through_one_worker_slot(harness: Harness) -> None:
     """Three backlogged tenants, one Dramatiq thread, one job in flight: the first two rounds of
     ten jobs give each tenant its weight's share, within one job. (fairq is fair in

@@ -13,6 +13,7 @@ import time
 
 from redis import Redis
 
+import fairq
 from fairq.integrations.rq import FairRQ
 
 BROKER_URL = os.environ.get("FAIRQ_TEST_BROKER_URL", "redis://127.0.0.1:6379/10")
@@ -59,6 +60,18 @@ def stall(tenant: str, key: str, n: int) -> int:
 def boom(tenant: str, key: str, n: int) -> None:
     note(key, "start", tenant, n)
     raise RuntimeError(f"boom {n}")
+
+
+@fair.task(queue="rq_t", tenant="tenant", lease=1.5, max_attempts=3)
+def stoppable(tenant: str, key: str, n: int) -> None:
+    """Runs until asked to stop (``App.cancel``), then stops on the request."""
+    note(key, "start", tenant, n)
+    job = fairq.current_job()
+    deadline = time.monotonic() + 60
+    while not job.cancel_requested and time.monotonic() < deadline:
+        time.sleep(0.02)
+    note(key, "end", tenant, n)
+    job.raise_if_cancelled()
 
 
 def plain(x: int) -> int:

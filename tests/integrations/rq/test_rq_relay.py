@@ -11,6 +11,7 @@ from redis import Redis
 from rq import Queue
 
 from fairq import App, JobState
+from fairq.cancel import CancelOutcome
 
 
 def started(broker: Redis, key: str) -> list[tuple[str, int]]:
@@ -109,3 +110,18 @@ def test_a_failing_task_is_retried_by_fairq_then_dead(
     failed = Queue(queue_name, connection=broker).failed_job_registry
     wait_for(lambda: failed.count == 2, "RQ to record both failed runs")  # after fairq did
     assert [d.id for d in app.dead(queue=queue_name)] == [failing.id]  # type: ignore[union-attr]
+
+
+def test_a_running_task_sees_a_cancel_request_and_ends_cancelled(
+    app: App, processes: Processes, queue_name: str, key: str, broker: Redis
+) -> None:
+    """In RQ's work horse (a forked process per job) as in a native worker: the heartbeat's
+    reply reaches ``fairq.current_job()``, and a task that stops on it ends cancelled."""
+    job = rq_tasks.fair.queue(queue_name).enqueue(rq_tasks.stoppable, "acme", key, 1)
+    processes.worker()
+    processes.relay(in_flight=1)
+    wait_for(lambda: ("acme", 1) in started(broker, key), "the task to start")
+    assert app.cancel(job.id) is CancelOutcome.REQUESTED  # type: ignore[union-attr]
+    wait_for(lambda: all_in(app, [job.id], JobState.CANCELLED), "the task to end cancelled")  # type: ignore[union-attr]
+    assert ended(broker, key) == [("acme", 1)]
+    assert app.job_info(job.id).attempts == 1  # type: ignore[union-attr]  # never retried
