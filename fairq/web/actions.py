@@ -1,4 +1,5 @@
-"""The changes (POST): a tenant's settings, requeueing dead jobs, signing in and out.
+"""The changes (POST): a tenant's settings, requeueing dead jobs, cancelling a job, signing in
+and out.
 
 Each one passes ``Access.refuse_change`` first (token set, signed in, CSRF field, Origin), and
 reads its whole form before it touches the store: a refused request has changed nothing.
@@ -12,6 +13,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from fairq.cancel import CancelOutcome
 from fairq.web import data, pages
 from fairq.web.format import query
 from fairq.web.forms import TenantChange, read_action, read_tenant_form
@@ -81,6 +83,25 @@ async def requeue(request: Request) -> Response:
         if value:
             back[key] = value
     return RedirectResponse("/dead" + query(back), status_code=303)
+
+
+async def cancel(request: Request) -> Response:
+    """Cancel one job (``App.cancel``): back to its page, which says what the cancel did."""
+    board = pages.dashboard(request)
+    form = await request.form()
+    refused = _refused(request, form)
+    if refused is not None:
+        return refused
+    job_id = _text(form, "id").strip()
+    if not job_id or len(job_id) > pages.MAX_JOB_ID:
+        message = "name the job to cancel (its id)" if not job_id else "that is not a job id"
+        return board.render(request, "error.html", {"message": message}, status_code=400)
+    outcome = await board.read(board.app.cancel, job_id)
+    if outcome is CancelOutcome.UNKNOWN:
+        message = f"no job with id {job_id!r} in this store: nothing was cancelled"
+        return board.render(request, "error.html", {"message": message}, status_code=404)
+    board.forget()
+    return RedirectResponse("/jobs" + query({"id": job_id, "done": outcome.value}), 303)
 
 
 async def login(request: Request) -> Response:

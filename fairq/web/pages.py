@@ -1,4 +1,4 @@
-"""The pages (GET): overview, a queue's tenants, one tenant, dead jobs, sign-in."""
+"""The pages (GET): overview, a queue's tenants, one tenant, one job, dead jobs, sign-in."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from fairq.cancel import CancelOutcome
 from fairq.errors import ConfigError, InvalidTenant
 from fairq.policy.bounds import check_tenant
 from fairq.policy.queues import check_queue_name
@@ -35,6 +36,17 @@ DONE = {
     "reset": "Back to the queue's defaults (weight, cap and rate).",
     "unchanged": "Nothing to change: the values are the ones already in force.",
 }
+
+
+#: Messages after a cancel (by the outcome's value).
+CANCELLED = {
+    CancelOutcome.CANCELLED.value: "Cancelled: the job left its queue and never runs.",
+    CancelOutcome.REQUESTED.value: "Asked to stop: its worker learns of it with its next "
+    "heartbeat; the job ends cancelled when it stops (or succeeded, if it finishes first).",
+    CancelOutcome.FINISHED.value: "Nothing to cancel: the job had already ended.",
+}
+#: Longest job id the lookup takes (ids are what enqueue returned: far shorter).
+MAX_JOB_ID = 1000
 
 
 def dashboard(request: Request) -> Dashboard:
@@ -120,6 +132,25 @@ def _form_values(row: dict[str, object]) -> dict[str, str]:
     }
 
 
+async def job(request: Request) -> Response:
+    """One job by id (``?id=``): its state, times, last error, result; a cancel button while
+    it is scheduled, ready or running (signed in). Without an id: the lookup form only."""
+    board = dashboard(request)
+    job_id = job_param(request)
+    found = None if job_id is None else await board.read(board.app.job_info, job_id)
+    if job_id is not None and found is None:
+        message = f"no job with id {job_id!r} in this store (never enqueued here, or deleted "
+        message += "after its retention)"
+        raise HTTPException(404, message)
+    context = {
+        "job_id": job_id or "",
+        "job": found,
+        "done": CANCELLED.get(request.query_params.get("done", "")),
+        "can_cancel": found is not None and found.state.value in ("scheduled", "ready", "running"),
+    }
+    return board.render(request, "job.html", context)
+
+
 async def dead(request: Request) -> Response:
     board = dashboard(request)
     name = request.query_params.get("queue") or None
@@ -180,6 +211,18 @@ def tenant_param(request: Request) -> str:
         return check_tenant(found)
     except (ConfigError, InvalidTenant) as exc:
         raise HTTPException(400, str(exc)) from None
+
+
+def job_param(request: Request) -> str | None:
+    """The job id of ``?id=`` (None when absent or empty); 400 for one no store can hold."""
+    found = request.query_params.get("id", "").strip()
+    if not found:
+        return None
+    if len(found) > MAX_JOB_ID:
+        raise HTTPException(
+            400, f"a job id is at most {MAX_JOB_ID:,} characters; got {len(found):,}"
+        )
+    return found
 
 
 def safe_next(path: str) -> str:

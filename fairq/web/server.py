@@ -152,6 +152,8 @@ def routes() -> list[BaseRoute]:
         Route("/queues/{queue}", pages.queue),
         Route("/queues/{queue}/tenant", pages.tenant),
         Route("/queues/{queue}/tenant", actions.change_tenant, methods=["POST"]),
+        Route("/jobs", pages.job),
+        Route("/jobs/cancel", actions.cancel, methods=["POST"]),
         Route("/dead", pages.dead),
         Route("/dead/requeue", actions.requeue, methods=["POST"]),
         Route("/login", pages.login),
