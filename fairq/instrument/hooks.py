@@ -72,6 +72,14 @@ class Hooks:
             found.append((f"{type(plugin).__qualname__}.{name}", getattr(plugin, name)))
         return tuple(found)
 
+    def _call(self, bound: Bound, *args: Any) -> None:
+        """Each hook of ``bound`` with ``args``; one that raises is reported, not raised."""
+        for label, hook in bound:
+            try:
+                hook(*args)
+            except Exception as exc:
+                self._failed(label, exc)
+
     def _failed(self, label: str, exc: BaseException) -> None:
         with self._lock:
             self.failures[label] += 1
@@ -102,94 +110,47 @@ class Hooks:
     def after_enqueue(
         self, jobs: Sequence[NewJob], queues: Sequence[str] | None, error: BaseException | None
     ) -> None:
-        for label, hook in self._after_enqueue:
-            try:
-                hook(jobs, queues, error)
-            except Exception as exc:
-                self._failed(label, exc)
+        self._call(self._after_enqueue, jobs, queues, error)
 
     # -- workers -----------------------------------------------------------------------
 
     def after_dequeue(self, leases: Sequence[Lease]) -> None:
         if not leases:
             return
-        for label, hook in self._after_dequeue:
-            try:
-                hook(leases)
-            except Exception as exc:
-                self._failed(label, exc)
+        self._call(self._after_dequeue, leases)
 
     def before_run(self, lease: Lease) -> None:
-        for label, hook in self._before_run:
-            try:
-                hook(lease)
-            except Exception as exc:
-                self._failed(label, exc)
+        self._call(self._before_run, lease)
 
     def after_run(self, lease: Lease, error: BaseException | None, seconds: float) -> None:
-        for label, hook in self._after_run:
-            try:
-                hook(lease, error, seconds)
-            except Exception as exc:
-                self._failed(label, exc)
+        self._call(self._after_run, lease, error, seconds)
 
     def job_end(self, lease: Lease, end: JobEnd) -> None:
         """``after_job``, then the hook of its outcome (``after_retry`` …)."""
-        for label, hook in self._after_job:
-            try:
-                hook(lease, end)
-            except Exception as exc:
-                self._failed(label, exc)
-        for label, hook in self._by_outcome.get(end.outcome, ()):
-            try:
-                hook(lease, end)
-            except Exception as exc:
-                self._failed(label, exc)
+        self._call(self._after_job, lease, end)
+        self._call(self._by_outcome.get(end.outcome, ()), lease, end)
 
     def job_ends(self, ends: Sequence[tuple[Lease, JobEnd]]) -> None:
         """``job_end`` for a batch (the acks the worker stored together): one call, not one
         per job."""
-        for label, hook in self._after_job:
+        if self._after_job:
             for lease, end in ends:
-                try:
-                    hook(lease, end)
-                except Exception as exc:
-                    self._failed(label, exc)
+                self._call(self._after_job, lease, end)
         if self._any_by_outcome:
             for lease, end in ends:
-                for label, hook in self._by_outcome.get(end.outcome, ()):
-                    try:
-                        hook(lease, end)
-                    except Exception as exc:
-                        self._failed(label, exc)
+                self._call(self._by_outcome.get(end.outcome, ()), lease, end)
 
     def after_checkpoint(self, lease: Lease, progress: Progress) -> None:
-        for label, hook in self._after_checkpoint:
-            try:
-                hook(lease, progress)
-            except Exception as exc:
-                self._failed(label, exc)
+        self._call(self._after_checkpoint, lease, progress)
 
     def lease_lost(self, lease: Lease, why: str) -> None:
-        for label, hook in self._lease_lost:
-            try:
-                hook(lease, why)
-            except Exception as exc:
-                self._failed(label, exc)
+        self._call(self._lease_lost, lease, why)
 
     def lease_expired(self, expired: ExpiredLease) -> None:
-        for label, hook in self._lease_expired:
-            try:
-                hook(expired)
-            except Exception as exc:
-                self._failed(label, exc)
+        self._call(self._lease_expired, expired)
 
     def store_call(self, call: StoreCall) -> None:
-        for label, hook in self._store_call:
-            try:
-                hook(call)
-            except Exception as exc:
-                self._failed(label, exc)
+        self._call(self._store_call, call)
 
 
 def check_middleware(plugin: object) -> None:
