@@ -129,6 +129,8 @@ def declare_schedules(
         raise ConfigError(f"{label}: cron must be a cron expression such as '*/5 * * * *'")
     if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
         raise ConfigError(f"{label}: args must be a list or tuple, got {args!r}")
+    if kwargs is not None and not isinstance(kwargs, Mapping):
+        raise ConfigError(f"{label}: kwargs must be a dict, got {kwargs!r}")
     grace = (
         None if misfire_grace is None else check_seconds(f"{label}: misfire_grace", misfire_grace)
     )
@@ -195,16 +197,22 @@ def _calls(
     calls = []
     for tenant in chosen:
         given = dict(kwargs)
-        if isinstance(rule, str):
-            try:
-                definition.signature.bind_partial(*args, **given).arguments[rule]
-            except KeyError:
-                given[rule] = tenant  # the job reads its tenant there: the schedule's
-            except TypeError:
-                pass  # check_arguments names what does not fit
-        definition.check_arguments(args, given)
+        if isinstance(rule, str) and rule not in given and not _positional(definition, args, rule):
+            given[rule] = tenant  # the job reads its tenant there: the schedule's
+        definition.check_arguments(args, given)  # names what does not fit
         calls.append((tenant, given))
     return calls
+
+
+def _positional(definition: JobDefinition[Any, Any], args: tuple[Any, ...], name: str) -> bool:
+    """Whether ``args`` reach the job's parameter ``name`` (it is among the first len(args)
+    that may be given by position)."""
+    for at, param in enumerate(definition.signature.parameters.values()):
+        if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            return False
+        if param.name == name:
+            return at < len(args)
+    return False
 
 
 def _check_cron(schedule: Schedule, label: str) -> None:

@@ -26,7 +26,7 @@ class PeriodicReport:
     next_in: float  # seconds from now
     last_tick: float | None  # the newest of the last LOOKBACK ticks whose job is stored
     last_job_id: str | None
-    last_state: str | None  # that job's state (scheduled, ready, running, succeeded, dead)
+    last_state: str | None  # that job's state (a JobState value: scheduled … cancelled)
 
 
 def periodic_reports(

@@ -71,6 +71,15 @@ def test_cancelling_a_tenants_head_keeps_its_place_and_order(backend: Backend) -
     assert [lease.job_id for lease in take(backend, 1.0, limit=5)] == ["j1", "j3", "j4"]
 
 
+def test_a_cancelled_head_no_longer_orders_its_tenant(backend: Backend) -> None:
+    enqueue(backend, [new_job(0, "a")])
+    enqueue(backend, [new_job(1, "b")])
+    enqueue(backend, [new_job(2, "a")])
+    assert cancel(backend, "j0") == [CANCELLED]
+    # equal tags: the oldest head goes first, and "a"'s head is now j2, younger than "b"'s j1
+    assert [lease.job_id for lease in take(backend, 1.0, limit=5)] == ["j1", "j2"]
+
+
 def test_cancelling_a_waiting_job_of_a_capped_tenant_changes_no_slot(backend: Backend) -> None:
     from .helpers import set_tenant
 

@@ -8,6 +8,7 @@ prefix): the call sent twice must answer as the call sent once, and leave the sa
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -100,6 +101,29 @@ def test_an_enqueue_sent_again_after_its_reply_was_lost_succeeds_once(
         cut.enqueue(EnqueueParams(jobs=[new_job(0)], now=1.0))
     with pytest.raises(DuplicateJob, match="j1"):
         cut.enqueue(EnqueueParams(jobs=[new_job(1, "a")], now=time.time()))
+
+
+def test_an_async_enqueue_sent_again_after_its_reply_was_lost_succeeds_once(
+    cut: RedisBackend, proxy: CuttingProxy
+) -> None:
+    """The asyncio store (redis/aio.py) sends an enqueue once, as the blocking one does:
+    redis.asyncio's retry after the lost reply gets the first sending's reply."""
+    from fairq.backends.redis.aio import AsyncRedisStore
+
+    store = AsyncRedisStore(cut)
+
+    async def scenario() -> list[str]:
+        try:
+            await store.enqueue(EnqueueParams(jobs=[new_job(0)], now=1.0))  # loads the library
+            arming(proxy)("enqueue")
+            jobs = [new_job(1, "a"), new_job(2, "b", queue="other")]
+            return list((await store.enqueue(EnqueueParams(jobs=jobs, now=time.time()))).queues)
+        finally:
+            await store.aclose()
+
+    assert asyncio.run(scenario()) == ["default", "other"]
+    assert proxy.cuts == 1
+    assert [info.id for info in cut.get_jobs(GetJobsParams(ids=["j1", "j2"]))] == ["j1", "j2"]
 
 
 def test_a_dequeue_sent_again_leases_one_batch(

@@ -154,3 +154,21 @@ def test_unique_keys_per_slot_and_a_held_jobs_claim_is_released(backend: RedisBa
     assert ids(backend, ["j1", "j2", "j3", "j4", "j5"]) == [("j1", Q0), ("j2", Q1), ("j5", Q1)]
     backend.enqueue(EnqueueParams(jobs=[new_job(3, queue=Q2), new_job(4, queue=Q2)], now=2.0))
     assert ids(backend, ["j3", "j4"]) == [("j3", Q2), ("j4", Q2)]
+
+
+def test_a_keyed_id_refused_in_its_slot_names_the_jobs_other_slots_stored(
+    backend: RedisBackend,
+) -> None:
+    """A job with a unique key whose id another call stored in its queue is left to its
+    slot's call (directory.py), which refuses it after the other slots' calls stored their
+    jobs: the error must say so, not that nothing was stored (a caller would enqueue them
+    twice)."""
+    assert master_index(Q0) != master_index(Q1)
+    first = replace(new_job(1, queue=Q0), unique=Unique(key="a", window=60.0))
+    backend.enqueue(EnqueueParams(jobs=[first], now=0.0))
+    batch = [new_job(2, queue=Q1), replace(first, unique=Unique(key="b", window=60.0))]
+    with pytest.raises(DuplicateJob, match="j1") as refused:
+        backend.enqueue(EnqueueParams(jobs=batch, now=1.0))
+    assert ids(backend, ["j1", "j2"]) == [("j1", Q0), ("j2", Q1)]
+    assert "nothing was stored" not in str(refused.value)
+    assert "were stored: ['j2']" in str(refused.value)

@@ -279,6 +279,9 @@ def test_the_tenant_comes_from_the_arguments_or_the_fallback() -> None:
         ({"args": ["x", "y"]}, JobArgumentsError, "arguments do not fit"),
         ({"args": [{1: "x"}]}, JobArgumentsError, "dict key 1"),
         ({"tenants": ["a", "a"]}, ConfigError, "repeat a tenant"),
+        ({"kwargs": "account=a"}, ConfigError, "kwargs must be a dict"),
+        ({"kwargs": [("account", "a")]}, ConfigError, "kwargs must be a dict"),
+        ({"kwargs": {"acount": "a"}}, JobArgumentsError, "unexpected keyword argument 'acount'"),
     ],
 )
 def test_bad_schedules_are_refused(settings: dict[str, Any], error: type, problem: str) -> None:

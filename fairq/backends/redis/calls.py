@@ -177,5 +177,9 @@ def setting(value: object, form: Any) -> str:
     return str(form(value))
 
 
-def duplicate(ids: list[str]) -> DuplicateJob:
-    return DuplicateJob(f"job ids already stored: {ids}; nothing was stored")
+def duplicate(ids: list[str], stored: list[str] | None = None) -> DuplicateJob:
+    """``stored``: the batch's jobs other Cluster slots' calls stored before the refusal."""
+    done = "nothing was stored"
+    if stored:
+        done = f"the batch's jobs in other slots were stored: {stored}"
+    return DuplicateJob(f"job ids already stored: {ids}; {done}")

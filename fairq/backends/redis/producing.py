@@ -97,7 +97,7 @@ class Producer:
             replies: list[Any] = [(yield sent[0])]
         else:
             replies = yield Blocking(partial(self._run_all, sent))
-        chosen, existing, duplicates = list(queues), {}, []
+        chosen, existing, duplicates, stored = list(queues), {}, [], []
         for (_, places, names), reply in zip(made, replies, strict=True):
             if reply and text(reply[0]) == "dup":
                 duplicates += [text(i) for i in reply[1:]]
@@ -106,8 +106,11 @@ class Producer:
                 for at, queue in zip(places, got.queues, strict=True):
                     chosen[at] = queue
                 existing.update({places[i]: job_id for i, job_id in got.existing.items()})
-        if duplicates:
-            raise calls.duplicate(duplicates)
+                stored += [jobs[at].id for i, at in enumerate(places) if i not in got.existing]
+            else:  # an empty reply: every job stored in the queue it was sent to
+                stored += [jobs[at].id for at in places]
+        if duplicates:  # on a Cluster, other slots' calls may have stored theirs (docs/redis.md)
+            raise calls.duplicate(duplicates, stored)
         return EnqueueResult(queues=chosen, existing=dict(sorted(existing.items())))
 
     def _run_all(self, sent: list[FCall]) -> list[Any]:

@@ -344,10 +344,6 @@ class QueueDefaults:
         return history.usage_half_life(self.half_life)
 
 
-def tid_prefix(tid: int) -> bytes:
-    return str(tid).zfill(TID_WIDTH).encode()
-
-
 def oldest_ready_at(member: bytes | None) -> float | None:
     """Decode the sortable ready_at of a ``readyat`` member (see ``sortable`` in _lib.lua)."""
     if not member:

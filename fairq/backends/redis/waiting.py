@@ -182,7 +182,7 @@ class ClusterWaiter:
 
 def _woke(future: Future[Any]) -> bool:
     """A BLPOP that returned a token, or failed: the slot's master changed (MOVED) or could not
-    be reached; the topology is refreshed by the dequeue that follows."""
+    be reached (``_round`` then learns the slots' owners again)."""
     if future.exception() is not None:
         return True
     return future.result() is not None

@@ -60,7 +60,8 @@ def enqueue(job: JobDefinition[Any, Any] | BoundOptions[Any], /, *args: Any, **k
     """``job.enqueue(*args, **kwargs)`` in Django's transaction on the default database (see
     the module's docstring); ``job`` may be ``job.options(...)``. Returns the job's id."""
     definition = job.definition if isinstance(job, BoundOptions) else job
-    return enqueue_many([job.call(*args, **kwargs)], app=_app_of(definition))[0]
+    app = _app_of(definition)
+    return enqueue_many([job.call(*args, **kwargs)], app=app)[0]
 
 
 def enqueue_many(calls: Iterable[Call], *, app: App, using: str = DEFAULT_DB_ALIAS) -> list[str]:
@@ -126,6 +127,11 @@ _checked: weakref.WeakKeyDictionary[Connection[Any], dict[str, bool]] = weakref.
 def _app_of(definition: JobDefinition[Any, Any]) -> App:
     from fairq.app import App
 
+    if not isinstance(definition, JobDefinition):
+        raise ConfigError(
+            f"{definition!r:.80} is not a fairq job: declare it with @app.job, and pass the "
+            "declared job (or job.options(...))"
+        )
     if not isinstance(definition.app, App):
         raise ConfigError(f"job {definition.name!r} is not declared on a fairq App")
     return definition.app

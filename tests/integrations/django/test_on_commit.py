@@ -13,7 +13,7 @@ from conformance.conftest import BACKENDS
 from django.db import transaction
 
 from fairq import App
-from fairq.errors import MissingTenant
+from fairq.errors import ConfigError, MissingTenant
 from fairq.integrations.django import enqueue, enqueue_many, in_transaction
 
 
@@ -62,4 +62,12 @@ def test_bad_input_raises_at_the_call(other: App) -> None:
     notify = other.jobs["tests.notify"]
     with transaction.atomic(), pytest.raises(MissingTenant):
         enqueue(notify, 1, shop=None)
+    assert other.stats() == []
+
+
+def test_a_function_that_is_not_a_job_is_refused_naming_the_fix(other: App) -> None:
+    def plain(order_id: int) -> None: ...
+
+    with pytest.raises(ConfigError, match=r"not a fairq job.*@app.job"):
+        enqueue(plain, 1)  # type: ignore[arg-type]
     assert other.stats() == []
