@@ -101,27 +101,40 @@ def in_transaction(
 
 
 def _same_database(raw: Connection[Any], backend: PostgresBackend) -> bool:
-    """The connection reaches the store's database (name and port as connected) and the
-    store's schema is there: what the inbox insert needs. Asked once per connection."""
-    from psycopg.conninfo import conninfo_to_dict
-
+    """The connection reaches the store's server and database (both connections report the
+    same server, by its start time and port, and the same database name: two servers with
+    equal names and ports on different hosts are told apart) and the store's schema is there:
+    what the inbox insert needs. Asked once per connection."""
     from fairq.backends.postgres.sql import quote_ident
 
     known = _checked.setdefault(raw, {})
-    if backend.schema not in known:
-        wanted = conninfo_to_dict(backend.url.conninfo)
-        same = raw.info.dbname == wanted.get("dbname", raw.info.dbname)
-        same = same and str(raw.info.port) == str(wanted.get("port", raw.info.port))
+    store = (backend.url.conninfo, backend.schema)
+    if store not in known:
+        same = _server_of(raw) == backend.db.run(lambda cur: _server_of(cur.connection))
         if same:
             inbox = f"{quote_ident(backend.schema)}.inbox"
             row = raw.execute("SELECT to_regclass(%s) IS NOT NULL", (inbox,)).fetchone()
             same = bool(row and row[0])
-        known[backend.schema] = same
-    return known[backend.schema]
+        known[store] = same
+    return known[store]
 
 
-#: Per Django connection (weakly: a closed one goes): schema -> in its database.
-_checked: weakref.WeakKeyDictionary[Connection[Any], dict[str, bool]] = weakref.WeakKeyDictionary()
+def _server_of(conn: Connection[Any]) -> tuple[object, ...]:
+    """Which server and database a connection reaches, as the server itself says."""
+    from psycopg.rows import tuple_row
+
+    with conn.cursor(row_factory=tuple_row) as cur:  # whatever rows the connection makes
+        cur.execute(
+            "SELECT pg_postmaster_start_time(), current_setting('port'), current_database()"
+        )
+        return tuple(cur.fetchone() or ())
+
+
+#: Per Django connection (weakly: a closed one goes): (store's conninfo, schema) -> in its
+#: database.
+_checked: weakref.WeakKeyDictionary[Connection[Any], dict[tuple[str, str], bool]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _app_of(definition: JobDefinition[Any, Any]) -> App:
