@@ -183,6 +183,7 @@ def main() -> None:
             if kind == "null":
                 calls = stats.total_calls  # type: ignore[attr-defined]
                 print(f"            App layer: {calls / args.calls:.1f} function calls per enqueue")
+            if kind == "null" and args.top:
                 out = io.StringIO()
                 stats.stream = out  # type: ignore[attr-defined]
                 stats.sort_stats("tottime").print_stats(args.top)

@@ -332,7 +332,9 @@ def call_by_name(
         raise JobArgumentsError(
             f"args must be a list or tuple of positional arguments, got {args!r}"
         )
-    return Call(name, tuple(args), dict(kwargs or {}), Options(**options))
+    return Call(
+        name, tuple(args), dict(kwargs or {}), Options(**options) if options else NO_OPTIONS
+    )
 
 
 # -- checks ---------------------------------------------------------------------------------
