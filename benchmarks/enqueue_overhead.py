@@ -13,9 +13,12 @@ tenant="tenant")`` over ``def noop(tenant: str, n: int)``:
   so the load falls on all alike; the median of the rounds and the load average printed;
 * cProfile on the null store: function calls per enqueue (load-independent), µs per call under
   the profiler, and the App layer's costliest functions;
-* cProfile on SQLite and PostgreSQL: µs per call under the profiler, all in and App layer.
+* cProfile on SQLite and PostgreSQL: µs per call under the profiler, all in and App layer;
+* with ``--instructions`` (valgrind installed): instructions per call of the App layer on the
+  null store, counted by callgrind (load-independent): N and then 2N calls, each in a process
+  of its own, the difference over N (Python's start and imports cancel out).
 
-    .venv/bin/python benchmarks/enqueue_overhead.py [--calls 2000] [--rounds 5]
+    .venv/bin/python benchmarks/enqueue_overhead.py [--calls 2000] [--rounds 5] [--instructions]
     FAIRQ_BENCH_POSTGRES_URL=postgresql://postgres@127.0.0.1:5432/bench_app \\
         .venv/bin/python benchmarks/enqueue_overhead.py --stores null,sqlite,postgres
 
@@ -30,7 +33,10 @@ import cProfile
 import io
 import os
 import pstats
+import re
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -143,6 +149,28 @@ def store_seconds(stats: pstats.Stats) -> float:
     )
 
 
+def instructions(calls: int) -> int:
+    """Instructions of a process that enqueues ``calls`` jobs on the null store."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = f"{tmp}/cg.out"
+        subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+             sys.executable, __file__, "--child", str(calls)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        with open(out) as f:
+            found = re.search(r"^(?:summary|totals): (\d+)", f.read(), re.MULTILINE)
+    assert found is not None, "no total in callgrind's output"
+    return int(found.group(1))
+
+
+def child(calls: int) -> None:
+    app, _, noop = make_app("null", "memory://")
+    for n in range(calls):
+        noop.enqueue(f"tenant-{n % TENANTS}", n)
+    app.close()
+
+
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -153,7 +181,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--stores", default="null,sqlite,postgres")
     parser.add_argument("--top", type=int, default=15, help="functions shown by cProfile")
+    parser.add_argument("--instructions", action="store_true", help="count them (callgrind)")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)  # callgrind's process
     args = parser.parse_args()
+    if args.child is not None:
+        return child(args.child)
+    if args.instructions:
+        n = args.calls
+        once, twice = instructions(n), instructions(2 * n)
+        print(f"callgrind: App layer (null store) {(twice - once) / n:,.0f} instructions per call")
     kinds = args.stores.split(",")
     with contextlib.ExitStack() as stack:
         apps = {kind: make_app(kind, stack.enter_context(store_url(kind))) for kind in kinds}
