@@ -29,7 +29,7 @@ from fairq.policy.bounds import (
 from fairq.policy.queues import check_queue_name
 from fairq.policy.shards import Sharding, parse_shards, shard_name
 from fairq.policy.throttle import Throttle, check_rules
-from fairq.signatures import JobSignature, positional_params
+from fairq.signatures import Binder, JobSignature, positional_params
 
 
 class Enqueuer(Protocol):
@@ -68,6 +68,10 @@ class Options:
     #: How long the key may hold at most (seconds or a timedelta); with no ``unique_key``, the
     #: key is the declared one, else a digest of the job's name and arguments.
     unique_for: float | timedelta | None = None
+
+
+#: A call's options when none are given (``job.enqueue``): one, since it never changes.
+NO_OPTIONS = Options()
 
 
 @dataclass(frozen=True)
@@ -204,6 +208,7 @@ class JobDefinition(Generic[P, R]):
         self.name = name
         self.queue = check_queue_name(queue)
         self.signature = inspect.signature(fn) if signature is None else signature
+        self.binder = Binder(self.signature)
         self.tenant_rule = check_tenant_rule(tenant, self.signature, name)
         self.max_attempts = check_int("max_attempts", max_attempts)
         self.lease_timeout = check_seconds("lease", lease)
@@ -224,7 +229,7 @@ class JobDefinition(Generic[P, R]):
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> Call:
         """A call to pass to ``App.enqueue_many``."""
-        return Call(self.name, args, kwargs, Options())
+        return Call(self.name, args, kwargs, NO_OPTIONS)
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> str:
         return self.app.enqueue_many([self.call(*args, **kwargs)])[0]
@@ -238,21 +243,18 @@ class JobDefinition(Generic[P, R]):
         ``job.options(delay=60)``, ``job.options(unique_key="sync:acme", unique_for=600)``."""
         return BoundOptions(self, Options(**options))
 
-    def check_arguments(
-        self, args: Sequence[Any], kwargs: dict[str, Any]
-    ) -> inspect.BoundArguments:
-        """Refuse at enqueue a call that could never run on a worker."""
+    def check_arguments(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Refuse at enqueue a call that could never run on a worker; else its arguments by
+        parameter name, defaults filled in."""
         try:
-            bound = self.signature.bind(*args, **kwargs)
+            return self.binder.bind(args, kwargs)
         except TypeError as exc:
             raise JobArgumentsError(f"arguments do not fit job {self.name!r}: {exc}") from None
-        bound.apply_defaults()
-        return bound
 
     def tenant_of(
-        self, args: Sequence[Any], kwargs: dict[str, Any], bound: inspect.BoundArguments
+        self, args: Sequence[Any], kwargs: dict[str, Any], bound: Mapping[str, Any]
     ) -> object:
-        """The tenant its rule finds in a call's arguments (``bound``: them, bound by
+        """The tenant its rule finds in a call's arguments (``bound``: them by name, from
         ``check_arguments``; a callable rule gets them as they were passed)."""
         rule = self.tenant_rule
         if rule is None:
@@ -266,10 +268,10 @@ class JobDefinition(Generic[P, R]):
                     f"{type(exc).__name__}: {exc}; pass arguments it can read the tenant from, "
                     "or the tenant itself (tenant=… when enqueueing)"
                 ) from exc
-        return bound.arguments.get(rule)
+        return bound.get(rule)
 
     def unique_key_of(
-        self, args: Sequence[Any], kwargs: dict[str, Any], bound: inspect.BoundArguments
+        self, args: Sequence[Any], kwargs: dict[str, Any], bound: Mapping[str, Any]
     ) -> object:
         """The declared unique key of a call (None: no rule, the arguments' digest)."""
         rule = self.unique_key
@@ -277,7 +279,7 @@ class JobDefinition(Generic[P, R]):
             return None
         what = "function" if callable(rule) else f"template {rule!r}"
         try:
-            key = rule(*args, **kwargs) if callable(rule) else rule.format_map(bound.arguments)
+            key = rule(*args, **kwargs) if callable(rule) else rule.format_map(bound)
         except Exception as exc:  # a template's {arg.attr} or {arg[i]} may fail as well
             raise ConfigError(
                 f"job {self.name!r}: its unique_key {what} raised {type(exc).__name__}: "
@@ -330,7 +332,9 @@ def call_by_name(
         raise JobArgumentsError(
             f"args must be a list or tuple of positional arguments, got {args!r}"
         )
-    return Call(name, tuple(args), dict(kwargs or {}), Options(**options))
+    return Call(
+        name, tuple(args), dict(kwargs or {}), Options(**options) if options else NO_OPTIONS
+    )
 
 
 # -- checks ---------------------------------------------------------------------------------

@@ -370,17 +370,17 @@ def encode_payload(
             raise JobArgumentsError(f"keyword argument names must be str, got {key!r}")
     _check_shapes(args, kwargs)
     try:
-        data = _dumps({"args": list(args), "kwargs": dict(kwargs)}).encode()
+        text = _dumps({"args": list(args), "kwargs": dict(kwargs)})
+        size = len(text.encode())
     except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
         _raise_for_bad_argument(args, kwargs)
         raise  # pragma: no cover - _raise_for_bad_argument always raises
-    size = len(data)
     if size > max_bytes:
         raise PayloadTooLarge(
             f"job arguments are {size} bytes of JSON, over the limit of {max_bytes} bytes; "
             "store large data elsewhere and pass a reference, or raise App(max_payload_bytes=…)"
         )
-    return data.decode()
+    return text
 
 
 def decode_payload(payload: str) -> tuple[list[Any], dict[str, Any]]:
@@ -388,8 +388,12 @@ def decode_payload(payload: str) -> tuple[list[Any], dict[str, Any]]:
     return list(data["args"]), dict(data["kwargs"])
 
 
+#: ``json.dumps(value, ensure_ascii=False, …)`` without building an encoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def _labelled(args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[tuple[str, Any]]:

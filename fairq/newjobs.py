@@ -9,7 +9,6 @@ queue, the tenant's shards, and the throttle rules that apply.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import uuid
 from collections.abc import Iterable, Sequence
@@ -94,7 +93,7 @@ def unique_of(
     call: Call,
     name: str,
     definition: JobDefinition[Any, Any] | None,
-    bound: inspect.BoundArguments | None,
+    bound: dict[str, Any] | None,
     payload: str,
 ) -> Unique | None:
     """The call's unique key (docs/unique.md): the key and window given when enqueueing,
@@ -180,7 +179,7 @@ def storing(app: App, jobs: list[NewJob], now: float) -> Steps[Wanted, EnqueueRe
         raise
     existing = result.existing
     went = list(zip(jobs, result.queues, strict=True))
-    stored = [pair for i, pair in enumerate(went) if i not in existing]
+    stored = [pair for i, pair in enumerate(went) if i not in existing] if existing else went
     hooks.after_enqueue([job for job, _ in stored], [queue for _, queue in stored], None)
     for job, queue in stored:
         if queue != job.queue:
@@ -230,7 +229,7 @@ def tenant_for(
     call: Call,
     spec: JobType,
     definition: JobDefinition[Any, Any] | None,
-    bound: inspect.BoundArguments | None,
+    bound: dict[str, Any] | None,
 ) -> tuple[str, bool]:
     """The job's tenant, and whether it is the fallback tenant. ``definition`` and
     ``bound`` (the call's arguments bound to it): the job as declared here, if it is."""

@@ -72,6 +72,43 @@ class JobSignature:
         )
 
 
+class Binder:
+    """Binds calls to a signature as ``Signature.bind`` and ``apply_defaults`` do, reading the
+    signature once: a function whose parameters are all named and taken by position or
+    keyword (most jobs) binds with a dict; any other signature, and any call that does not
+    fit, goes through ``Signature.bind`` itself, so the TypeError is always inspect's own."""
+
+    def __init__(self, signature: inspect.Signature) -> None:
+        self.signature = signature
+        params = signature.parameters.values()
+        #: Every parameter named and taken by position or keyword: the dict binds its calls.
+        self.plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+        self.names = tuple(signature.parameters)
+        self.defaults = {p.name: p.default for p in params if p.default is not p.empty}
+
+    def bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """Each parameter's value, in the signature's order, defaults filled in; TypeError
+        (inspect's) for a call that does not fit."""
+        names = self.names
+        if self.plain and len(args) <= len(names):
+            arguments = dict(zip(names, args, strict=False))  # names may be more
+            taken = 0
+            for name in names[len(args) :]:
+                if name in kwargs:
+                    arguments[name] = kwargs[name]
+                    taken += 1
+                elif name in self.defaults:
+                    arguments[name] = self.defaults[name]
+                else:
+                    break  # a required argument is missing: inspect names it
+            else:
+                if taken == len(kwargs):  # else one is unknown, or given twice
+                    return arguments
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return bound.arguments
+
+
 def positional_params(signature: inspect.Signature) -> tuple[str, ...]:
     """``JobType.params`` for a function: its positional parameter names, in order."""
     return tuple(p.name for p in signature.parameters.values() if p.kind in _POSITIONAL)
