@@ -522,8 +522,6 @@ class App(AsyncMethods):
 
     def cancel_many(self, ids: Sequence[str]) -> list[CancelOutcome]:
         """``cancel`` for each id, in one store call; the outcomes in the order given."""
-        if isinstance(ids, (str, bytes)):
-            raise ConfigError(f"ids must be a list of job ids, got {ids!r}; for one, use cancel")
         return list(self.timed_backend.cancel(params.cancel(self.clock(), ids)).outcomes)
 
     def stats(self, queue: str | None = None, tenant: str | None = None) -> list[TenantStats]:

@@ -6,7 +6,7 @@ fairq/asyncapi/app.py), so both refuse the same bad arguments with the same erro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
 from fairq.contract import (
@@ -98,7 +98,7 @@ def requeue(now: float, ids: Sequence[str]) -> RequeueParams:
 
 
 def cancel(now: float, ids: Sequence[str]) -> CancelParams:
-    if isinstance(ids, (str, bytes)):
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
         raise ConfigError(f"ids must be a list of job ids, got {ids!r}; for one, use cancel")
     return CancelParams(ids=[job_id(i) for i in ids], now=now)
 

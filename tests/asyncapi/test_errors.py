@@ -79,6 +79,8 @@ CASES: list[Case] = [
      lambda a: a.result("x", timeout=-1), lambda a: a.aresult("x", timeout=-1)),
     ("cancel of a str", ConfigError,
      lambda a: a.cancel_many("abc"), lambda a: a.acancel_many("abc")),
+    ("cancel of None", ConfigError,
+     lambda a: a.cancel_many(None), lambda a: a.acancel_many(None)),
     ("stats of a bad tenant", InvalidTenant,
      lambda a: a.stats(tenant=""), lambda a: a.astats(tenant="")),
 ]  # fmt: skip
