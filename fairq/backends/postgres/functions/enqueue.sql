@@ -48,58 +48,6 @@ CREATE FUNCTION {schema}.entered_finish(
         ELSE t.finish_tag END
 $$;
 
--- New jobs of tenants this transaction holds (p_tenant_ids[i] is job i's), stored and counted
--- in, in one statement: the rows, with the next seqs in the order given (an id in jobs raises
--- unique_violation), ready (since p_now) or scheduled; then each tenant's counts, start tag
--- (entered_start) and head: its old head or its best new ready job, whichever comes first in
--- (priority DESC, seq) order (read from the rows as inserted: this statement's snapshot does
--- not see them in jobs).
-CREATE FUNCTION {schema}.store_new(
-    p_tenant_ids bigint[], p_ids text[], p_names text[], p_queues text[], p_payloads text[],
-    p_priorities integer[], p_run_ats double precision[], p_max_attempts integer[],
-    p_lease_timeouts double precision[], p_costs double precision[], p_headers text[],
-    p_now double precision
-) RETURNS void LANGUAGE plpgsql AS $$  -- plpgsql: its plan is kept (an SQL function's is not)
-BEGIN
-    WITH stored AS (
-        INSERT INTO {schema}.jobs (
-            seq, id, tenant_id, queue, name, state, payload, priority, max_attempts,
-            lease_timeout, cost, enqueued_at, run_at, ready_at, headers)
-        SELECT nextval('{schema}.jobs_seq_seq'), u.id, u.tenant_id, u.queue, u.name,
-               CASE WHEN u.run_at <= p_now THEN 'ready' ELSE 'scheduled' END, u.payload,
-               u.priority, u.max_attempts, u.lease_timeout, u.cost, p_now, u.run_at,
-               CASE WHEN u.run_at <= p_now THEN p_now END, u.headers
-        FROM unnest(p_ids, p_tenant_ids, p_queues, p_names, p_payloads, p_priorities,
-                    p_max_attempts, p_lease_timeouts, p_costs, p_run_ats, p_headers)
-                 WITH ORDINALITY AS u(id, tenant_id, queue, name, payload, priority,
-                                      max_attempts, lease_timeout, cost, run_at, headers, ord)
-        ORDER BY u.ord  -- nextval is taken after the sort: seqs in the order given
-        RETURNING seq, tenant_id, priority, state
-    ), added AS (
-        SELECT s.tenant_id, count(*) FILTER (WHERE s.state = 'ready') AS ready,
-               count(*) FILTER (WHERE s.state = 'scheduled') AS scheduled,
-               (array_agg(s.seq ORDER BY s.priority DESC, s.seq)
-                   FILTER (WHERE s.state = 'ready'))[1] AS head,
-               max(s.priority) FILTER (WHERE s.state = 'ready') AS head_priority
-        FROM stored s
-        GROUP BY s.tenant_id
-    )
-    UPDATE {schema}.tenants t
-    SET ready = t.ready + a.ready, scheduled = t.scheduled + a.scheduled,
-        start_tag = {schema}.entered_start(t, a.ready, q.vclock, q.half_life, q.max_debt, p_now),
-        finish_tag = {schema}.entered_finish(t, a.ready, q.vclock, q.half_life, q.max_debt,
-                                            p_now),
-        head_seq = CASE
-            WHEN a.head IS NULL OR (h.priority, -h.seq) >= (a.head_priority, -a.head)
-            THEN t.head_seq ELSE a.head END
-    FROM added a
-    JOIN {schema}.tenants o ON o.id = a.tenant_id
-    JOIN {schema}.queues q ON q.name = o.queue
-    LEFT JOIN {schema}.jobs h ON h.seq = o.head_seq
-    WHERE t.id = a.tenant_id;
-END
-$$;
-
 -- Take inbox rows in. p_tenant_ids given: every row of those tenants (the caller holds them).
 -- NULL: the rows of the tenants among the first p_limit rows of each of p_queues that this
 -- transaction can take (made if new, all in one statement in key order, so two take-ins or
@@ -243,115 +191,168 @@ BEGIN
 END
 $$;
 
--- Every enqueue (see the top). Arguments: one array per field of the jobs, in order (p_keys:
--- sha256 of each tenant), the caller's now, the schema's seed (queue lock keys) and channel
--- salt, and p_inbox for an enqueue in the caller's transaction. Returns each job's queue.
--- When every tenant is free and there, five statements: the locks and the event's time, the
--- tenant rows, store_new, the id check, the wake-ups.
+-- Every enqueue (see the top). p_jobs: the jobs, in order, as a JSON array of objects (one
+-- text parameter for any batch: enqueueing.py's arguments; "key" is the hex sha256 of the
+-- tenant); the caller's now, the schema's seed (queue lock keys) and channel salt, and
+-- p_inbox for an enqueue in the caller's transaction. Returns each job's queue.
+-- When every tenant is free and there, five statements and no nested function call: the
+-- jobs read, the locks taken and the event's time; the tenant rows; the inbox look-up; the
+-- jobs stored and their tenants counted in (one statement); the id check with the wake-ups.
 CREATE FUNCTION {schema}.enqueue(
-    p_ids text[], p_names text[], p_queues text[], p_tenants text[], p_keys bytea[],
-    p_payloads text[], p_priorities integer[], p_run_ats double precision[],
-    p_max_attempts integer[], p_lease_timeouts double precision[], p_costs double precision[],
-    p_headers text[], p_now double precision, p_seed bigint, p_salt text, p_inbox boolean
+    p_jobs json, p_now double precision, p_seed bigint, p_salt text, p_inbox boolean
 ) RETURNS text[] LANGUAGE plpgsql
 -- see dequeue.sql for enable_seqscan. Generic plans: with custom ones each of its statements
 -- was planned again on every call (1.6 ms a call, against 0.7 ms; benchmarks/postgres_enqueue.py)
 SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
-    v_tenants bigint[];           -- per job: its tenant row if this call holds it, else NULL
-    v_waiting boolean;            -- the inbox holds jobs of these queues
-    v_direct integer[];           -- positions stored (NULL: all), and put in the inbox
-    v_boxed integer[] := ARRAY[]::integer[];
+    v_ids text[]; v_names text[]; v_queues text[]; v_tenants text[]; v_keys bytea[];
+    v_payloads text[]; v_priorities integer[]; v_run_ats double precision[];
+    v_max_attempts integer[]; v_lease_timeouts double precision[];
+    v_costs double precision[]; v_headers text[];
+    v_held bigint[];                          -- per job: its tenant row if held here, else NULL
+    v_boxed integer[] := ARRAY[]::integer[];  -- positions put in the inbox
     v_stored text[];
+    v_woken bigint;
 BEGIN
+    -- the queues' locks, shared, in key order, and the event's time once they are held
+    -- (none for an enqueue into the inbox)
+    SELECT j.ids, j.names, j.queues, j.tenants, j.keys, j.payloads, j.priorities, j.run_ats,
+           j.max_attempts, j.lease_timeouts, j.costs, j.headers,
+           CASE WHEN p_inbox THEN p_now ELSE (
+               SELECT {schema}.event_time(p_now)
+               FROM (SELECT count(*) FROM (
+                         SELECT pg_advisory_xact_lock_shared(s.k)
+                         FROM (SELECT DISTINCT hashtextextended(n, p_seed) AS k
+                               FROM unnest(j.queues) AS n) s
+                         ORDER BY s.k) l) locked) END
+    INTO v_ids, v_names, v_queues, v_tenants, v_keys, v_payloads, v_priorities, v_run_ats,
+         v_max_attempts, v_lease_timeouts, v_costs, v_headers, p_now
+    FROM (SELECT array_agg(u.id) AS ids, array_agg(u.name) AS names,
+                 array_agg(u.queue) AS queues, array_agg(u.tenant) AS tenants,
+                 array_agg(decode(u.key, 'hex')) AS keys, array_agg(u.payload) AS payloads,
+                 array_agg(u.priority) AS priorities, array_agg(u.run_at) AS run_ats,
+                 array_agg(u.max_attempts) AS max_attempts,
+                 array_agg(u.lease_timeout) AS lease_timeouts, array_agg(u.cost) AS costs,
+                 array_agg(u.headers) AS headers
+          FROM (SELECT * FROM ROWS FROM (json_to_recordset(p_jobs) AS (
+                    id text, name text, queue text, tenant text, key text, payload text,
+                    priority integer, run_at double precision, max_attempts integer,
+                    lease_timeout double precision, cost double precision, headers text))
+                    WITH ORDINALITY AS r(id, name, queue, tenant, key, payload, priority,
+                                         run_at, max_attempts, lease_timeout, cost, headers,
+                                         ord)
+                ORDER BY r.ord) u) j;
     IF p_inbox THEN
-        v_boxed := ARRAY(SELECT generate_subscripts(p_ids, 1));
+        v_boxed := ARRAY(SELECT generate_subscripts(v_ids, 1));
     ELSE
-        -- the queues' locks, shared, in key order; the event's time once they are held
-        SELECT {schema}.event_time(p_now) INTO p_now
-        FROM (SELECT count(*) FROM (
-                  SELECT pg_advisory_xact_lock_shared(s.k)
-                  FROM (SELECT DISTINCT hashtextextended(n, p_seed) AS k
-                        FROM unnest(p_queues) AS n) s
-                  ORDER BY s.k) l) locked;
-        v_tenants := {schema}.tenants_held(p_queues, p_tenants, p_keys);
-        IF array_position(v_tenants, NULL) IS NOT NULL THEN
+        -- each job's tenant row, held by this call (FOR UPDATE SKIP LOCKED: a row another
+        -- transaction holds is never waited for), or NULL: held by another, or not there
+        SELECT array_agg(h.id ORDER BY u.ord) INTO v_held
+        FROM unnest(v_queues, v_tenants, v_keys) WITH ORDINALITY AS u(queue, tenant, key, ord)
+        LEFT JOIN LATERAL (
+            SELECT t.id FROM {schema}.tenants t
+            WHERE t.queue = u.queue AND t.tenant_key = u.key AND t.tenant = u.tenant
+            FOR UPDATE SKIP LOCKED) h ON true;
+        IF array_position(v_held, NULL) IS NOT NULL THEN
             -- a tenant or queue not there yet, or held by another: make what is missing (a
             -- row a prune deleted meanwhile is made again), and take what is free
             INSERT INTO {schema}.queues (name)  -- only those not seen: see hold_tenants
-            SELECT DISTINCT n FROM unnest(p_queues) AS n
+            SELECT DISTINCT n FROM unnest(v_queues) AS n
             WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = n)
             ORDER BY 1
             ON CONFLICT (name) DO NOTHING;
-            v_tenants := {schema}.hold_tenants(p_queues, p_tenants, p_keys);
-            v_direct := ARRAY(SELECT o.ord::integer
-                              FROM unnest(v_tenants) WITH ORDINALITY AS o(tenant_id, ord)
-                              WHERE o.tenant_id IS NOT NULL ORDER BY o.ord);
+            v_held := {schema}.hold_tenants(v_queues, v_tenants, v_keys);
             v_boxed := ARRAY(SELECT o.ord::integer
-                             FROM unnest(v_tenants) WITH ORDINALITY AS o(tenant_id, ord)
+                             FROM unnest(v_held) WITH ORDINALITY AS o(tenant_id, ord)
                              WHERE o.tenant_id IS NULL ORDER BY o.ord);
         END IF;
-        -- what waited in the inbox for these tenants came first
-        IF EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = ANY(p_queues))
-           AND array_position(v_tenants, NULL) IS DISTINCT FROM 1 THEN
+        -- what waited in the inbox for the tenants held came first (a statement of its own:
+        -- it sees the rows committed until the tenants were held)
+        IF EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = ANY(v_queues))
+           AND cardinality(v_boxed) < cardinality(v_ids) THEN
             PERFORM {schema}.take_in(
-                p_queues, array_remove(ARRAY(SELECT DISTINCT unnest(v_tenants)), NULL), p_now,
+                v_queues, array_remove(ARRAY(SELECT DISTINCT unnest(v_held)), NULL), p_now,
                 NULL);
         END IF;
-        IF v_direct IS NULL THEN  -- every tenant held: the arrays as given
-            PERFORM {schema}.store_new(
-                v_tenants, p_ids, p_names, p_queues, p_payloads, p_priorities, p_run_ats,
-                p_max_attempts, p_lease_timeouts, p_costs, p_headers, p_now);
-        ELSIF cardinality(v_direct) > 0 THEN
-            PERFORM {schema}.store_new(
-                ARRAY(SELECT v_tenants[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_ids[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_names[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_queues[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_payloads[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_priorities[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_run_ats[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_max_attempts[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_lease_timeouts[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_costs[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_headers[i] FROM unnest(v_direct) AS i),
-                p_now);
+        -- the jobs of the tenants held, stored and counted in, in one statement: the rows,
+        -- with the next seqs in the order given (an id in jobs raises unique_violation),
+        -- ready (since p_now) or scheduled; then each tenant's counts, start tag
+        -- (entered_start) and head: its old head or its best new ready job, whichever comes
+        -- first in (priority DESC, seq) order (read from the rows as inserted: this
+        -- statement's snapshot does not see them in jobs)
+        IF cardinality(v_boxed) < cardinality(v_ids) THEN
+            WITH stored AS (
+                INSERT INTO {schema}.jobs (
+                    seq, id, tenant_id, queue, name, state, payload, priority, max_attempts,
+                    lease_timeout, cost, enqueued_at, run_at, ready_at, headers)
+                SELECT nextval('{schema}.jobs_seq_seq'), u.id, v_held[u.ord], u.queue, u.name,
+                       CASE WHEN u.run_at <= p_now THEN 'ready' ELSE 'scheduled' END,
+                       u.payload, u.priority, u.max_attempts, u.lease_timeout, u.cost, p_now,
+                       u.run_at, CASE WHEN u.run_at <= p_now THEN p_now END, u.headers
+                FROM unnest(v_ids, v_queues, v_names, v_payloads, v_priorities,
+                            v_max_attempts, v_lease_timeouts, v_costs, v_run_ats, v_headers)
+                         WITH ORDINALITY AS u(id, queue, name, payload, priority, max_attempts,
+                                              lease_timeout, cost, run_at, headers, ord)
+                WHERE v_held[u.ord] IS NOT NULL
+                ORDER BY u.ord  -- nextval is taken after the sort: seqs in the order given
+                RETURNING seq, tenant_id, priority, state
+            ), added AS (
+                SELECT s.tenant_id, count(*) FILTER (WHERE s.state = 'ready') AS ready,
+                       count(*) FILTER (WHERE s.state = 'scheduled') AS scheduled,
+                       (array_agg(s.seq ORDER BY s.priority DESC, s.seq)
+                           FILTER (WHERE s.state = 'ready'))[1] AS head,
+                       max(s.priority) FILTER (WHERE s.state = 'ready') AS head_priority
+                FROM stored s
+                GROUP BY s.tenant_id
+            )
+            UPDATE {schema}.tenants t
+            SET ready = t.ready + a.ready, scheduled = t.scheduled + a.scheduled,
+                start_tag = {schema}.entered_start(t, a.ready, q.vclock, q.half_life,
+                                                   q.max_debt, p_now),
+                finish_tag = {schema}.entered_finish(t, a.ready, q.vclock, q.half_life,
+                                                     q.max_debt, p_now),
+                head_seq = CASE
+                    WHEN a.head IS NULL OR (SELECT (h.priority, -h.seq) >= (a.head_priority,
+                                                                           -a.head)
+                                            FROM {schema}.jobs h WHERE h.seq = t.head_seq)
+                    THEN t.head_seq ELSE a.head END
+            FROM added a, {schema}.queues q
+            WHERE t.id = a.tenant_id AND q.name = t.queue;
         END IF;
     END IF;
     IF cardinality(v_boxed) > 0 THEN
         INSERT INTO {schema}.inbox (
             id, queue, tenant, tenant_key, name, payload, priority, max_attempts,
             lease_timeout, cost, enqueued_at, run_at, headers)
-        SELECT p_ids[i], p_queues[i], p_tenants[i], p_keys[i], p_names[i], p_payloads[i],
-               p_priorities[i], p_max_attempts[i], p_lease_timeouts[i], p_costs[i], p_now,
-               p_run_ats[i], p_headers[i]
+        SELECT v_ids[i], v_queues[i], v_tenants[i], v_keys[i], v_names[i], v_payloads[i],
+               v_priorities[i], v_max_attempts[i], v_lease_timeouts[i], v_costs[i], p_now,
+               v_run_ats[i], v_headers[i]
         FROM unnest(v_boxed) AS i
         ORDER BY i;
     END IF;
-    -- ids stored elsewhere (see the top): a stored job's id in succeeded_jobs or the inbox, an
-    -- inbox row's in jobs or succeeded_jobs
-    SELECT array_agg(format('%s (%s)', d.id, d.place) ORDER BY d.id) INTO v_stored FROM (
-        SELECT s.id, 'succeeded' AS place FROM {schema}.succeeded_jobs s
-        WHERE s.id = ANY(p_ids)
-        UNION ALL
-        SELECT x.id, 'waiting to be taken in' FROM {schema}.inbox x
-        WHERE x.id = ANY(p_ids) AND cardinality(v_boxed) = 0
-        UNION ALL
-        SELECT j.id, 'queued, running or dead' FROM {schema}.jobs j
-        WHERE j.id = ANY(ARRAY(SELECT p_ids[i] FROM unnest(v_boxed) AS i))
-        UNION ALL
-        SELECT x.id, 'waiting to be taken in' FROM {schema}.inbox x
-        WHERE x.id = ANY(ARRAY(SELECT p_ids[i] FROM unnest(v_direct) AS i))) d;
+    -- ids stored elsewhere (see the top): any id in succeeded_jobs, a stored job's in the
+    -- inbox, an inbox row's in jobs; and the queues' workers woken when this commits (a ready
+    -- job, or one to take in), in the same statement (nothing is sent if the check raises)
+    SELECT (SELECT array_agg(format('%s (%s)', d.id, d.place) ORDER BY d.id) FROM (
+                SELECT s.id, 'succeeded' AS place FROM {schema}.succeeded_jobs s
+                WHERE s.id = ANY(v_ids)
+                UNION ALL
+                SELECT x.id, 'waiting to be taken in' FROM {schema}.inbox x
+                WHERE x.id = ANY(ARRAY(SELECT v_ids[o.i] FROM generate_subscripts(v_ids, 1) o(i)
+                                       WHERE o.i <> ALL(v_boxed)))
+                UNION ALL
+                SELECT j.id, 'queued, running or dead' FROM {schema}.jobs j
+                WHERE j.id = ANY(ARRAY(SELECT v_ids[i] FROM unnest(v_boxed) AS i))) d),
+           (SELECT count(pg_notify('fairq_' || substr(md5(p_salt || w.queue), 1, 24), ''))
+            FROM (SELECT DISTINCT v_queues[i] AS queue
+                  FROM generate_subscripts(v_ids, 1) AS i
+                  WHERE v_run_ats[i] <= p_now OR i = ANY(v_boxed)) w)
+    INTO v_stored, v_woken;
     IF v_stored IS NOT NULL THEN
         RAISE unique_violation USING
             MESSAGE = 'fairq: a job id is already stored',
             DETAIL = array_to_string(v_stored, ', ');
     END IF;
-    -- wake the queues' workers when this commits: a ready job, or one to take in
-    PERFORM pg_notify('fairq_' || substr(md5(p_salt || w.queue), 1, 24), '')
-    FROM (SELECT DISTINCT p_queues[i] AS queue
-          FROM generate_subscripts(p_ids, 1) AS i
-          WHERE p_run_ats[i] <= p_now OR i = ANY(v_boxed)) w;
-    RETURN p_queues;
+    RETURN v_queues;
 END
 $$;
