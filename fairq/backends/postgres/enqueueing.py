@@ -110,17 +110,17 @@ class Enqueue:
 def arguments(
     jobs: Sequence[NewJob], now: float, *, schema: str, inbox: bool = False
 ) -> dict[str, Any]:
-    """The statement's arguments: the jobs as one JSON array of objects, in order (one text
-    to send, whatever the batch: twelve typed arrays cost the client more than the server's
-    work), each tenant's key in hex. ``inbox``: put every job in the inbox (an enqueue inside
-    the caller's transaction, which takes no lock)."""
+    """The statement's arguments: the jobs as one JSON array of objects with the inbox's
+    columns, in order (one text to send, whatever the batch: twelve typed arrays cost the
+    client more than the server's work), each tenant's key as bytea text. ``inbox``: put every
+    job in the inbox (an enqueue inside the caller's transaction, which takes no lock)."""
     rows = [
         {
             "id": job.id,
             "name": job.name,
             "queue": job.queue,
             "tenant": job.tenant,
-            "key": tenant_key(job.tenant).hex(),
+            "tenant_key": "\\x" + tenant_key(job.tenant).hex(),
             "payload": job.payload,
             "priority": job.priority,
             "run_at": float(job.run_at),

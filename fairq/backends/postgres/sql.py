@@ -28,7 +28,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
 FUNCTIONS_RELEASE = 9
-FUNCTIONS_DIGEST = "ab0df1cbfafaf598eb9491c180c0306c3ce196d0c6b2b3351b49297f2f4db8a7"
+FUNCTIONS_DIGEST = "df6f52ac972ad3cde9fd5a33f0caf97075ce69e8ffb4782245e9c9ee06f62a23"
 
 
 @dataclass(frozen=True)

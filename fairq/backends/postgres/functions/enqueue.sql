@@ -55,7 +55,7 @@ $$;
 -- transaction holds them, which then takes them in itself, or the next one does). The rows
 -- come in oldest first, keeping their seqs and enqueue times, ready since max(enqueued,
 -- run_at) if run_at <= p_now; a row whose id was stored meanwhile is dropped, with a warning.
--- Then each tenant is counted as store_new does (its head read again from jobs). Returns how
+-- Then each tenant is counted as enqueue() does (its head read again from jobs). Returns how
 -- many came in.
 CREATE FUNCTION {schema}.take_in(
     p_queues text[], p_tenant_ids bigint[], p_now double precision, p_limit integer
@@ -191,13 +191,14 @@ BEGIN
 END
 $$;
 
--- Every enqueue (see the top). p_jobs: the jobs, in order, as a JSON array of objects (one
--- text parameter for any batch: enqueueing.py's arguments; "key" is the hex sha256 of the
--- tenant); the caller's now, the schema's seed (queue lock keys) and channel salt, and
--- p_inbox for an enqueue in the caller's transaction. Returns each job's queue.
--- When every tenant is free and there, five statements and no nested function call: the
--- jobs read, the locks taken and the event's time; the tenant rows; the inbox look-up; the
--- jobs stored and their tenants counted in (one statement); the id check with the wake-ups.
+-- Every enqueue (see the top). p_jobs: the jobs, in order, as a JSON array of objects with the
+-- inbox's columns (one text parameter for any batch: enqueueing.py's arguments), read once
+-- into an array of inbox rows with their seqs drawn; the caller's now, the schema's seed
+-- (queue lock keys) and channel salt, and p_inbox for an enqueue in the caller's transaction.
+-- Returns each job's queue. When every tenant is free and there, six statements of small
+-- plans (their start-up is most of an enqueue's cost) and no nested function call: the jobs
+-- read, the locks taken and the event's time; the tenant rows; the inbox look-up; the jobs
+-- stored with their tenants counted in; the id check; the wake-ups.
 CREATE FUNCTION {schema}.enqueue(
     p_jobs json, p_now double precision, p_seed bigint, p_salt text, p_inbox boolean
 ) RETURNS text[] LANGUAGE plpgsql
@@ -205,53 +206,46 @@ CREATE FUNCTION {schema}.enqueue(
 -- was planned again on every call (1.6 ms a call, against 0.7 ms; benchmarks/postgres_enqueue.py)
 SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
-    v_ids text[]; v_names text[]; v_queues text[]; v_tenants text[]; v_keys bytea[];
-    v_payloads text[]; v_priorities integer[]; v_run_ats double precision[];
-    v_max_attempts integer[]; v_lease_timeouts double precision[];
-    v_costs double precision[]; v_headers text[];
+    v_jobs {schema}.inbox[];                  -- the jobs, in order, seqs drawn in that order
+    v_ids text[];
+    v_queues text[];
     v_held bigint[];                          -- per job: its tenant row if held here, else NULL
     v_boxed integer[] := ARRAY[]::integer[];  -- positions put in the inbox
+    v_direct_ids text[];                      -- ids stored in jobs, and put in the inbox
+    v_boxed_ids text[] := ARRAY[]::text[];
     v_stored text[];
-    v_woken bigint;
 BEGIN
     -- the queues' locks, shared, in key order, and the event's time once they are held
     -- (none for an enqueue into the inbox)
-    SELECT j.ids, j.names, j.queues, j.tenants, j.keys, j.payloads, j.priorities, j.run_ats,
-           j.max_attempts, j.lease_timeouts, j.costs, j.headers,
-           CASE WHEN p_inbox THEN p_now ELSE (
+    SELECT a.jobs, a.ids, a.queues, CASE WHEN p_inbox THEN p_now ELSE (
                SELECT {schema}.event_time(p_now)
                FROM (SELECT count(*) FROM (
                          SELECT pg_advisory_xact_lock_shared(s.k)
-                         FROM (SELECT DISTINCT hashtextextended(n, p_seed) AS k
-                               FROM unnest(j.queues) AS n) s
+                         FROM (SELECT DISTINCT hashtextextended(j.queue, p_seed) AS k
+                               FROM unnest(a.queues) AS j(queue)) s
                          ORDER BY s.k) l) locked) END
-    INTO v_ids, v_names, v_queues, v_tenants, v_keys, v_payloads, v_priorities, v_run_ats,
-         v_max_attempts, v_lease_timeouts, v_costs, v_headers, p_now
-    FROM (SELECT array_agg(u.id) AS ids, array_agg(u.name) AS names,
-                 array_agg(u.queue) AS queues, array_agg(u.tenant) AS tenants,
-                 array_agg(decode(u.key, 'hex')) AS keys, array_agg(u.payload) AS payloads,
-                 array_agg(u.priority) AS priorities, array_agg(u.run_at) AS run_ats,
-                 array_agg(u.max_attempts) AS max_attempts,
-                 array_agg(u.lease_timeout) AS lease_timeouts, array_agg(u.cost) AS costs,
-                 array_agg(u.headers) AS headers
-          FROM (SELECT * FROM ROWS FROM (json_to_recordset(p_jobs) AS (
-                    id text, name text, queue text, tenant text, key text, payload text,
-                    priority integer, run_at double precision, max_attempts integer,
-                    lease_timeout double precision, cost double precision, headers text))
-                    WITH ORDINALITY AS r(id, name, queue, tenant, key, payload, priority,
-                                         run_at, max_attempts, lease_timeout, cost, headers,
-                                         ord)
-                ORDER BY r.ord) u) j;
+    INTO v_jobs, v_ids, v_queues, p_now
+    FROM (SELECT array_agg(ROW(nextval('{schema}.jobs_seq_seq'), j.id, j.queue, j.tenant,
+                               j.name, j.payload, j.priority, j.max_attempts, j.lease_timeout,
+                               j.cost, NULL, j.run_at, j.headers, j.tenant_key)::{schema}.inbox)
+                     AS jobs,
+                 array_agg(j.id) AS ids, array_agg(j.queue) AS queues
+          -- the rows come in the array's order (no sort: a function scan read by one
+          -- aggregate), and so do their seqs
+          FROM json_populate_recordset(NULL::{schema}.inbox, p_jobs) AS j) a;
+    v_direct_ids := v_ids;
     IF p_inbox THEN
         v_boxed := ARRAY(SELECT generate_subscripts(v_ids, 1));
+        v_boxed_ids := v_ids;
+        v_direct_ids := ARRAY[]::text[];
     ELSE
         -- each job's tenant row, held by this call (FOR UPDATE SKIP LOCKED: a row another
         -- transaction holds is never waited for), or NULL: held by another, or not there
-        SELECT array_agg(h.id ORDER BY u.ord) INTO v_held
-        FROM unnest(v_queues, v_tenants, v_keys) WITH ORDINALITY AS u(queue, tenant, key, ord)
+        SELECT array_agg(h.id ORDER BY u.ordinality) INTO v_held
+        FROM unnest(v_jobs) WITH ORDINALITY AS u
         LEFT JOIN LATERAL (
             SELECT t.id FROM {schema}.tenants t
-            WHERE t.queue = u.queue AND t.tenant_key = u.key AND t.tenant = u.tenant
+            WHERE t.queue = u.queue AND t.tenant_key = u.tenant_key AND t.tenant = u.tenant
             FOR UPDATE SKIP LOCKED) h ON true;
         IF array_position(v_held, NULL) IS NOT NULL THEN
             -- a tenant or queue not there yet, or held by another: make what is missing (a
@@ -261,10 +255,14 @@ BEGIN
             WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = n)
             ORDER BY 1
             ON CONFLICT (name) DO NOTHING;
-            v_held := {schema}.hold_tenants(v_queues, v_tenants, v_keys);
+            v_held := {schema}.hold_tenants(v_queues, ARRAY(SELECT (unnest(v_jobs)).tenant),
+                                            ARRAY(SELECT (unnest(v_jobs)).tenant_key));
             v_boxed := ARRAY(SELECT o.ord::integer
                              FROM unnest(v_held) WITH ORDINALITY AS o(tenant_id, ord)
                              WHERE o.tenant_id IS NULL ORDER BY o.ord);
+            v_boxed_ids := ARRAY(SELECT v_ids[i] FROM unnest(v_boxed) AS i);
+            v_direct_ids := ARRAY(SELECT v_ids[o.i] FROM generate_subscripts(v_ids, 1) AS o(i)
+                                  WHERE v_held[o.i] IS NOT NULL);
         END IF;
         -- what waited in the inbox for the tenants held came first (a statement of its own:
         -- it sees the rows committed until the tenants were held)
@@ -274,85 +272,75 @@ BEGIN
                 v_queues, array_remove(ARRAY(SELECT DISTINCT unnest(v_held)), NULL), p_now,
                 NULL);
         END IF;
-        -- the jobs of the tenants held, stored and counted in, in one statement: the rows,
-        -- with the next seqs in the order given (an id in jobs raises unique_violation),
-        -- ready (since p_now) or scheduled; then each tenant's counts, start tag
-        -- (entered_start) and head: its old head or its best new ready job, whichever comes
-        -- first in (priority DESC, seq) order (read from the rows as inserted: this
-        -- statement's snapshot does not see them in jobs)
+        -- the jobs of the tenants held, stored (an id in jobs raises unique_violation), ready
+        -- (since p_now) or scheduled, and each tenant's counts, start tag (entered_start) and
+        -- head counted in, in one statement: its old head or its best new ready job,
+        -- whichever comes first in (priority DESC, seq) order
         IF cardinality(v_boxed) < cardinality(v_ids) THEN
             WITH stored AS (
                 INSERT INTO {schema}.jobs (
                     seq, id, tenant_id, queue, name, state, payload, priority, max_attempts,
                     lease_timeout, cost, enqueued_at, run_at, ready_at, headers)
-                SELECT nextval('{schema}.jobs_seq_seq'), u.id, v_held[u.ord], u.queue, u.name,
+                SELECT u.seq, u.id, v_held[u.ordinality], u.queue, u.name,
                        CASE WHEN u.run_at <= p_now THEN 'ready' ELSE 'scheduled' END,
                        u.payload, u.priority, u.max_attempts, u.lease_timeout, u.cost, p_now,
                        u.run_at, CASE WHEN u.run_at <= p_now THEN p_now END, u.headers
-                FROM unnest(v_ids, v_queues, v_names, v_payloads, v_priorities,
-                            v_max_attempts, v_lease_timeouts, v_costs, v_run_ats, v_headers)
-                         WITH ORDINALITY AS u(id, queue, name, payload, priority, max_attempts,
-                                              lease_timeout, cost, run_at, headers, ord)
-                WHERE v_held[u.ord] IS NOT NULL
-                ORDER BY u.ord  -- nextval is taken after the sort: seqs in the order given
-                RETURNING seq, tenant_id, priority, state
-            ), added AS (
-                SELECT s.tenant_id, count(*) FILTER (WHERE s.state = 'ready') AS ready,
-                       count(*) FILTER (WHERE s.state = 'scheduled') AS scheduled,
-                       (array_agg(s.seq ORDER BY s.priority DESC, s.seq)
-                           FILTER (WHERE s.state = 'ready'))[1] AS head,
-                       max(s.priority) FILTER (WHERE s.state = 'ready') AS head_priority
-                FROM stored s
-                GROUP BY s.tenant_id
-            )
+                FROM unnest(v_jobs) WITH ORDINALITY AS u
+                WHERE v_held[u.ordinality] IS NOT NULL)
             UPDATE {schema}.tenants t
-            SET ready = t.ready + a.ready, scheduled = t.scheduled + a.scheduled,
+            SET ready = t.ready + a.ready, scheduled = t.scheduled + a.added - a.ready,
                 start_tag = {schema}.entered_start(t, a.ready, q.vclock, q.half_life,
                                                    q.max_debt, p_now),
                 finish_tag = {schema}.entered_finish(t, a.ready, q.vclock, q.half_life,
                                                      q.max_debt, p_now),
                 head_seq = CASE
-                    WHEN a.head IS NULL OR (SELECT (h.priority, -h.seq) >= (a.head_priority,
-                                                                           -a.head)
+                    WHEN a.head IS NULL OR (SELECT ARRAY[-h.priority::bigint, h.seq] <= a.head
                                             FROM {schema}.jobs h WHERE h.seq = t.head_seq)
-                    THEN t.head_seq ELSE a.head END
-            FROM added a, {schema}.queues q
+                    THEN t.head_seq ELSE a.head[2] END
+            FROM (SELECT v_held[u.ordinality] AS tenant_id, count(*) AS added,
+                         count(*) FILTER (WHERE u.run_at <= p_now) AS ready,
+                         -- (-priority, seq) of the best new ready job
+                         min(ARRAY[-u.priority::bigint, u.seq])
+                             FILTER (WHERE u.run_at <= p_now) AS head
+                  FROM unnest(v_jobs) WITH ORDINALITY AS u
+                  WHERE v_held[u.ordinality] IS NOT NULL
+                  GROUP BY 1) a, {schema}.queues q
             WHERE t.id = a.tenant_id AND q.name = t.queue;
         END IF;
     END IF;
     IF cardinality(v_boxed) > 0 THEN
         INSERT INTO {schema}.inbox (
-            id, queue, tenant, tenant_key, name, payload, priority, max_attempts,
+            seq, id, queue, tenant, tenant_key, name, payload, priority, max_attempts,
             lease_timeout, cost, enqueued_at, run_at, headers)
-        SELECT v_ids[i], v_queues[i], v_tenants[i], v_keys[i], v_names[i], v_payloads[i],
-               v_priorities[i], v_max_attempts[i], v_lease_timeouts[i], v_costs[i], p_now,
-               v_run_ats[i], v_headers[i]
+        SELECT v_jobs[i].seq, v_jobs[i].id, v_jobs[i].queue, v_jobs[i].tenant,
+               v_jobs[i].tenant_key, v_jobs[i].name, v_jobs[i].payload, v_jobs[i].priority,
+               v_jobs[i].max_attempts, v_jobs[i].lease_timeout, v_jobs[i].cost, p_now,
+               v_jobs[i].run_at, v_jobs[i].headers
         FROM unnest(v_boxed) AS i
         ORDER BY i;
     END IF;
     -- ids stored elsewhere (see the top): any id in succeeded_jobs, a stored job's in the
-    -- inbox, an inbox row's in jobs; and the queues' workers woken when this commits (a ready
-    -- job, or one to take in), in the same statement (nothing is sent if the check raises)
-    SELECT (SELECT array_agg(format('%s (%s)', d.id, d.place) ORDER BY d.id) FROM (
-                SELECT s.id, 'succeeded' AS place FROM {schema}.succeeded_jobs s
-                WHERE s.id = ANY(v_ids)
-                UNION ALL
-                SELECT x.id, 'waiting to be taken in' FROM {schema}.inbox x
-                WHERE x.id = ANY(ARRAY(SELECT v_ids[o.i] FROM generate_subscripts(v_ids, 1) o(i)
-                                       WHERE o.i <> ALL(v_boxed)))
-                UNION ALL
-                SELECT j.id, 'queued, running or dead' FROM {schema}.jobs j
-                WHERE j.id = ANY(ARRAY(SELECT v_ids[i] FROM unnest(v_boxed) AS i))) d),
-           (SELECT count(pg_notify('fairq_' || substr(md5(p_salt || w.queue), 1, 24), ''))
-            FROM (SELECT DISTINCT v_queues[i] AS queue
-                  FROM generate_subscripts(v_ids, 1) AS i
-                  WHERE v_run_ats[i] <= p_now OR i = ANY(v_boxed)) w)
-    INTO v_stored, v_woken;
-    IF v_stored IS NOT NULL THEN
+    -- inbox, an inbox row's in jobs (looked for first, then listed)
+    IF EXISTS (SELECT 1 FROM {schema}.succeeded_jobs s WHERE s.id = ANY(v_ids))
+       OR EXISTS (SELECT 1 FROM {schema}.inbox x WHERE x.id = ANY(v_direct_ids))
+       OR EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.id = ANY(v_boxed_ids)) THEN
+        SELECT array_agg(format('%s (%s)', d.id, d.place) ORDER BY d.id) INTO v_stored FROM (
+            SELECT s.id, 'succeeded' AS place FROM {schema}.succeeded_jobs s
+            WHERE s.id = ANY(v_ids)
+            UNION ALL
+            SELECT x.id, 'waiting to be taken in' FROM {schema}.inbox x
+            WHERE x.id = ANY(v_direct_ids)
+            UNION ALL
+            SELECT j.id, 'queued, running or dead' FROM {schema}.jobs j
+            WHERE j.id = ANY(v_boxed_ids)) d;
         RAISE unique_violation USING
             MESSAGE = 'fairq: a job id is already stored',
             DETAIL = array_to_string(v_stored, ', ');
     END IF;
+    -- wake the queues' workers when this commits: a ready job, or one to take in
+    PERFORM pg_notify('fairq_' || substr(md5(p_salt || w.queue), 1, 24), '')
+    FROM (SELECT DISTINCT u.queue FROM unnest(v_jobs) WITH ORDINALITY AS u
+          WHERE u.run_at <= p_now OR u.ordinality = ANY(v_boxed)) w;
     RETURN v_queues;
 END
 $$;
