@@ -28,7 +28,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
 FUNCTIONS_RELEASE = 9
-FUNCTIONS_DIGEST = "df6f52ac972ad3cde9fd5a33f0caf97075ce69e8ffb4782245e9c9ee06f62a23"
+FUNCTIONS_DIGEST = "13e8223e14b02e4b4c20ac5849c9f43b908f85f58c79e0e141447cef81706f5e"
 
 
 @dataclass(frozen=True)

@@ -20,32 +20,42 @@
 --
 -- The unique-job check, and other checks at enqueue, belong in enqueue(), before the inserts.
 
--- The start tag of a tenant that gets p_added ready jobs (fairq.policy.tenant.refresh): none
--- when it is not eligible then; kept when it had one; else max(F, V), or with a half-life
--- (a tenant with no start tag that becomes eligible had no ready job: it is returning)
--- max(F, V + min(decayed usage, max_debt)), which then becomes its F as well (entered_finish).
--- SQL functions of one expression, so the planner inlines them.
+-- The start tag of a tenant that has p_ready ready jobs once the new ones are counted in
+-- (fairq.policy.tenant.refresh): none when it is not eligible then; kept when it had one; else
+-- max(F, V), or with a half-life (a tenant with no start tag that becomes eligible had no
+-- ready job: it is returning) max(F, V + min(decayed usage, max_debt)), which then becomes its
+-- F as well (entered_finish). SQL functions of one expression, so the planner inlines them;
+-- the tenant's columns one by one (a whole row as argument was built for every use of it:
+-- a quarter of an enqueue's cost).
 CREATE FUNCTION {schema}.entered_start(
-    t {schema}.tenants, p_added bigint, p_vclock double precision,
-    p_half_life double precision, p_max_debt double precision, p_now double precision
+    p_ready bigint, p_max_running integer, p_running bigint, p_weight double precision,
+    p_limited_until double precision, p_start_tag double precision,
+    p_finish_tag double precision, p_usage double precision, p_usage_at double precision,
+    p_vclock double precision, p_half_life double precision, p_max_debt double precision,
+    p_now double precision
 ) RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE
-        WHEN NOT (t.ready + p_added > 0 AND (t.max_running IS NULL OR t.running < t.max_running)
-                  AND t.weight > 0 AND t.limited_until IS NULL) THEN NULL
-        WHEN t.start_tag IS NOT NULL THEN t.start_tag
-        WHEN p_half_life IS NOT NULL THEN GREATEST(t.finish_tag, p_vclock + LEAST(
-            {schema}.decayed(t.usage, t.usage_at, p_now, p_half_life), p_max_debt))
-        ELSE GREATEST(t.finish_tag, p_vclock) END
+        WHEN NOT (p_ready > 0 AND (p_max_running IS NULL OR p_running < p_max_running)
+                  AND p_weight > 0 AND p_limited_until IS NULL) THEN NULL
+        WHEN p_start_tag IS NOT NULL THEN p_start_tag
+        WHEN p_half_life IS NOT NULL THEN GREATEST(p_finish_tag, p_vclock + LEAST(
+            {schema}.decayed(p_usage, p_usage_at, p_now, p_half_life), p_max_debt))
+        ELSE GREATEST(p_finish_tag, p_vclock) END
 $$;
 
 CREATE FUNCTION {schema}.entered_finish(
-    t {schema}.tenants, p_added bigint, p_vclock double precision,
-    p_half_life double precision, p_max_debt double precision, p_now double precision
+    p_ready bigint, p_max_running integer, p_running bigint, p_weight double precision,
+    p_limited_until double precision, p_start_tag double precision,
+    p_finish_tag double precision, p_usage double precision, p_usage_at double precision,
+    p_vclock double precision, p_half_life double precision, p_max_debt double precision,
+    p_now double precision
 ) RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN t.start_tag IS NULL AND p_half_life IS NOT NULL
-        THEN coalesce({schema}.entered_start(t, p_added, p_vclock, p_half_life, p_max_debt,
-                                             p_now), t.finish_tag)
-        ELSE t.finish_tag END
+    SELECT CASE WHEN p_start_tag IS NULL AND p_half_life IS NOT NULL
+        THEN coalesce({schema}.entered_start(
+            p_ready, p_max_running, p_running, p_weight, p_limited_until, p_start_tag,
+            p_finish_tag, p_usage, p_usage_at, p_vclock, p_half_life, p_max_debt, p_now),
+            p_finish_tag)
+        ELSE p_finish_tag END
 $$;
 
 -- Take inbox rows in. p_tenant_ids given: every row of those tenants (the caller holds them).
@@ -128,9 +138,12 @@ BEGIN
     INTO v_gone, v_dropped FROM gone;
     UPDATE {schema}.tenants t
     SET ready = t.ready + a.ready, scheduled = t.scheduled + a.scheduled,
-        start_tag = {schema}.entered_start(t, a.ready, q.vclock, q.half_life, q.max_debt, p_now),
-        finish_tag = {schema}.entered_finish(t, a.ready, q.vclock, q.half_life, q.max_debt,
-                                            p_now),
+        start_tag = {schema}.entered_start(
+            t.ready + a.ready, t.max_running, t.running, t.weight, t.limited_until, t.start_tag,
+            t.finish_tag, t.usage, t.usage_at, q.vclock, q.half_life, q.max_debt, p_now),
+        finish_tag = {schema}.entered_finish(
+            t.ready + a.ready, t.max_running, t.running, t.weight, t.limited_until, t.start_tag,
+            t.finish_tag, t.usage, t.usage_at, q.vclock, q.half_life, q.max_debt, p_now),
         head_seq = (SELECT j.seq FROM {schema}.jobs j
                     WHERE j.tenant_id = t.id AND j.state = 'ready'
                     ORDER BY j.priority DESC, j.seq
@@ -209,27 +222,31 @@ DECLARE
     v_jobs {schema}.inbox[];                  -- the jobs, in order, seqs drawn in that order
     v_ids text[];
     v_queues text[];
+    v_run_ats double precision[];
     v_held bigint[];                          -- per job: its tenant row if held here, else NULL
+    v_unstarted boolean;                      -- a tenant held had no start tag
     v_boxed integer[] := ARRAY[]::integer[];  -- positions put in the inbox
     v_direct_ids text[];                      -- ids stored in jobs, and put in the inbox
     v_boxed_ids text[] := ARRAY[]::text[];
     v_stored text[];
+    v_duplicate boolean;
 BEGIN
     -- the queues' locks, shared, in key order, and the event's time once they are held
     -- (none for an enqueue into the inbox)
-    SELECT a.jobs, a.ids, a.queues, CASE WHEN p_inbox THEN p_now ELSE (
+    SELECT a.jobs, a.ids, a.queues, a.run_ats, CASE WHEN p_inbox THEN p_now ELSE (
                SELECT {schema}.event_time(p_now)
                FROM (SELECT count(*) FROM (
                          SELECT pg_advisory_xact_lock_shared(s.k)
                          FROM (SELECT DISTINCT hashtextextended(j.queue, p_seed) AS k
                                FROM unnest(a.queues) AS j(queue)) s
                          ORDER BY s.k) l) locked) END
-    INTO v_jobs, v_ids, v_queues, p_now
+    INTO v_jobs, v_ids, v_queues, v_run_ats, p_now
     FROM (SELECT array_agg(ROW(nextval('{schema}.jobs_seq_seq'), j.id, j.queue, j.tenant,
                                j.name, j.payload, j.priority, j.max_attempts, j.lease_timeout,
                                j.cost, NULL, j.run_at, j.headers, j.tenant_key)::{schema}.inbox)
                      AS jobs,
-                 array_agg(j.id) AS ids, array_agg(j.queue) AS queues
+                 array_agg(j.id) AS ids, array_agg(j.queue) AS queues,
+                 array_agg(j.run_at) AS run_ats
           -- the rows come in the array's order (no sort: a function scan read by one
           -- aggregate), and so do their seqs
           FROM json_populate_recordset(NULL::{schema}.inbox, p_jobs) AS j) a;
@@ -241,10 +258,11 @@ BEGIN
     ELSE
         -- each job's tenant row, held by this call (FOR UPDATE SKIP LOCKED: a row another
         -- transaction holds is never waited for), or NULL: held by another, or not there
-        SELECT array_agg(h.id ORDER BY u.ordinality) INTO v_held
+        SELECT array_agg(h.id ORDER BY u.ordinality), bool_or(h.unstarted)
+        INTO v_held, v_unstarted
         FROM unnest(v_jobs) WITH ORDINALITY AS u
         LEFT JOIN LATERAL (
-            SELECT t.id FROM {schema}.tenants t
+            SELECT t.id, t.start_tag IS NULL AS unstarted FROM {schema}.tenants t
             WHERE t.queue = u.queue AND t.tenant_key = u.tenant_key AND t.tenant = u.tenant
             FOR UPDATE SKIP LOCKED) h ON true;
         IF array_position(v_held, NULL) IS NOT NULL THEN
@@ -255,6 +273,7 @@ BEGIN
             WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = n)
             ORDER BY 1
             ON CONFLICT (name) DO NOTHING;
+            v_unstarted := true;  -- the rows made or taken here: not known
             v_held := {schema}.hold_tenants(v_queues, ARRAY(SELECT (unnest(v_jobs)).tenant),
                                             ARRAY(SELECT (unnest(v_jobs)).tenant_key));
             v_boxed := ARRAY(SELECT o.ord::integer
@@ -273,9 +292,10 @@ BEGIN
                 NULL);
         END IF;
         -- the jobs of the tenants held, stored (an id in jobs raises unique_violation), ready
-        -- (since p_now) or scheduled, and each tenant's counts, start tag (entered_start) and
-        -- head counted in, in one statement: its old head or its best new ready job,
-        -- whichever comes first in (priority DESC, seq) order
+        -- (since p_now) or scheduled, and each tenant's counts and head counted in, in one
+        -- statement: its old head or its best new ready job, whichever comes first in
+        -- (priority DESC, seq) order. A tenant with a start tag was eligible and stays so,
+        -- its tags unchanged.
         IF cardinality(v_boxed) < cardinality(v_ids) THEN
             WITH stored AS (
                 INSERT INTO {schema}.jobs (
@@ -289,10 +309,6 @@ BEGIN
                 WHERE v_held[u.ordinality] IS NOT NULL)
             UPDATE {schema}.tenants t
             SET ready = t.ready + a.ready, scheduled = t.scheduled + a.added - a.ready,
-                start_tag = {schema}.entered_start(t, a.ready, q.vclock, q.half_life,
-                                                   q.max_debt, p_now),
-                finish_tag = {schema}.entered_finish(t, a.ready, q.vclock, q.half_life,
-                                                     q.max_debt, p_now),
                 head_seq = CASE
                     WHEN a.head IS NULL OR (SELECT ARRAY[-h.priority::bigint, h.seq] <= a.head
                                             FROM {schema}.jobs h WHERE h.seq = t.head_seq)
@@ -304,8 +320,22 @@ BEGIN
                              FILTER (WHERE u.run_at <= p_now) AS head
                   FROM unnest(v_jobs) WITH ORDINALITY AS u
                   WHERE v_held[u.ordinality] IS NOT NULL
-                  GROUP BY 1) a, {schema}.queues q
-            WHERE t.id = a.tenant_id AND q.name = t.queue;
+                  GROUP BY 1) a
+            WHERE t.id = a.tenant_id;
+        END IF;
+        -- the tags of a tenant that had no start tag, which may be eligible now (entered_start;
+        -- a statement of its own: the one above is most of an enqueue's cost, and this one
+        -- would add a third to it)
+        IF v_unstarted THEN
+            UPDATE {schema}.tenants t
+            SET start_tag = {schema}.entered_start(
+                    t.ready, t.max_running, t.running, t.weight, t.limited_until, t.start_tag,
+                    t.finish_tag, t.usage, t.usage_at, q.vclock, q.half_life, q.max_debt, p_now),
+                finish_tag = {schema}.entered_finish(
+                    t.ready, t.max_running, t.running, t.weight, t.limited_until, t.start_tag,
+                    t.finish_tag, t.usage, t.usage_at, q.vclock, q.half_life, q.max_debt, p_now)
+            FROM {schema}.queues q
+            WHERE t.id = ANY(v_held) AND t.start_tag IS NULL AND q.name = t.queue;
         END IF;
     END IF;
     IF cardinality(v_boxed) > 0 THEN
@@ -321,9 +351,12 @@ BEGIN
     END IF;
     -- ids stored elsewhere (see the top): any id in succeeded_jobs, a stored job's in the
     -- inbox, an inbox row's in jobs (looked for first, then listed)
-    IF EXISTS (SELECT 1 FROM {schema}.succeeded_jobs s WHERE s.id = ANY(v_ids))
-       OR EXISTS (SELECT 1 FROM {schema}.inbox x WHERE x.id = ANY(v_direct_ids))
-       OR EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.id = ANY(v_boxed_ids)) THEN
+    v_duplicate := EXISTS (SELECT 1 FROM {schema}.succeeded_jobs s WHERE s.id = ANY(v_ids))
+                   OR EXISTS (SELECT 1 FROM {schema}.inbox x WHERE x.id = ANY(v_direct_ids));
+    IF cardinality(v_boxed_ids) > 0 AND NOT v_duplicate THEN
+        v_duplicate := EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.id = ANY(v_boxed_ids));
+    END IF;
+    IF v_duplicate THEN
         SELECT array_agg(format('%s (%s)', d.id, d.place) ORDER BY d.id) INTO v_stored FROM (
             SELECT s.id, 'succeeded' AS place FROM {schema}.succeeded_jobs s
             WHERE s.id = ANY(v_ids)
@@ -339,8 +372,9 @@ BEGIN
     END IF;
     -- wake the queues' workers when this commits: a ready job, or one to take in
     PERFORM pg_notify('fairq_' || substr(md5(p_salt || w.queue), 1, 24), '')
-    FROM (SELECT DISTINCT u.queue FROM unnest(v_jobs) WITH ORDINALITY AS u
-          WHERE u.run_at <= p_now OR u.ordinality = ANY(v_boxed)) w;
+    FROM (SELECT DISTINCT u.queue
+          FROM unnest(v_queues, v_run_ats) WITH ORDINALITY AS u(queue, run_at, i)
+          WHERE u.run_at <= p_now OR u.i = ANY(v_boxed)) w;
     RETURN v_queues;
 END
 $$;
