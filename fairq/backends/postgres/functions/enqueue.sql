@@ -2,7 +2,7 @@
 -- arguments and reads its reply). A job goes one of two ways:
 -- * stored: its tenant row is free. The call takes it (FOR UPDATE SKIP LOCKED: an enqueue
 --   never waits for a tenant), first takes in that tenant's jobs still in the inbox (they
---   came before), then stores the job and counts it in (add_jobs).
+--   came before), then stores the job and counts it in (one statement for the batch).
 -- * into the inbox: another transaction holds the tenant (a dispatch picking from it, an ack
 --   of one of its jobs), or the enqueue runs in the caller's transaction (p_inbox:
 --   transactional.py, which must take no fairq lock). Whoever holds the tenant next takes the
@@ -14,7 +14,7 @@
 -- Ids: an id already stored (in jobs, succeeded_jobs or the inbox) is refused with
 -- unique_violation, and nothing of the batch is stored. The look-ups run after the inserts, in
 -- statements of their own, so they see what a concurrent ack or take-in committed while an
--- insert waited for it (queries.sql: succeeded_ids). The one gap: two enqueues of one id at
+-- insert waited for it (enqueue(): the id check). The one gap: two enqueues of one id at
 -- the same moment, one stored and one into the inbox; the take-in drops the second with a
 -- warning (it cannot refuse a call that has returned).
 --
