@@ -367,13 +367,10 @@ LIMIT %(limit)s
 
 -- name: enqueue
 -- Every enqueue, in one statement (functions/enqueue.sql; enqueueing.py builds the arguments and
--- reads the reply).
+-- reads the reply). The jobs come as one JSON text: any batch is one parameter to send.
 SELECT {schema}.enqueue(
-    %(ids)s::text[], %(names)s::text[], %(queues)s::text[], %(tenants)s::text[],
-    %(keys)s::bytea[], %(payloads)s::text[], %(priorities)s::integer[],
-    %(run_ats)s::double precision[], %(max_attempts)s::integer[],
-    %(lease_timeouts)s::double precision[], %(costs)s::double precision[], %(headers)s::text[],
-    %(now)s::double precision, %(seed)s::bigint, %(salt)s::text, %(inbox)s::boolean
+    %(jobs)s::json, %(now)s::double precision, %(seed)s::bigint, %(salt)s::text,
+    %(inbox)s::boolean
 ) AS queues
 
 -- name: take_in

@@ -27,8 +27,8 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: functions only over an older release, and refuses a schema whose functions come from a newer
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
-FUNCTIONS_RELEASE = 8
-FUNCTIONS_DIGEST = "14665cd89065b22abd76446c9484a9c258e8bc5f5d3e553910481dc712c0b1b5"
+FUNCTIONS_RELEASE = 9
+FUNCTIONS_DIGEST = "6edba3a4aad28ea87ad4a2daa37b8d54df07d8752e55d57ede0b679562d0a468"
 
 
 @dataclass(frozen=True)

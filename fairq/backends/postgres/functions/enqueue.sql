@@ -2,7 +2,7 @@
 -- arguments and reads its reply). A job goes one of two ways:
 -- * stored: its tenant row is free. The call takes it (FOR UPDATE SKIP LOCKED: an enqueue
 --   never waits for a tenant), first takes in that tenant's jobs still in the inbox (they
---   came before), then stores the job and counts it in (add_jobs).
+--   came before), then stores the job and counts it in (one statement for the batch).
 -- * into the inbox: another transaction holds the tenant (a dispatch picking from it, an ack
 --   of one of its jobs), or the enqueue runs in the caller's transaction (p_inbox:
 --   transactional.py, which must take no fairq lock). Whoever holds the tenant next takes the
@@ -14,90 +14,48 @@
 -- Ids: an id already stored (in jobs, succeeded_jobs or the inbox) is refused with
 -- unique_violation, and nothing of the batch is stored. The look-ups run after the inserts, in
 -- statements of their own, so they see what a concurrent ack or take-in committed while an
--- insert waited for it (queries.sql: succeeded_ids). The one gap: two enqueues of one id at
+-- insert waited for it (enqueue(): the id check). The one gap: two enqueues of one id at
 -- the same moment, one stored and one into the inbox; the take-in drops the second with a
 -- warning (it cannot refuse a call that has returned).
 --
 -- The unique-job check, and other checks at enqueue, belong in enqueue(), before the inserts.
 
--- The start tag of a tenant that gets p_added ready jobs (fairq.policy.tenant.refresh): none
--- when it is not eligible then; kept when it had one; else max(F, V), or with a half-life
--- (a tenant with no start tag that becomes eligible had no ready job: it is returning)
--- max(F, V + min(decayed usage, max_debt)), which then becomes its F as well (entered_finish).
--- SQL functions of one expression, so the planner inlines them.
+-- The start tag of a tenant that has p_ready ready jobs once the new ones are counted in
+-- (fairq.policy.tenant.refresh): none when it is not eligible then; kept when it had one; else
+-- max(F, V), or with a half-life (a tenant with no start tag that becomes eligible had no
+-- ready job: it is returning) max(F, V + min(decayed usage, max_debt)), which then becomes its
+-- F as well (entered_finish). SQL functions of one expression, so the planner inlines them;
+-- the tenant's columns one by one (a whole row as argument was built for every use of it:
+-- a quarter of an enqueue's cost).
 CREATE FUNCTION {schema}.entered_start(
-    t {schema}.tenants, p_added bigint, p_vclock double precision,
-    p_half_life double precision, p_max_debt double precision, p_now double precision
+    p_ready bigint, p_max_running integer, p_running bigint, p_weight double precision,
+    p_limited_until double precision, p_start_tag double precision,
+    p_finish_tag double precision, p_usage double precision, p_usage_at double precision,
+    p_vclock double precision, p_half_life double precision, p_max_debt double precision,
+    p_now double precision
 ) RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE
-        WHEN NOT (t.ready + p_added > 0 AND (t.max_running IS NULL OR t.running < t.max_running)
-                  AND t.weight > 0 AND t.limited_until IS NULL) THEN NULL
-        WHEN t.start_tag IS NOT NULL THEN t.start_tag
-        WHEN p_half_life IS NOT NULL THEN GREATEST(t.finish_tag, p_vclock + LEAST(
-            {schema}.decayed(t.usage, t.usage_at, p_now, p_half_life), p_max_debt))
-        ELSE GREATEST(t.finish_tag, p_vclock) END
+        WHEN NOT (p_ready > 0 AND (p_max_running IS NULL OR p_running < p_max_running)
+                  AND p_weight > 0 AND p_limited_until IS NULL) THEN NULL
+        WHEN p_start_tag IS NOT NULL THEN p_start_tag
+        WHEN p_half_life IS NOT NULL THEN GREATEST(p_finish_tag, p_vclock + LEAST(
+            {schema}.decayed(p_usage, p_usage_at, p_now, p_half_life), p_max_debt))
+        ELSE GREATEST(p_finish_tag, p_vclock) END
 $$;
 
 CREATE FUNCTION {schema}.entered_finish(
-    t {schema}.tenants, p_added bigint, p_vclock double precision,
-    p_half_life double precision, p_max_debt double precision, p_now double precision
-) RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN t.start_tag IS NULL AND p_half_life IS NOT NULL
-        THEN coalesce({schema}.entered_start(t, p_added, p_vclock, p_half_life, p_max_debt,
-                                             p_now), t.finish_tag)
-        ELSE t.finish_tag END
-$$;
-
--- New jobs of tenants this transaction holds (p_tenant_ids[i] is job i's), stored and counted
--- in, in one statement: the rows, with the next seqs in the order given (an id in jobs raises
--- unique_violation), ready (since p_now) or scheduled; then each tenant's counts, start tag
--- (entered_start) and head: its old head or its best new ready job, whichever comes first in
--- (priority DESC, seq) order (read from the rows as inserted: this statement's snapshot does
--- not see them in jobs).
-CREATE FUNCTION {schema}.store_new(
-    p_tenant_ids bigint[], p_ids text[], p_names text[], p_queues text[], p_payloads text[],
-    p_priorities integer[], p_run_ats double precision[], p_max_attempts integer[],
-    p_lease_timeouts double precision[], p_costs double precision[], p_headers text[],
+    p_ready bigint, p_max_running integer, p_running bigint, p_weight double precision,
+    p_limited_until double precision, p_start_tag double precision,
+    p_finish_tag double precision, p_usage double precision, p_usage_at double precision,
+    p_vclock double precision, p_half_life double precision, p_max_debt double precision,
     p_now double precision
-) RETURNS void LANGUAGE plpgsql AS $$  -- plpgsql: its plan is kept (an SQL function's is not)
-BEGIN
-    WITH stored AS (
-        INSERT INTO {schema}.jobs (
-            seq, id, tenant_id, queue, name, state, payload, priority, max_attempts,
-            lease_timeout, cost, enqueued_at, run_at, ready_at, headers)
-        SELECT nextval('{schema}.jobs_seq_seq'), u.id, u.tenant_id, u.queue, u.name,
-               CASE WHEN u.run_at <= p_now THEN 'ready' ELSE 'scheduled' END, u.payload,
-               u.priority, u.max_attempts, u.lease_timeout, u.cost, p_now, u.run_at,
-               CASE WHEN u.run_at <= p_now THEN p_now END, u.headers
-        FROM unnest(p_ids, p_tenant_ids, p_queues, p_names, p_payloads, p_priorities,
-                    p_max_attempts, p_lease_timeouts, p_costs, p_run_ats, p_headers)
-                 WITH ORDINALITY AS u(id, tenant_id, queue, name, payload, priority,
-                                      max_attempts, lease_timeout, cost, run_at, headers, ord)
-        ORDER BY u.ord  -- nextval is taken after the sort: seqs in the order given
-        RETURNING seq, tenant_id, priority, state
-    ), added AS (
-        SELECT s.tenant_id, count(*) FILTER (WHERE s.state = 'ready') AS ready,
-               count(*) FILTER (WHERE s.state = 'scheduled') AS scheduled,
-               (array_agg(s.seq ORDER BY s.priority DESC, s.seq)
-                   FILTER (WHERE s.state = 'ready'))[1] AS head,
-               max(s.priority) FILTER (WHERE s.state = 'ready') AS head_priority
-        FROM stored s
-        GROUP BY s.tenant_id
-    )
-    UPDATE {schema}.tenants t
-    SET ready = t.ready + a.ready, scheduled = t.scheduled + a.scheduled,
-        start_tag = {schema}.entered_start(t, a.ready, q.vclock, q.half_life, q.max_debt, p_now),
-        finish_tag = {schema}.entered_finish(t, a.ready, q.vclock, q.half_life, q.max_debt,
-                                            p_now),
-        head_seq = CASE
-            WHEN a.head IS NULL OR (h.priority, -h.seq) >= (a.head_priority, -a.head)
-            THEN t.head_seq ELSE a.head END
-    FROM added a
-    JOIN {schema}.tenants o ON o.id = a.tenant_id
-    JOIN {schema}.queues q ON q.name = o.queue
-    LEFT JOIN {schema}.jobs h ON h.seq = o.head_seq
-    WHERE t.id = a.tenant_id;
-END
+) RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN p_start_tag IS NULL AND p_half_life IS NOT NULL
+        THEN coalesce({schema}.entered_start(
+            p_ready, p_max_running, p_running, p_weight, p_limited_until, p_start_tag,
+            p_finish_tag, p_usage, p_usage_at, p_vclock, p_half_life, p_max_debt, p_now),
+            p_finish_tag)
+        ELSE p_finish_tag END
 $$;
 
 -- Take inbox rows in. p_tenant_ids given: every row of those tenants (the caller holds them).
@@ -107,7 +65,7 @@ $$;
 -- transaction holds them, which then takes them in itself, or the next one does). The rows
 -- come in oldest first, keeping their seqs and enqueue times, ready since max(enqueued,
 -- run_at) if run_at <= p_now; a row whose id was stored meanwhile is dropped, with a warning.
--- Then each tenant is counted as store_new does (its head read again from jobs). Returns how
+-- Then each tenant is counted as enqueue() does (its head read again from jobs). Returns how
 -- many came in.
 CREATE FUNCTION {schema}.take_in(
     p_queues text[], p_tenant_ids bigint[], p_now double precision, p_limit integer
@@ -180,9 +138,12 @@ BEGIN
     INTO v_gone, v_dropped FROM gone;
     UPDATE {schema}.tenants t
     SET ready = t.ready + a.ready, scheduled = t.scheduled + a.scheduled,
-        start_tag = {schema}.entered_start(t, a.ready, q.vclock, q.half_life, q.max_debt, p_now),
-        finish_tag = {schema}.entered_finish(t, a.ready, q.vclock, q.half_life, q.max_debt,
-                                            p_now),
+        start_tag = {schema}.entered_start(
+            t.ready + a.ready, t.max_running, t.running, t.weight, t.limited_until, t.start_tag,
+            t.finish_tag, t.usage, t.usage_at, q.vclock, q.half_life, q.max_debt, p_now),
+        finish_tag = {schema}.entered_finish(
+            t.ready + a.ready, t.max_running, t.running, t.weight, t.limited_until, t.start_tag,
+            t.finish_tag, t.usage, t.usage_at, q.vclock, q.half_life, q.max_debt, p_now),
         head_seq = (SELECT j.seq FROM {schema}.jobs j
                     WHERE j.tenant_id = t.id AND j.state = 'ready'
                     ORDER BY j.priority DESC, j.seq
@@ -243,115 +204,177 @@ BEGIN
 END
 $$;
 
--- Every enqueue (see the top). Arguments: one array per field of the jobs, in order (p_keys:
--- sha256 of each tenant), the caller's now, the schema's seed (queue lock keys) and channel
--- salt, and p_inbox for an enqueue in the caller's transaction. Returns each job's queue.
--- When every tenant is free and there, five statements: the locks and the event's time, the
--- tenant rows, store_new, the id check, the wake-ups.
+-- Every enqueue (see the top). p_jobs: the jobs, in order, as a JSON array of objects with the
+-- inbox's columns (one text parameter for any batch: enqueueing.py's arguments), read once
+-- into an array of inbox rows with their seqs drawn; the caller's now, the schema's seed
+-- (queue lock keys) and channel salt, and p_inbox for an enqueue in the caller's transaction.
+-- Returns each job's queue. When every tenant is free and there, six statements of small
+-- plans (their start-up is most of an enqueue's cost) and no nested function call: the jobs
+-- read, the locks taken and the event's time; the tenant rows; the inbox look-up; the jobs
+-- stored with their tenants counted in; the id check; the wake-ups.
 CREATE FUNCTION {schema}.enqueue(
-    p_ids text[], p_names text[], p_queues text[], p_tenants text[], p_keys bytea[],
-    p_payloads text[], p_priorities integer[], p_run_ats double precision[],
-    p_max_attempts integer[], p_lease_timeouts double precision[], p_costs double precision[],
-    p_headers text[], p_now double precision, p_seed bigint, p_salt text, p_inbox boolean
+    p_jobs json, p_now double precision, p_seed bigint, p_salt text, p_inbox boolean
 ) RETURNS text[] LANGUAGE plpgsql
 -- see dequeue.sql for enable_seqscan. Generic plans: with custom ones each of its statements
 -- was planned again on every call (1.6 ms a call, against 0.7 ms; benchmarks/postgres_enqueue.py)
 SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
-    v_tenants bigint[];           -- per job: its tenant row if this call holds it, else NULL
-    v_waiting boolean;            -- the inbox holds jobs of these queues
-    v_direct integer[];           -- positions stored (NULL: all), and put in the inbox
-    v_boxed integer[] := ARRAY[]::integer[];
+    v_jobs {schema}.inbox[];                  -- the jobs, in order, seqs drawn in that order
+    v_ids text[];
+    v_queues text[];
+    v_run_ats double precision[];
+    v_held bigint[];                          -- per job: its tenant row if held here, else NULL
+    v_unstarted boolean;                      -- a tenant held had no start tag
+    v_boxed integer[] := ARRAY[]::integer[];  -- positions put in the inbox
+    v_direct_ids text[];                      -- ids stored in jobs, and put in the inbox
+    v_boxed_ids text[] := ARRAY[]::text[];
     v_stored text[];
+    v_duplicate boolean;
 BEGIN
+    -- the queues' locks, shared, in key order, and the event's time once they are held
+    -- (none for an enqueue into the inbox)
+    SELECT a.jobs, a.ids, a.queues, a.run_ats, CASE WHEN p_inbox THEN p_now ELSE (
+               SELECT {schema}.event_time(p_now)
+               FROM (SELECT count(*) FROM (
+                         SELECT pg_advisory_xact_lock_shared(s.k)
+                         FROM (SELECT DISTINCT hashtextextended(j.queue, p_seed) AS k
+                               FROM unnest(a.queues) AS j(queue)) s
+                         ORDER BY s.k) l) locked) END
+    INTO v_jobs, v_ids, v_queues, v_run_ats, p_now
+    FROM (SELECT array_agg(ROW(nextval('{schema}.jobs_seq_seq'), j.id, j.queue, j.tenant,
+                               j.name, j.payload, j.priority, j.max_attempts, j.lease_timeout,
+                               j.cost, NULL, j.run_at, j.headers, j.tenant_key)::{schema}.inbox)
+                     AS jobs,
+                 array_agg(j.id) AS ids, array_agg(j.queue) AS queues,
+                 array_agg(j.run_at) AS run_ats
+          -- the rows come in the array's order (no sort: a function scan read by one
+          -- aggregate), and so do their seqs
+          FROM json_populate_recordset(NULL::{schema}.inbox, p_jobs) AS j) a;
+    v_direct_ids := v_ids;
     IF p_inbox THEN
-        v_boxed := ARRAY(SELECT generate_subscripts(p_ids, 1));
+        v_boxed := ARRAY(SELECT generate_subscripts(v_ids, 1));
+        v_boxed_ids := v_ids;
+        v_direct_ids := ARRAY[]::text[];
     ELSE
-        -- the queues' locks, shared, in key order; the event's time once they are held
-        SELECT {schema}.event_time(p_now) INTO p_now
-        FROM (SELECT count(*) FROM (
-                  SELECT pg_advisory_xact_lock_shared(s.k)
-                  FROM (SELECT DISTINCT hashtextextended(n, p_seed) AS k
-                        FROM unnest(p_queues) AS n) s
-                  ORDER BY s.k) l) locked;
-        v_tenants := {schema}.tenants_held(p_queues, p_tenants, p_keys);
-        IF array_position(v_tenants, NULL) IS NOT NULL THEN
+        -- each job's tenant row, held by this call (FOR UPDATE SKIP LOCKED: a row another
+        -- transaction holds is never waited for), or NULL: held by another, or not there
+        SELECT array_agg(h.id ORDER BY u.ordinality), bool_or(h.unstarted)
+        INTO v_held, v_unstarted
+        FROM unnest(v_jobs) WITH ORDINALITY AS u
+        LEFT JOIN LATERAL (
+            SELECT t.id, t.start_tag IS NULL AS unstarted FROM {schema}.tenants t
+            WHERE t.queue = u.queue AND t.tenant_key = u.tenant_key AND t.tenant = u.tenant
+            FOR UPDATE SKIP LOCKED) h ON true;
+        IF array_position(v_held, NULL) IS NOT NULL THEN
             -- a tenant or queue not there yet, or held by another: make what is missing (a
             -- row a prune deleted meanwhile is made again), and take what is free
             INSERT INTO {schema}.queues (name)  -- only those not seen: see hold_tenants
-            SELECT DISTINCT n FROM unnest(p_queues) AS n
+            SELECT DISTINCT n FROM unnest(v_queues) AS n
             WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues q WHERE q.name = n)
             ORDER BY 1
             ON CONFLICT (name) DO NOTHING;
-            v_tenants := {schema}.hold_tenants(p_queues, p_tenants, p_keys);
-            v_direct := ARRAY(SELECT o.ord::integer
-                              FROM unnest(v_tenants) WITH ORDINALITY AS o(tenant_id, ord)
-                              WHERE o.tenant_id IS NOT NULL ORDER BY o.ord);
+            v_unstarted := true;  -- the rows made or taken here: not known
+            v_held := {schema}.hold_tenants(v_queues, ARRAY(SELECT (unnest(v_jobs)).tenant),
+                                            ARRAY(SELECT (unnest(v_jobs)).tenant_key));
             v_boxed := ARRAY(SELECT o.ord::integer
-                             FROM unnest(v_tenants) WITH ORDINALITY AS o(tenant_id, ord)
+                             FROM unnest(v_held) WITH ORDINALITY AS o(tenant_id, ord)
                              WHERE o.tenant_id IS NULL ORDER BY o.ord);
+            v_boxed_ids := ARRAY(SELECT v_ids[i] FROM unnest(v_boxed) AS i);
+            v_direct_ids := ARRAY(SELECT v_ids[o.i] FROM generate_subscripts(v_ids, 1) AS o(i)
+                                  WHERE v_held[o.i] IS NOT NULL);
         END IF;
-        -- what waited in the inbox for these tenants came first
-        IF EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = ANY(p_queues))
-           AND array_position(v_tenants, NULL) IS DISTINCT FROM 1 THEN
+        -- what waited in the inbox for the tenants held came first (a statement of its own:
+        -- it sees the rows committed until the tenants were held)
+        IF EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = ANY(v_queues))
+           AND cardinality(v_boxed) < cardinality(v_ids) THEN
             PERFORM {schema}.take_in(
-                p_queues, array_remove(ARRAY(SELECT DISTINCT unnest(v_tenants)), NULL), p_now,
+                v_queues, array_remove(ARRAY(SELECT DISTINCT unnest(v_held)), NULL), p_now,
                 NULL);
         END IF;
-        IF v_direct IS NULL THEN  -- every tenant held: the arrays as given
-            PERFORM {schema}.store_new(
-                v_tenants, p_ids, p_names, p_queues, p_payloads, p_priorities, p_run_ats,
-                p_max_attempts, p_lease_timeouts, p_costs, p_headers, p_now);
-        ELSIF cardinality(v_direct) > 0 THEN
-            PERFORM {schema}.store_new(
-                ARRAY(SELECT v_tenants[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_ids[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_names[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_queues[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_payloads[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_priorities[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_run_ats[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_max_attempts[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_lease_timeouts[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_costs[i] FROM unnest(v_direct) AS i),
-                ARRAY(SELECT p_headers[i] FROM unnest(v_direct) AS i),
-                p_now);
+        -- the jobs of the tenants held, stored (an id in jobs raises unique_violation), ready
+        -- (since p_now) or scheduled, and each tenant's counts and head counted in, in one
+        -- statement: its old head or its best new ready job, whichever comes first in
+        -- (priority DESC, seq) order. A tenant with a start tag was eligible and stays so,
+        -- its tags unchanged.
+        IF cardinality(v_boxed) < cardinality(v_ids) THEN
+            WITH stored AS (
+                INSERT INTO {schema}.jobs (
+                    seq, id, tenant_id, queue, name, state, payload, priority, max_attempts,
+                    lease_timeout, cost, enqueued_at, run_at, ready_at, headers)
+                SELECT u.seq, u.id, v_held[u.ordinality], u.queue, u.name,
+                       CASE WHEN u.run_at <= p_now THEN 'ready' ELSE 'scheduled' END,
+                       u.payload, u.priority, u.max_attempts, u.lease_timeout, u.cost, p_now,
+                       u.run_at, CASE WHEN u.run_at <= p_now THEN p_now END, u.headers
+                FROM unnest(v_jobs) WITH ORDINALITY AS u
+                WHERE v_held[u.ordinality] IS NOT NULL)
+            UPDATE {schema}.tenants t
+            SET ready = t.ready + a.ready, scheduled = t.scheduled + a.added - a.ready,
+                head_seq = CASE
+                    WHEN a.head IS NULL OR (SELECT ARRAY[-h.priority::bigint, h.seq] <= a.head
+                                            FROM {schema}.jobs h WHERE h.seq = t.head_seq)
+                    THEN t.head_seq ELSE a.head[2] END
+            FROM (SELECT v_held[u.ordinality] AS tenant_id, count(*) AS added,
+                         count(*) FILTER (WHERE u.run_at <= p_now) AS ready,
+                         -- (-priority, seq) of the best new ready job
+                         min(ARRAY[-u.priority::bigint, u.seq])
+                             FILTER (WHERE u.run_at <= p_now) AS head
+                  FROM unnest(v_jobs) WITH ORDINALITY AS u
+                  WHERE v_held[u.ordinality] IS NOT NULL
+                  GROUP BY 1) a
+            WHERE t.id = a.tenant_id;
+        END IF;
+        -- the tags of a tenant that had no start tag, which may be eligible now (entered_start;
+        -- a statement of its own: the one above is most of an enqueue's cost, and this one
+        -- would add a third to it)
+        IF v_unstarted THEN
+            UPDATE {schema}.tenants t
+            SET start_tag = {schema}.entered_start(
+                    t.ready, t.max_running, t.running, t.weight, t.limited_until, t.start_tag,
+                    t.finish_tag, t.usage, t.usage_at, q.vclock, q.half_life, q.max_debt, p_now),
+                finish_tag = {schema}.entered_finish(
+                    t.ready, t.max_running, t.running, t.weight, t.limited_until, t.start_tag,
+                    t.finish_tag, t.usage, t.usage_at, q.vclock, q.half_life, q.max_debt, p_now)
+            FROM {schema}.queues q
+            WHERE t.id = ANY(v_held) AND t.start_tag IS NULL AND q.name = t.queue;
         END IF;
     END IF;
     IF cardinality(v_boxed) > 0 THEN
         INSERT INTO {schema}.inbox (
-            id, queue, tenant, tenant_key, name, payload, priority, max_attempts,
+            seq, id, queue, tenant, tenant_key, name, payload, priority, max_attempts,
             lease_timeout, cost, enqueued_at, run_at, headers)
-        SELECT p_ids[i], p_queues[i], p_tenants[i], p_keys[i], p_names[i], p_payloads[i],
-               p_priorities[i], p_max_attempts[i], p_lease_timeouts[i], p_costs[i], p_now,
-               p_run_ats[i], p_headers[i]
+        SELECT v_jobs[i].seq, v_jobs[i].id, v_jobs[i].queue, v_jobs[i].tenant,
+               v_jobs[i].tenant_key, v_jobs[i].name, v_jobs[i].payload, v_jobs[i].priority,
+               v_jobs[i].max_attempts, v_jobs[i].lease_timeout, v_jobs[i].cost, p_now,
+               v_jobs[i].run_at, v_jobs[i].headers
         FROM unnest(v_boxed) AS i
         ORDER BY i;
     END IF;
-    -- ids stored elsewhere (see the top): a stored job's id in succeeded_jobs or the inbox, an
-    -- inbox row's in jobs or succeeded_jobs
-    SELECT array_agg(format('%s (%s)', d.id, d.place) ORDER BY d.id) INTO v_stored FROM (
-        SELECT s.id, 'succeeded' AS place FROM {schema}.succeeded_jobs s
-        WHERE s.id = ANY(p_ids)
-        UNION ALL
-        SELECT x.id, 'waiting to be taken in' FROM {schema}.inbox x
-        WHERE x.id = ANY(p_ids) AND cardinality(v_boxed) = 0
-        UNION ALL
-        SELECT j.id, 'queued, running or dead' FROM {schema}.jobs j
-        WHERE j.id = ANY(ARRAY(SELECT p_ids[i] FROM unnest(v_boxed) AS i))
-        UNION ALL
-        SELECT x.id, 'waiting to be taken in' FROM {schema}.inbox x
-        WHERE x.id = ANY(ARRAY(SELECT p_ids[i] FROM unnest(v_direct) AS i))) d;
-    IF v_stored IS NOT NULL THEN
+    -- ids stored elsewhere (see the top): any id in succeeded_jobs, a stored job's in the
+    -- inbox, an inbox row's in jobs (looked for first, then listed)
+    v_duplicate := EXISTS (SELECT 1 FROM {schema}.succeeded_jobs s WHERE s.id = ANY(v_ids))
+                   OR EXISTS (SELECT 1 FROM {schema}.inbox x WHERE x.id = ANY(v_direct_ids));
+    IF cardinality(v_boxed_ids) > 0 AND NOT v_duplicate THEN
+        v_duplicate := EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.id = ANY(v_boxed_ids));
+    END IF;
+    IF v_duplicate THEN
+        SELECT array_agg(format('%s (%s)', d.id, d.place) ORDER BY d.id) INTO v_stored FROM (
+            SELECT s.id, 'succeeded' AS place FROM {schema}.succeeded_jobs s
+            WHERE s.id = ANY(v_ids)
+            UNION ALL
+            SELECT x.id, 'waiting to be taken in' FROM {schema}.inbox x
+            WHERE x.id = ANY(v_direct_ids)
+            UNION ALL
+            SELECT j.id, 'queued, running or dead' FROM {schema}.jobs j
+            WHERE j.id = ANY(v_boxed_ids)) d;
         RAISE unique_violation USING
             MESSAGE = 'fairq: a job id is already stored',
             DETAIL = array_to_string(v_stored, ', ');
     END IF;
     -- wake the queues' workers when this commits: a ready job, or one to take in
     PERFORM pg_notify('fairq_' || substr(md5(p_salt || w.queue), 1, 24), '')
-    FROM (SELECT DISTINCT p_queues[i] AS queue
-          FROM generate_subscripts(p_ids, 1) AS i
-          WHERE p_run_ats[i] <= p_now OR i = ANY(v_boxed)) w;
-    RETURN p_queues;
+    FROM (SELECT DISTINCT u.queue
+          FROM unnest(v_queues, v_run_ats) WITH ORDINALITY AS u(queue, run_at, i)
+          WHERE u.run_at <= p_now OR u.i = ANY(v_boxed)) w;
+    RETURN v_queues;
 END
 $$;
