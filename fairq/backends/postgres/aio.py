@@ -16,26 +16,16 @@ blocking one, which an async call cannot use without blocking the loop.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import ClassVar, TypeVar
 
-import psycopg
 from psycopg import AsyncConnection, AsyncCursor
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool
 
 from fairq.backends.aio import Offloaded
-from fairq.backends.postgres import enqueueing, inspect
+from fairq.backends.postgres import inspect
 from fairq.backends.postgres.backend import PostgresBackend
-from fairq.backends.postgres.db import (
-    Retry,
-    commit_lost,
-    connection_settings,
-    invalid_text,
-    log,
-    permission_denied,
-    unavailable,
-)
+from fairq.backends.postgres.db import Reconnect, Retry, attempt, connection_settings
 from fairq.backends.postgres.records import Row
 from fairq.backends.postgres.steps import PgSteps, arun
 from fairq.backends.postgres.transactional import bound_connection
@@ -77,40 +67,30 @@ class AsyncDatabase:
     async def open(self) -> None:
         await self.pool.open(wait=False)
 
-    async def run(self, work: Callable[[AsyncCursor[Row]], Awaitable[T]]) -> T:
-        give_up = time.monotonic() + self.reconnect_wait
-        pause = 0.05
+    async def run(
+        self, work: Callable[[AsyncCursor[Row]], Awaitable[T]], *, explicit: bool = True
+    ) -> T:
+        """``Database.run`` (db.py) over asyncio: the same tries, errors and reconnects."""
+        reconnect = Reconnect(self.url, self.reconnect_wait)
         while True:
             try:
-                return await self._attempt(work)
+                return await self._attempt(work, explicit)
             except Retry as retry:
-                if time.monotonic() >= give_up:
-                    raise unavailable(self.url, retry.cause) from retry.cause
-                log.warning("PostgreSQL connection lost (%s); reconnecting", retry.cause)
+                pause = reconnect.pause(retry)
                 await self.pool.check()
                 await asyncio.sleep(pause)
-                pause = min(pause * 2, 1.0)
 
-    async def _attempt(self, work: Callable[[AsyncCursor[Row]], Awaitable[T]]) -> T:
-        committing = False
-        try:
+    async def _attempt(self, work: Callable[[AsyncCursor[Row]], Awaitable[T]], explicit: bool) -> T:
+        with attempt(self.url) as this:
             async with self.pool.connection(timeout=self.reconnect_wait) as conn:
-                try:
-                    async with conn.transaction():
-                        async with conn.cursor() as cur:
-                            result = await work(cur)
-                        committing = True
-                except psycopg.errors.InsufficientPrivilege as exc:
-                    raise permission_denied(self.url, exc) from None
-                except psycopg.DataError as exc:
-                    raise invalid_text(exc) from None
+                if not explicit:
+                    async with conn.cursor() as cur:
+                        return await work(cur)
+                async with conn.transaction():
+                    async with conn.cursor() as cur:
+                        result = await work(cur)
+                    this.committing = True
                 return result
-        except psycopg.OperationalError as exc:
-            if committing:
-                raise commit_lost(self.url, exc) from exc
-            raise Retry(exc) from exc
-        except PoolTimeout as exc:
-            raise unavailable(self.url, exc) from None
 
     async def close(self) -> None:
         await self.pool.close()
@@ -141,10 +121,7 @@ class AsyncPostgresStore(Offloaded):
                 "an async enqueue cannot join the transaction of the connection bound with "
                 "bound_to(conn), a blocking one; call the blocking enqueue inside the block"
             )
-        try:
-            queues, held = await self._run(lambda: self.pg.enqueueing.steps(jobs, params.now))
-        except psycopg.errors.UniqueViolation as exc:
-            raise enqueueing.refused(exc) from None
+        queues, held = await self.pg.enqueueing.awaited(self.db, jobs, params.now)
         chosen, existing = answer(len(jobs), held, queues)
         return EnqueueResult(queues=chosen, existing=existing)
 

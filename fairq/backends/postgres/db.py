@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 import psycopg
@@ -114,6 +115,51 @@ def commit_lost(url: PostgresUrl, exc: BaseException) -> StoreUnavailable:
     )
 
 
+class Attempt:
+    """One try of a transaction: whether it reached its commit (a connection lost there leaves
+    the outcome unknown, so it is never tried again)."""
+
+    committing = False
+
+
+@contextmanager
+def attempt(url: PostgresUrl) -> Iterator[Attempt]:
+    """The errors of one try, blocking or asyncio, as fairq's: ``Retry`` when the connection
+    was lost before the commit, StoreUnavailable when it was lost at the commit or no
+    connection came, PermissionDenied and InvalidText for what the server refused."""
+    this = Attempt()
+    try:
+        yield this
+    except PoolTimeout as exc:  # an OperationalError too: first
+        raise unavailable(url, exc) from None
+    except psycopg.OperationalError as exc:
+        if this.committing:
+            raise commit_lost(url, exc) from exc
+        raise Retry(exc) from exc
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise permission_denied(url, exc) from None
+    except psycopg.DataError as exc:
+        raise invalid_text(exc) from None
+
+
+class Reconnect:
+    """When to try again after a lost connection: after pauses of 0.05 s doubling to 1 s, for
+    up to ``wait`` seconds in all; then StoreUnavailable."""
+
+    def __init__(self, url: PostgresUrl, wait: float) -> None:
+        self.url = url
+        self.give_up = time.monotonic() + wait
+        self._pause = 0.05
+
+    def pause(self, retry: Retry) -> float:
+        """The pause before the next try (said in the log), or StoreUnavailable."""
+        if time.monotonic() >= self.give_up:
+            raise unavailable(self.url, retry.cause) from retry.cause
+        log.warning("PostgreSQL connection lost (%s); reconnecting", retry.cause)
+        pause, self._pause = self._pause, min(self._pause * 2, 1.0)
+        return pause
+
+
 class Database:
     """A connection pool for one store; ``run`` gives ``work`` one transaction."""
 
@@ -126,25 +172,23 @@ class Database:
         self.pool = make_pool(url) if pool is None else pool
 
     def run(self, work: Callable[[Cursor[Row]], T], *, explicit: bool = True) -> T:
-        """Run ``work`` in a transaction; reconnect and run again if the connection was lost.
+        """Run ``work`` in a transaction (``explicit=False``: its statement's own implicit
+        one); reconnect and run again if the connection was lost before the commit
+        (``Reconnect``).
 
         Not in libpq's pipeline mode: under load, an enqueue that read a result (``RETURNING``)
         after an ``executemany`` in a pipeline was once handed the INSERT's status instead
         (psycopg 3.3.9, not reproducible on demand), so the few round trips saved are not worth
         it.
         """
-        give_up = time.monotonic() + self.reconnect_wait
-        pause = 0.05
+        reconnect = Reconnect(self.url, self.reconnect_wait)
         while True:
             try:
                 return self._attempt(work, explicit)
             except Retry as retry:
-                if time.monotonic() >= give_up:
-                    raise unavailable(self.url, retry.cause) from retry.cause
-                log.warning("PostgreSQL connection lost (%s); reconnecting", retry.cause)
+                pause = reconnect.pause(retry)
                 self.pool.check()
                 time.sleep(pause)
-                pause = min(pause * 2, 1.0)
 
     def run_one(self, statement: str, params: dict[str, object]) -> list[Row]:
         """One statement outside an explicit transaction: its own implicit transaction, one
@@ -154,28 +198,15 @@ class Database:
         return self.run(lambda cur: cur.execute(statement, params).fetchall(), explicit=False)
 
     def _attempt(self, work: Callable[[Cursor[Row]], T], explicit: bool) -> T:
-        committing = False
-        try:
-            with self.pool.connection(timeout=self.reconnect_wait) as conn:
-                try:
-                    if not explicit:
-                        with conn.cursor() as cur:
-                            return work(cur)
-                    with conn.transaction():
-                        with conn.cursor() as cur:
-                            result = work(cur)
-                        committing = True
-                except psycopg.errors.InsufficientPrivilege as exc:
-                    raise permission_denied(self.url, exc) from None
-                except psycopg.DataError as exc:
-                    raise invalid_text(exc) from None
-                return result
-        except psycopg.OperationalError as exc:
-            if committing:
-                raise commit_lost(self.url, exc) from exc
-            raise Retry(exc) from exc
-        except PoolTimeout as exc:
-            raise unavailable(self.url, exc) from None
+        with attempt(self.url) as this, self.pool.connection(timeout=self.reconnect_wait) as conn:
+            if not explicit:
+                with conn.cursor() as cur:
+                    return work(cur)
+            with conn.transaction():
+                with conn.cursor() as cur:
+                    result = work(cur)
+                this.committing = True
+            return result
 
     def close(self) -> None:
         if self._owns_pool:

@@ -19,20 +19,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
-from psycopg import Cursor
+from psycopg import AsyncCursor, Cursor
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres import locks, sharding, throttling, unique
 from fairq.backends.postgres.db import Database
 from fairq.backends.postgres.keys import channel_salt, schema_seed
 from fairq.backends.postgres.records import Row, tenant_key
-from fairq.backends.postgres.steps import PgSteps, Sql, run
+from fairq.backends.postgres.steps import PgSteps, Sql, arun, run
+from fairq.backends.postgres.url import PostgresUrl
 from fairq.errors import DuplicateJob, StoreUnavailable
 from fairq.job import NewJob, encode_headers
 from fairq.policy.unique import Holder
+
+if TYPE_CHECKING:
+    from fairq.backends.postgres.aio import AsyncDatabase
 
 
 class Enqueue:
@@ -52,25 +56,35 @@ class Enqueue:
         self, db: Database, jobs: Sequence[NewJob], now: float
     ) -> tuple[list[str], dict[int, Holder]]:
         """``steps`` on the blocking store; a plain batch (``one_statement``) in its own
-        implicit transaction, one round trip. An id refused after a lost connection was retried
-        may be the lost attempt's own: that is said, not reported as a duplicate."""
-        attempts = 0
+        implicit transaction, one round trip (``refused_after`` says what a refused id
+        means)."""
+        tries = 0
 
         def once(cur: Cursor[Row]) -> tuple[list[str], dict[int, Holder]]:
-            nonlocal attempts
-            attempts += 1
+            nonlocal tries
+            tries += 1
             try:
                 return run(cur, self.steps(jobs, now))
             except psycopg.errors.UniqueViolation as exc:
-                if attempts > 1:  # the first attempt may have stored them before the loss
-                    raise StoreUnavailable(
-                        f"the connection to {db.url.display} was lost during an enqueue and "
-                        "its ids are taken now: the lost attempt may have stored the jobs "
-                        f"({exc.diag.message_detail})"
-                    ) from None
-                raise refused(exc) from None
+                raise refused_after(exc, tries, db.url) from None
 
         return db.run(once, explicit=not self.one_statement(jobs))
+
+    async def awaited(
+        self, db: AsyncDatabase, jobs: Sequence[NewJob], now: float
+    ) -> tuple[list[str], dict[int, Holder]]:
+        """``blocking`` on the asyncio store (aio.py): the same transactions and errors."""
+        tries = 0
+
+        async def once(cur: AsyncCursor[Row]) -> tuple[list[str], dict[int, Holder]]:
+            nonlocal tries
+            tries += 1
+            try:
+                return await arun(cur, self.steps(jobs, now))
+            except psycopg.errors.UniqueViolation as exc:
+                raise refused_after(exc, tries, db.url) from None
+
+        return await db.run(once, explicit=not self.one_statement(jobs))
 
     def steps(
         self, jobs: Sequence[NewJob], now: float, *, inbox: bool = False
@@ -144,6 +158,19 @@ def queues_of(rows: Sequence[Row]) -> list[str]:
     """The statement's reply: the queue each job went to, in order."""
     (row,) = rows
     return list(row["queues"])
+
+
+def refused_after(
+    exc: psycopg.errors.UniqueViolation, tries: int, url: PostgresUrl
+) -> DuplicateJob | StoreUnavailable:
+    """An id refused on the first try is a duplicate; on a later one (the connection was lost
+    and the enqueue run again) it may be the lost try's own job: that is said instead."""
+    if tries == 1:
+        return refused(exc)
+    return StoreUnavailable(
+        f"the connection to {url.display} was lost during an enqueue and its ids are taken "
+        f"now: the lost attempt may have stored the jobs ({exc.diag.message_detail})"
+    )
 
 
 def refused(exc: psycopg.errors.UniqueViolation, *, usable: bool = False) -> DuplicateJob:
