@@ -57,7 +57,6 @@ DECLARE
     v_picked integer[];           -- picks per tenant in this round
     v_starts double precision[];  -- their keys (start_tag, head_seq), for the picks; NULL:
     v_heads bigint[];             -- not to be picked (not eligible, or changed since read)
-    v_ids bigint[];               -- and their ids
     v_seqs bigint[] := ARRAY[]::bigint[];  -- the jobs handed out, in order
     v_names text[] := ARRAY[]::text[];     -- and their tenants
     v_clocks text[] := ARRAY[]::text[];    -- the queues dispatched from, their new V and count
@@ -90,13 +89,6 @@ DECLARE
     v_changed integer;            -- tenants picked in this round
     v_written integer;
     v_k bigint;
-    v_m integer;                  -- next jobs read ahead per candidate, at its head's priority
-    v_ahead bigint[];             -- those jobs of every candidate, in (candidate, seq) order
-    v_ahead_costs double precision[];
-    v_ahead_of integer[];         -- the candidate each belongs to
-    v_pos integer[];              -- per candidate: its next job read ahead, in v_ahead
-    v_left integer[];             -- how many of them are left
-    v_all boolean[];              -- fewer than v_m found: none of that priority after them
 BEGIN
     -- jobs waiting in the inbox whose tenants this call can take come in first, for all the
     -- queues at once (enqueue.sql: take_in); those tenants are then held by this call too
@@ -137,9 +129,9 @@ BEGIN
             SELECT array_agg(c.x ORDER BY c.ord), array_agg(c.priority ORDER BY c.ord),
                    array_agg(c.cost ORDER BY c.ord),
                    array_agg(CASE WHEN c.fresh THEN (c.x).start_tag END ORDER BY c.ord),
-                   array_agg((c.x).head_seq ORDER BY c.ord), array_agg((c.x).id ORDER BY c.ord),
+                   array_agg((c.x).head_seq ORDER BY c.ord),
                    count(*) FILTER (WHERE c.fresh)
-            INTO v_cands, v_prios, v_costs, v_starts, v_heads, v_ids, v_fresh
+            INTO v_cands, v_prios, v_costs, v_starts, v_heads, v_fresh
             FROM (SELECT s.x, CASE WHEN h.state = 'ready' THEN h.priority END AS priority,
                          h.cost,
                          row_number() OVER (ORDER BY s.seen_start, s.seen_head) AS ord,
@@ -169,34 +161,6 @@ BEGIN
             v_cap := CASE WHEN v_n < v_read THEN p_limit  -- every free tenant was read
                           WHEN v_read = v_want THEN v_fresh
                           ELSE v_want END;                -- half of them: see the top
-            -- the jobs after each pickable head at its priority, read ahead in one statement
-            -- (one statement a pick was the dispatch's largest cost per job); a pick whose
-            -- tenant has none left read ahead looks its next head up as before
-            v_m := LEAST(v_want, (v_want + v_read - 1) / v_read + 1);
-            SELECT array_agg(a.seq ORDER BY c.i, a.seq), array_agg(a.cost ORDER BY c.i, a.seq),
-                   array_agg(c.i ORDER BY c.i, a.seq)
-            INTO v_ahead, v_ahead_costs, v_ahead_of
-            FROM unnest(v_ids, v_heads, v_prios, v_starts) WITH ORDINALITY
-                AS c(id, head, prio, start, i)
-            CROSS JOIN LATERAL (
-                SELECT r.seq, r.cost FROM {schema}.jobs r
-                WHERE r.tenant_id = c.id AND r.state = 'ready' AND r.priority = c.prio
-                  AND r.seq > c.head
-                ORDER BY r.priority DESC, r.seq
-                LIMIT v_m) a
-            WHERE c.start IS NOT NULL;
-            v_pos := array_fill(0, ARRAY[v_n]);
-            v_left := array_fill(0, ARRAY[v_n]);
-            v_all := array_fill(true, ARRAY[v_n]);
-            FOR j IN 1..coalesce(cardinality(v_ahead), 0) LOOP
-                IF v_left[v_ahead_of[j]] = 0 THEN
-                    v_pos[v_ahead_of[j]] := j;
-                END IF;
-                v_left[v_ahead_of[j]] := v_left[v_ahead_of[j]] + 1;
-            END LOOP;
-            FOR i IN 1..v_n LOOP
-                v_all[i] := v_left[i] < v_m;
-            END LOOP;
             v_picked := array_fill(0, ARRAY[v_n]);
             v_changed := 0;
             v_round := 0;
@@ -219,24 +183,14 @@ BEGIN
                 -- the next head: the first ready job after this one in (priority DESC, seq)
                 -- order, found from it onwards, so the index entries of jobs already handed
                 -- out (dead until vacuum reaches them, and all before it) are not walked again
-                -- (SELECT INTO sets v_next to NULL when there is none); read ahead if it was
-                v_next := NULL;
-                IF v_left[v_best] > 0 THEN
-                    v_next := v_ahead[v_pos[v_best]];
-                    v_next_prio := v_prios[v_best];
-                    v_next_cost := v_ahead_costs[v_pos[v_best]];
-                    v_pos[v_best] := v_pos[v_best] + 1;
-                    v_left[v_best] := v_left[v_best] - 1;
-                ELSIF NOT v_all[v_best] THEN
-                    SELECT r.seq, r.priority, r.cost INTO v_next, v_next_prio, v_next_cost
-                    FROM {schema}.jobs r
-                    WHERE r.tenant_id = t.id AND r.state = 'ready'
-                      AND r.priority = v_prios[v_best] AND r.seq > t.head_seq
-                    ORDER BY r.priority DESC, r.seq
-                    LIMIT 1;
-                END IF;
+                -- (SELECT INTO sets v_next to NULL when there is none)
+                SELECT r.seq, r.priority, r.cost INTO v_next, v_next_prio, v_next_cost
+                FROM {schema}.jobs r
+                WHERE r.tenant_id = t.id AND r.state = 'ready'
+                  AND r.priority = v_prios[v_best] AND r.seq > t.head_seq
+                ORDER BY r.priority DESC, r.seq
+                LIMIT 1;
                 IF v_next IS NULL THEN
-                    v_all[v_best] := false;  -- a lower priority: nothing read ahead of it
                     SELECT r.seq, r.priority, r.cost INTO v_next, v_next_prio, v_next_cost
                     FROM {schema}.jobs r
                     WHERE r.tenant_id = t.id AND r.state = 'ready'
