@@ -27,7 +27,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: functions only over an older release, and refuses a schema whose functions come from a newer
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
-FUNCTIONS_RELEASE = 8
+FUNCTIONS_RELEASE = 9
 FUNCTIONS_DIGEST = "14665cd89065b22abd76446c9484a9c258e8bc5f5d3e553910481dc712c0b1b5"
 
 
