@@ -106,6 +106,13 @@ BEGIN
     -- queues at once (enqueue.sql: take_in); those tenants are then held by this call too
     IF EXISTS (SELECT 1 FROM unnest(p_queues) AS n
                WHERE EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = n)) THEN
+        -- take_in changes tenant rows, ours too: p_pending is written first, then read again
+        UPDATE {schema}.tenants x
+        SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
+            usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept
+        FROM unnest(p_pending) AS d
+        WHERE x.id = d.id;
+        p_pending := NULL;
         PERFORM {schema}.take_in(p_queues, NULL, p_now, 256);
     END IF;
     FOREACH v_queue IN ARRAY p_queues LOOP
