@@ -28,7 +28,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
 FUNCTIONS_RELEASE = 9
-FUNCTIONS_DIGEST = "14665cd89065b22abd76446c9484a9c258e8bc5f5d3e553910481dc712c0b1b5"
+FUNCTIONS_DIGEST = "a5d5de92b264e4a15c428e6bf86501b416b2d67bea6a6dacbe21af5b7cd5463f"
 
 
 @dataclass(frozen=True)
