@@ -356,7 +356,8 @@ def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBac
     # ack_many's jobs locked in seq order (its queues held shared), then moved set-wise
     assert any("ORDER BY x.seq FOR UPDATE" in text for text in statements)
     assert any("DELETE FROM" in text for text in statements)
-    assert any("FROM unnest(v_ids" in text for text in statements)  # succeeded_runs' update
+    assert any("FROM unnest(v_rows) AS d" in text for text in statements)  # succeeded_runs' update
+    assert any("FROM unnest(p_pending) AS d" in text for text in statements)  # dispatch's flush
     assert any("t.limited_until IS NOT NULL" in text for text in statements)
     bad = [
         (plan["Query Text"], list(scans(plan["Plan"])))

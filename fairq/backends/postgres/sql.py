@@ -28,7 +28,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
 FUNCTIONS_RELEASE = 9
-FUNCTIONS_DIGEST = "6edba3a4aad28ea87ad4a2daa37b8d54df07d8752e55d57ede0b679562d0a468"
+FUNCTIONS_DIGEST = "3d95dd898ac456bb811a413bd09b7ad92f1f5d860864589f409192c6a0207e87"
 
 
 @dataclass(frozen=True)

@@ -25,17 +25,18 @@ $$;
 -- Each acked job moves to succeeded_jobs and its run ends (succeeded_runs).
 CREATE FUNCTION {schema}.ack_held(
     p_ids text[], p_leases integer[], p_now double precision, p_exclusive text[],
-    p_channel_salt text
-) RETURNS text[]
+    p_channel_salt text, p_defer text[], OUT statuses text[], OUT pending {schema}.tenants[]
+)
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_statuses text[];
     v_tenants bigint[];           -- per acked job, in token order: its tenant, start, charge
     v_started double precision[];
     v_charged double precision[];
 BEGIN
+    pending := ARRAY[]::{schema}.tenants[];
     IF coalesce(cardinality(p_ids), 0) = 0 THEN
-        RETURN ARRAY[]::text[];
+        statuses := ARRAY[]::text[];
+        RETURN;
     END IF;
     -- only running jobs: a stale token's job, ready again, may be the head a dispatch is
     -- about to start, and must not be held here while this ack waits for a tenant
@@ -77,11 +78,11 @@ BEGIN
            array_agg(f.tenant_id ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
            array_agg(f.started_at ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
            array_agg(f.charged ORDER BY f.ord) FILTER (WHERE f.status = 'ok')
-    INTO v_statuses, v_tenants, v_started, v_charged
+    INTO statuses, v_tenants, v_started, v_charged
     FROM found f;
     IF v_tenants IS NOT NULL THEN
-        PERFORM {schema}.succeeded_runs(
-            v_tenants, v_started, v_charged, p_now, p_exclusive, p_channel_salt);
+        pending := {schema}.succeeded_runs(
+            v_tenants, v_started, v_charged, p_now, p_exclusive, p_channel_salt, p_defer);
         -- each run's time in the figures (succeeded: no outcome row, fairq/figures.py), once
         -- its tenant is held: a tenant's figures are written only by whoever holds it, in key
         -- order (written before the tenants were locked, they made a cycle of waits with a
@@ -94,7 +95,6 @@ BEGIN
         ORDER BY r.tenant_id, bucket
         ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count;
     END IF;
-    RETURN v_statuses;
 END
 $$;
 
@@ -108,24 +108,26 @@ $$;
 -- (max_in_flight) counts the runs ended off its in_flight, its row locked in name order after
 -- the tenants; one that goes from full to not full wakes its workers. An uncapped queue's row
 -- is not written: acks of one queue under its shared lock must not queue up on that row.
+--
+-- The tenants of the queues in p_defer are not written but returned, locked and as the runs
+-- left them: ack_dequeue's dispatch writes them (dispatch.sql), once for the ack and its own
+-- picks together; a tenant row written twice in one call cost a second new row version and
+-- its index entries (start_tag is indexed, so neither update is HOT).
 CREATE FUNCTION {schema}.succeeded_runs(
     p_tenants bigint[], p_started double precision[], p_charged double precision[],
-    p_now double precision, p_exclusive text[], p_channel_salt text
-) RETURNS void
+    p_now double precision, p_exclusive text[], p_channel_salt text, p_defer text[]
+) RETURNS {schema}.tenants[]
 LANGUAGE plpgsql AS $$
 DECLARE
-    -- the tenants (position i: the i-th distinct one) as the runs leave them
+    -- the tenants (position i: the i-th in id order) as the runs leave them
+    v_rows {schema}.tenants[];
     v_ids bigint[];
-    v_finish double precision[];
-    v_usage double precision[];
-    v_usage_at double precision[];
-    v_running bigint[];
     v_ended bigint[];
-    v_weight double precision[];
     v_half_life double precision[];
     v_vclock double precision[];
-    v_queues text[];
     v_caps integer[];             -- the queue's max_in_flight; NULL: no cap
+    v_queues text[];
+    t {schema}.tenants%ROWTYPE;
     v_new double precision;
     v_left bigint;
     v_cap integer;
@@ -135,52 +137,51 @@ BEGIN
     PERFORM 1 FROM {schema}.tenants x
     WHERE x.id = ANY(p_tenants) AND x.queue <> ALL(p_exclusive)
     ORDER BY x.id FOR NO KEY UPDATE;
-    SELECT array_agg(x.id), array_agg(x.finish_tag), array_agg(x.usage),
-           array_agg(x.usage_at), array_agg(x.running), array_agg(x.weight),
-           array_agg(coalesce(q.half_life, 60.0::double precision)), array_agg(q.vclock),
-           array_fill(0::bigint, ARRAY[count(*)::integer]), array_agg(x.queue),
-           array_agg(q.max_in_flight)
-    INTO v_ids, v_finish, v_usage, v_usage_at, v_running, v_weight, v_half_life, v_vclock,
-         v_ended, v_queues, v_caps
+    SELECT array_agg(x ORDER BY x.id), array_agg(x.id ORDER BY x.id),
+           array_agg(coalesce(q.half_life, 60.0::double precision) ORDER BY x.id),
+           array_agg(q.vclock ORDER BY x.id), array_agg(q.max_in_flight ORDER BY x.id),
+           array_agg(x.queue ORDER BY x.id), array_fill(0::bigint, ARRAY[count(*)::integer])
+    INTO v_rows, v_ids, v_half_life, v_vclock, v_caps, v_queues, v_ended
     FROM {schema}.tenants x LEFT JOIN {schema}.queues q ON q.name = x.queue
     WHERE x.id = ANY(p_tenants);
     FOR k IN 1..cardinality(p_tenants) LOOP
         i := array_position(v_ids, p_tenants[k]);
-        IF v_running[i] <= 0 THEN
-            RAISE EXCEPTION 'fairq: tenant row % would go below 0 running', v_ids[i];
+        t := v_rows[i];
+        IF t.running <= 0 THEN
+            RAISE EXCEPTION 'fairq: tenant row % would go below 0 running', t.id;
         END IF;
         v_new := {schema}.finish_after_run(
-            v_finish[i], v_weight[i], p_started[k], p_charged[k], p_now);
-        v_usage[i] := GREATEST(
-            {schema}.decayed(v_usage[i], v_usage_at[i], p_now, v_half_life[i])
-            + (v_new - v_finish[i]),
+            t.finish_tag, t.weight, p_started[k], p_charged[k], p_now);
+        t.usage := GREATEST(
+            {schema}.decayed(t.usage, t.usage_at, p_now, v_half_life[i])
+            + (v_new - t.finish_tag),
             0.0::double precision);
-        v_usage_at[i] := GREATEST(v_usage_at[i], p_now);
-        v_finish[i] := v_new;
-        v_running[i] := v_running[i] - 1;
+        t.usage_at := GREATEST(t.usage_at, p_now);
+        t.finish_tag := v_new;
+        t.running := t.running - 1;
+        t.succeeded := t.succeeded + 1;
+        t.kept := t.kept + 1;
+        v_rows[i] := t;
         v_ended[i] := v_ended[i] + 1;
     END LOOP;
-    FOR r IN
-        UPDATE {schema}.tenants x
-        SET finish_tag = d.finish,
-            start_tag = CASE
-                WHEN x.ready > 0 AND (x.max_running IS NULL OR d.running < x.max_running)
-                     AND x.weight > 0 AND x.limited_until IS NULL
-                THEN GREATEST(d.finish, d.vclock) END,
-            usage = d.usage, usage_at = d.usage_at, running = d.running,
-            succeeded = x.succeeded + d.ended, kept = x.kept + d.ended
-        FROM unnest(v_ids, v_finish, v_usage, v_usage_at, v_running, v_ended, v_vclock)
-            AS d(id, finish, usage, usage_at, running, ended, vclock)
-        WHERE x.id = d.id
-        RETURNING x.queue, x.ready, x.running, x.max_running, x.weight, x.limited_until,
-                  d.ended
-    LOOP
-        IF r.ready > 0 AND r.weight > 0 AND r.limited_until IS NULL
-           AND r.max_running IS NOT NULL AND r.running < r.max_running
-           AND NOT r.running + r.ended < r.max_running THEN
-            PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || r.queue), 1, 24), '');
+    FOR i IN 1..cardinality(v_ids) LOOP
+        t := v_rows[i];
+        t.start_tag := CASE
+            WHEN t.ready > 0 AND (t.max_running IS NULL OR t.running < t.max_running)
+                 AND t.weight > 0 AND t.limited_until IS NULL
+            THEN GREATEST(t.finish_tag, v_vclock[i]) END;
+        v_rows[i] := t;
+        IF t.ready > 0 AND t.weight > 0 AND t.limited_until IS NULL
+           AND t.max_running IS NOT NULL AND t.running < t.max_running
+           AND NOT t.running + v_ended[i] < t.max_running THEN
+            PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || t.queue), 1, 24), '');
         END IF;
     END LOOP;
+    UPDATE {schema}.tenants x
+    SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
+        usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept
+    FROM unnest(v_rows) AS d
+    WHERE x.id = d.id AND d.queue <> ALL(p_defer);
     IF cardinality(array_remove(v_caps, NULL)) > 0 THEN  -- a capped queue among them
         FOR r IN
             SELECT e.queue, sum(e.ended)::bigint AS ended
@@ -196,6 +197,7 @@ BEGIN
             END IF;
         END LOOP;
     END IF;
+    RETURN ARRAY(SELECT d FROM unnest(v_rows) AS d WHERE d.queue = ANY(p_defer) ORDER BY d.id);
 END
 $$;
 
@@ -211,6 +213,7 @@ BEGIN
     FROM (SELECT DISTINCT hashtextextended(x.queue, p_seed) AS k
           FROM {schema}.jobs x WHERE x.id = ANY(p_ids)) s
     ORDER BY s.k;
-    RETURN {schema}.ack_held(p_ids, p_leases, p_now, ARRAY[]::text[], p_channel_salt);
+    RETURN ({schema}.ack_held(
+        p_ids, p_leases, p_now, ARRAY[]::text[], p_channel_salt, ARRAY[]::text[])).statuses;
 END
 $$;

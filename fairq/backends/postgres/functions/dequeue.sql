@@ -198,7 +198,8 @@ $$;
 -- dispatch hands them out. When maintenance is due: one row, due = true, nothing changed.
 -- Checking before the acks is exact: an ack never makes maintenance due (it adds no scheduled
 -- job or rate limit), so "not due" before them is "not due" after them. The acks
--- are ack_held's (acks.sql), told which queues this call holds exclusive.
+-- are ack_held's (acks.sql), told which queues this call holds exclusive; the tenant rows of
+-- the queues it dispatches from are left to dispatch to write, each once (dispatch.sql).
 CREATE FUNCTION {schema}.ack_dequeue(
     p_ids text[], p_leases integer[], p_ack_now double precision, p_queues text[],
     p_worker text, p_now double precision, p_limit integer, p_seed bigint,
@@ -212,19 +213,22 @@ CREATE FUNCTION {schema}.ack_dequeue(
 ) LANGUAGE plpgsql SET enable_seqscan = off AS $$  -- see the top of this file
 DECLARE
     v_locks record;
+    v_acked record;
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- see the top of this file
     v_locks := {schema}.lock_dispatch(p_queues, p_ids, p_seed);
     p_now := {schema}.event_time(p_now);  -- the locks are held: the event's time (clock.sql)
     due := {schema}.dispatch_due(p_queues, v_locks.exclusive, p_now);
     IF NOT due THEN
-        statuses := {schema}.ack_held(
-            p_ids, p_leases, p_ack_now, v_locks.exclusive, p_channel_salt);
+        v_acked := {schema}.ack_held(
+            p_ids, p_leases, p_ack_now, v_locks.exclusive, p_channel_salt, p_queues);
+        statuses := v_acked.statuses;
     END IF;
     RETURN NEXT;
     IF NOT due THEN
         RETURN QUERY SELECT NULL::text[], false, d.*
-        FROM {schema}.dispatch(p_queues, p_worker, p_now, p_limit, v_locks.alone) d;
+        FROM {schema}.dispatch(
+            p_queues, p_worker, p_now, p_limit, v_locks.alone, v_acked.pending) d;
     END IF;
 END
 $$;

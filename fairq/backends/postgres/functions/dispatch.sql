@@ -42,8 +42,15 @@
 -- V = max(V, S of the call's last pick in the queue): one dispatch's picks come in ascending
 -- key order, and V never decreases. The queues' rows are written last, in name order, so a
 -- dispatch holds its queue's row only while it commits.
+--
+-- p_pending: tenant rows this transaction holds and changed but has not written (the acks of
+-- ack_dequeue, acks.sql: succeeded_runs), of queues in p_queues. They are written here, each
+-- once with the picks made from it: a queue's first round reads them from memory beside the
+-- tenants it scans (whose scan skips them: their stored keys are stale) as fresh candidates;
+-- those of a queue that had no round are written at the end.
 CREATE FUNCTION {schema}.dispatch(
-    p_queues text[], p_worker text, p_now double precision, p_limit integer, p_alone text[]
+    p_queues text[], p_worker text, p_now double precision, p_limit integer, p_alone text[],
+    p_pending {schema}.tenants[] DEFAULT NULL
 ) RETURNS TABLE (
     l_id text, l_name text, l_queue text, l_tenant text, l_payload text, l_attempts integer,
     l_leases integer, l_max_attempts integer, l_started_at double precision,
@@ -57,6 +64,11 @@ DECLARE
     v_picked integer[];           -- picks per tenant in this round
     v_starts double precision[];  -- their keys (start_tag, head_seq), for the picks; NULL:
     v_heads bigint[];             -- not to be picked (not eligible, or changed since read)
+    v_mine {schema}.tenants[];    -- the queue's rows of p_pending, in its first round
+    v_skip bigint[];              -- and their ids, which the scan skips
+    v_is_mine boolean[];          -- per candidate: one of them
+    v_scanned integer;            -- candidates the scan read
+    v_flushed text[] := ARRAY[]::text[];  -- queues whose rows of p_pending are written
     v_seqs bigint[] := ARRAY[]::bigint[];  -- the jobs handed out, in order
     v_names text[] := ARRAY[]::text[];     -- and their tenants
     v_clocks text[] := ARRAY[]::text[];    -- the queues dispatched from, their new V and count
@@ -94,6 +106,13 @@ BEGIN
     -- queues at once (enqueue.sql: take_in); those tenants are then held by this call too
     IF EXISTS (SELECT 1 FROM unnest(p_queues) AS n
                WHERE EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = n)) THEN
+        -- take_in changes tenant rows, ours too: p_pending is written first, then read again
+        UPDATE {schema}.tenants x
+        SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
+            usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept
+        FROM unnest(p_pending) AS d
+        WHERE x.id = d.id;
+        p_pending := NULL;
         PERFORM {schema}.take_in(p_queues, NULL, p_now, 256);
     END IF;
     FOREACH v_queue IN ARRAY p_queues LOOP
@@ -112,13 +131,18 @@ BEGIN
                 v_open := v_open || v_queue;
             END IF;
             v_read := v_want;
+            v_mine := ARRAY[]::{schema}.tenants[];
+            IF v_rounds = 1 AND p_pending IS NOT NULL THEN
+                v_mine := ARRAY(SELECT m FROM unnest(p_pending) AS m WHERE m.queue = v_queue);
+            END IF;
+            v_skip := ARRAY(SELECT m.id FROM unnest(v_mine) AS m);
             IF NOT v_alone THEN
                 SELECT count(*) INTO v_count FROM (
                     SELECT 1 FROM {schema}.tenants e
                     WHERE e.queue = v_queue AND e.start_tag IS NOT NULL
                     ORDER BY e.start_tag, e.head_seq
                     LIMIT 2 * v_want) counted;
-                EXIT WHEN v_count = 0;
+                EXIT WHEN v_count = 0 AND cardinality(v_mine) = 0;
                 IF v_count < 2 * v_want THEN
                     v_read := (v_count + 1) / 2;
                 END IF;
@@ -129,22 +153,27 @@ BEGIN
             SELECT array_agg(c.x ORDER BY c.ord), array_agg(c.priority ORDER BY c.ord),
                    array_agg(c.cost ORDER BY c.ord),
                    array_agg(CASE WHEN c.fresh THEN (c.x).start_tag END ORDER BY c.ord),
-                   array_agg((c.x).head_seq ORDER BY c.ord),
-                   count(*) FILTER (WHERE c.fresh)
-            INTO v_cands, v_prios, v_costs, v_starts, v_heads, v_fresh
-            FROM (SELECT s.x, CASE WHEN h.state = 'ready' THEN h.priority END AS priority,
+                   array_agg((c.x).head_seq ORDER BY c.ord), array_agg(c.mine ORDER BY c.ord),
+                   count(*) FILTER (WHERE c.fresh AND NOT c.mine),
+                   count(*) FILTER (WHERE NOT c.mine)
+            INTO v_cands, v_prios, v_costs, v_starts, v_heads, v_is_mine, v_fresh, v_scanned
+            FROM (SELECT s.x, s.mine, CASE WHEN h.state = 'ready' THEN h.priority END AS priority,
                          h.cost,
                          row_number() OVER (ORDER BY s.seen_start, s.seen_head) AS ord,
                          coalesce(((s.x).start_tag, (s.x).head_seq)
                                   = (s.seen_start, s.seen_head), false) AS fresh
-                  FROM (SELECT l.x, e.start_tag AS seen_start, e.head_seq AS seen_head
+                  FROM ((SELECT l.x, e.start_tag AS seen_start, e.head_seq AS seen_head,
+                        false AS mine
                         FROM {schema}.tenants e
                         CROSS JOIN LATERAL (
                             SELECT x FROM {schema}.tenants x WHERE x.id = e.id
                             FOR UPDATE SKIP LOCKED) l
                         WHERE e.queue = v_queue AND e.start_tag IS NOT NULL
+                          AND e.id <> ALL(v_skip)
                         ORDER BY e.start_tag, e.head_seq
-                        LIMIT v_read) s
+                        LIMIT v_read)
+                        UNION ALL
+                        SELECT m, m.start_tag, m.head_seq, true FROM unnest(v_mine) AS m) s
                   -- OFFSET 0: the head read by its key alone (without the fence, 1,095
                   -- buffers once in six runs of tests/postgres/test_cached_plans.py)
                   LEFT JOIN LATERAL (
@@ -158,7 +187,7 @@ BEGIN
                         v_queue;
                 END IF;
             END LOOP;
-            v_cap := CASE WHEN v_n < v_read THEN p_limit  -- every free tenant was read
+            v_cap := CASE WHEN v_scanned < v_read THEN p_limit  -- every free tenant was read
                           WHEN v_read = v_want THEN v_fresh
                           ELSE v_want END;                -- half of them: see the top
             v_picked := array_fill(0, ARRAY[v_n]);
@@ -242,21 +271,32 @@ BEGIN
                 v_queue_taken := v_queue_taken + 1;
                 v_round := v_round + 1;
             END LOOP;
-            -- the round's tenants, as the picks left them; a slot is never taken over a cap
+            -- the round's tenants, as the picks (and acks: p_pending) left them, held since
+            -- they were read; a slot is never taken over a cap
+            FOR i IN 1..v_n LOOP
+                IF v_picked[i] = 0 AND v_is_mine[i] THEN
+                    v_changed := v_changed + 1;
+                END IF;
+            END LOOP;
             UPDATE {schema}.tenants x
             SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
                 usage_at = d.usage_at, tat = d.tat, limited_until = d.limited_until,
-                head_seq = d.head_seq, ready = x.ready - p.picks, running = x.running + p.picks
+                head_seq = d.head_seq, ready = d.ready, running = d.running,
+                succeeded = d.succeeded, kept = d.kept
             FROM unnest(v_cands) WITH ORDINALITY AS d
-            JOIN unnest(v_picked) WITH ORDINALITY AS p(picks, ord) ON p.ord = d.ordinality
-            WHERE x.id = d.id AND p.picks > 0
-              AND (x.max_running IS NULL OR x.running + p.picks <= x.max_running);
+            JOIN unnest(v_picked, v_is_mine) WITH ORDINALITY AS p(picks, mine, ord)
+              ON p.ord = d.ordinality
+            WHERE x.id = d.id AND (p.picks > 0 OR p.mine)
+              AND (p.picks = 0 OR x.max_running IS NULL OR d.running <= x.max_running);
             GET DIAGNOSTICS v_written = ROW_COUNT;
             IF v_written < v_changed THEN
                 RAISE EXCEPTION 'fairq: a tenant of queue % refused a slot over its cap', v_queue;
             END IF;
+            IF cardinality(v_mine) > 0 THEN
+                v_flushed := v_flushed || v_queue;
+            END IF;
             EXIT WHEN NOT v_alone;      -- beside others: one round, its tenants held (top)
-            EXIT WHEN v_n < v_read;     -- every eligible tenant was read: none is left
+            EXIT WHEN v_scanned < v_read;  -- every eligible tenant was read: none is left
         END LOOP;
         IF v_vclock IS NOT NULL THEN
             v_clocks := v_clocks || v_queue;
@@ -264,6 +304,12 @@ BEGIN
             v_clock_counts := v_clock_counts || v_queue_taken;
         END IF;
     END LOOP;
+    -- the rows of p_pending no round wrote (their queue was full, or had no turn)
+    UPDATE {schema}.tenants x
+    SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
+        usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept
+    FROM unnest(p_pending) AS d
+    WHERE x.id = d.id AND d.queue <> ALL(v_flushed);
     RETURN QUERY
     WITH started AS (
         UPDATE {schema}.jobs j
