@@ -1,12 +1,15 @@
 """The changes (POST): a tenant's settings, requeueing dead jobs, cancelling a job, signing in
 and out.
 
-Each one passes ``Access.refuse_change`` first (token set, signed in, CSRF field, Origin), and
-reads its whole form before it touches the store: a refused request has changed nothing.
+Each change (``@change``) passes ``Access.refuse_change`` first (token set, signed in, CSRF
+field, Origin), and reads its whole form before it touches the store: a refused request has
+changed nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from functools import wraps
 from typing import TYPE_CHECKING
 
 from starlette.datastructures import FormData
@@ -24,15 +27,29 @@ if TYPE_CHECKING:
 
 MAX_REQUEUE = 1000  # ids in one request
 
+Change = Callable[[Request, "Dashboard", FormData], Awaitable[Response]]
 
-async def change_tenant(request: Request) -> Response:
-    board = pages.dashboard(request)
+
+def change(handler: Change) -> Callable[[Request], Awaitable[Response]]:
+    """A POST that changes the store: its form read whole, then refused (403, said on the
+    page) unless ``Access.refuse_change`` lets it through."""
+
+    @wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        board = pages.dashboard(request)
+        form = await request.form()
+        why = board.access.refuse_change(request, _text(form, "csrf"))
+        if why is not None:
+            return board.render(request, "error.html", {"message": why}, status_code=403)
+        return await handler(request, board, form)
+
+    return endpoint
+
+
+@change
+async def change_tenant(request: Request, board: Dashboard, form: FormData) -> Response:
     name = pages.queue_name(request)
     tenant_id = pages.tenant_param(request)
-    form = await request.form()
-    refused = _refused(request, form)
-    if refused is not None:
-        return refused
     current = await board.read(data.tenant_stats, board.app, name, tenant_id)
     action = _text(form, "action")
     change = read_action(action) or read_tenant_form(_fields(form), current)
@@ -61,12 +78,8 @@ def _apply(board: Dashboard, name: str, tenant_id: str, change: TenantChange) ->
     )
 
 
-async def requeue(request: Request) -> Response:
-    board = pages.dashboard(request)
-    form = await request.form()
-    refused = _refused(request, form)
-    if refused is not None:
-        return refused
+@change
+async def requeue(request: Request, board: Dashboard, form: FormData) -> Response:
     ids = [value for value in form.getlist("id") if isinstance(value, str) and value]
     if not ids or len(ids) > MAX_REQUEUE:
         message = (
@@ -85,13 +98,9 @@ async def requeue(request: Request) -> Response:
     return RedirectResponse("/dead" + query(back), status_code=303)
 
 
-async def cancel(request: Request) -> Response:
+@change
+async def cancel(request: Request, board: Dashboard, form: FormData) -> Response:
     """Cancel one job (``App.cancel``): back to its page, which says what the cancel did."""
-    board = pages.dashboard(request)
-    form = await request.form()
-    refused = _refused(request, form)
-    if refused is not None:
-        return refused
     job_id = _text(form, "id").strip()
     if not job_id or len(job_id) > pages.MAX_JOB_ID:
         message = "name the job to cancel (its id)" if not job_id else "that is not a job id"
@@ -137,14 +146,6 @@ async def logout(request: Request) -> Response:
     response = RedirectResponse("/", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response
-
-
-def _refused(request: Request, form: FormData) -> Response | None:
-    board = pages.dashboard(request)
-    why = board.access.refuse_change(request, _text(form, "csrf"))
-    if why is None:
-        return None
-    return board.render(request, "error.html", {"message": why}, status_code=403)
 
 
 def _text(form: FormData, key: str) -> str:
