@@ -12,7 +12,9 @@ the statement takes, an order every enqueue keeps). Sharded jobs go one after an
 one's choice of shard sees those before it (sharding.py); the batch is still one transaction.
 A plain batch is the one statement, in one round trip.
 
-A refused id comes back as ``UniqueViolation``: ``refused`` turns it into ``DuplicateJob``.
+A refused id comes back as ``UniqueViolation``: ``refused_after`` turns it into
+``DuplicateJob``, or, on a try after a lost connection, StoreUnavailable (the lost try may have
+stored the job). ``blocking`` and ``awaited`` run the operation on the two stores alike.
 """
 
 from __future__ import annotations
