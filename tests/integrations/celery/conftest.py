@@ -50,8 +50,9 @@ def wait_for(condition: Callable[[], T], what: str, timeout: float = DEADLINE) -
 
 
 def wait_done(app: App, ids: list[str], state: JobState = JobState.SUCCEEDED) -> None:
-    """Wait until every job of ``ids`` has ended (succeeded or dead); each must be ``state``."""
-    ended = (JobState.SUCCEEDED, JobState.DEAD)
+    """Wait until every job of ``ids`` has ended (succeeded, dead or cancelled); each must be
+    ``state``."""
+    ended = (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
 
     def infos() -> list[JobInfo] | None:
         found = [app.job_info(job_id) for job_id in ids]

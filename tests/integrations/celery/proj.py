@@ -19,6 +19,7 @@ from typing import Any
 
 from celery import Celery
 
+import fairq
 from fairq import Throttle
 from fairq.integrations.celery import FairCelery
 
@@ -34,6 +35,7 @@ class Project:
     fail: Any  # always raises: retried by fairq, then dead
     routed: Any  # a plain task throttled by fair.router (no relay); retries once
     guarded: Any  # a plain task under tenant slots (base=fair.SlotTask, one slot per tenant)
+    stoppable: Any  # runs until asked to stop (App.cancel), then stops on the request
 
 
 def mark(log: str, what: str, tenant: str, tag: str) -> None:
@@ -122,7 +124,19 @@ def build(url: str, broker: str, queue: str = "fq-default") -> Project:
         time.sleep(work)  # the task's own work: overlapping runs would show if slots broke
         mark(log, "end", tenant, tag)
 
-    return Project(app, fair, record, record_brief, fail, routed, guarded)
+    @app.task(
+        base=fair.Task, name="proj.stoppable", shared=False, fair_tenant="tenant", fair_lease=1.5
+    )
+    def stoppable(tenant: str, tag: str, log: str) -> None:
+        mark(log, "start", tenant, tag)
+        job = fairq.current_job()  # set by the claim on the thread that runs the task
+        deadline = time.monotonic() + GATE_DEADLINE
+        while not job.cancel_requested and time.monotonic() < deadline:
+            time.sleep(0.02)
+        mark(log, "end", tenant, tag)
+        job.raise_if_cancelled()
+
+    return Project(app, fair, record, record_brief, fail, routed, guarded, stoppable)
 
 
 project = build(

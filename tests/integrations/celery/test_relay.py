@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from fairq import App, JobState
+from fairq.cancel import CancelOutcome
 
 from .conftest import Setup, wait_done, wait_for
 
@@ -203,3 +204,18 @@ def test_delayed_failing_and_unknown_jobs(redis_setup: Setup) -> None:
     assert buried is not None and buried.last_error is not None
     assert "cannot relay: no Celery task named 'proj.gone'" in buried.last_error
     relay.wait_log("no Celery task named 'proj.gone'")
+
+
+def test_a_running_task_sees_a_cancel_request_and_ends_cancelled(redis_setup: Setup) -> None:
+    """The heartbeat's reply reaches ``fairq.current_job()`` in Celery's pool as in a native
+    worker: a task that stops on the request ends cancelled, never retried."""
+    setup = redis_setup
+    job_id = setup.project.stoppable.apply_async(("acme", "s1", setup.log), queue=setup.queue).id
+    setup.worker(concurrency=1)
+    setup.relay("--in-flight", "1")
+    wait_for(lambda: setup.started_tags() == ["s1"], "the task running")
+    assert setup.project.fair.app.cancel(job_id) is CancelOutcome.REQUESTED
+    wait_states(setup, [job_id], JobState.CANCELLED)
+    assert setup.runs() == [("start", "acme", "s1"), ("end", "acme", "s1")]
+    info = setup.project.fair.app.job_info(job_id)
+    assert info is not None and info.attempts == 1
