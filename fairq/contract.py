@@ -309,6 +309,23 @@ class TenantSettingsParams:
         if not isinstance(self.rate, Keep):
             _check_rate(self.rate)
 
+    def apply_to(self, tenant: OwnSettings) -> None:
+        """Set a stored tenant's own settings to those asked (a KEEP leaves one as it is)."""
+        if not isinstance(self.weight, Keep):
+            tenant.own_weight = self.weight
+        if not isinstance(self.max_running, Keep):
+            tenant.own_max_running = self.max_running
+        if not isinstance(self.rate, Keep):
+            tenant.own_rate = self.rate
+
+
+class OwnSettings(Protocol):
+    """A stored tenant's own settings (None: the queue's default), as the SQL stores keep them."""
+
+    own_weight: float | None
+    own_max_running: int | None
+    own_rate: Rate | None
+
 
 @dataclass(frozen=True, kw_only=True)
 class StatsParams:

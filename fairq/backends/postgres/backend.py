@@ -74,7 +74,6 @@ from fairq.contract import (
     HeartbeatParams,
     HeartbeatResult,
     JobType,
-    Keep,
     ListDeadParams,
     MaintainParams,
     MaintainResult,
@@ -505,12 +504,7 @@ class PostgresBackend:
         defaults = yield from inspect.queue_settings_steps(q, params.queue)
         events = Events(None, q)
         tenant = (yield from events.lock_tenants_steps([pair]))[pair]
-        if not isinstance(params.weight, Keep):
-            tenant.own_weight = params.weight
-        if not isinstance(params.max_running, Keep):
-            tenant.own_max_running = params.max_running
-        if not isinstance(params.rate, Keep):
-            tenant.own_rate = params.rate
+        params.apply_to(tenant)
         settings.inherit(tenant, defaults)
         yield from events.resettle_steps(tenant, now)
         yield from locks.notify(q, self._channel, events.woken)

@@ -12,7 +12,6 @@ from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow, rate_colu
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import (
     JobType,
-    Keep,
     ListDeadParams,
     QueueSettings,
     SetQueueParams,
@@ -69,12 +68,7 @@ def get_queue(db: sqlite3.Connection, name: str) -> QueueSettings:
 def set_tenant(db: sqlite3.Connection, params: TenantSettingsParams) -> TenantStats:
     db.execute(Q["queue_ensure"], {"name": params.queue})
     tenant = TenantRow.load(db, tenant_id(db, params.queue, params.tenant))
-    if not isinstance(params.weight, Keep):
-        tenant.own_weight = params.weight
-    if not isinstance(params.max_running, Keep):
-        tenant.own_max_running = params.max_running
-    if not isinstance(params.rate, Keep):
-        tenant.own_rate = params.rate
+    params.apply_to(tenant)
     queue = QueueRow.get(db, params.queue)
     resettle(tenant, queue, params.now)
     tenant.save(db)
