@@ -25,7 +25,7 @@ from psycopg_pool import AsyncConnectionPool
 from fairq.backends.aio import Offloaded
 from fairq.backends.postgres import inspect
 from fairq.backends.postgres.backend import PostgresBackend
-from fairq.backends.postgres.db import Reconnect, Retry, attempt, connection_settings
+from fairq.backends.postgres.db import Reconnect, Retry, attempt, pool_options
 from fairq.backends.postgres.records import Row
 from fairq.backends.postgres.steps import PgSteps, arun
 from fairq.backends.postgres.transactional import bound_connection
@@ -55,13 +55,7 @@ class AsyncDatabase:
         self.url = url
         self.reconnect_wait = reconnect_wait
         self.pool: AsyncPool = AsyncConnectionPool(
-            url.conninfo,
-            min_size=1,
-            max_size=url.pool_size,
-            kwargs=connection_settings(url),
-            connection_class=AsyncConnection[Row],
-            open=False,
-            name=f"fairq-aio:{url.display}",
+            connection_class=AsyncConnection[Row], **pool_options(url, "fairq-aio")
         )
 
     async def open(self) -> None:

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import Connection, Cursor
@@ -87,15 +87,7 @@ def make_pool(url: PostgresUrl) -> Pool:
     explicit), rows as dicts, and the URL's clock as the session setting ``fairq.clock`` that
     functions/clock.sql reads. Stores in several schemas of one database may share one if
     their URLs name the same clock."""
-    pool: Pool = ConnectionPool(
-        url.conninfo,
-        min_size=1,
-        max_size=url.pool_size,
-        kwargs=connection_settings(url),
-        connection_class=Connection[Row],
-        open=False,
-        name=f"fairq:{url.display}",
-    )
+    pool: Pool = ConnectionPool(connection_class=Connection[Row], **pool_options(url, "fairq"))
     pool.open(wait=False)
     return pool
 
@@ -106,6 +98,19 @@ def connection_settings(url: PostgresUrl) -> dict[str, object]:
     if url.clock != "store":
         kwargs["options"] = f"-c fairq.clock={url.clock}"
     return kwargs
+
+
+def pool_options(url: PostgresUrl, name: str) -> dict[str, Any]:
+    """The options of a pool of the URL's connections, blocking or asyncio (aio.py), opened
+    by its owner."""
+    return {
+        "conninfo": url.conninfo,
+        "min_size": 1,
+        "max_size": url.pool_size,
+        "kwargs": connection_settings(url),
+        "open": False,
+        "name": f"{name}:{url.display}",
+    }
 
 
 def commit_lost(url: PostgresUrl, exc: BaseException) -> StoreUnavailable:
