@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -127,13 +126,7 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, float]:
                 f"{name}'s workers ran out of backlog before the producer ended: raise --backlog"
             )
     finally:
-        for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        base.stop(procs)
     return {"rate": args.calls / seconds, "remaining": remaining}
 
 

@@ -95,6 +95,17 @@ def count(url: str, sql: str) -> int:
     return int(row[0]) if row else 0
 
 
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM the workers, then SIGKILL those still there after 30 s."""
+    for proc in procs:
+        proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def env(url: str) -> dict[str, str]:
     parts = urlsplit(url)
     return {
@@ -266,13 +277,7 @@ def measure(name: str, args: argparse.Namespace) -> Result:
         client_cpu = cpu_seconds([proc.pid for proc in procs])
         server_cpu = cpu_seconds(sorted(servers))
     finally:
-        for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop(procs)
     return Result(name, enqueue_s, drain_s, args.jobs, client_cpu, server_cpu)
 
 
