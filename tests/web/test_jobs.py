@@ -83,7 +83,8 @@ def test_bad_ids_and_refused_cancels_change_nothing(
     expect(page.locator('#job [data-field="state"]')).to_have_text("ready")
     expect(page.locator("#cancel")).to_have_count(0)
     assert post(board.base + "/jobs/cancel", {"id": job_id}) == 403
-    page.goto(board.base + "/jobs?id=no-such-job")
+    response = page.goto(board.base + "/jobs?id=no-such-job")
+    assert response is not None and response.status == 404
     expect(page.locator("main")).to_contain_text("no job with id 'no-such-job'")
     response = page.goto(board.base + "/jobs?id=" + "x" * 1001)
     assert response is not None and response.status == 400
