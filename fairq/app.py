@@ -282,6 +282,7 @@ class App(AsyncMethods):
         max_attempts: int = 3,
         lease: float | timedelta = 60.0,
         cost: float | timedelta = 1.0,
+        learn_cost: bool = True,
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
         result_ttl: float | timedelta | None = None,
@@ -301,6 +302,7 @@ class App(AsyncMethods):
         max_attempts: int = 3,
         lease: float | timedelta = 60.0,
         cost: float | timedelta = 1.0,
+        learn_cost: bool = True,
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
         result_ttl: float | timedelta | None = None,
@@ -319,6 +321,7 @@ class App(AsyncMethods):
         max_attempts: int = 3,
         lease: float | timedelta = 60.0,
         cost: float | timedelta = 1.0,
+        learn_cost: bool = True,
         retry_base: float | timedelta = 1.0,
         throttle: Sequence[Throttle] = (),
         result_ttl: float | timedelta | None = None,
@@ -329,7 +332,10 @@ class App(AsyncMethods):
 
         ``tenant`` names the argument that holds the tenant id, or is a callable that takes the
         job's arguments and returns it. ``lease``: seconds a worker may hold the job without a
-        heartbeat. ``cost``: estimated seconds per run, corrected by the real run time.
+        heartbeat. ``cost``: seconds a run is expected to take, charged to the tenant when a
+        job is handed out until the store has measured runs of it; then the learned run time
+        is charged instead (``learn_cost=False``: always ``cost``). Either way the real run
+        time replaces the charge when the run ends (docs/internals/scheduler.md).
         ``throttle``: ``[fairq.Throttle(threshold=100, per=3600, queue="slow"), …]``, least to
         most restrictive; a tenant that enqueued more than ``threshold`` of this job in the last
         ``per`` seconds has its new ones sent to ``queue`` (the last matching rule wins).
@@ -355,6 +361,7 @@ class App(AsyncMethods):
                 max_attempts=max_attempts,
                 lease=lease,
                 cost=cost,
+                learn_cost=learn_cost,
                 retry_base=retry_base,
                 throttle=rules,
                 result_ttl=result_ttl,

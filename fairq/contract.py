@@ -31,6 +31,7 @@ from fairq.policy.bounds import (
     check_tenant,
     check_weight,
 )
+from fairq.policy.cost import JobCost as JobCost  # re-exported with the other results
 from fairq.policy.queues import check_queue_name
 from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
@@ -89,6 +90,17 @@ class DequeueParams:
     now: float
     limit: int = 1
     wait: float = 0.0
+    #: The relay's dequeue: hand the jobs out *unclaimed*, each leased for ``hold`` seconds
+    #: (not its own lease) until a peer's worker claims it (``HeartbeatParams.claim``), which
+    #: starts its run. Until then it is charged its estimate and nothing more (its wait in the
+    #: broker is not service), the relay keeps the hold alive (``HeartbeatParams.hold``), and
+    #: if the hold lapses (the relay died) the job is ready again, the attempt not counted.
+    #: None: the job's run starts now, under its own lease (a native worker).
+    hold: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.hold is not None:
+            check_seconds("hold", self.hold)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +116,9 @@ class ExpiredLease:
     deadline: float
     dead: bool  # that was its last attempt
     cancelled: bool = False  # it had a cancel request: it ends cancelled, never retried
+    #: False: a relayed job no worker claimed before its hold lapsed (the relay died): it is
+    #: ready again with the attempt not counted (``attempt`` is the one it would have been).
+    claimed: bool = True
 
     @classmethod
     def of(cls, job: StoredJob, deadline: float) -> ExpiredLease:
@@ -117,6 +132,22 @@ class ExpiredLease:
             deadline=deadline,
             dead=job.state is JobState.DEAD,
             cancelled=job.state is JobState.CANCELLED,
+        )
+
+    @classmethod
+    def unclaimed(cls, job: StoredJob, deadline: float) -> ExpiredLease:
+        """The report of a relayed job just made ready again because no worker claimed it
+        before its hold lapsed (its attempt already given back)."""
+        return cls(
+            job_id=job.id,
+            name=job.name,
+            queue=job.queue,
+            tenant=job.tenant,
+            attempt=job.attempts + 1,
+            deadline=deadline,
+            dead=False,
+            cancelled=job.state is JobState.CANCELLED,
+            claimed=False,
         )
 
 
@@ -186,8 +217,27 @@ class ReleaseParams:
 
 @dataclass(frozen=True, kw_only=True)
 class HeartbeatParams:
+    """Extend held leases to ``now`` + each job's lease, charging each run its time so far.
+
+    ``claim``: a peer's worker takes relayed jobs (``DequeueParams.hold``): an unclaimed lease's
+    run starts now (``started_at = now``, its own lease from now, still charged its estimate);
+    a claimed one is extended as by any heartbeat.
+
+    ``hold``: the relay keeps the jobs it published and no worker claimed yet: each unclaimed
+    lease's deadline becomes ``now + hold`` (a shorter hold gives it back sooner), charged
+    nothing; a claimed one is left as it is and reported in ``claimed``.
+    """
+
     tokens: Sequence[str]
     now: float
+    claim: bool = False
+    hold: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.hold is not None:
+            check_seconds("hold", self.hold)
+            if self.claim:
+                raise ConfigError("a heartbeat either claims leases or holds them, not both")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -195,6 +245,8 @@ class HeartbeatResult:
     deadlines: Mapping[str, float]  # token -> new deadline, for the leases still held
     lost: Sequence[str] = ()  # tokens that are expired or unknown; nothing was changed for them
     cancelled: Sequence[str] = ()  # held tokens whose job has a cancel request (fairq.cancel)
+    #: With ``HeartbeatParams.hold``: held tokens a worker has claimed (left as they were).
+    claimed: Sequence[str] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -356,6 +408,11 @@ class TenantStats:
 
 
 @dataclass(frozen=True, kw_only=True)
+class JobCostsParams:
+    queue: str | None = None  # None: every queue
+
+
+@dataclass(frozen=True, kw_only=True)
 class GetJobsParams:
     ids: Sequence[str]
 
@@ -386,6 +443,7 @@ class JobType:
     lease_timeout: float
     cost: float
     throttle: Sequence[Throttle] = ()
+    learn_cost: bool = True  # False: its jobs are always charged ``cost`` (fairq.policy.cost)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -506,6 +564,10 @@ class Backend(Protocol):
 
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         """The jobs that exist among ``ids``, in the order asked."""
+
+    def job_costs(self, params: JobCostsParams) -> list[JobCost]:
+        """Each (queue, job name)'s learned run time (fairq.policy.cost), sorted by queue then
+        name: those with at least one sample."""
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         """Dead jobs, oldest death first."""

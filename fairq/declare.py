@@ -190,6 +190,7 @@ class JobDefinition(Generic[P, R]):
         lease: float | timedelta,
         cost: float | timedelta,
         retry_base: float | timedelta,
+        learn_cost: bool = True,
         throttle: Sequence[Throttle] = (),
         signature: inspect.Signature | None = None,  # the arguments enqueue takes: fn's own
         result_ttl: float | timedelta | None = None,
@@ -213,6 +214,10 @@ class JobDefinition(Generic[P, R]):
         self.max_attempts = check_int("max_attempts", max_attempts)
         self.lease_timeout = check_seconds("lease", lease)
         self.cost = check_seconds("cost", cost)
+        if not isinstance(learn_cost, bool):
+            raise ConfigError(f"learn_cost must be True or False, got {learn_cost!r}")
+        #: False: its jobs are always charged ``cost``, never the learned run time.
+        self.learn_cost = learn_cost
         self.retry_base = check_seconds("retry_base", retry_base)
         self.throttle = tuple(throttle)
         #: Seconds the return value is kept with the succeeded job (fairq/results.py); None:
@@ -306,6 +311,7 @@ class JobDefinition(Generic[P, R]):
             lease_timeout=self.lease_timeout,
             cost=self.cost,
             throttle=self.throttle,
+            learn_cost=self.learn_cost,
         )
 
 

@@ -53,6 +53,7 @@ class IterativeSettings(TypedDict, total=False):
     max_attempts: int
     lease: float | timedelta
     cost: float | timedelta
+    learn_cost: bool
     retry_base: float | timedelta
     throttle: Sequence[Throttle]
     unique_for: float | timedelta | None
@@ -110,6 +111,7 @@ class IterativeJob(JobDefinition[P, Any]):
             max_attempts=settings.get("max_attempts", 3),
             lease=settings.get("lease", 60.0),
             cost=settings.get("cost", 1.0),
+            learn_cost=settings.get("learn_cost", True),
             retry_base=settings.get("retry_base", 1.0),
             throttle=rules,
             unique_for=settings.get("unique_for"),

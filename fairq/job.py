@@ -81,7 +81,11 @@ class NewJob:
     run_at: float
     max_attempts: int
     lease_timeout: float
+    #: Seconds of work the job is expected to take: the estimate charged when it is handed
+    #: out until its (queue, name) has a measured run (fairq.policy.cost), or always when
+    #: ``learn_cost`` is False.
     cost: float
+    learn_cost: bool = True
     #: Re-routing rules, given only when the job is headed for its declared queue.
     throttle: Sequence[Throttle] = ()
     #: Small str metadata that travels with the job to every lease (a trace context, …).
@@ -113,6 +117,8 @@ class NewJob:
         check_int("max_attempts", self.max_attempts)
         check_seconds("lease", self.lease_timeout)
         check_seconds("cost", self.cost)
+        if not isinstance(self.learn_cost, bool):
+            raise ConfigError(f"learn_cost must be True or False, got {self.learn_cost!r}")
         if not math.isfinite(self.run_at):
             raise ConfigError(f"run_at must be a finite time, got {self.run_at!r}")
 
@@ -132,7 +138,10 @@ class StoredJob(Protocol):
     leases: int  # dispatches so far: names the current lease
     max_attempts: int
     lease_timeout: float
-    cost: float
+    cost: float  # as declared (fairq.policy.cost)
+    learn_cost: bool  # False: always charged ``cost``, never the learned estimate
+    charged: float  # what the current run has been charged so far: the estimate at dispatch
+    claimed: bool  # its run has started: a relayed job's is not until a worker claims it
     enqueued_at: float
     run_at: float
     ready_at: float | None  # when it last became ready; None: never ready yet
@@ -188,6 +197,8 @@ class Lease:
     started_at: float
     deadline: float
     lease_timeout: float
+    #: The estimate its tenant was charged when it was handed out (fairq.policy.cost): the
+    #: learned run time of its (queue, name), or its declared cost.
     cost: float
     #: When the job became ready for this run (its run_at, or when its retry or hand-back
     #: became due): ``started_at - ready_at`` is how long it waited for a worker.
@@ -211,7 +222,7 @@ class Lease:
             started_at=job.started_at,
             deadline=job.deadline,
             lease_timeout=job.lease_timeout,
-            cost=job.cost,
+            cost=job.charged,
             ready_at=job.ready_at,
             headers=decode_headers(job.headers),
         )

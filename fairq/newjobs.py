@@ -83,6 +83,7 @@ def new_job(app: App, call: Call, spec: JobType, now: float) -> NewJob:
         max_attempts=spec.max_attempts,
         lease_timeout=spec.lease_timeout,
         cost=spec.cost,
+        learn_cost=spec.learn_cost,
         throttle=rules,
         headers={} if opts.headers is None else opts.headers,
         unique=unique,

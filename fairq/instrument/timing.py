@@ -35,6 +35,8 @@ from fairq.contract import (
     GetQueueParams,
     HeartbeatParams,
     HeartbeatResult,
+    JobCost,
+    JobCostsParams,
     JobType,
     ListDeadParams,
     MaintainParams,
@@ -129,6 +131,9 @@ class TimedBackend:
 
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         return self._timed("get_jobs", self.inner.get_jobs, params)
+
+    def job_costs(self, params: JobCostsParams) -> list[JobCost]:
+        return self._timed("job_costs", self.inner.job_costs, params)
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         return self._timed("list_dead", self.inner.list_dead, params)

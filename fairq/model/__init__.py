@@ -30,6 +30,8 @@ from fairq.contract import (
     GetJobsParams,
     HeartbeatParams,
     HeartbeatResult,
+    JobCost,
+    JobCostsParams,
     Keep,
     ListDeadParams,
     MaintainParams,
@@ -127,6 +129,7 @@ class ReferenceModel(Cancels):
             max_attempts=new.max_attempts,
             lease_timeout=new.lease_timeout,
             cost=new.cost,
+            learn_cost=new.learn_cost,
             headers=encode_headers(new.headers),
         )
         self._jobs[job.id] = job
@@ -201,31 +204,32 @@ class ReferenceModel(Cancels):
             _, expired = self._maintain(params.now, params.queues)
             leases: list[Lease] = []
             while len(leases) < params.limit:
-                lease = self._dispatch_first(params.queues, params.worker_id, params.now)
+                lease = self._dispatch_first(params, params.now)
                 if lease is None:
                     break
                 leases.append(lease)
             return DequeueResult(leases=leases, expired=expired)
 
-    def _dispatch_first(self, queues: Sequence[str], worker: str, now: float) -> Lease | None:
-        for name in queues:
+    def _dispatch_first(self, params: DequeueParams, now: float) -> Lease | None:
+        for name in params.queues:
             queue = self._queues.get(name)
             if queue is None or not queue.has_room():
                 continue  # a full queue is skipped: the next one asked is tried
             tenant = queue.first_eligible()
             if tenant is not None:
-                return self._dispatch(queue, tenant, worker, now)
+                return self._dispatch(queue, tenant, params, now)
         return None
 
-    def _dispatch(self, queue: Queue, tenant: Tenant, worker: str, now: float) -> Lease:
+    def _dispatch(self, queue: Queue, tenant: Tenant, params: DequeueParams, now: float) -> Lease:
         _, seq = heapq.heappop(tenant.ready_heap)
         job = self._by_seq[seq]
         job.state = JobState.RUNNING
         job.attempts += 1
         job.leases += 1
         job.started_at = now
-        job.deadline = now + job.lease_timeout
-        job.worker = worker
+        job.claimed = params.hold is None  # a relayed job's run starts at its claim
+        job.deadline = now + (job.lease_timeout if params.hold is None else params.hold)
+        job.worker = params.worker_id
         heapq.heappush(queue.running, (job.deadline, job.seq, job.leases))
         queue.in_flight += 1
         rules.dispatch(queue, tenant, job, now)
@@ -256,6 +260,7 @@ class ReferenceModel(Cancels):
     def _ack(self, job: Job, now: float) -> None:
         assert job.started_at is not None
         self._figures.ended(job.queue, job.tenant, SUCCEEDED, now - job.started_at, now)
+        rules.learn(self._queues[job.queue], job, now)
         queue, tenant = self._end_run(job, now, now)
         tenant.succeeded += 1
         tenant.kept += 1
@@ -295,21 +300,37 @@ class ReferenceModel(Cancels):
             deadlines: dict[str, float] = {}
             lost: list[str] = []
             cancelled: list[str] = []
+            claimed: list[str] = []
             for token, job in held_leases(params.tokens, self._held_now(params.now), lost):
                 queue = self._queues[job.queue]
-                rules.charge_progress(queue, queue.tenants[job.tenant], job, params.now)
-                job.deadline = params.now + job.lease_timeout
+                if params.hold is not None:  # the relay keeps what no worker claimed yet
+                    if job.claimed:
+                        claimed.append(token)
+                        continue
+                    job.deadline = params.now + params.hold
+                elif params.claim and not job.claimed:  # a relayed job's run starts now
+                    job.claimed = True
+                    job.started_at = params.now
+                    job.deadline = params.now + job.lease_timeout
+                elif job.claimed:
+                    rules.charge_progress(queue, queue.tenants[job.tenant], job, params.now)
+                    job.deadline = params.now + job.lease_timeout
+                else:  # unclaimed, not held by its relay: its wait in the broker is no service
+                    job.deadline = params.now + job.lease_timeout
                 heapq.heappush(queue.running, (job.deadline, job.seq, job.leases))
                 deadlines[token] = job.deadline
                 if job.cancel_requested:
                     cancelled.append(token)
-            return HeartbeatResult(deadlines=deadlines, lost=lost, cancelled=cancelled)
+            return HeartbeatResult(
+                deadlines=deadlines, lost=lost, cancelled=cancelled, claimed=claimed
+            )
 
     def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
         with self._changed:
             job = self._held(params.token, params.now)
             queue = self._queues[job.queue]
-            rules.charge_progress(queue, queue.tenants[job.tenant], job, params.now)
+            if job.claimed:
+                rules.charge_progress(queue, queue.tenants[job.tenant], job, params.now)
             job.deadline = params.now + job.lease_timeout
             heapq.heappush(queue.running, (job.deadline, job.seq, job.leases))
             job.progress = params.progress
@@ -347,6 +368,7 @@ class ReferenceModel(Cancels):
             assert job.started_at is not None
             outcome = CANCELLED if job.cancel_requested else FAILED
             self._figures.ended(job.queue, job.tenant, outcome, ended_at - job.started_at, now)
+            rules.learn(self._queues[job.queue], job, ended_at)
         queue, tenant = self._end_run(job, ended_at, now)
         job.last_error = error
         if not job.cancel_requested or ended_at is None:
@@ -418,9 +440,26 @@ class ReferenceModel(Cancels):
             if deadline is None or deadline > now:
                 break
             heapq.heappop(queue.running)
-            self._fail(job, now, None, LEASE_EXPIRED_ERROR, now)
-            expired.append(ExpiredLease.of(job, deadline))
+            if job.claimed:
+                self._fail(job, now, None, LEASE_EXPIRED_ERROR, now)
+                expired.append(ExpiredLease.of(job, deadline))
+            else:
+                self._unclaimed(queue, job, now)
+                expired.append(ExpiredLease.unclaimed(job, deadline))
         return expired
+
+    def _unclaimed(self, queue: Queue, job: Job, now: float) -> None:
+        """A relayed job's hold lapsed before a worker claimed it (its relay died): it never
+        ran, so it is ready again with the attempt given back, counted as no failure, and
+        charged its estimate (no more: a crash is not consumption)."""
+        _, tenant = self._end_run(job, None, now)
+        job.attempts -= 1
+        if job.cancel_requested:
+            job.last_error = CANCELLED_NOTE
+            self._cancelled(tenant, job, now)
+        else:
+            self._make_ready(queue, tenant, job, now, now)
+        rules.retag(queue, tenant)
 
     def _unlimit(self, queue: Queue, now: float) -> None:
         while (tenant := rules.first_limited(queue, now)) is not None:
@@ -510,6 +549,18 @@ class ReferenceModel(Cancels):
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         with self._changed:
             return [self._jobs[i].info() for i in params.ids if i in self._jobs]
+
+    def job_costs(self, params: JobCostsParams) -> list[JobCost]:
+        with self._changed:
+            return sorted(
+                (
+                    JobCost(queue=queue.name, name=name, runs=runs, estimate=mean)
+                    for queue in self._queues.values()
+                    if params.queue is None or queue.name == params.queue
+                    for name, (runs, mean) in queue.costs.items()
+                ),
+                key=lambda c: (c.queue, c.name),
+            )
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         with self._changed:

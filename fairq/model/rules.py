@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 
 from fairq.model.state import Job, Queue, Tenant
+from fairq.policy import cost, fairness
 from fairq.policy import tenant as transitions
 from fairq.policy.tenant import end_run
 
@@ -18,6 +19,7 @@ __all__ = [
     "dispatch",
     "end_run",
     "first_limited",
+    "learn",
     "limit_until",
     "next_limited",
     "refresh",
@@ -36,8 +38,20 @@ def retag(queue: Queue, tenant: Tenant) -> None:
 
 
 def dispatch(queue: Queue, tenant: Tenant, job: Job, now: float) -> None:
-    _hold(queue, tenant, transitions.dispatch(queue, tenant, job, now))
+    """Charge the job the estimate of its (queue, name) (fairq.policy.cost)."""
+    runs, mean = queue.costs.get(job.name, (0, 0.0))
+    charge = cost.estimate(job.cost, job.learn_cost, runs, mean)
+    _hold(queue, tenant, transitions.dispatch(queue, tenant, job, charge, now))
     queue.index(tenant)
+
+
+def learn(queue: Queue, job: Job, ended_at: float) -> None:
+    """Fold a claimed run's real time into its (queue, name)'s estimate (fairq.policy.cost)."""
+    assert job.started_at is not None
+    if job.claimed:
+        runs, mean = queue.costs.get(job.name, (0, 0.0))
+        sample = fairness.run_charge(job.started_at, ended_at)
+        queue.costs[job.name] = cost.learn(runs, mean, sample)
 
 
 def limit_until(queue: Queue, tenant: Tenant, now: float) -> None:

@@ -30,9 +30,11 @@ class Job:
     max_attempts: int
     lease_timeout: float
     cost: float
+    learn_cost: bool = True
     attempts: int = 0
     leases: int = 0  # how many leases the job has had; names the current one
     charged: float = 0.0  # seconds of this run already charged to its tenant
+    claimed: bool = False  # its run started (a relayed job's when a worker claims it)
     started_at: float | None = None
     deadline: float | None = None
     finished_at: float | None = None
@@ -98,6 +100,7 @@ class Queue:
     scheduled: list[tuple[float, int]] = field(default_factory=list)  # (run_at, seq)
     running: list[tuple[float, int, int]] = field(default_factory=list)  # (deadline, seq, attempt)
     versions: int = 0  # eligible-heap versions, per queue: a forgotten tenant's stay stale
+    costs: dict[str, tuple[int, float]] = field(default_factory=dict)  # name -> (runs, mean)
 
     def tenant(self, name: str) -> Tenant:
         found = self.tenants.get(name)

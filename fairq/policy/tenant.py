@@ -84,9 +84,6 @@ class RunState(Protocol):
     deadline: float | None
 
     @property
-    def cost(self) -> float: ...
-
-    @property
     def started_at(self) -> float | None: ...
 
 
@@ -161,15 +158,18 @@ def limit_until(queue: QueueState[T], tenant: T, now: float) -> float | None:
     return until
 
 
-def dispatch(queue: QueueState[T], tenant: T, job: RunState, now: float) -> float | None:
-    """Charge a handed-out job's estimate, advance V, and apply the tenant's rate limit.
+def dispatch(
+    queue: QueueState[T], tenant: T, job: RunState, estimate: float, now: float
+) -> float | None:
+    """Charge a handed-out job's estimate (``fairq.policy.cost.estimate``), advance V, and
+    apply the tenant's rate limit.
 
     Returns the rate hold it set, if any (the tenant was not held: it was just picked)."""
     assert tenant.start is not None
     queue.vclock = tenant.start
-    finish = fairness.finish_after_dispatch(tenant.start, job.cost, queue.weight_of(tenant))
+    finish = fairness.finish_after_dispatch(tenant.start, estimate, queue.weight_of(tenant))
     set_finish(queue, tenant, finish, now)
-    job.charged = job.cost
+    job.charged = estimate
     tenant.ready -= 1
     tenant.running += 1
     hold = None

@@ -29,10 +29,12 @@ def new_job(
     max_attempts: int = 3,
     lease: float = 30.0,
     cost: float = 1.0,
+    learn_cost: bool = True,
+    name: str = "task",
 ) -> NewJob:
     return NewJob(
         id=f"j{n}",
-        name="task",
+        name=name,
         queue=queue,
         tenant=tenant,
         payload=f'{{"args":[{n}],"kwargs":{{}}}}',
@@ -41,6 +43,7 @@ def new_job(
         max_attempts=max_attempts,
         lease_timeout=lease,
         cost=cost,
+        learn_cost=learn_cost,
     )
 
 

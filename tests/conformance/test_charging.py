@@ -10,9 +10,11 @@ from .helpers import ack, enqueue, new_jobs, set_tenant, stat, take, take_one
 
 
 def start_a_long_job(backend: Backend) -> Lease:
-    """a and b backlogged; a's first job starts at 0 and runs long, b's first ends at 1."""
-    enqueue(backend, new_jobs("a", range(10), lease=100.0))
-    enqueue(backend, new_jobs("b", range(10, 40), lease=100.0))
+    """a and b backlogged; a's first job starts at 0 and runs long, b's first ends at 1.
+    Every job is charged its declared 1 s (``learn_cost=False``), so the tags below are the
+    heartbeats' arithmetic alone."""
+    enqueue(backend, new_jobs("a", range(10), lease=100.0, learn_cost=False))
+    enqueue(backend, new_jobs("b", range(10, 40), lease=100.0, learn_cost=False))
     long_job, short_job = take(backend, 0.0, limit=2)
     assert (long_job.tenant, short_job.tenant) == ("a", "b")
     ack(backend, short_job, 1.0)
