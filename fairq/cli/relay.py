@@ -98,6 +98,7 @@ def relay(
             in_flight=in_flight,
             batch=batch,
             max_backlog_age=max_backlog_age,
+            weights=list(source.app.weight_callbacks.values()),
         )
     except FairqError as exc:
         raise click.UsageError(str(exc)) from None

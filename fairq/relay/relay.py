@@ -6,6 +6,15 @@ order, in the store — and hands each to a ``Publisher`` (Celery, RQ, Dramatiq)
 ticket. The peer's worker claims that lease, keeps it alive and stores the outcome
 (``fairq.relay.runs``); the relay never waits for jobs to finish.
 
+A released job's run starts when a peer's worker claims it (``RelayedRuns.begin``), not when
+the relay takes it: the relay's dequeue holds each job *unclaimed* for ``hold`` seconds (10 by
+default) and renews the hold of the jobs still waiting in the broker every third of it. The wait
+in the broker is charged the job's estimate and nothing more, and a relay that dies leaves
+holds that lapse within seconds: those jobs are ready again (the attempt not counted) and
+released anew; the broker's old copy is skipped when a worker takes it. A relay that stops
+gives its unclaimed jobs back at once. Like a native worker, the relay calls the App's
+``tenant_weights`` callbacks of its queues (``weights``).
+
 Backpressure is the queue's ``max_in_flight``: at most that many jobs of the queue are out
 (released and not finished) across every relay, so the broker holds only those and a
 newcomer tenant's first job waits behind them, not behind a flood. The relay sets it when it
@@ -33,14 +42,17 @@ from fairq.contract import (
     DequeueParams,
     FailParams,
     GetQueueParams,
+    HeartbeatParams,
     ReleaseParams,
     SetQueueParams,
 )
+from fairq.declare import TenantWeights
 from fairq.errors import ConfigError, FairqError
 from fairq.job import Lease
-from fairq.policy.bounds import check_int
+from fairq.policy.bounds import check_int, check_seconds
 from fairq.policy.queues import check_queue_name
 from fairq.worker.joblog import describe, job_fields
+from fairq.worker.weights import WeightRefresher
 
 log = logging.getLogger("fairq.relay")
 
@@ -52,6 +64,11 @@ BACKOFF_MOST = 5.0
 #: A relayed queue's max_in_flight when neither the relay nor the store sets one: a relay
 #: never runs a queue without backpressure.
 DEFAULT_IN_FLIGHT = 10
+#: Seconds a released job is held for a peer's worker to claim it, renewed every third of it
+#: while it waits in the broker: how soon a dead relay's unclaimed jobs are ready again.
+DEFAULT_HOLD = 10.0
+#: The hold a stopping relay leaves its unclaimed jobs: given back at the next maintenance.
+GIVE_BACK = 0.001
 
 
 class UnknownTask(FairqError, LookupError):
@@ -76,7 +93,9 @@ class Relay:
     ``in_flight``: the queues' ``max_in_flight``, set in the store when the relay starts (None:
     keep what the store has, DEFAULT_IN_FLIGHT where it has none). ``max_backlog_age``: also
     hold a queue back while the broker's oldest message of it is older than this (for
-    publishers that can tell; polled).
+    publishers that can tell; polled). ``hold``: seconds a released job waits for a worker's
+    claim before it is ready again, were the relay to die. ``weights``: the App's
+    ``tenant_weights`` registrations (those of other queues are ignored).
     """
 
     def __init__(
@@ -90,6 +109,8 @@ class Relay:
         max_backlog_age: float | None = None,
         clock: Callable[[], float] = time.time,
         name: str | None = None,
+        hold: float = DEFAULT_HOLD,
+        weights: Sequence[TenantWeights] = (),
     ) -> None:
         if isinstance(queues, str) or not queues:
             raise ConfigError(f"queues must be a non-empty list of queue names, got {queues!r}")
@@ -104,6 +125,11 @@ class Relay:
             raise ConfigError(f"max_backlog_age must be > 0 seconds, got {max_backlog_age!r}")
         self.max_backlog_age = max_backlog_age
         self.clock = clock
+        self.hold = check_seconds("hold", hold)
+        relayed = set(self.queues)
+        self.weights = WeightRefresher(
+            backend, [w for w in weights if w.queue in relayed], clock=clock
+        )
         self.name = name or f"relay-{uuid.uuid4().hex[:12]}"
         self.released = 0
         self.started = threading.Event()
@@ -111,6 +137,8 @@ class Relay:
         self._turn = 0
         self._outage: float | None = None  # monotonic start of the broker outage under way
         self._delay = BACKOFF_FIRST
+        self._unclaimed: dict[str, Lease] = {}  # released, no worker's claim seen yet
+        self._renewed = time.monotonic()
 
     def stop(self) -> None:
         """Ask ``run`` to return (within IDLE_WAIT); nothing is lost either way."""
@@ -125,9 +153,19 @@ class Relay:
             ", ".join(self.queues),
             self.in_flight if self.in_flight is not None else "as stored",
         )
+        self.weights.start()
         self.started.set()
+        try:
+            self._release_until_stopped()
+        finally:
+            self.weights.stop()
+            self._give_back()
+        log.info("relay %s stopped after releasing %d jobs", self.name, self.released)
+
+    def _release_until_stopped(self) -> None:
         idle = False
         while not self._stop.is_set():
+            self._renew()
             queues = self._open_queues()
             if not queues:
                 self._stop.wait(0.1)  # every queue's broker backlog is too old: look again soon
@@ -140,6 +178,7 @@ class Relay:
                         now=self.clock(),
                         limit=self.batch,
                         wait=IDLE_WAIT if idle else 0.0,
+                        hold=self.hold,
                     )
                 )
             except Exception as exc:  # the store is down: jobs are safe there; try again
@@ -148,6 +187,15 @@ class Relay:
                 self._delay = min(self._delay * 2, BACKOFF_MOST)
                 continue
             for expired in result.expired:
+                if not expired.claimed:
+                    log.info(
+                        "job %s %s of tenant %r: no worker claimed it before its hold lapsed "
+                        "(a relay stopped or died); released again",
+                        expired.job_id,
+                        expired.name,
+                        expired.tenant,
+                    )
+                    continue
                 log.warning(
                     "job %s %s of tenant %r: its lease expired before the peer reported its end "
                     "(the peer's worker died or lost the store); %s",
@@ -158,7 +206,34 @@ class Relay:
                 )
             idle = not result.leases
             self._publish_all(result.leases)
-        log.info("relay %s stopped after releasing %d jobs", self.name, self.released)
+
+    def _renew(self, hold: float | None = None) -> None:
+        """Keep the holds of the released jobs no worker has claimed yet (every third of the
+        hold; with ``hold``, now, to that): those claimed or gone are forgotten."""
+        if not self._unclaimed:
+            return
+        if hold is None and time.monotonic() - self._renewed < self.hold / 3:
+            return
+        self._renewed = time.monotonic()
+        params = HeartbeatParams(
+            tokens=list(self._unclaimed), now=self.clock(), hold=hold or self.hold
+        )
+        try:
+            result = self.backend.heartbeat(params)
+        except Exception as exc:  # the store is down: the holds may lapse, nothing is lost
+            log.error("relay %s: keeping released jobs failed: %s", self.name, describe(exc))
+            return
+        for token in [*result.claimed, *result.lost]:
+            self._unclaimed.pop(token, None)
+
+    def _give_back(self) -> None:
+        """A stopping relay hands back the jobs no worker claimed: their holds end now, so the
+        next maintenance makes them ready again (a worker that claims one first runs it)."""
+        if self._unclaimed:
+            count = len(self._unclaimed)
+            self._renew(hold=GIVE_BACK)
+            log.info("relay %s: gave back %d released jobs no worker had claimed", self.name, count)
+            self._unclaimed.clear()
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -218,6 +293,7 @@ class Relay:
             self._outage = None
             self._delay = BACKOFF_FIRST
         self.released += 1
+        self._unclaimed[lease.token] = lease
         log.debug("released job %s", lease.job_id, extra=job_fields(lease, "released"))
         return True
 

@@ -3,10 +3,12 @@
 Inside a Celery, RQ or Dramatiq worker process, each relayed job runs between ``begin`` and
 ``succeeded``/``failed`` of this module (the integrations call them from the peer's own hooks):
 
-* ``begin`` claims the lease the relay published with the job (one heartbeat). A lease that is
-  no longer held — it expired while the message waited, so the job was published again; or the
-  job already ran — means this message must not run: ``begin`` returns None and the integration
-  skips it. That is how a job is never run twice by two messages except after an expiry.
+* ``begin`` claims the lease the relay published with the job (one heartbeat with ``claim``:
+  the run starts now, under the job's own lease; its wait in the broker was charged nothing). A
+  lease that is no longer held — its hold lapsed while the message waited (a relay died), so the
+  job was published again; or the job already ran — means this message must not run: ``begin``
+  returns None and the integration skips it. That is how a job is never run twice by two
+  messages except after an expiry.
 * while the job runs, one heartbeat thread per process extends every claimed lease (every third
   of the shortest lease), so caps count really-running jobs and a killed worker's jobs come back
   when their lease runs out;
@@ -109,7 +111,8 @@ class RelayedRuns:
         """
         lease = lease_of(ticket)
         backend = self.backend()
-        result = backend.heartbeat(HeartbeatParams(tokens=[lease.token], now=self.clock()))
+        claim = HeartbeatParams(tokens=[lease.token], now=self.clock(), claim=True)
+        result = backend.heartbeat(claim)  # the run starts now: its wait in the broker was none
         if lease.token in result.lost:
             why = why_lost(backend, [(lease, lease.deadline)], self.clock())[lease.token]
             log.info(
