@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fairq.contract import TenantStats
+from fairq.contract import JobCost, TenantStats
 from fairq.figures import TenantFigures
 from fairq.policy import histogram
 
@@ -29,14 +29,22 @@ class TenantSummary:
 
 
 def summaries(
-    stats: Sequence[TenantStats], figures: Sequence[TenantFigures], now: float
+    stats: Sequence[TenantStats],
+    figures: Sequence[TenantFigures],
+    now: float,
+    costs: Sequence[JobCost] = (),
 ) -> dict[tuple[str, str], TenantSummary]:
     """One summary per (queue, tenant) in ``stats`` (those without figures have empty ones).
 
     The ETA of a tenant with ready jobs is ``histogram.eta`` of its weight among the weights
     of its queue's tenants with ready jobs (all of them must be in ``stats``: read the whole
-    queue), its rate limit and cap, and its queue's starts per second over the window.
+    queue), its rate limit and cap, and its queue's starts per second over the window. A
+    capped tenant's runs are taken to last its queue's learned run time (``costs``: the mean
+    of its job names' estimates, fairq.policy.cost), else its recent runs' mean.
     """
+    learned: dict[str, list[float]] = defaultdict(list)
+    for cost in costs:
+        learned[cost.queue].append(cost.estimate)
     found = {(f.queue, f.tenant): f for f in figures}
     starts: dict[str, int] = defaultdict(int)
     windows: dict[str, float] = {}
@@ -60,16 +68,26 @@ def summaries(
             wait_p99=histogram.quantile(wait, 0.99),
             started_per_minute=histogram.per_minute(histogram.total(wait), window),
             ended={} if seen is None else dict(seen.outcomes),
-            eta=_eta(row, seen, backlogged[row.queue], rate, now) if row.ready > 0 else None,
+            eta=_eta(row, seen, backlogged[row.queue], rate, now, learned.get(row.queue))
+            if row.ready > 0
+            else None,
             window=window,
         )
     return out
 
 
 def _eta(
-    row: TenantStats, fig: TenantFigures | None, backlogged: float, rate: float, now: float
+    row: TenantStats,
+    fig: TenantFigures | None,
+    backlogged: float,
+    rate: float,
+    now: float,
+    learned: Sequence[float] | None,
 ) -> float | None:
     limited_for = 0.0 if row.limited_until is None else max(0.0, row.limited_until - now)
+    mean_run = sum(learned) / len(learned) if learned else None
+    if mean_run is None and fig is not None:
+        mean_run = histogram.mean_of(fig.run)
     share = histogram.Share(
         weight=row.weight,
         backlogged_weight=backlogged,
@@ -77,6 +95,6 @@ def _eta(
         running=row.running,
         rate_per_second=None if row.rate is None else row.rate.count / row.rate.period,
         limited_for=limited_for,
-        mean_run=None if fig is None else histogram.mean_of(fig.run),
+        mean_run=mean_run,
     )
     return histogram.eta(share, rate)

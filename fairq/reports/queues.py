@@ -16,6 +16,7 @@ from fairq.contract import (
     Backend,
     FiguresParams,
     GetQueueParams,
+    JobCostsParams,
     JobType,
     QueueSettings,
     StatsParams,
@@ -45,6 +46,8 @@ class QueueReport:
     max_debt: float
     max_in_flight: int | None  # the queue's own cap on its jobs running at once
     in_flight: int = 0  # its jobs running now (leased), all tenants
+    #: Each job name's learned run time (fairq.policy.cost): {"name", "runs", "estimate"}.
+    job_costs: list[dict[str, Any]] = field(default_factory=list)
     tenants: list[dict[str, Any]] = field(default_factory=list)
     totals: dict[str, Any] = field(default_factory=dict)
 
@@ -65,7 +68,9 @@ def queue_reports(
         tenant = check_tenant(tenant)
     rows = backend.stats(StatsParams(queue=queue, now=at))
     # every tenant's figures: a queue's rate and the shares behind each ETA need them all
-    sums = summaries(rows, backend.figures(FiguresParams(queue=queue, now=at)), at)
+    figures = backend.figures(FiguresParams(queue=queue, now=at))
+    costs = backend.job_costs(JobCostsParams(queue=queue))
+    sums = summaries(rows, figures, at, costs)
     types = {**backend.job_types(), **{t.name: t for t in declared}}
     hits = throttle_hits(backend, [t for t in types.values() if t.throttle], rows, at)
     judged = status.report(rows, at, hits)
@@ -83,6 +88,11 @@ def queue_reports(
         ]
         report.totals = totals(report.tenants)
         report.in_flight = sum(row.running for row, _ in pairs)
+        report.job_costs = [
+            {"name": c.name, "runs": c.runs, "estimate": c.estimate}
+            for c in costs
+            if c.queue == name
+        ]
         reports.append(report)
     return reports
 

@@ -27,3 +27,12 @@ def format_wait(seconds: float | None) -> str:
     if seconds < 1.0:
         return f"{seconds * 1000:.0f}ms"
     return format_age(seconds)
+
+
+def format_run(seconds: float) -> str:
+    """A learned run time: ``12ms`` below a second (``0.4ms`` below 1 ms), else as an age."""
+    if seconds < 0.001:
+        return f"{seconds * 1000:.1f}ms"
+    if seconds < 1.0:
+        return f"{seconds * 1000:.0f}ms"
+    return format_age(seconds)

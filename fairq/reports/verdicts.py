@@ -12,8 +12,13 @@ The verdicts, first that applies:
 * ``waiting its turn`` — ready and eligible: the fair scheduler serves others first;
 * ``idle`` — nothing ready (perhaps scheduled for later).
 
-``share`` is the tenant's part of the queue's recent service: ``usage / Σ usage`` with usage
-decayed to the same moment, so it answers "who got the workers lately", not "ever".
+``share`` is the tenant's part of the queue's recent *worker-seconds*: each tenant's recent
+service in worker-seconds (its ``usage``, which the store keeps in virtual seconds — worker
+time divided by weight — times its weight) over the sum of all its queue's tenants', every
+second of work counting half after the queue's half-life (60 s when it has none), running jobs
+counted as they are charged. It answers "who got the workers lately": a tenant that held every
+worker shows about 100 % whatever the weights. (Exact while the weights stayed as they are over
+the last few half-lives; a paused tenant shows 0.)
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ class TenantReport:
     limited_until: float | None  # rate-limited: when it may start again
     throttle: ThrottleHit | None
     usage: float  # recent service (virtual seconds), decayed to the report's time
-    share: float  # usage / Σ usage over the queue's tenants; 0 when nobody was served
+    share: float  # its part of the queue's recent worker-seconds; 0 when nobody was served
 
 
 def throttle_hit(
@@ -104,10 +109,16 @@ def verdict(row: TenantStats, now: float, hit: ThrottleHit | None) -> tuple[str,
     return IDLE, "idle"
 
 
-def shares(usages: Mapping[str, float]) -> dict[str, float]:
+def shares(seconds: Mapping[str, float]) -> dict[str, float]:
     """Each tenant's part of the total; all 0 when the total is 0."""
-    total = sum(usages.values())
-    return {t: (u / total if total > 0 else 0.0) for t, u in usages.items()}
+    total = sum(seconds.values())
+    return {t: (u / total if total > 0 else 0.0) for t, u in seconds.items()}
+
+
+def worker_seconds(row: TenantStats) -> float:
+    """A tenant's recent service in worker-seconds: its usage (virtual: worker time / weight)
+    times its weight."""
+    return row.usage * row.weight
 
 
 def report(
@@ -117,7 +128,7 @@ def report(
     rows = list(rows)
     by_queue: dict[str, dict[str, float]] = {}
     for row in rows:
-        by_queue.setdefault(row.queue, {})[row.tenant] = row.usage
+        by_queue.setdefault(row.queue, {})[row.tenant] = worker_seconds(row)
     share_of = {q: shares(u) for q, u in by_queue.items()}
     reports = []
     for row in rows:

@@ -4,7 +4,7 @@ The table and ``--json`` carry the same figures, computed once by ``fairq.report
 dashboard shows the same rows); the table only shortens long tenant ids (JSON keeps them
 exact). "status" is the verdict (see ``fairq.reports.verdicts``): paused, capped,
 rate-limited, throttled, running, waiting its turn or idle; "share" is the tenant's part of
-the queue's recent service.
+the queue's recent worker-seconds.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from fairq.reports import queues as reports
 from fairq.reports.periodic import PeriodicReport, periodic_reports
 from fairq.reports.queues import COUNTS, QueueReport, of_tenant
 from fairq.reports.shards import ShardedQueue, in_queue, sharded_queues
-from fairq.reports.text import format_wait
+from fairq.reports.text import format_run, format_wait
 from fairq.reports.verdicts import format_span
 from fairq.urls import redact_url
 
@@ -64,10 +64,13 @@ def stats(
     "oldest ready" is how long the longest-waiting ready job has waited; failed counts failed
     attempts (including expired leases), dead counts jobs out of attempts (see `fairq dead`).
     "in flight" is the queue's jobs running now, all tenants, and its own cap on them (max
-    in flight). "share" is the tenant's part of the queue's recent service (decaying with the
-    queue's half-life, else 60 s). "status": paused (weight 0), capped (n/N running), rate-limited
-    (eligible again at T), throttled (its recent enqueues match a throttle rule, so new jobs go
-    to a slower queue; pass --app to judge jobs no worker has published), running, waiting its
+    in flight). "learned run time" is what the store charges a job of each name when it is
+    handed out: the mean of its recent runs (docs/internals/scheduler.md). "share" is the
+    tenant's part of the queue's recent worker-seconds (each second of work counts half
+    after the queue's half-life, else 60 s; running jobs as charged so far). "status":
+    paused (weight 0), capped (n/N running), rate-limited (eligible again at T), throttled
+    (its recent enqueues match a throttle rule, so new jobs go to a slower queue; pass --app
+    to judge jobs no worker has published), running, waiting its
     turn (the fair scheduler is serving others first), or idle.
 
     Over the last 10 minutes (docs/internals/figures.md): "wait p50/p99" is how long the
@@ -201,6 +204,12 @@ def render_queue(report: QueueReport) -> Table:
         f"half-life {'none' if report.half_life is None else format_span(report.half_life)}, "
         f"in flight {report.in_flight} of max {format_cap(report.max_in_flight)})",
     )
+    if report.job_costs:
+        learned = ", ".join(
+            f"{c['name']} {format_run(c['estimate'])}" for c in report.job_costs[:5]
+        )
+        more = f" (+{len(report.job_costs) - 5} more)" if len(report.job_costs) > 5 else ""
+        title.append(f"\n  learned run time: {learned}{more}")
     table = Table(title=title, title_justify="left", show_footer=True)
     table.add_column("tenant", footer=f"{report.totals['tenants']} tenants", no_wrap=True)
     table.add_column("weight", justify="right")
