@@ -73,7 +73,7 @@ Examples:
 The flood's default is 10,000 jobs, not the 100,000 of the issue: the slots model
 re-queues every waiting job each retry, so its time grows with the square of the
 flood (16 s at 10,000 jobs, about 3 minutes at 30,000). Without slots, a flood of
-100,000 runs through the other seven strategies in about 6 s.
+100,000 runs through the other strategies in seconds.
 """,
 )
 @click.option(
