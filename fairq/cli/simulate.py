@@ -148,8 +148,10 @@ def simulate(
 
     A discrete-event simulation on a virtual clock: WORKERS workers, jobs arriving with a
     tenant and a duration. fairq's order comes from its reference model itself; the other
-    strategies (FIFO, throttling, lottery planner, slots, round-robin, decayed activity,
-    shuffle sharding) are small models documented in docs/strategies.md. Prints per strategy
+    strategies (FIFO, interruptible iteration, throttling, lottery planner, slots,
+    round-robin, decayed activity, shuffle sharding) are small models documented in
+    docs/strategies.md. With --verdict: the talk's table, one number per strategy for fair
+    share, no starvation and efficiency. Prints per strategy
     the waits, the newcomer's first start, Jain's index and Gini over backlogged windows, the
     lag behind weighted fair sharing, utilisation and makespan.
     """
