@@ -105,13 +105,11 @@ def figures(
     per_tenant = {t: waits_of(ws) for t, ws in sorted(tenant_waits.items())}
     first = min((r.job.arrival for r in records), default=0.0)
     makespan = max((r.finish for r in records), default=0.0) - first
-    busy = sum(end - start for r in records for start, end in r.runs())
+    busy = sum(
+        r.finish - r.start if not r.parts else sum(e - s for s, e in r.parts) for r in records
+    )
     fair = _windowed(by_tenant, window, weights)
-    starved, starved_tenant = 0.0, None
-    for tenant, own in by_tenant.items():
-        longest = starvation(own)
-        if longest > starved:
-            starved, starved_tenant = longest, tenant
+    starved, starved_tenant = _most_starved(by_tenant, per_tenant)
     return Figures(
         jobs=len(records),
         tenants=len(by_tenant),
@@ -180,14 +178,20 @@ def makespan_bound(jobs: Sequence[SimJob], workers: int) -> float:
 
 def _readies(record: Record) -> list[float]:
     """When the job became ready for each of its runs: its arrival, then each part's end."""
-    return [record.job.arrival, *(end for _, end in record.runs()[:-1])]
+    return [record.job.arrival, *(end for _, end in record.parts[:-1])]
 
 
 def _spans(records: Sequence[Record]) -> list[tuple[float, int, int]]:
     """(time, change of jobs waiting, change of jobs running) for every wait and run."""
     changes: list[tuple[float, int, int]] = []
+    add = changes.append
     for r in records:
-        for ready, (start, end) in zip(_readies(r), r.runs(), strict=True):
+        if not r.parts:  # the common case, without building lists
+            add((r.job.arrival, 1, 0))
+            add((r.start, -1, 1))
+            add((r.finish, 0, -1))
+            continue
+        for ready, (start, end) in zip(_readies(r), r.parts, strict=True):
             changes += [(ready, 1, 0), (start, -1, 1), (end, 0, -1)]
     changes.sort()
     return changes
@@ -212,18 +216,50 @@ def starvation(records: Sequence[Record]) -> float:
     return longest
 
 
+def _most_starved(
+    by_tenant: Mapping[str, list[Record]], per_tenant: Mapping[str, Waits]
+) -> tuple[float, str | None]:
+    """The longest starvation and its tenant. A tenant whose jobs each ran whole starved at
+    most its longest wait (no job starts during a starvation, so the job waiting when it
+    began waited all through it): tenants are visited by that bound, longest first, until
+    it cannot beat what was found."""
+    bound = {
+        t: math.inf if any(r.parts for r in own) else per_tenant[t].max
+        for t, own in by_tenant.items()
+    }
+    starved, starved_tenant = 0.0, None
+    for tenant in sorted(bound, key=lambda t: -bound[t]):
+        if bound[tenant] <= starved:
+            break
+        longest = starvation(by_tenant[tenant])
+        if longest > starved:
+            starved, starved_tenant = longest, tenant
+    return starved, starved_tenant
+
+
 def efficiency(records: Sequence[Record], workers: int) -> float:
-    """Worker-seconds used over those the work could have used (module docstring)."""
-    waiting = running = 0
-    used = usable = 0.0
-    last = 0.0
-    for at, dwait, drun in _spans(records):
-        used += running * (at - last)
-        usable += min(workers, running + waiting) * (at - last)
-        waiting += dwait
-        running += drun
+    """Worker-seconds used over those the work could have used (module docstring). A job
+    wants a worker from its arrival to its finish, waiting or running (between its parts
+    too), so the usable worker-seconds are the integral of min(workers, jobs present)."""
+    arrivals = sorted(r.job.arrival for r in records)
+    finishes = sorted(r.finish for r in records)
+    used = sum(
+        r.finish - r.start if not r.parts else sum(e - s for s, e in r.parts) for r in records
+    )
+    usable = 0.0
+    present = a = f = 0
+    last = arrivals[0] if arrivals else 0.0
+    while f < len(finishes):
+        at = arrivals[a] if a < len(arrivals) and arrivals[a] <= finishes[f] else finishes[f]
+        usable += min(workers, present) * (at - last)
         last = at
-    return used / usable if usable > 0 else 1.0
+        if a < len(arrivals) and arrivals[a] == at:
+            present += 1
+            a += 1
+        else:
+            present -= 1
+            f += 1
+    return min(used / usable, 1.0) if usable > 0 else 1.0  # min: float rounding only
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -251,10 +287,14 @@ def backlogged_windows(records: Sequence[Record], window: float) -> list[int]:
     """The windows all through which this tenant (these are its records) had a job waiting."""
     # At one instant arrivals come first (kind 0): a job starting the instant it arrives never
     # waited, and the count of waiting jobs never goes below zero.
-    events = sorted(
-        [(ready, 0) for r in records for ready in _readies(r)]
-        + [(start, 1) for r in records for start, _ in r.runs()]
-    )
+    events: list[tuple[float, int]] = []
+    for r in records:
+        if r.parts:
+            events += [(ready, 0) for ready in _readies(r)]
+            events += [(start, 1) for start, _ in r.parts]
+        else:
+            events += [(r.job.arrival, 0), (r.start, 1)]
+    events.sort()
     found: list[int] = []
     waiting = 0
     since = 0.0
@@ -274,8 +314,12 @@ def served(records: Sequence[Record], window: float) -> dict[int, float]:
     """Worker-seconds these records ran within each window."""
     amounts: dict[int, float] = defaultdict(float)
     for r in records:
-        for start, end in r.runs():
-            for w in range(math.floor(start / window), math.floor(end / window) + 1):
+        for start, end in r.parts or ((r.start, r.finish),):
+            first, last = math.floor(start / window), math.floor(end / window)
+            if first == last:  # the common case: within one window
+                amounts[first] += end - start
+                continue
+            for w in range(first, last + 1):
                 overlap = min(end, (w + 1) * window) - max(start, w * window)
                 if overlap > 0:
                     amounts[w] += overlap

@@ -72,7 +72,8 @@ def test_slices_bound_how_long_small_tenants_starve_beside_long_exports(spec: st
     assert whole.starvation > 500.0 and whole.starved_tenant is not None
     assert whole.starved_tenant.startswith("small-")
     assert sliced.starvation <= 30.0 + 1.0  # a slice, and the small job before it
-    assert sliced.efficiency == whole.efficiency == 1.0  # no worker idle while a job waited
+    # no worker idle while a job waited (to float rounding)
+    assert sliced.efficiency == pytest.approx(1.0) and whole.efficiency == pytest.approx(1.0)
     assert (
         sum(len(r.parts) for r in simulate(workload.jobs, build(spec, {}), workers=4, seed=2))
         >= 4 * 600 / 30
