@@ -100,6 +100,10 @@ def dashboard(
         raise click.UsageError(str(exc)) from None
     with reported_errors():
         app = _open(url, app_ref)
+    # made before the address is printed: its warnings (a weak token) come first
+    web = create_app(
+        app, token=token or None, loopback=is_loopback(host), session_lifetime=session_lifetime
+    )
     sock = _listen(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -107,9 +111,6 @@ def dashboard(
     click.echo(
         f"fairq dashboard on http://{shown}:{bound_port}/ (store {redact_url(app.url)}; {mode})",
         err=True,
-    )
-    web = create_app(
-        app, token=token or None, loopback=is_loopback(host), session_lifetime=session_lifetime
     )
     config = uvicorn.Config(web, log_level="warning", access_log=False, lifespan="off")
     try:
