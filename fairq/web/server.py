@@ -115,11 +115,15 @@ class Dashboard:
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking store call in a worker thread, one at a time."""
-        if self.awaited is not None:
-            if not self.awaited.exists():
-                raise NoStoreYet(redact_url(self.app.url), self.awaited)
-            self.awaited = None
+        if self.store_missing():
+            raise NoStoreYet(redact_url(self.app.url), self.awaited or Path())
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._lane)
+
+    def store_missing(self) -> bool:
+        """Whether the App's SQLite file is still not there (see ``awaited``)."""
+        if self.awaited is not None and self.awaited.exists():
+            self.awaited = None
+        return self.awaited is not None
 
     def render(
         self, request: Request, name: str, context: dict[str, Any], status_code: int = 200
@@ -150,7 +154,8 @@ class Gate(BaseHTTPMiddleware):
     """Host check (loopback binds), sign-in for reads (other binds), security headers."""
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        access = pages.dashboard(request).access
+        board = pages.dashboard(request)
+        access = board.access
         if not access.host_ok(request):
             response: Response = PlainTextResponse(
                 "This dashboard answers only to a loopback host name (127.0.0.1, localhost, "
@@ -163,6 +168,10 @@ class Gate(BaseHTTPMiddleware):
             else:
                 after = quote(request.url.path, safe="/")
                 response = RedirectResponse(f"/login?next={after}", status_code=303)
+        elif request.url.path == "/metrics" and board.store_missing():
+            # /metrics reads the store outside Dashboard.read: it must not make the file either
+            message = f"no fairq store at {redact_url(board.app.url)} yet"
+            response = PlainTextResponse(message, status_code=503)
         else:
             response = await call_next(request)
         response.headers.update(SECURITY_HEADERS)

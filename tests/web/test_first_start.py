@@ -62,6 +62,8 @@ def test_starts_in_a_fresh_directory_and_shows_the_store_once_a_worker_made_it(
     text = body.decode()
     assert status == 503 and headers["Retry-After"], text
     assert "no fairq store at sqlite:///fairq.db yet" in text
+    status, _, body = get(board.base + "/metrics")  # it reads the store by another way
+    assert status == 503 and b"no fairq store" in body
     assert not (project / "fairq.db").exists()  # the dashboard made no empty store
     # every option a hint names is one the dashboard has
     named = set(re.findall(r"(--[a-z][a-z-]+)", board.log() + text))
