@@ -10,7 +10,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from fairq.cli import cli
 from fairq.cli.admin._common import err_console, out_console, reported_errors
+from fairq.cli.numbers import Whole
 from fairq.errors import ConfigError
+from fairq.policy.bounds import MAX_INT
 from fairq.sim import verdict as talk
 from fairq.sim.compare import Outcome, compare, table, to_json
 from fairq.sim.engine import Outage
@@ -105,10 +107,14 @@ flood (16 s at 10,000 jobs, about 3 minutes at 30,000). Without slots, a flood o
     help="Print the talk's comparison instead: per strategy fair share (share error), no "
     "starvation (longest starved) and efficiency (of the usable worker time), one number each.",
 )
+@click.option("--workers", type=Whole(1, 10_000), default=8, show_default=True, help="Workers.")
 @click.option(
-    "--workers", type=click.IntRange(1, 10_000), default=8, show_default=True, help="Workers."
+    "--seed",
+    type=Whole(-MAX_INT - 1, MAX_INT),
+    default=1,
+    show_default=True,
+    help="Same seed, same numbers.",
 )
-@click.option("--seed", type=int, default=1, show_default=True, help="Same seed, same numbers.")
 @click.option(
     "--trace",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
