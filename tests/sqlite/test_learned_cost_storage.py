@@ -11,7 +11,10 @@ from fairq.backends.sqlite import SQLiteBackend
 from fairq.backends.sqlite.sql import LATEST_VERSION, migrations
 from fairq.contract import (
     AckManyParams,
+    CheckpointParams,
     DequeueParams,
+    EnqueueParams,
+    HeartbeatParams,
     JobCost,
     JobCostsParams,
     JobType,
@@ -19,7 +22,8 @@ from fairq.contract import (
     PublishJobTypesParams,
     StatsParams,
 )
-from fairq.job import Lease
+from fairq.job import Lease, NewJob
+from fairq.model import ReferenceModel
 from tests.sqlite.helpers import raw_connect
 from tests.sqlite.test_schema import EXPECTED_OBJECTS, meta, schema_of
 
@@ -107,3 +111,35 @@ def test_a_published_job_type_keeps_learn_cost(backend: SQLiteBackend) -> None:
     learning = replace(fixed, learn_cost=True)
     backend.publish_job_types(PublishJobTypesParams(types=[learning]))
     assert backend.job_types()["call_api"].learn_cost is True
+
+
+def test_plain_heartbeats_and_checkpoints_charge_only_claimed_runs(
+    backend: SQLiteBackend,
+) -> None:
+    """An unclaimed lease kept by a plain heartbeat or a checkpoint (not the relay's hold) is
+    still waiting in a broker: no service is charged until a worker claims it; then its run
+    is charged from the claim. The model is the reference, compared with ``==``."""
+    model = ReferenceModel()
+    for store in (backend, model):
+        job = NewJob(
+            id="j",
+            name="task",
+            queue="default",
+            tenant="a",
+            payload="{}",
+            run_at=0.0,
+            max_attempts=3,
+            lease_timeout=30.0,
+            cost=1.0,
+        )
+        store.enqueue(EnqueueParams(jobs=[job], now=0.0))
+        params = DequeueParams(queues=["default"], worker_id="relay", now=0.0, hold=5.0)
+        (lease,) = store.dequeue(params).leases
+        usage = store.stats(StatsParams())[0].usage  # as recorded, not decayed
+        store.heartbeat(HeartbeatParams(tokens=[lease.token], now=4.0))  # 4 s > its 1 s estimate
+        store.checkpoint(CheckpointParams(token=lease.token, now=8.0, progress='{"cursor":1}'))
+        assert store.stats(StatsParams())[0].usage == usage  # nothing charged yet
+        store.heartbeat(HeartbeatParams(tokens=[lease.token], now=9.0, claim=True))
+        store.heartbeat(HeartbeatParams(tokens=[lease.token], now=12.0))  # ran 3 s: charged
+    assert backend.stats(StatsParams(now=12.0)) == model.stats(StatsParams(now=12.0))
+    assert backend.stats(StatsParams())[0].usage > usage
