@@ -14,7 +14,7 @@ from fairq.cli.loader import load_object, rebind
 from fairq.cli.numbers import Whole
 from fairq.errors import FairqError
 from fairq.relay import Relay, RelaySource
-from fairq.relay.relay import DEFAULT_IN_FLIGHT
+from fairq.relay.relay import DEFAULT_HOLD, DEFAULT_IN_FLIGHT, MIN_HOLD
 
 log = logging.getLogger("fairq.relay")
 
@@ -56,6 +56,19 @@ EXAMPLE = "myproject.tasks:fair"
     show_default=True,
     help="Most jobs taken from the store in one call.",
 )
+@click.option(
+    "--hold",
+    type=click.FloatRange(min=MIN_HOLD),
+    default=DEFAULT_HOLD,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long a released job stays out unclaimed should this relay die: until a worker "
+    "claims it, the relay renews its hold every third of this, and a dead relay's jobs are "
+    "released again (by another relay) once it lapses. Shorter: a dead relay's jobs, and the "
+    "in-flight room they take, come back sooner, for more frequent store writes; longer: a "
+    "relay may stall (a long pause, a slow store) for that long without its jobs being sent "
+    "twice (a worker would then skip the older copy).",
+)
 @click.option("--url", metavar="URL", default=None, help="The fairq store, instead of SOURCE's.")
 def relay(
     source_ref: str,
@@ -63,13 +76,16 @@ def relay(
     in_flight: int | None,
     max_backlog_age: float | None,
     batch: int,
+    hold: float,
     url: str | None,
 ) -> None:
     """Release the fair jobs of SOURCE into its broker, fairly, as room frees up.
 
     SOURCE is the integration object your tasks module makes, as 'module:attribute', e.g.
     fairq.integrations.celery.FairCelery(app). Run several relays at once if you like: each job
-    is released by one of them. Stops on SIGTERM or Ctrl-C; jobs not yet released stay in fairq.
+    is released by one of them. A job's run starts when a worker claims it, not when the relay
+    releases it. Stops on SIGTERM or Ctrl-C: jobs not yet released stay in fairq, and those
+    released that no worker has claimed yet are given back at once.
 
     \b
     Examples:
@@ -99,6 +115,7 @@ def relay(
             in_flight=in_flight,
             batch=batch,
             max_backlog_age=max_backlog_age,
+            hold=hold,
             weights=list(source.app.weight_callbacks.values()),
         )
     except FairqError as exc:

@@ -8,12 +8,13 @@ ticket. The peer's worker claims that lease, keeps it alive and stores the outco
 
 A released job's run starts when a peer's worker claims it (``RelayedRuns.begin``), not when
 the relay takes it: the relay's dequeue holds each job *unclaimed* for ``hold`` seconds (10 by
-default) and renews the hold of the jobs still waiting in the broker every third of it. The wait
-in the broker is charged the job's estimate and nothing more, and a relay that dies leaves
-holds that lapse within seconds: those jobs are ready again (the attempt not counted) and
-released anew; the broker's old copy is skipped when a worker takes it. A relay that stops
-gives its unclaimed jobs back at once. Like a native worker, the relay calls the App's
-``tenant_weights`` callbacks of its queues (``weights``).
+default), and ``Holds`` (holds.py) renews the holds of the jobs still waiting in the broker
+every third of it. The wait in the broker is charged the job's estimate and nothing more. A
+relay that dies leaves holds that lapse within seconds: those jobs are ready again (the attempt
+not counted) and released anew; the broker's old copy is skipped when a worker takes it. A
+relay that stops gives its unclaimed jobs back at once, and one whose job waited its whole
+lease unclaimed (a lost message) gives that job back. Like a native worker, the relay calls
+the App's ``tenant_weights`` callbacks of its queues (``weights``).
 
 Backpressure is the queue's ``max_in_flight``: at most that many jobs of the queue are out
 (released and not finished) across every relay, so the broker holds only those and a
@@ -40,9 +41,9 @@ from typing import Protocol
 from fairq.contract import (
     Backend,
     DequeueParams,
+    ExpiredLease,
     FailParams,
     GetQueueParams,
-    HeartbeatParams,
     ReleaseParams,
     SetQueueParams,
 )
@@ -51,6 +52,7 @@ from fairq.errors import ConfigError, FairqError
 from fairq.job import Lease
 from fairq.policy.bounds import check_int, check_seconds
 from fairq.policy.queues import check_queue_name
+from fairq.relay.holds import Holds
 from fairq.worker.joblog import describe, job_fields
 from fairq.worker.weights import WeightRefresher
 
@@ -67,8 +69,8 @@ DEFAULT_IN_FLIGHT = 10
 #: Seconds a released job is held for a peer's worker to claim it, renewed every third of it
 #: while it waits in the broker: how soon a dead relay's unclaimed jobs are ready again.
 DEFAULT_HOLD = 10.0
-#: The hold a stopping relay leaves its unclaimed jobs: given back at the next maintenance.
-GIVE_BACK = 0.001
+#: The shortest hold: a renewal (one store call) must reliably land within a third of it.
+MIN_HOLD = 1.0
 
 
 class UnknownTask(FairqError, LookupError):
@@ -94,8 +96,8 @@ class Relay:
     keep what the store has, DEFAULT_IN_FLIGHT where it has none). ``max_backlog_age``: also
     hold a queue back while the broker's oldest message of it is older than this (for
     publishers that can tell; polled). ``hold``: seconds a released job waits for a worker's
-    claim before it is ready again, were the relay to die. ``weights``: the App's
-    ``tenant_weights`` registrations (those of other queues are ignored).
+    claim before it is ready again, were the relay to die (at least MIN_HOLD). ``weights``:
+    the App's ``tenant_weights`` registrations (those of other queues are ignored).
     """
 
     def __init__(
@@ -126,6 +128,11 @@ class Relay:
         self.max_backlog_age = max_backlog_age
         self.clock = clock
         self.hold = check_seconds("hold", hold)
+        if self.hold < MIN_HOLD:
+            raise ConfigError(
+                f"hold must be at least {MIN_HOLD:g} s (the relay renews it every third of it), "
+                f"got {hold!r}"
+            )
         relayed = set(self.queues)
         self.weights = WeightRefresher(
             backend, [w for w in weights if w.queue in relayed], clock=clock
@@ -137,8 +144,7 @@ class Relay:
         self._turn = 0
         self._outage: float | None = None  # monotonic start of the broker outage under way
         self._delay = BACKOFF_FIRST
-        self._unclaimed: dict[str, Lease] = {}  # released, no worker's claim seen yet
-        self._renewed = time.monotonic()
+        self.holds = Holds(backend, self.hold, clock=clock, name=self.name)
 
     def stop(self) -> None:
         """Ask ``run`` to return (within IDLE_WAIT); nothing is lost either way."""
@@ -154,18 +160,19 @@ class Relay:
             self.in_flight if self.in_flight is not None else "as stored",
         )
         self.weights.start()
+        self.holds.start()
         self.started.set()
         try:
             self._release_until_stopped()
         finally:
             self.weights.stop()
-            self._give_back()
+            self.holds.stop()
+            self.holds.give_back()
         log.info("relay %s stopped after releasing %d jobs", self.name, self.released)
 
     def _release_until_stopped(self) -> None:
         idle = False
         while not self._stop.is_set():
-            self._renew()
             queues = self._open_queues()
             if not queues:
                 self._stop.wait(0.1)  # every queue's broker backlog is too old: look again soon
@@ -187,53 +194,10 @@ class Relay:
                 self._delay = min(self._delay * 2, BACKOFF_MOST)
                 continue
             for expired in result.expired:
-                if not expired.claimed:
-                    log.info(
-                        "job %s %s of tenant %r: no worker claimed it before its hold lapsed "
-                        "(a relay stopped or died); released again",
-                        expired.job_id,
-                        expired.name,
-                        expired.tenant,
-                    )
-                    continue
-                log.warning(
-                    "job %s %s of tenant %r: its lease expired before the peer reported its end "
-                    "(the peer's worker died or lost the store); %s",
-                    expired.job_id,
-                    expired.name,
-                    expired.tenant,
-                    "it is dead (that was its last attempt)" if expired.dead else "released again",
-                )
+                _log_expired(expired)
+            self.holds.add(result.leases)
             idle = not result.leases
             self._publish_all(result.leases)
-
-    def _renew(self, hold: float | None = None) -> None:
-        """Keep the holds of the released jobs no worker has claimed yet (every third of the
-        hold; with ``hold``, now, to that): those claimed or gone are forgotten."""
-        if not self._unclaimed:
-            return
-        if hold is None and time.monotonic() - self._renewed < self.hold / 3:
-            return
-        self._renewed = time.monotonic()
-        params = HeartbeatParams(
-            tokens=list(self._unclaimed), now=self.clock(), hold=hold or self.hold
-        )
-        try:
-            result = self.backend.heartbeat(params)
-        except Exception as exc:  # the store is down: the holds may lapse, nothing is lost
-            log.error("relay %s: keeping released jobs failed: %s", self.name, describe(exc))
-            return
-        for token in [*result.claimed, *result.lost]:
-            self._unclaimed.pop(token, None)
-
-    def _give_back(self) -> None:
-        """A stopping relay hands back the jobs no worker claimed: their holds end now, so the
-        next maintenance makes them ready again (a worker that claims one first runs it)."""
-        if self._unclaimed:
-            count = len(self._unclaimed)
-            self._renew(hold=GIVE_BACK)
-            log.info("relay %s: gave back %d released jobs no worker had claimed", self.name, count)
-            self._unclaimed.clear()
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -293,31 +257,81 @@ class Relay:
             self._outage = None
             self._delay = BACKOFF_FIRST
         self.released += 1
-        self._unclaimed[lease.token] = lease
         log.debug("released job %s", lease.job_id, extra=job_fields(lease, "released"))
         return True
 
     def _bury(self, lease: Lease, exc: UnknownTask) -> None:
         """A job the peer cannot run: dead now, with the reason (retrying cannot help)."""
         reason = f"cannot relay: {exc}"
+        self.holds.drop(lease)
         log.error(
             "job %s %s: %s", lease.job_id, lease.name, reason, extra=job_fields(lease, "dead")
         )
-        self.backend.fail(
-            FailParams(token=lease.token, now=self.clock(), error=reason, retry_at=None)
-        )
+        params = FailParams(token=lease.token, now=self.clock(), error=reason, retry_at=None)
+        try:
+            self.backend.fail(params)
+        except Exception as error:  # the store is down: its hold lapses, it is tried again
+            log.error(
+                "job %s: could not store it dead (%s); it is tried again once its hold lapses",
+                lease.job_id,
+                describe(error),
+                extra=job_fields(lease, "bury_failed"),
+            )
 
     def _hand_back(self, leases: Sequence[Lease], note: str) -> None:
         """Give jobs back to fairq at once; one the store does not take comes back when its
-        lease expires (the store is down too: it is safe there either way)."""
+        hold lapses (the store is down too: it is safe there either way)."""
         for lease in leases:
+            self.holds.drop(lease)
             try:
                 self.backend.release(ReleaseParams(token=lease.token, now=self.clock(), note=note))
             except Exception as exc:
                 log.error(
-                    "job %s: could not hand it back (%s); it is released again when its lease "
-                    "expires",
+                    "job %s: could not hand it back (%s); it is ready again once its hold lapses",
                     lease.job_id,
                     describe(exc),
                     extra=job_fields(lease, "hand_back_failed"),
                 )
+
+
+def _log_expired(expired: ExpiredLease) -> None:
+    """Say what the store did with a lease that ran out (found by this relay's dequeue)."""
+    if expired.cancelled:
+        then = "it had a cancel request: it is cancelled now"
+    elif not expired.claimed:
+        then = "it is ready again (the attempt not counted)"
+    elif expired.dead:
+        then = "that was its last attempt: it is dead now"
+    else:
+        then = "it is ready again"
+    if not expired.claimed:
+        log.info(
+            "job %s %s of tenant %r: no worker claimed it before its relay's hold lapsed (the "
+            "relay died, stopped or gave it back); %s",
+            expired.job_id,
+            expired.name,
+            expired.tenant,
+            then,
+            extra=_expired_fields(expired, "hold_lapsed"),
+        )
+        return
+    log.warning(
+        "job %s %s of tenant %r: its lease expired before the peer reported its end (the "
+        "peer's worker died, hung or lost the store); %s",
+        expired.job_id,
+        expired.name,
+        expired.tenant,
+        then,
+        extra=_expired_fields(expired, "lease_expired"),
+    )
+
+
+def _expired_fields(expired: ExpiredLease, action: str) -> dict[str, object]:
+    return {
+        "action": action,
+        "job_id": expired.job_id,
+        "job_name": expired.name,
+        "tenant": expired.tenant,
+        "queue": expired.queue,
+        "attempt": expired.attempt,
+    }

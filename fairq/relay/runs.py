@@ -35,7 +35,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fairq.app import App
 from fairq.backends import open_backend
@@ -114,7 +114,8 @@ class RelayedRuns:
         claim = HeartbeatParams(tokens=[lease.token], now=self.clock(), claim=True)
         result = backend.heartbeat(claim)  # the run starts now: its wait in the broker was none
         if lease.token in result.lost:
-            why = why_lost(backend, [(lease, lease.deadline)], self.clock())[lease.token]
+            # the ticket's deadline is the relay's first hold: renewed since, it says nothing
+            why = why_lost(backend, [(lease, None)], self.clock())[lease.token]
             log.info(
                 "job %s %s not run: %s (this message is an older copy; the job was published "
                 "again or already ran)",
@@ -124,12 +125,16 @@ class RelayedRuns:
                 extra=job_fields(lease, "skipped"),
             )
             return None
+        # The run started at the claim, under the job's own lease: the ticket's times were the
+        # relay's hold (the store's claim time is the new deadline less the lease).
+        deadline = result.deadlines[lease.token]
+        lease = replace(lease, started_at=deadline - lease.lease_timeout, deadline=deadline)
         hooks = self.app.hooks
         if lease.token in result.cancelled:
             hooks.after_dequeue([lease])
             self._cancel_unstarted(lease)
             return None
-        run = RelayedRun(lease, result.deadlines.get(lease.token, lease.deadline), self)
+        run = RelayedRun(lease, deadline, self)
         with self._lock:
             self._held[lease.token] = run
             self._start_heartbeat()

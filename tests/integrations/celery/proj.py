@@ -32,6 +32,7 @@ class Project:
     fair: FairCelery
     record: Any  # a fair task (Celery's tasks are untyped)
     record_brief: Any  # the same with a short lease, for the tests that kill a worker
+    paced: Any  # no cost declared; ends a given time after its claim
     fail: Any  # always raises: retried by fairq, then dead
     routed: Any  # a plain task throttled by fair.router (no relay); retries once
     guarded: Any  # a plain task under tenant slots (base=fair.SlotTask, one slot per tenant)
@@ -93,6 +94,15 @@ def build(url: str, broker: str, queue: str = "fq-default") -> Project:
         mark(log, "end", tenant, tag)
         return tag
 
+    @app.task(base=fair.Task, name="proj.paced", shared=False, fair_tenant="tenant")
+    def paced(tenant: str, tag: str, log: str, work: float) -> None:
+        """Ends ``work`` seconds after its claim, when fairq starts charging its run: a stall
+        of the machine inside the job does not change what its tenant is charged."""
+        mark(log, "start", tenant, tag)
+        claimed = fairq.current_job().lease.started_at
+        time.sleep(max(0.0, claimed + work - time.time()))
+        mark(log, "end", tenant, tag)
+
     @fair.task(name="proj.fail", shared=False, tenant="tenant", max_attempts=2, retry_base=0.05)
     def fail(tenant: str, tag: str, log: str) -> None:
         mark(log, "start", tenant, tag)
@@ -136,7 +146,7 @@ def build(url: str, broker: str, queue: str = "fq-default") -> Project:
         mark(log, "end", tenant, tag)
         job.raise_if_cancelled()
 
-    return Project(app, fair, record, record_brief, fail, routed, guarded, stoppable)
+    return Project(app, fair, record, record_brief, paced, fail, routed, guarded, stoppable)
 
 
 project = build(

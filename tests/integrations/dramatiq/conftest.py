@@ -10,6 +10,7 @@ A server that cannot be reached fails the tests, never skips them.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,6 +59,10 @@ class Process:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def released(self) -> list[str]:
+        """The ids of the jobs a relay started at ``debug`` released, in the order it did."""
+        return re.findall(r"released job (\S+)", self.log())
 
     def kill(self) -> None:
         """SIGKILL the process and its children: nothing gets to clean up."""
@@ -134,10 +139,13 @@ class Harness:
         env.update(dramatiq_queue_prefetch=str(threads), dramatiq_worker_timeout="100")
         return self.start("worker", argv, env)
 
-    def relay(self, in_flight: int, broker_url: str = BROKER_URL) -> Process:
-        """``fairq relay dramatiq_tasks:fair --in-flight N``."""
-        argv = ["-m", "fairq", "--log-level", "info", "relay", "dramatiq_tasks:fair"]
-        argv += ["--in-flight", str(in_flight)]
+    def relay(
+        self, in_flight: int, broker_url: str = BROKER_URL, *args: str, log_level: str = "info"
+    ) -> Process:
+        """``fairq relay dramatiq_tasks:fair --in-flight N`` (at ``debug`` its log names each
+        job it releases, in order: ``Process.released``)."""
+        argv = ["-m", "fairq", "--log-level", log_level, "relay", "dramatiq_tasks:fair"]
+        argv += ["--in-flight", str(in_flight), *args]
         return self.start("relay", argv, self.env(broker_url))
 
     def use_lease(self, lease: float) -> Actors:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -172,12 +173,14 @@ class Processes:
         return self._start(name, argv, env, _home(module))
 
     def relay(
-        self, *, in_flight: int, module: str = "rq_tasks", **env: str
+        self, *args: str, in_flight: int, module: str = "rq_tasks", **env: str
     ) -> subprocess.Popen[bytes]:
+        """``fairq relay`` of the test's queue, with ``args``; at debug, its log names each job
+        it releases, in order (``released``)."""
         name = f"relay{len(self.started)}"
         argv = [str(BIN / "fairq"), "--log-level", "debug", "relay", f"{module}:fair"]
-        argv += ["--queue", self.queue]  # at debug: a line per job released, for a failure
-        return self._start(name, [*argv, "--in-flight", str(in_flight)], env, _home(module))
+        argv += ["--queue", self.queue, "--in-flight", str(in_flight), *args]
+        return self._start(name, argv, env, _home(module))
 
     def kill(self, proc: subprocess.Popen[bytes], *also: int) -> None:
         """SIGKILL the process, its group, its children (an RQ work horse has a process group
@@ -220,6 +223,11 @@ def _home(module: str) -> Path:
 def log_of(proc: subprocess.Popen[bytes]) -> str:
     path: Path = proc.log_path  # type: ignore[attr-defined]
     return path.read_text(errors="replace")
+
+
+def released(relay: subprocess.Popen[bytes]) -> list[str]:
+    """The fairq job ids a relay released, in the order it did (from its debug log)."""
+    return re.findall(r"released job (\S+)", log_of(relay))
 
 
 @pytest.fixture

@@ -36,6 +36,18 @@ def record(tenant: str, key: str, n: int, work: float = 0.0) -> int:
     return n
 
 
+@fair.task(queue="rq_t", tenant="tenant")
+def paced(tenant: str, key: str, n: int, work: float) -> int:
+    """Ends ``work`` seconds after its claim, when fairq starts charging its run: a stall of
+    the machine inside the job does not change what its tenant is charged (no cost declared:
+    fairq learns it)."""
+    note(key, "start", tenant, n)
+    claimed = fairq.current_job().lease.started_at
+    time.sleep(max(0.0, claimed + work - time.time()))
+    note(key, "end", tenant, n)
+    return n
+
+
 @fair.task(queue="rq_t", tenant="tenant", lease=1.0, max_attempts=20)
 def brief(tenant: str, key: str, n: int) -> int:
     """A job with a short lease, to let one expire while it waits in RQ."""
@@ -72,6 +84,15 @@ def stoppable(tenant: str, key: str, n: int) -> None:
         time.sleep(0.02)
     note(key, "end", tenant, n)
     job.raise_if_cancelled()
+
+
+if "RQ_TEST_WEIGHTS" in os.environ:  # a relay started by the weights test
+
+    @fair.app.tenant_weights(os.environ["RQ_TEST_WEIGHTS_QUEUE"], every=60)
+    def weights(tenants: list[str]) -> dict[str, float]:
+        """The weights the test chose; the tenants asked about go to the notes' Redis."""
+        notes.rpush(os.environ["RQ_TEST_WEIGHTS_QUEUE"] + ":asked", json.dumps(sorted(tenants)))
+        return {t: float(w) for t, w in json.loads(os.environ["RQ_TEST_WEIGHTS"]).items()}
 
 
 def plain(x: int) -> int:

@@ -3,10 +3,11 @@ RQ, plain ``rq worker`` processes running them, over every store."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import rq_tasks
-from conftest import Processes, notes, wait_for
+from conftest import Processes, notes, released, wait_for
 from redis import Redis
 from rq import Queue
 
@@ -68,6 +69,29 @@ def test_fair_order_through_rq(
         assert all(abs(counts[t] - share[t]) <= 2 for t in weights), (length, order)
     running = [s for s in app.stats(queue=queue_name) if s.running]
     assert sum(s.running for s in running) <= 1  # in flight: 1
+
+
+def test_the_relay_calls_the_apps_tenant_weights_callback_before_it_releases(
+    app: App, processes: Processes, queue_name: str, key: str, broker: Redis
+) -> None:
+    """``fairq relay`` calls the App's ``@app.tenant_weights`` callback of its queue, as a
+    native worker does, before its first release: the weights it returns (light 1, heavy 3;
+    none stored) decide the order the relay releases in (1:1 would give lhlhhhhh)."""
+    queue = rq_tasks.fair.queue(queue_name)
+    tenant_of = {}
+    for n in range(6):
+        for tenant in ("light", "heavy") if n < 2 else ("heavy",):
+            tenant_of[queue.enqueue(rq_tasks.paced, tenant, key, n, 0.0).id] = tenant  # type: ignore[union-attr]
+    relay = processes.relay(
+        in_flight=8,
+        RQ_TEST_WEIGHTS='{"light": 1, "heavy": 3}',
+        RQ_TEST_WEIGHTS_QUEUE=queue_name,
+    )
+    wait_for(lambda: len(released(relay)) == 8, "every job released")
+    assert "".join(tenant_of[i][0] for i in released(relay)) == "lhhhlhhh"
+    assert {s.tenant: s.weight for s in app.stats(queue=queue_name)} == {"light": 1, "heavy": 3}
+    asked = broker.lrange(f"{queue_name}:asked", 0, -1)
+    assert [json.loads(a) for a in asked] == [["heavy", "light"]]  # the tenants with jobs
 
 
 def test_a_killed_worker_s_job_runs_again_after_its_lease(

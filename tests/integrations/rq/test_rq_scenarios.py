@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import rq_reports
 import rq_tasks
-from conftest import BROKER_URL, Processes, log_of, notes, sqlite_only, wait_for
+from conftest import BROKER_URL, Processes, log_of, notes, released, sqlite_only, wait_for
 from integrations.broker_proxy import Proxy
 from redis import Redis
 from rq import Queue
@@ -118,16 +118,19 @@ def test_a_simple_worker_runs_fair_tasks_in_its_own_process(
 
 
 @sqlite_only
-def test_a_copy_that_outlived_its_lease_is_skipped(
+def test_a_message_no_worker_claims_within_its_lease_is_released_again(
     app: App, processes: Processes, queue_name: str, key: str, broker: Redis
 ) -> None:
-    """No worker yet: the job's lease expires while it waits in RQ, the relay releases it
-    again; the worker then skips the older copy and runs the job once."""
+    """No worker yet: the relay keeps the job's hold while its message waits in RQ, but not
+    beyond the job's lease (1 s): a message still unclaimed then was lost, as far as the relay
+    can tell, so it gives the job back and releases it again. The worker then skips the older
+    copy and runs the job once."""
     queue = rq_tasks.fair.queue(queue_name)
     held = queue.enqueue(rq_tasks.brief, "acme", key, 0)
     waiting = Queue(queue_name, connection=broker)
-    processes.relay(in_flight=1)
+    relay = processes.relay(in_flight=1)
     wait_for(lambda: waiting.count >= 2, "the job to be released again after its lease")
+    assert "no worker claimed it within its lease (1 s) of its release" in log_of(relay)
     processes.worker()
     wait_for(lambda: all_in(app, [held.id], JobState.SUCCEEDED), "the job to succeed")  # type: ignore[union-attr]
     copies = lambda: broker.keys(f"rq:job:{held.id}-*")  # noqa: E731  # type: ignore[union-attr]
@@ -137,6 +140,35 @@ def test_a_copy_that_outlived_its_lease_is_skipped(
     ]
     assert len(skipped) >= 2 and skipped.count(False) == 1  # the newest copy ran
     assert started(broker, key) == [("acme", 0)]  # run once
+    assert app.job_info(held.id).attempts == 1  # type: ignore[union-attr]  # given back: no attempt
+
+
+@sqlite_only
+def test_a_killed_relays_unclaimed_jobs_are_released_again_within_its_hold(
+    app: App, processes: Processes, queue_name: str, key: str, broker: Redis
+) -> None:
+    """Two jobs out (in flight 2) in RQ, no worker yet, their relay (``--hold 2``) killed: the
+    queue is full until the holds lapse, not for the jobs' lease (60 s); a second relay then
+    releases them again, and the worker skips the two stale copies."""
+    queue = rq_tasks.fair.queue(queue_name)
+    ids = [queue.enqueue(rq_tasks.paced, t, key, 0, 0.0).id for t in ("a", "b")]  # type: ignore[union-attr]
+    first = processes.relay("--hold", "2", in_flight=2)
+    wait_for(lambda: len(released(first)) == 2, "two jobs in RQ")
+    processes.kill(first)
+    second = processes.relay(in_flight=2)
+    lapsed = "no worker claimed it before its relay's hold lapsed"
+    wait_for(lambda: log_of(second).count(lapsed) == 2, "the holds to lapse", timeout=20)
+    wait_for(lambda: sorted(released(second)) == sorted(ids), "both released again")
+    processes.worker()
+    wait_for(lambda: all_in(app, ids, JobState.SUCCEEDED), "both jobs to succeed")
+    waiting = Queue(queue_name, connection=broker)
+    wait_for(lambda: waiting.finished_job_registry.count == 4, "every copy to be done")
+    skipped = [
+        bool(Job.fetch(job_id, connection=broker).meta.get(SKIPPED_KEY))
+        for job_id in waiting.finished_job_registry.get_job_ids()
+    ]
+    assert skipped.count(True) == 2  # the dead relay's copies
+    assert Counter(started(broker, key)) == {("a", 0): 1, ("b", 0): 1}  # each ran once
 
 
 @sqlite_only
