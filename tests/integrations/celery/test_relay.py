@@ -38,11 +38,11 @@ def test_fair_order_through_the_relay(setup: Setup) -> None:
     """Weights 1:3:6, one worker slot: every round of ten runs has each tenant's share,
     within one job, although the heaviest tenant enqueued all of its jobs first.
 
-    Tenants are charged their jobs' real time (from release to the end), as natively: the jobs
-    do 0.25 s of work each so that a stall shorter than a job moves no tenant by more than one
-    job in a round, and a first
-    job warms the worker's pool process up (its store connection) while the three tenants are
-    paused, so none of them is charged for that."""
+    Tenants are charged their jobs' real time (from the worker's claim to the end), as
+    natively: the jobs do 0.25 s of work each so that a stall shorter than a job moves no
+    tenant by more than one job in a round, and a first job warms the worker's pool process up
+    (its store connection) while the three tenants are paused, so none of them is charged for
+    that."""
     project, queue = setup.project, setup.queue
     weights = {"c": 6.0, "b": 3.0, "a": 1.0}
     for tenant in weights:
@@ -133,8 +133,8 @@ def test_a_killed_worker_s_job_runs_again_after_its_lease(setup: Setup) -> None:
     # add a run: at least once, as the lease promises)
     assert started["first"] >= 2 and started["second"] >= 1, setup.runs()
     info = setup.project.fair.app.job_info(first)
-    # a release whose message waited out its lease (the new worker was still starting) is an
-    # attempt too; its message is skipped when it arrives: never run twice at once
+    # every claimed run is an attempt; a message that waited unclaimed for the new worker is
+    # not (its relay held it, and gave it back had it waited out its lease): never run twice
     assert info is not None and info.attempts >= started["first"]
 
 

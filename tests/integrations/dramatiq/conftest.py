@@ -130,8 +130,7 @@ class Harness:
         """``dramatiq dramatiq_tasks:broker`` with one process of ``threads`` threads.
 
         Each thread prefetches one message, and an idle consumer polls Redis at least every
-        0.1 s (Dramatiq's default is 1 s): fairq charges a run from its release, so a job's
-        wait in the broker must stay short for the charges to be comparable.
+        0.1 s (Dramatiq's default is 1 s), so a job released to an idle worker starts at once.
         """
         argv = ["-m", "dramatiq", "dramatiq_tasks:broker", "--processes", "1"]
         argv += ["--threads", str(threads), "--path", str(HERE)]

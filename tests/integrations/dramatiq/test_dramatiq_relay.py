@@ -17,8 +17,9 @@ from fairq.errors import ConfigError
 def test_weights_1_3_6_hold_in_every_round_through_one_worker_slot(harness: Harness) -> None:
     """Three backlogged tenants, one Dramatiq thread, one job in flight: the first two rounds of
     ten jobs give each tenant its weight's share, within one job. (fairq is fair in
-    worker-seconds: each run is charged its real time from release to end, so a run that the
-    machine stalls costs its tenant turns later; the rounds after it may drift, by design.)"""
+    worker-seconds: each run is charged its real time from its claim to its end, so a run that
+    the machine stalls costs its tenant turns later; the rounds after it may drift, by
+    design.)"""
     weights = {"a": 1, "b": 3, "c": 6}
     app, paced = harness.actors.fair.app, harness.actors.paced
     for tenant, weight in weights.items():
