@@ -55,6 +55,7 @@ QUEUE_PARTS: tuple[str, ...] = (
     "progress",
     "results",
     "expiring",
+    "costs",
 )
 
 #: The Redis type of every key fairq writes, for the check against a clashing prefix.
@@ -80,6 +81,7 @@ PART_TYPES: dict[str, str] = {
     "progress": "hash",
     "results": "hash",
     "expiring": "zset",
+    "costs": "hash",
 }
 
 #: Throttle windows are per (job name, tenant) lists, not part of a queue's key block:
