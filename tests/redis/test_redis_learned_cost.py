@@ -98,3 +98,15 @@ def test_published_job_types_keep_learn_cost(backend: RedisBackend, raw: redis.R
     del older["learn_cost"]
     raw.hset(backend.layout.types, "t", json.dumps(older))
     assert backend.job_types()["t"] == replace(fixed, learn_cost=True)
+
+
+def test_a_jobs_name_is_read_from_its_body_whatever_it_holds(backend: RedisBackend) -> None:
+    """The name the costs are learned under is the job's, with headers before it or not."""
+    names = ["a:1", "12:ab", "x" * 300]
+    jobs = [replace(new_job(n), name=name) for n, name in enumerate(names)]
+    jobs[1] = replace(jobs[1], headers={"trace": "7:h9:"})
+    backend.enqueue(EnqueueParams(jobs=jobs, now=0.0))
+    leases = take(backend, 0.0, limit=3)
+    backend.ack_many(AckManyParams(tokens=[lease.token for lease in leases], now=0.25))
+    found = backend.job_costs(JobCostsParams())
+    assert [(c.name, c.runs, c.estimate) for c in found] == [(n, 1, 0.25) for n in sorted(names)]

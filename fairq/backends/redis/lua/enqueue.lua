@@ -146,8 +146,9 @@ register_once('enqueue', function()
       priority = tonumber(ARGV[a + 4]), enqueued_at = now, run_at = tonumber(ARGV[a + 5]),
       ready_at = nil, max_attempts = tonumber(ARGV[a + 6]),
       lease_timeout = tonumber(ARGV[a + 7]), cost = tonumber(ARGV[a + 8]), attempts = 0,
-      leases = 0, charged = 0.0, learn = ARGV[a + 10] ~= '0', claimed = true,
+      leases = 0, charged = 0.0,
     }
+    if ARGV[a + 10] == '0' then j.fixed = true end
     redis.call('HSET', q.k.bodies, j.id, ARGV[a + 2])
     if j.run_at <= now then
       make_ready(q, t, j, now, now)

@@ -20,8 +20,8 @@
 local function beat()
   local now, claim, hold = now_of(ARGV[1]), ARGV[2] == '1', opt(ARGV[3])
   return each_held(now, 4, function(q, j)
-    if hold ~= nil and j.claimed then return 'k' end
-    if claim and not j.claimed then j.claimed, j.started_at = true, now end
+    if hold ~= nil and not j.unclaimed then return 'k' end
+    if claim and j.unclaimed then j.unclaimed, j.started_at = nil, now end
     extend(q, j, now, hold)
     if j.cancel_at ~= nil then return 'c' .. fmt(j.deadline) end
     return fmt(j.deadline)
