@@ -7,7 +7,7 @@
 --       [3] worker id (not stored), [4] hold: seconds the relay holds each job unclaimed
 --       (`dispatch`; '' for none: a worker's run starts now), [5 ..] the order in which to
 --       try the queues, as block numbers (each named once).
--- Touches: every key of the blocks except bodies/tnames (read), tids and done.
+-- Touches: every key of the blocks except bodies/tnames/costs (read), tids and done.
 -- Returns: {expired, dues, block, id, record, body, tenant, block, id, ...}: the leases its
 --       maintenance expired (EXPIRED_FIELDS values each: see `expire`), each queue's `due`
 --       after the call (in the order asked; '' when unknown: nothing pending before it, for
