@@ -258,8 +258,8 @@ class Consumer:
         return calls.ack_result(answers)
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
-        """heartbeat.lua per group; a cancel request comes back with its deadline, a claimed
-        lease the relay would hold as claimed."""
+        """heartbeat.lua per group, with ``claim`` and ``hold`` as its options; a cancel request
+        comes back with its deadline, and under a hold a lease a worker claimed in ``claimed``."""
         options: list[Arg] = ["1" if params.claim else "", calls.hold_arg(params.hold)]
         answers = self._per_lease("heartbeat", params.tokens, params.now, options=options)
         return calls.heartbeat_result(answers)
