@@ -325,8 +325,14 @@ def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBac
         ).fetchall()
     assert len(rows) == 5
     seed = schema_seed(schema)
-    dequeue = {"queues": ["default"], "seed": seed, "worker": "w", "limit": 3, "wait": False,
-               "hold": None}
+    dequeue = {
+        "queues": ["default"],
+        "seed": seed,
+        "worker": "w",
+        "limit": 3,
+        "wait": False,
+        "hold": None,
+    }
     acks = {
         "ids": [r[0] for r in rows[3:]],
         "leases": [r[1] for r in rows[3:]],
