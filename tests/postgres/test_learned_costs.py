@@ -108,3 +108,18 @@ def test_a_learned_cost_another_transaction_holds_is_not_waited_for(
     (lease,) = take(pg, 4.0, 1)
     pg.ack_many(AckManyParams(tokens=[lease.token], now=4.5))
     assert costs(pg) == [("task", *cost.learn(1, 0.5, 0.5))]
+
+
+def test_learn_cost_false_travels_through_the_inbox(pg: DisposableBackend) -> None:
+    """A job enqueued in a caller's transaction waits in the inbox; taken in, it keeps its
+    declared cost though its name has learned one."""
+    pg.enqueue(EnqueueParams(jobs=[new_job(0, "a")], now=0.0))
+    (first,) = take(pg, 0.0, 1)
+    pg.ack_many(AckManyParams(tokens=[first.token], now=0.25))
+    fixed = dataclasses.replace(new_job(1, "b"), cost=3.0, learn_cost=False)
+    with psycopg.connect(server_url(), **CALLER_CLOCK) as conn:
+        pg.enqueue_in(conn, EnqueueParams(jobs=[fixed, new_job(2, "c")], now=1.0))
+    assert sorted((lease.job_id, lease.cost) for lease in take(pg, 2.0, 2)) == [
+        ("j1", 3.0),
+        ("j2", 0.25),
+    ]

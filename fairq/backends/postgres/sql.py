@@ -28,7 +28,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
 FUNCTIONS_RELEASE = 10
-FUNCTIONS_DIGEST = "9fee9172f042f398c60379b677dc2228b373f9150d9277e645a1965fa7d545fd"
+FUNCTIONS_DIGEST = "d23f10fe24b6cc12c46e6d5c5bc237caa44f4ed72f2d47eb0c8127209464b02c"
 
 
 @dataclass(frozen=True)

@@ -19,73 +19,70 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- Fold p_samples[k] (a claimed run's charge, max(ended - started, MIN_CHARGE)) into the row
--- of (p_queues[k], p_names[k]), in the order given, with fairq.policy.cost.learn's
--- expressions in its order: bounded to OUTLIER (4) x the mean once TRUSTED (3) samples are in,
--- runs = min(runs + 1, WINDOW (20)), mean = mean + (sample - mean) / runs, from (0, 0.0).
--- Called by the acks (acks.sql: ack_held) and a reported failure (events.py), after the
--- tenants are held: the rows come last in every order of locks (queries.sql).
+-- of (p_queues[k], p_names[k]), in the order given, with fairq.policy.cost.learn's expressions
+-- in its order (so the doubles are the reference model's to the bit): bounded to OUTLIER (4) x
+-- the mean once TRUSTED (3) samples are in, runs = min(runs + 1, WINDOW (20)),
+-- mean = mean + (sample - mean) / runs, from (0, 0.0). Each (queue, name) of the call in turn
+-- (a call's samples are mostly of one name): its row locked unless another transaction holds
+-- it, all its samples folded, the row written once; the rows not there yet are inserted last,
+-- in key order, and a row another transaction holds drops its samples. Called by the acks
+-- (acks.sql: ack_held) and a reported failure (events.py), after their tenants are held.
 CREATE FUNCTION {schema}.learn_costs(
     p_queues text[], p_names text[], p_samples double precision[]
 ) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-    v_of bytea[];                 -- each sample's row key
-    v_keys bytea[];               -- the rows, each once, in key order
-    v_queues text[];
-    v_names text[];
-    v_runs integer[];             -- each row as the samples leave it
-    v_means double precision[];
-    v_held boolean[];             -- locked here: stored; else new, or held by another
+    v_seen text[] := ARRAY[]::text[];  -- the (queue, name)s folded so far, as queue/name
+    v_new_keys bytea[] := ARRAY[]::bytea[];  -- those with no row this call could take
+    v_new_queues text[] := ARRAY[]::text[];
+    v_new_names text[] := ARRAY[]::text[];
+    v_new_runs integer[] := ARRAY[]::integer[];
+    v_new_means double precision[] := ARRAY[]::double precision[];
+    v_pair text;
+    v_key bytea;
+    v_found boolean;
+    v_runs integer;
+    v_mean double precision;
     v_sample double precision;
-    v_n integer;
-    i integer;
-    r record;
 BEGIN
-    v_of := ARRAY(SELECT {schema}.cost_key(s.queue, s.name)
-                  FROM unnest(p_queues, p_names) WITH ORDINALITY AS s(queue, name, ord)
-                  ORDER BY s.ord);
-    SELECT array_agg(d.key ORDER BY d.key), array_agg(d.queue ORDER BY d.key),
-           array_agg(d.name ORDER BY d.key)
-    INTO v_keys, v_queues, v_names
-    FROM (SELECT DISTINCT ON (k.key) k.key, k.queue, k.name
-          FROM unnest(v_of, p_queues, p_names) AS k(key, queue, name)
-          ORDER BY k.key) d;
-    v_n := cardinality(v_keys);
-    v_runs := array_fill(0, ARRAY[v_n]);
-    v_means := array_fill(0.0::double precision, ARRAY[v_n]);
-    v_held := array_fill(false, ARRAY[v_n]);
-    FOR r IN
-        SELECT c.key, c.runs, c.mean FROM {schema}.job_costs c
-        WHERE c.key = ANY(v_keys)
-        ORDER BY c.key
-        FOR UPDATE SKIP LOCKED
-    LOOP
-        i := array_position(v_keys, r.key);
-        v_runs[i] := r.runs;
-        v_means[i] := r.mean;
-        v_held[i] := true;
-    END LOOP;
-    FOR k IN 1..cardinality(p_samples) LOOP
-        i := array_position(v_keys, v_of[k]);
-        v_sample := p_samples[k];
-        IF v_runs[i] >= 3 THEN
-            v_sample := LEAST(v_sample, 4.0::double precision * v_means[i]);
+    FOR i IN 1..cardinality(p_samples) LOOP
+        v_pair := p_queues[i] || '/' || p_names[i];
+        CONTINUE WHEN v_pair = ANY(v_seen);
+        v_seen := v_seen || v_pair;
+        v_key := {schema}.cost_key(p_queues[i], p_names[i]);
+        SELECT c.runs, c.mean INTO v_runs, v_mean FROM {schema}.job_costs c
+        WHERE c.key = v_key
+        FOR UPDATE SKIP LOCKED;
+        v_found := FOUND;
+        IF NOT v_found THEN
+            v_runs := 0;
+            v_mean := 0.0;
         END IF;
-        v_runs[i] := LEAST(v_runs[i] + 1, 20);
-        v_means[i] := v_means[i] + (v_sample - v_means[i]) / v_runs[i];
+        FOR k IN i..cardinality(p_samples) LOOP
+            CONTINUE WHEN p_queues[k] <> p_queues[i] OR p_names[k] <> p_names[i];
+            v_sample := p_samples[k];
+            IF v_runs >= 3 THEN
+                v_sample := LEAST(v_sample, 4.0::double precision * v_mean);
+            END IF;
+            v_runs := LEAST(v_runs + 1, 20);
+            v_mean := v_mean + (v_sample - v_mean) / v_runs;
+        END LOOP;
+        IF v_found THEN
+            UPDATE {schema}.job_costs c SET runs = v_runs, mean = v_mean WHERE c.key = v_key;
+        ELSE
+            v_new_keys := v_new_keys || v_key;
+            v_new_queues := v_new_queues || p_queues[i];
+            v_new_names := v_new_names || p_names[i];
+            v_new_runs := v_new_runs || v_runs;
+            v_new_means := v_new_means || v_mean;
+        END IF;
     END LOOP;
-    IF true = ANY(v_held) THEN
-        UPDATE {schema}.job_costs c SET runs = d.runs, mean = d.mean
-        FROM unnest(v_keys, v_runs, v_means, v_held) AS d(key, runs, mean, held)
-        WHERE d.held AND c.key = d.key;
-    END IF;
-    IF false = ANY(v_held) THEN  -- new rows; one held by another is there: dropped
+    IF cardinality(v_new_keys) > 0 THEN  -- new rows; one another transaction holds is there
         INSERT INTO {schema}.job_costs (key, queue, name, runs, mean)
-        SELECT d.key, d.queue, d.name, d.runs, d.mean
-        FROM unnest(v_keys, v_queues, v_names, v_runs, v_means, v_held)
-                 AS d(key, queue, name, runs, mean, held)
-        WHERE NOT d.held
-          AND NOT EXISTS (SELECT 1 FROM {schema}.job_costs c WHERE c.key = d.key)
-        ORDER BY d.key
+        SELECT n.key, n.queue, n.name, n.runs, n.mean
+        FROM unnest(v_new_keys, v_new_queues, v_new_names, v_new_runs, v_new_means)
+                 AS n(key, queue, name, runs, mean)
+        WHERE NOT EXISTS (SELECT 1 FROM {schema}.job_costs c WHERE c.key = n.key)
+        ORDER BY n.key
         ON CONFLICT (key) DO NOTHING;
     END IF;
 END
