@@ -2,6 +2,8 @@
 peer-side runs of relayed jobs. Broker-agnostic; ``fairq.integrations`` adapts each peer.
 
 * ``Relay`` (relay.py) takes jobs from the store in fair order and publishes them;
+* ``Holds`` (holds.py) keeps what it published unclaimed until a worker's claim, and gives it
+  back when the relay stops or a message never reaches a worker;
 * ``RelayedRuns`` (runs.py) claims, keeps alive and ends them inside the peer's worker;
 * tickets.py is what travels with each message;
 * ``RelaySource`` is what ``fairq relay module:attribute`` expects to find.

@@ -3,6 +3,11 @@
 The relay publishes each job to the broker with its *ticket*: the lease's fields but the
 payload (the broker message carries the arguments in the peer's own format). A plain JSON
 object, so it travels in a Celery header, an RQ job's ``meta`` or a Dramatiq message option.
+
+Its ``started_at`` and ``deadline`` are the relay's: when it took the job and its first hold
+(renewed since, while the message waits). They say nothing of the run, which starts at the
+worker's claim (``RelayedRuns.begin`` takes the run's times from the claim); ``token`` is what
+the claim needs, ``lease_timeout`` is the job's own lease, ``cost`` the estimate charged.
 """
 
 from __future__ import annotations
