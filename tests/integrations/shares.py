@@ -51,7 +51,7 @@ SLOTS = 2  # the peer's job slots, and the relay's jobs in flight
 WORK = 0.05  # seconds from a job's claim to its end; no cost is declared: fairq learns it
 WARM_UP = 20
 MEASURED = 100
-WINDOWS = 3  # the most windows judged: the first, and two more after stalls
+WINDOWS = 5  # the most windows judged: the first, and more after stalls (5 s each)
 POINTS = 5.0
 STALL = 2.0
 

@@ -16,7 +16,8 @@ import pytest
 from ..shares import MEASURED, SLOTS, WARM_UP, WINDOWS, WORK, Runs, check, claimed_after, measurer
 from .conftest import Setup, wait_for
 
-pytestmark = pytest.mark.processes
+# charged real run time: other test processes stall runs (see shares.py)
+pytestmark = [pytest.mark.processes, pytest.mark.alone]
 
 
 def start(
@@ -46,12 +47,12 @@ def start(
 def test_weights_1_3_6_give_their_shares_at_two_slots(setup: Setup) -> None:
     weights = {"light": 1.0, "mid": 3.0, "heavy": 6.0}
     measure, claimed = start(setup, weights)
-    print(*check(measure, weights), sep="\n")
+    print("", *check(measure, weights), sep="\n")
     claimed()
 
 
 def test_equal_weights_take_turns_at_two_slots(setup: Setup) -> None:
     weights = {"a": 1.0, "b": 1.0, "c": 1.0}
     measure, claimed = start(setup, weights)
-    print(*check(measure, weights), sep="\n")
+    print("", *check(measure, weights), sep="\n")
     claimed()
