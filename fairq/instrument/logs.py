@@ -129,12 +129,21 @@ class JobLog(Middleware):
     def lease_expired(self, expired: ExpiredLease) -> None:
         outcome = Outcome.DEAD if expired.dead else Outcome.RETRYING
         then = "that was its last attempt: it is dead now" if expired.dead else "it will run again"
+        why = "the worker running it died, hung, or lost the store for longer than the lease"
+        level = logging.WARNING
+        if not expired.claimed:  # never ran: a relay's hold lapsed, no attempt is spent
+            why = (
+                "a relay held it and no worker claimed it: the relay died, stopped or gave it back"
+            )
+            outcome, then = Outcome.HANDED_BACK, "it is ready again (the attempt not counted)"
+            level = logging.INFO
         if expired.cancelled:
             outcome, then = Outcome.CANCELLED, "it had a cancel request: it is cancelled now"
         tenant = show_tenant(expired.tenant)
-        log.warning(
+        log.log(
+            level,
             "job %s %s tenant=%s queue=%s attempt=%d outcome=%s: its lease expired %.1f s ago "
-            "(the worker running it died, hung, or lost the store for longer than the lease); %s",
+            "(%s); %s",
             expired.job_id,
             expired.name,
             tenant,
@@ -142,6 +151,7 @@ class JobLog(Middleware):
             expired.attempt,
             outcome,
             max(self.clock() - expired.deadline, 0.0),
+            why,
             then,
             extra={
                 "action": "lease_expired",

@@ -98,3 +98,27 @@ def test_an_expired_last_attempt_is_logged_as_dead(
     assert "it is dead now" in expired.getMessage()
     [stopped] = _records(caplog, "worker_stop")
     assert (stopped.expired_leases, stopped.expired_dead) == (1, 1)
+
+
+def test_a_relays_lapsed_hold_is_logged_as_handed_back_not_as_a_failed_attempt(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A relay that died holding a job no peer's worker claimed: the worker whose dequeue finds
+    the lapsed hold says so at INFO (no worker died, no attempt is spent), and runs the job."""
+    ran = []
+
+    @app.job(name="relayed", tenant="tenant", max_attempts=1)
+    def relayed(tenant: str) -> None:
+        ran.append(tenant)
+
+    job_id = relayed.enqueue("t1")
+    app.publish()
+    relay = DequeueParams(queues=["default"], worker_id="relay", now=app.clock(), hold=1.0)
+    assert len(app.backend.dequeue(relay).leases) == 1  # then the relay dies
+    with caplog.at_level(logging.INFO, logger="fairq.worker"), Worker(app).in_thread():
+        wait_state(app, job_id, JobState.SUCCEEDED)
+    [lapsed] = _records(caplog, "lease_expired")
+    assert (lapsed.levelno, lapsed.outcome, lapsed.attempt) == (logging.INFO, "handed_back", 1)
+    assert "no worker claimed it" in lapsed.getMessage()
+    assert "the attempt not counted" in lapsed.getMessage()
+    assert ran == ["t1"]  # its one attempt was still there
