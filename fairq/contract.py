@@ -221,7 +221,9 @@ class HeartbeatParams:
 
     ``claim``: a peer's worker takes relayed jobs (``DequeueParams.hold``): an unclaimed lease's
     run starts now (``started_at = now``, its own lease from now, still charged its estimate);
-    a claimed one is extended as by any heartbeat.
+    one already claimed is left as it is and reported in ``claimed``: its message is a copy the
+    broker delivered again while the job runs elsewhere, which must not run too. (A native
+    job's lease is claimed from its dispatch: a claim of it is refused the same way.)
 
     ``hold``: the relay keeps the jobs it published and no worker claimed yet: each unclaimed
     lease's deadline becomes ``now + hold`` (a shorter hold gives it back sooner), charged
@@ -245,7 +247,8 @@ class HeartbeatResult:
     deadlines: Mapping[str, float]  # token -> new deadline, for the leases still held
     lost: Sequence[str] = ()  # tokens that are expired or unknown; nothing was changed for them
     cancelled: Sequence[str] = ()  # held tokens whose job has a cancel request (fairq.cancel)
-    #: With ``HeartbeatParams.hold``: held tokens a worker has claimed (left as they were).
+    #: With ``HeartbeatParams.hold`` or ``claim``: held tokens already claimed (left as they
+    #: were).
     claimed: Sequence[str] = ()
 
 

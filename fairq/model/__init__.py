@@ -308,7 +308,10 @@ class ReferenceModel(Cancels):
                         claimed.append(token)
                         continue
                     job.deadline = params.now + params.hold
-                elif params.claim and not job.claimed:  # a relayed job's run starts now
+                elif params.claim and job.claimed:  # a copy of a message whose job runs
+                    claimed.append(token)
+                    continue
+                elif params.claim:  # a relayed job's run starts now
                     job.claimed = True
                     job.started_at = params.now
                     job.deadline = params.now + job.lease_timeout

@@ -125,6 +125,15 @@ class RelayedRuns:
                 extra=job_fields(lease, "skipped"),
             )
             return None
+        if lease.token in result.claimed:
+            log.warning(
+                "job %s %s not run: another copy of its message is running it (the broker "
+                "delivered this one again; the job's own run reports its end)",
+                lease.job_id,
+                lease.name,
+                extra=job_fields(lease, "skipped"),
+            )
+            return None
         # The run started at the claim, under the job's own lease: the ticket's times were the
         # relay's hold (the store's claim time is the new deadline less the lease).
         deadline = result.deadlines[lease.token]

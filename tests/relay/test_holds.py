@@ -117,6 +117,33 @@ def test_a_stale_copy_is_skipped_and_said_so(app: App, caplog: pytest.LogCapture
     assert state(app, job_id) is JobState.SUCCEEDED
 
 
+def test_a_copy_delivered_again_while_its_job_runs_does_not_run_it_twice(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A broker may deliver a message again while its job still runs (a visibility timeout, a
+    connection lost before the peer acked it): the second claim of the same lease is refused,
+    so the copy is skipped and said so; the job's own run ends it."""
+    declare(app)
+    job_id = app.jobs["work"].enqueue("t", 1)
+    peer = Peer(app, slots=0)
+    relay = start_relay(app, peer, ["relayed"], in_flight=1)
+    runs = RelayedRuns(app)
+    try:
+        wait_until(lambda: peer.published == 1, "the job released")
+        (message,) = peer.released
+        run = runs.begin(ticket_of(message))
+        assert run is not None
+        with caplog.at_level(logging.WARNING, logger="fairq.relay"):
+            assert runs.begin(ticket_of(message)) is None  # the same message, delivered again
+        assert "another copy of its message is running it" in caplog.text
+        run.succeeded()
+    finally:
+        relay.stop()
+        runs.close()
+        peer.close()
+    assert state(app, job_id) is JobState.SUCCEEDED
+
+
 def test_a_message_the_broker_lost_is_released_again_after_its_lease(
     app: App, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -157,8 +184,12 @@ def test_a_broker_outage_leaves_the_relay_holding_nothing_it_handed_back(app: Ap
     peer = Peer(app, slots=2, broken=lambda lease: down.is_set())
     relay = start_relay(app, peer, ["relayed"], in_flight=4, hold=HOLD)
     try:
-        wait_until(lambda: relay.relay._delay > 0.4, "a few hand-backs")
-        assert len(relay.relay.holds) == 0  # the jobs are back in fairq, not held
+        # After a few hand-backs, between two tries (a try holds its jobs from its dequeue to
+        # its hand-back): the jobs are back in fairq, not held.
+        wait_until(
+            lambda: relay.relay._delay > 0.4 and len(relay.relay.holds) == 0,
+            "a few hand-backs, and nothing held between tries",
+        )
         down.clear()
         wait_until(lambda: all(state(app, i) is JobState.SUCCEEDED for i in ids), "every job")
     finally:

@@ -57,7 +57,9 @@ def heartbeat(
                 claimed.append(token)
             else:
                 deadlines[token] = events.hold(job, now, params.hold)
-        elif params.claim and not job.claimed:  # a relayed job's run starts now
+        elif params.claim and job.claimed:  # a copy of a message whose job runs elsewhere
+            claimed.append(token)
+        elif params.claim:  # a relayed job's run starts now
             deadlines[token] = events.claim(job, now)
         else:
             deadlines[token] = events.heartbeat(job, now)

@@ -184,19 +184,20 @@ def release(db: sqlite3.Connection, params: ReleaseParams) -> None:
 def heartbeat(db: sqlite3.Connection, params: HeartbeatParams) -> HeartbeatResult:
     """Charge each claimed run its time so far, then extend its lease; report those with a
     cancel request. ``claim`` starts an unclaimed run; ``hold`` renews an unclaimed lease for
-    the hold and leaves a claimed one alone, reporting it (the relay's, DequeueParams.hold)."""
+    the hold (the relay's, DequeueParams.hold). Both leave a claimed lease alone, reporting
+    it."""
     now = params.now
     deadlines: dict[str, float] = {}
     lost: list[str] = []
     cancelled: list[str] = []
     claimed: list[str] = []
     for token, job in held_leases(params.tokens, lambda t: held(db, t, now), lost):
+        if (params.hold is not None or params.claim) and job.claimed:
+            claimed.append(token)  # a worker has it; or a copy of a message whose job runs
+            continue
         if params.hold is not None:
-            if job.claimed:
-                claimed.append(token)
-                continue
             deadline = now + params.hold
-        elif params.claim and not job.claimed:  # a relayed job's run starts now
+        elif params.claim:  # a relayed job's run starts now
             job.claimed = True
             job.started_at = now
             deadline = now + job.lease_timeout

@@ -6,8 +6,8 @@
 --       then 3 values per token: block, job_id, lease number text.
 -- Touches: meta (read), tenants, tnames (read), eligible, ready (read), jobs, running, wake.
 -- Returns: one string per token, in order: the new deadline, after a 'c' when the job has
---       a cancel request (fairq/cancel.py); 'k' when holding a lease a worker has claimed
---       (left as it is); or '' when the lease is lost (expired or unknown; nothing is
+--       a cancel request (fairq/cancel.py); 'k' when holding or claiming a lease already
+--       claimed (left as it is); or '' when the lease is lost (expired or unknown; nothing is
 --       changed for it). Sent again: see `register_once` below.
 --
 -- Charging as they run (fairness.charge_progress, `extend` in _lib_jobs.lua): when a claimed
@@ -20,8 +20,8 @@
 local function beat()
   local now, claim, hold = now_of(ARGV[1]), ARGV[2] == '1', opt(ARGV[3])
   return each_held(now, 4, function(q, j)
-    if hold ~= nil and not j.unclaimed then return 'k' end
-    if claim and j.unclaimed then j.unclaimed, j.started_at = nil, now end
+    if (hold ~= nil or claim) and not j.unclaimed then return 'k' end
+    if claim then j.unclaimed, j.started_at = nil, now end
     extend(q, j, now, hold)
     if j.cancel_at ~= nil then return 'c' .. fmt(j.deadline) end
     return fmt(j.deadline)
@@ -35,7 +35,8 @@ register_once('heartbeat', function()
 end, function(stored)
   local again = beat()
   for i = 1, #again do
-    if again[i] == '' then again[i] = stored[i] end
+    -- a claim that took its lease the first time finds it claimed now: still its own
+    if again[i] == '' or (again[i] == 'k' and stored[i] ~= 'k') then again[i] = stored[i] end
   end
   return again
 end)
