@@ -79,7 +79,7 @@ def _dispatch(
     counts = figures.tally(db)
     if counts is not None and job.ready_at is not None:
         counts.waited(tenant_id, now - job.ready_at)
-    dispatch(queue, tenant, job, now)
+    dispatch(queue, tenant, job, job.cost, now)
     job.save(db)
     update_head(db, tenant)
     tenant.save(db)
