@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any
 
+from fairq import unseen_queues
 from fairq.app import App
 from fairq.contract import Backend, ReleaseParams
 from fairq.errors import ConfigError, FairqError, LeaseError
@@ -126,6 +127,7 @@ class Worker:
         self.app = app
         self.hooks = app.hooks  # the App's plug-ins (fairq.instrument), taken again at run()
         self.order = queue_order(app, queues)
+        self._queues_named = queues is not None  # else the App's own: nothing to check
         self.concurrency = concurrency
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.grace_period = _seconds("grace_period", grace_period, zero_ok=True)
@@ -222,6 +224,7 @@ class Worker:
                 return
             self.hooks = self.expiries.hooks = self.app.hooks
             self.app.publish()
+            self._warn_unseen_queues()
             runner = JobRunner(
                 self.app,
                 self.running,
@@ -291,6 +294,21 @@ class Worker:
                 self.heartbeat_interval,
                 shortest.name,
                 shortest.lease_timeout,
+            )
+
+    def _warn_unseen_queues(self) -> None:
+        """A queue named (``--queues``) that the App does not declare and the store has never
+        seen is most likely a typo: say so. Served anyway, not refused: a worker may start
+        before the first job of a queue its App does not declare (a job enqueued there with
+        ``options(queue=…)``), and a worker that will not start is an outage at deploy time."""
+        if not self._queues_named:
+            return
+        missing = unseen_queues.unseen(self.app, self.order.queues)
+        if missing:
+            log.warning(
+                "%s; serving it anyway",
+                unseen_queues.describe(self.app, missing),
+                extra={"action": "unseen_queue", "queues": missing},
             )
 
     def _fetcher(self, runner: JobRunner) -> Fetcher:
