@@ -51,6 +51,7 @@ from fairq.errors import ConfigError, FairqError, LeaseError
 from fairq.instrument import JobEnd, Outcome
 from fairq.policy.queues import QueueOrder
 from fairq.urls import redact_url
+from fairq.worker.cancels import CancelWatch
 from fairq.worker.expiries import Expiries
 from fairq.worker.fetcher import Fetcher
 from fairq.worker.heartbeat import Heartbeat
@@ -80,6 +81,8 @@ def _noted(signum: int, frame: FrameType | None) -> None:
 
 
 Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+#: The threads beside the fetch loop, started after publishing and stopped last.
+Beat = Heartbeat | CancelWatch | Maintenance | WeightRefresher | PeriodicScheduler
 
 
 class Worker:
@@ -217,7 +220,7 @@ class Worker:
     def _serve(self) -> None:
         runner: JobRunner | None = None
         fetcher: Fetcher | None = None
-        beats: list[Heartbeat | Maintenance | WeightRefresher | PeriodicScheduler] = []
+        beats: list[Beat] = []
         try:
             if self._stopping.is_set():
                 log.info("stopped before it started: no job taken", extra={"action": "stopped"})
@@ -232,7 +235,13 @@ class Worker:
                 clock=self.app.clock,
                 unknown_job_timeout=self.unknown_job_timeout,
             )
-            beats = [self._heartbeat(), self._maintenance(), self._weights(), self._periodic()]
+            beats = [
+                self._heartbeat(),
+                CancelWatch(self.backend, self.running),
+                self._maintenance(),
+                self._weights(),
+                self._periodic(),
+            ]
             for beat in beats:
                 beat.start()
             fetcher = self._fetcher(runner)
@@ -341,7 +350,7 @@ class Worker:
         self,
         runner: JobRunner | None,
         fetcher: Fetcher | None,
-        beats: Sequence[Heartbeat | Maintenance | WeightRefresher | PeriodicScheduler],
+        beats: Sequence[Beat],
     ) -> None:
         self.running.close()
         started = self._stop_requested_at or time.monotonic()
