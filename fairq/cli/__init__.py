@@ -7,6 +7,11 @@ import logging
 import click
 
 from fairq import __version__
+from fairq.startup import release
+
+#: The commands that handle SIGTERM and Ctrl-C themselves, from the moment the process starts
+#: (fairq/startup.py); the others get Python's own handling back.
+LONG_RUNNING = frozenset({"worker", "relay", "dashboard"})
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -18,7 +23,8 @@ from fairq import __version__
     show_default=True,
     help="How much to log (to stderr).",
 )
-def cli(log_level: str) -> None:
+@click.pass_context
+def cli(ctx: click.Context, log_level: str) -> None:
     """fairq: fair multi-tenant background jobs.
 
     Jobs go into per-tenant queues; a weighted fair scheduler hands workers the next job, so one
@@ -26,6 +32,8 @@ def cli(log_level: str) -> None:
 
     Start with `fairq demo` to see the difference against a plain FIFO queue.
     """
+    if ctx.invoked_subcommand not in LONG_RUNNING:
+        release()
     logging.basicConfig(
         level=log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",

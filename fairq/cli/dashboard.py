@@ -11,6 +11,7 @@ from fairq.backends import check_url
 from fairq.cli import cli
 from fairq.cli.admin._common import InputError, StoreError, open_app, reported_errors
 from fairq.errors import ConfigError
+from fairq.startup import startup_signals
 from fairq.urls import redact_url
 
 EXTRA_HINT = "the dashboard needs its extra: pip install 'fairq[web]'"
@@ -66,8 +67,9 @@ def dashboard(
     weight, cap or rate, pause it, requeue dead jobs.
 
     Binds 127.0.0.1 unless told otherwise, and refuses any other address without a token.
-    Stops on Ctrl-C or SIGTERM.
+    Stops on Ctrl-C or SIGTERM (exit code 0).
     """
+    startup = startup_signals()  # caught since the process started: a SIGTERM stops it cleanly
     try:
         import uvicorn
 
@@ -91,8 +93,12 @@ def dashboard(
     )
     web = create_app(app, token=token or None, loopback=is_loopback(host))
     config = uvicorn.Config(web, log_level="warning", access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+    # uvicorn handles the stop signals while it serves, then puts this handler back and raises
+    # the signal again (for Python's default, an exit by the signal): here it ends in a return
+    startup.then(lambda: setattr(server, "should_exit", True))
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
     finally:
         app.close()
 

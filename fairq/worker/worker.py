@@ -50,6 +50,7 @@ from fairq.contract import Backend, ReleaseParams
 from fairq.errors import ConfigError, FairqError, LeaseError
 from fairq.instrument import JobEnd, Outcome
 from fairq.policy.queues import QueueOrder
+from fairq.startup import STOP_SIGNALS, StartupSignals
 from fairq.urls import redact_url
 from fairq.worker.cancels import CancelWatch
 from fairq.worker.expiries import Expiries
@@ -61,7 +62,6 @@ from fairq.worker.maintenance import Maintenance
 from fairq.worker.periodic import PeriodicScheduler
 from fairq.worker.runner import JobRunner
 from fairq.worker.running import RunningJobs
-from fairq.worker.startup import STOP_SIGNALS, StartupSignals
 from fairq.worker.unknown import DEFAULT_TIMEOUT as DEFAULT_UNKNOWN_JOB_TIMEOUT
 from fairq.worker.weights import WeightRefresher
 
