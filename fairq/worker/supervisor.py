@@ -29,7 +29,7 @@ MAX_RESTART_DELAY = 30.0
 HEALTHY_AFTER = 60.0  # a child that ran this long starts its back-off afresh when it dies
 PARENT_CHECK_INTERVAL = 1.0
 # Exit codes of a clean stop: 0, or killed by the forwarded signal itself, which happens only
-# while a child is still starting up (it installs its handlers before it takes any job).
+# while a child's Python is still starting, before it imports fairq (fairq/startup.py).
 CLEAN_EXITS = {0, -signal.SIGTERM, -signal.SIGINT}
 
 
