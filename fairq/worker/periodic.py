@@ -138,7 +138,8 @@ class PeriodicScheduler:
         older = (
             self._older_at_start(schedule, tick) if last is None else _between(schedule, last, tick)
         )
-        if last is None and due and now - tick > NEW_SCHEDULE_SLACK and older is None:
+        new = last is None and older is None  # no job of its last ticks is stored
+        if new and (not due or now - tick > NEW_SCHEDULE_SLACK):  # nothing missed: not counted
             log.info(
                 "periodic %r: no job of its last %d ticks is stored (a new schedule, or one whose "
                 "jobs were pruned): it starts with its next tick, not the one of %s",
