@@ -155,6 +155,19 @@ def test_a_read_in_a_directory_without_a_store_creates_none(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_missing_sqlite_file_is_named_by_its_own_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An absolute path is not "in" the working directory; a relative one is shown resolved."""
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere" / "jobs.db"
+    for url, path in [(f"sqlite:///{elsewhere}", elsewhere), ("sqlite:///x.db", tmp_path / "x.db")]:
+        result = click.testing.CliRunner().invoke(cli, ["stats", "--url", url])
+        assert result.exit_code == 1
+        assert f"no fairq store at {url} (no such file: {path});" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 # -- the demo's namespace ------------------------------------------------------------------------
 
 
