@@ -249,6 +249,7 @@ def _supervise(ctx: click.Context, app: App, processes: int, startup: StartupSig
         )
     root = ctx.find_root()
     command = [sys.executable, "-m", "fairq", "--log-level", root.params["log_level"]]
+    command += ["--library-log-level", root.params["library_log_level"]]
     command += ["worker", *_child_args(ctx), "--supervised-by", str(os.getpid())]
     ctx.exit(Supervisor(command, processes, burst=ctx.params["burst"]).run(startup))
 
