@@ -18,7 +18,7 @@ from fairq.contract import Backend, HeartbeatParams
 from fairq.instrument.hooks import Hooks, default_hooks
 from fairq.job import Lease
 from fairq.worker.cancels import ask_to_stop
-from fairq.worker.joblog import describe
+from fairq.worker.joblog import describe, trace_of
 from fairq.worker.lost import why_lost
 from fairq.worker.running import RunningJobs
 
@@ -85,7 +85,7 @@ class Heartbeat:
                 HeartbeatParams(tokens=[lease.token for lease in leases], now=self.clock())
             )
         except Exception as exc:
-            log.error("heartbeat failed: %s; retrying", describe(exc), exc_info=exc)
+            log.error("heartbeat failed: %s; retrying", describe(exc), exc_info=trace_of(exc))
             self._failed = True
             return
         unreachable = self._failed

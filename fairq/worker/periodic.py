@@ -31,7 +31,7 @@ from fairq.declare import Call, Options
 from fairq.errors import DuplicateJob
 from fairq.newjobs import new_job, store
 from fairq.periodic import Schedule
-from fairq.worker.joblog import describe
+from fairq.worker.joblog import describe, trace_of
 
 if TYPE_CHECKING:
     from fairq.app import App
@@ -106,7 +106,7 @@ class PeriodicScheduler:
                     "periodic %r: %s; trying again",
                     schedule.name,
                     describe(exc),
-                    exc_info=exc,
+                    exc_info=trace_of(exc),
                     extra={"action": "periodic_failed", "schedule": schedule.name},
                 )
                 continue
