@@ -39,6 +39,9 @@ LEVELS = {
 }
 #: The outcomes whose line carries the exception's traceback (a retry's is logged at DEBUG).
 WITH_TRACEBACK = {Outcome.DEAD, Outcome.ERROR}
+#: The outcomes whose ``JobEnd.error`` is no error but why the run ended as planned: logged as
+#: ``note=`` (the record's ``note``), its ``error`` left None.
+NOT_ERRORS = {Outcome.SLICE_ENDED}
 
 
 def describe(exc: BaseException) -> str:
@@ -94,7 +97,10 @@ class JobLog(Middleware):
         fields = job_fields(lease, "job_end")
         fields["outcome"] = str(end.outcome)
         fields["duration_ms"] = round(end.seconds * 1000, 1)
-        fields["error"] = end.error
+        label = "note" if end.outcome in NOT_ERRORS else "error"
+        fields["error"] = None if label == "note" else end.error
+        if label == "note":
+            fields["note"] = end.error
         log.log(
             level,
             "job %s %s tenant=%s queue=%s attempt=%d/%d outcome=%s duration_ms=%.1f%s",
@@ -106,7 +112,7 @@ class JobLog(Middleware):
             lease.max_attempts,
             end.outcome,
             fields["duration_ms"],
-            f" error={end.error}" if end.error else "",
+            f" {label}={end.error}" if end.error else "",
             extra=fields,
             exc_info=end.exc if end.outcome in WITH_TRACEBACK else None,
         )
