@@ -21,10 +21,14 @@ import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
+from typing import Any
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 #: What Python itself does with each stop signal when nothing else was installed.
-_DEFAULTS = {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: signal.default_int_handler}
+_DEFAULTS: dict[signal.Signals, Callable[[int, FrameType | None], Any] | signal.Handlers] = {
+    signal.SIGTERM: signal.SIG_DFL,
+    signal.SIGINT: signal.default_int_handler,
+}
 
 
 class StartupSignals:
