@@ -43,6 +43,8 @@ def cli(ctx: click.Context, log_level: str, library_log_level: str) -> None:
     """
     if ctx.invoked_subcommand not in LONG_RUNNING:
         release()
+    if logging.getLogger().handlers:  # logging is set up already (a program embedding us)
+        return
     logging.basicConfig(
         level=library_log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fairq.contract import ExpiredLease
+from fairq.errors import FairqError
 from fairq.instrument import JobEnd, Middleware, Outcome
 from fairq.job import Lease
 
@@ -42,6 +43,13 @@ WITH_TRACEBACK = {Outcome.DEAD, Outcome.ERROR}
 #: The outcomes whose ``JobEnd.error`` is no error but why the run ended as planned: logged as
 #: ``note=`` (the record's ``note``), its ``error`` left None.
 NOT_ERRORS = {Outcome.SLICE_ENDED}
+
+
+def trace_of(exc: BaseException | None) -> BaseException | None:
+    """The traceback worth logging with an error: none for fairq's own errors (a store out of
+    reach, a result that is not JSON …): their message says what is wrong and where, in one
+    line, on every store; anything else (a job's own exception, a bug) keeps its traceback."""
+    return None if isinstance(exc, FairqError) else exc
 
 
 def describe(exc: BaseException) -> str:
@@ -114,7 +122,7 @@ class JobLog(Middleware):
             fields["duration_ms"],
             f" {label}={end.error}" if end.error else "",
             extra=fields,
-            exc_info=end.exc if end.outcome in WITH_TRACEBACK else None,
+            exc_info=trace_of(end.exc) if end.outcome in WITH_TRACEBACK else None,
         )
 
     def _handed_back_with_reason(self, lease: Lease, why: str) -> None:
