@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from fairq.cli import cli
 from fairq.cli.admin._common import InputError, StoreError, err_console, out_console
+from fairq.cli.numbers import Whole
 from fairq.demo.namespace import demo_namespace
 from fairq.demo.report import render, to_json
 from fairq.demo.runner import Snapshot, run_demo
@@ -37,7 +38,7 @@ Examples:
 @click.option(
     "--jobs",
     "greedy_jobs",
-    type=click.IntRange(1, 1_000_000),
+    type=Whole(1, 1_000_000),
     default=4000,
     show_default=True,
     help="How many jobs the greedy tenant floods the queue with.",
@@ -45,7 +46,7 @@ Examples:
 @click.option(
     "--small",
     "small_tenants",
-    type=click.IntRange(1, 100),
+    type=Whole(1, 100),
     default=4,
     show_default=True,
     help="How many small tenants arrive during the flood.",
@@ -53,7 +54,7 @@ Examples:
 @click.option(
     "--per-small",
     "jobs_per_small",
-    type=click.IntRange(1, 10_000),
+    type=Whole(1, 10_000),
     default=5,
     show_default=True,
     help="Jobs each small tenant enqueues.",
@@ -66,11 +67,11 @@ Examples:
     help="How long each job sleeps, in milliseconds.",
 )
 @click.option(
-    "--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Worker processes."
+    "--workers", type=Whole(1, 64), default=2, show_default=True, help="Worker processes."
 )
 @click.option(
     "--concurrency",
-    type=click.IntRange(1, 256),
+    type=Whole(1, 256),
     default=4,
     show_default=True,
     help="Jobs each worker process runs at once.",

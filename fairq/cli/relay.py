@@ -8,6 +8,7 @@ import click
 
 from fairq.cli import cli
 from fairq.cli.loader import load_object, rebind
+from fairq.cli.numbers import Whole
 from fairq.errors import FairqError
 from fairq.relay import Relay, RelaySource
 from fairq.relay.relay import DEFAULT_IN_FLIGHT
@@ -30,7 +31,7 @@ EXAMPLE = "myproject.tasks:fair"
 )
 @click.option(
     "--in-flight",
-    type=click.IntRange(min=1),
+    type=Whole(1),
     default=None,
     metavar="N",
     help="At most N jobs of each queue released and not yet finished, across all relays "
@@ -48,7 +49,7 @@ EXAMPLE = "myproject.tasks:fair"
 )
 @click.option(
     "--batch",
-    type=click.IntRange(min=1),
+    type=Whole(1),
     default=100,
     show_default=True,
     help="Most jobs taken from the store in one call.",

@@ -10,8 +10,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from fairq.cli import cli
 from fairq.cli.admin._common import err_console, out_console, reported_errors
+from fairq.cli.numbers import Whole
 from fairq.errors import ConfigError
+from fairq.policy.bounds import MAX_INT
+from fairq.sim import verdict as talk
 from fairq.sim.compare import Outcome, compare, table, to_json
+from fairq.sim.engine import Outage
 from fairq.sim.plots import require_matplotlib, write_plots
 from fairq.sim.strategies import STRATEGIES
 from fairq.sim.workloads import SCENARIOS, Workload, defaults_of, load_trace, make
@@ -65,12 +69,13 @@ Examples:
   fairq simulate -w flood -p jobs=100000 --strategies fairq,fifo,lottery,sharding
   fairq simulate --strategies 'lottery:per_round=500,interval=60' --json
   fairq simulate --trace jobs.csv --plot out/     # your own jobs; out/report.html
+  fairq simulate --verdict -w mixed --workers 16  # the talk's table, measured
 
 \b
 The flood's default is 10,000 jobs, not the 100,000 of the issue: the slots model
 re-queues every waiting job each retry, so its time grows with the square of the
 flood (16 s at 10,000 jobs, about 3 minutes at 30,000). Without slots, a flood of
-100,000 runs through the other seven strategies in about 6 s.
+100,000 runs through the other strategies in seconds.
 """,
 )
 @click.option(
@@ -91,20 +96,40 @@ flood (16 s at 10,000 jobs, about 3 minutes at 30,000). Without slots, a flood o
 )
 @click.option(
     "--strategies",
-    default=",".join(STRATEGIES),
-    show_default=True,
-    help="Comma-separated strategies to compare, in this order.",
+    default=None,
+    help="Comma-separated strategies to compare, in this order. Default: every strategy "
+    "(with --verdict: every one, the lottery planner at its defaults and sized to the pool, "
+    "fairq plain and with 30-s slices).",
 )
 @click.option(
-    "--workers", type=click.IntRange(1, 10_000), default=8, show_default=True, help="Workers."
+    "--verdict",
+    is_flag=True,
+    help="Print the talk's comparison instead: per strategy fair share (share error), no "
+    "starvation (longest starved) and efficiency (of the usable worker time), one number each.",
 )
-@click.option("--seed", type=int, default=1, show_default=True, help="Same seed, same numbers.")
+@click.option("--workers", type=Whole(1, 10_000), default=8, show_default=True, help="Workers.")
+@click.option(
+    "--seed",
+    type=Whole(-MAX_INT - 1, MAX_INT),
+    default=1,
+    show_default=True,
+    help="Same seed, same numbers.",
+)
 @click.option(
     "--trace",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
     help="Simulate your own jobs: a .csv with header arrival,tenant,duration or a .json list "
     "of objects with those keys (seconds).",
+)
+@click.option(
+    "--outage",
+    "outages",
+    multiple=True,
+    metavar="WORKERS@FROM-TO",
+    help="Workers that take no job from FROM to TO seconds, e.g. 0,8@60-240 (a hung pool: "
+    "with n shards, shard i's pool is workers i, i+n, ...). The JSON's 'held' counts the jobs "
+    "it held. Repeat for several.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON, no table.")
 @click.option(
@@ -116,10 +141,12 @@ flood (16 s at 10,000 jobs, about 3 minutes at 30,000). Without slots, a flood o
 def simulate(
     workload: str,
     params: tuple[str, ...],
-    strategies: str,
+    strategies: str | None,
+    verdict: bool,
     workers: int,
     seed: int,
     trace: Path | None,
+    outages: tuple[str, ...],
     as_json: bool,
     plot: Path | None,
 ) -> None:
@@ -127,8 +154,10 @@ def simulate(
 
     A discrete-event simulation on a virtual clock: WORKERS workers, jobs arriving with a
     tenant and a duration. fairq's order comes from its reference model itself; the other
-    strategies (FIFO, throttling, lottery planner, slots, round-robin, decayed activity,
-    shuffle sharding) are small models documented in docs/strategies.md. Prints per strategy
+    strategies (FIFO, interruptible iteration, throttling, lottery planner, slots,
+    round-robin, decayed activity, shuffle sharding) are small models documented in
+    docs/strategies.md. With --verdict: the talk's table, one number per strategy for fair
+    share, no starvation and efficiency. Prints per strategy
     the waits, the newcomer's first start, Jain's index and Gini over backlogged windows, the
     lag behind weighted fair sharing, utilisation and makespan.
     """
@@ -136,14 +165,22 @@ def simulate(
         if plot is not None:
             require_matplotlib()  # before the run, not after it
         chosen = _workload(workload, params, seed, trace)
-        specs = split_specs(strategies)
+        if strategies is not None:
+            specs = split_specs(strategies)
+        else:
+            specs = talk.specs(chosen, workers) if verdict else list(STRATEGIES)
         if not specs:
             raise ConfigError("--strategies names none; e.g. --strategies fairq,fifo")
-        outcomes = _run(chosen, specs, workers, seed)
+        down = [parse_outage(text, workers) for text in outages]
+        outcomes = _run(chosen, specs, workers, seed, down)
+        view = talk if verdict else None
         if as_json:
-            click.echo(json.dumps(to_json(chosen, outcomes, workers=workers, seed=seed), indent=2))
+            found = (view.to_json if view else to_json)(
+                chosen, outcomes, workers=workers, seed=seed
+            )
+            click.echo(json.dumps(found, indent=2))
         else:
-            out_console().print(table(chosen, outcomes, workers=workers))
+            out_console().print((view.table if view else table)(chosen, outcomes, workers=workers))
         if plot is not None:
             for path in write_plots(chosen, outcomes, plot):
                 err_console().print(f"wrote {path}")
@@ -163,10 +200,29 @@ def _workload(name: str, params: tuple[str, ...], seed: int, trace: Path | None)
     return make(name, seed, parsed)
 
 
-def _run(workload: Workload, specs: list[str], workers: int, seed: int) -> list[Outcome]:
+def parse_outage(text: str, workers: int) -> Outage:
+    """``--outage 0,8@60-240``: workers 0 and 8 take no job from 60 s to 240 s."""
+    fix = "write WORKERS@FROM-TO, e.g. --outage 0,8@60-240"
+    names, at, span = text.partition("@")
+    start_text, dash, end_text = span.partition("-")
+    try:
+        chosen = frozenset(int(w) for w in names.split(","))
+        start, end = float(start_text), float(end_text)
+    except ValueError:
+        raise ConfigError(f"--outage {text!r}: {fix}") from None
+    if not (at and dash) or not 0 <= start < end < float("inf"):
+        raise ConfigError(f"--outage {text!r}: {fix} (FROM before TO, both seconds >= 0)")
+    if not all(0 <= w < workers for w in chosen):
+        raise ConfigError(f"--outage {text!r}: workers are numbered 0 to {workers - 1}")
+    return Outage(workers=chosen, start=start, end=end)
+
+
+def _run(
+    workload: Workload, specs: list[str], workers: int, seed: int, outages: list[Outage]
+) -> list[Outcome]:
     console = err_console()
     if not console.is_terminal or len(workload.jobs) < _LIVE_FROM:
-        return compare(workload, specs, workers=workers, seed=seed)
+        return compare(workload, specs, workers=workers, seed=seed, outages=outages)
     bars = Progress(
         TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(), console=console
     )
@@ -178,4 +234,6 @@ def _run(workload: Workload, specs: list[str], workers: int, seed: int) -> list[
         bars.update(tasks[name], completed=done)
 
     with bars:
-        return compare(workload, specs, workers=workers, seed=seed, progress=progress)
+        return compare(
+            workload, specs, workers=workers, seed=seed, outages=outages, progress=progress
+        )

@@ -12,6 +12,7 @@ import click
 from fairq.app import App
 from fairq.cli import cli
 from fairq.cli.loader import load_app, rebind
+from fairq.cli.numbers import Whole
 from fairq.errors import FairqError
 from fairq.startup import StartupSignals, startup_signals
 from fairq.worker import Worker
@@ -50,7 +51,7 @@ log = logging.getLogger("fairq.worker")
 @click.option(
     "-c",
     "--concurrency",
-    type=click.IntRange(min=1),
+    type=Whole(1),
     default=DEFAULT_CONCURRENCY,
     show_default=True,
     help="Jobs each process runs at once (def and async def jobs together).",
@@ -58,7 +59,7 @@ log = logging.getLogger("fairq.worker")
 @click.option(
     "-p",
     "--processes",
-    type=click.IntRange(min=1),
+    type=Whole(1),
     default=1,
     show_default=True,
     help="Worker processes to run; dead ones are restarted. Use it to spread def jobs over CPUs.",
@@ -102,7 +103,7 @@ log = logging.getLogger("fairq.worker")
 )
 @click.option(
     "--metrics-port",
-    type=click.IntRange(min=0, max=65535),
+    type=Whole(0, 65535),
     default=None,
     metavar="PORT",
     help="Serve Prometheus metrics at http://HOST:PORT/metrics (extra fairq[metrics]): this "
@@ -117,7 +118,7 @@ log = logging.getLogger("fairq.worker")
 )
 @click.option(
     "--metrics-tenants",
-    type=click.IntRange(min=0),
+    type=Whole(0),
     default=DEFAULT_TOP_TENANTS,
     show_default=True,
     metavar="N",
@@ -131,7 +132,7 @@ log = logging.getLogger("fairq.worker")
     help="Enqueue the app's periodic jobs of the queues served (every worker does; the store "
     "keeps one job per tick). --no-periodic leaves it to other workers. Never with --burst.",
 )
-@click.option("--supervised-by", type=int, default=None, hidden=True)
+@click.option("--supervised-by", type=Whole(0), default=None, hidden=True)
 @click.pass_context
 def worker(
     ctx: click.Context,

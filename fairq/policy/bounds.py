@@ -33,6 +33,32 @@ def check_int(label: str, value: object, *, least: int = 1) -> int:
     return value
 
 
+def read_int(text: str, label: str = "", *, least: int = 1, most: int = MAX_INT) -> int:
+    """A whole number typed as text (a form field, a query parameter, a CLI option), from
+    ``least`` to ``most``: ASCII digits, a leading ``-`` only where ``least`` is negative,
+    spaces around ignored. The one reader of such text: ``str.isdigit`` is true of ``²`` and
+    ``①``, which ``int`` refuses, and ``int`` reads ``١٢``, ``1_000`` and ``+7``, which nobody
+    means to type; neither alone says what a person may write. ``label`` starts the message."""
+    where = f"{label}: " if label else ""
+    span = f"from {least:,} to {most:,}"
+    body = text.strip() if isinstance(text, str) else ""
+    digits = body[1:] if body.startswith("-") and least < 0 else body
+    if not (digits.isascii() and digits.isdigit()):
+        example = max(least, min(most, 2))
+        raise ConfigError(
+            f"{where}{_short(text)} is not a whole number {span}; write it in the digits 0-9, "
+            f"e.g. {example}"
+        )
+    significant = digits.lstrip("0")
+    if len(significant) > len(str(max(most, -least))):
+        bound = f"below {least:,}" if body.startswith("-") else f"over {most:,}"
+        raise ConfigError(f"{where}a number of {len(significant)} digits is {bound}")
+    value = int(body)
+    if not least <= value <= most:
+        raise ConfigError(f"{where}{value:,} is out of range: give a whole number {span}")
+    return value
+
+
 def check_weight(weight: object, *, paused_ok: bool = False, label: str = "weight") -> float:
     """A weight from ``MIN_WEIGHT`` to ``MAX_WEIGHT``; 0 (paused) too where ``paused_ok``."""
     least = "0 (paused), or" if paused_ok else "a number"

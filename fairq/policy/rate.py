@@ -15,15 +15,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from fairq.errors import ConfigError
-from fairq.policy.bounds import check_int, check_seconds
+from fairq.policy.bounds import check_int, check_seconds, read_int
 
-_UNITS = {
+UNITS = {
     "s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
     "m": 60.0, "min": 60.0, "minute": 60.0, "minutes": 60.0,
     "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
     "d": 86400.0, "day": 86400.0, "days": 86400.0,
 }  # fmt: skip
-_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*$")
+#: ASCII digits only (``re.ASCII``): ``\d`` alone would take ``١٠٠/s`` for ``100/s``.
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*$", re.ASCII)
 MAX_PERIOD = 31 * 86400.0
 
 
@@ -54,14 +55,14 @@ class Rate:
     def parse(cls, text: str, burst: int = 1) -> Rate:
         """``"100/minute"``, ``"5/s"``, ``"1000/hour"``, ``"10/30s"`` (ten per 30 seconds)."""
         match = _RATE.match(text.lower()) if isinstance(text, str) else None
-        if match is None or match.group(3) not in _UNITS:
+        if match is None or match.group(3) not in UNITS:
             raise ConfigError(
                 f"cannot read rate {text!r}: write COUNT/UNIT such as '100/minute', '5/s' or "
                 "'10/30s' (units: s, m, h, d, or second, minute, hour, day)"
             )
         count, multiple, unit = match.groups()
-        period = (float(multiple) if multiple else 1.0) * _UNITS[unit]
-        return cls(int(count), period, burst)
+        period = (float(multiple) if multiple else 1.0) * UNITS[unit]
+        return cls(read_int(count, "a rate's count"), period, burst)
 
     def __str__(self) -> str:
         text = f"{self.count}/{self.period:g}s"

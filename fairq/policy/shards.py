@@ -9,7 +9,9 @@ process), and when ``count`` grows a tenant keeps each shard unless a new one ou
 A flooding tenant can only crowd the tenants that got the very same shards: with ``count``
 shards and ``size`` each, any other tenant shares all of them with probability
 1 / C(count, size) (``blast_radius``). Which of its shards a job goes to is the store's choice
-at enqueue (the least loaded, ``Backend.enqueue``); this module only names the candidates.
+at enqueue (the least loaded, ``Backend.enqueue``); this module only names the candidates. Load
+is all it weighs: a shard whose pool hung keeps the jobs placed there before it looked busier,
+so a hung pool delays some jobs of every tenant with that shard (docs/sharding.md).
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ from typing import Any
 
 from rich.table import Table
 
-from fairq.sim.engine import Record, simulate
-from fairq.sim.metrics import Figures, figures
+from fairq.sim.engine import Outage, Record, simulate
+from fairq.sim.metrics import Figures, Held, figures, held
 from fairq.sim.strategies import build
 from fairq.sim.workloads import Workload
 
@@ -20,6 +20,7 @@ class Outcome:
     strategy: str
     records: list[Record]
     figures: Figures
+    held: list[Held]  # per outage of the run
 
 
 def compare(
@@ -28,6 +29,7 @@ def compare(
     *,
     workers: int,
     seed: int,
+    outages: Sequence[Outage] = (),
     progress: Callable[[str, int], None] | None = None,
 ) -> list[Outcome]:
     """Every strategy in ``specs`` on the same jobs, workers and seed (built first, so a bad
@@ -41,11 +43,14 @@ def compare(
             if progress is not None:
                 progress(name, done)
 
-        records = simulate(workload.jobs, strategy, workers=workers, seed=seed, progress=report)
+        records = simulate(
+            workload.jobs, strategy, workers=workers, seed=seed, outages=outages, progress=report
+        )
         found = figures(
             records, workers=workers, weights=workload.weights, newcomers=workload.newcomers
         )
-        outcomes.append(Outcome(strategy=name, records=records, figures=found))
+        stuck = [held(records, outage) for outage in outages]
+        outcomes.append(Outcome(strategy=name, records=records, figures=found, held=stuck))
     return outcomes
 
 
@@ -60,7 +65,10 @@ def to_json(
         "seed": seed,
         "weights": workload.weights,
         "newcomers": list(workload.newcomers),
-        "strategies": {o.strategy: _clean(asdict(o.figures)) for o in outcomes},
+        "strategies": {
+            o.strategy: _clean({**asdict(o.figures), "held": [asdict(h) for h in o.held]})
+            for o in outcomes
+        },
     }
 
 

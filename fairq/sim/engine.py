@@ -5,6 +5,10 @@ instant's arrivals reach the strategy as one batch, and after the events of each
 strategy is asked once for jobs for all the idle workers. Nothing reads the
 wall clock, and the only randomness is the ``random.Random`` the run hands to the strategy, so
 the same seed gives the same run.
+
+A strategy may run a job in parts (``Part``: interruptible iteration, where a long job hands its
+worker back every slice and resumes later); the engine keeps what each job has left and records
+every part. An ``Outage`` takes workers out for a while (a hung pool): they take no job then.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 _FINISH = 1  # an instant's arrivals are submitted before its finishes free workers
 _WAKE = 2
@@ -30,20 +34,53 @@ class SimJob:
     tenant: str
     duration: float
     cost: float
+    name: str = "sim"  # the job's type: fairq learns run times per (queue, name)
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """Run ``job`` for at most ``seconds`` now, then hand the worker back (the engine keeps
+    what is left of it; the part that covers the rest ends the job)."""
+
+    job: SimJob
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Outage:
+    """``workers`` take no job from ``start`` to ``end`` (a hung or stopped pool); what they
+    run when it starts runs to its end."""
+
+    workers: frozenset[int]
+    start: float
+    end: float
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.start < self.end or not self.workers or min(self.workers) < 0:
+            raise ValueError(f"an outage needs workers and 0 <= start < end, got {self}")
+
+    def holds(self, worker: int, now: float) -> bool:
+        return self.start <= now < self.end and worker in self.workers
 
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One job's run: when it arrived, started and finished, and on which worker."""
+    """One job's run: when it arrived, first started and finished, and on which worker it
+    ended. ``parts`` are the (start, end) of each run of a job that ran in parts."""
 
     job: SimJob
     start: float
     finish: float
     worker: int
+    parts: tuple[tuple[float, float], ...] = ()
 
     @property
     def wait(self) -> float:
         return self.start - self.job.arrival
+
+    def runs(self) -> tuple[tuple[float, float], ...]:
+        """The spans the job held a worker: its parts, or its one run."""
+        return self.parts or ((self.start, self.finish),)
 
 
 class Strategy(Protocol):
@@ -57,19 +94,22 @@ class Strategy(Protocol):
     def submit(self, jobs: Sequence[SimJob], now: float) -> None:
         """Producers enqueue ``jobs`` (all arriving at ``now``, in arrival order)."""
 
-    def take(self, idle: Sequence[int], now: float) -> Sequence[SimJob | None]:
+    def take(self, idle: Sequence[int], now: float) -> Sequence[SimJob | Part | None]:
         """The jobs the ``idle`` workers (ascending ids) run now, position by position: the
         same as asking each worker in turn. None, or a list shorter than ``idle``, leaves
-        those workers idle until the next event."""
+        those workers idle until the next event. A ``Part`` runs a job for a while only."""
 
     def finished(self, job: SimJob, worker: int, now: float) -> None:
-        """``worker`` finished ``job``."""
+        """``worker`` finished its run of ``job`` (the whole job, or the ``Part`` it was
+        handed: a strategy that hands out parts keeps what each job has left, as the engine
+        does, ``left - min(seconds, left)``)."""
 
     def wake_at(self, now: float) -> float | None:
         """The next time the strategy can have work with no arrival or finish (a retry
         coming due, a planner's round); None when it has no such time."""
 
 
+_Run = TypeVar("_Run", bound="SimJob | Part")
 Progress = Callable[[int], None]  # called with the number of jobs finished so far
 
 
@@ -79,6 +119,7 @@ def simulate(
     *,
     workers: int,
     seed: int,
+    outages: Sequence[Outage] = (),
     progress: Progress | None = None,
     progress_every: int = 10_000,
 ) -> list[Record]:
@@ -89,12 +130,21 @@ def simulate(
     """
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
+    for outage in outages:
+        if max(outage.workers) >= workers:
+            raise ValueError(f"an outage names worker {max(outage.workers)} of {workers}")
     strategy.start(workers, random.Random(seed))
     arrivals = _instants(jobs)  # read in order: the heap holds only finishes and wake-ups
     events: list[tuple[float, int, int, object]] = []
     seq = 0
+    for outage in outages:  # the instant a pool comes back, its idle workers are offered
+        events.append((outage.end, _WAKE, seq, None))
+        seq += 1
+    heapq.heapify(events)
     idle = list(range(workers))  # kept in ascending order
-    running: dict[int, tuple[SimJob, float]] = {}
+    running: dict[int, tuple[SimJob, float, bool]] = {}  # worker -> job, start, ends the job
+    left: dict[int, float] = {}  # job id -> seconds left, for jobs run in parts
+    spans: dict[int, list[tuple[float, float]]] = {}  # job id -> its parts so far
     records: list[Record] = []
     woken: set[float] = set()
     pop, push = heapq.heappop, heapq.heappush
@@ -113,11 +163,19 @@ def simulate(
             _, kind, _, payload = pop(events)
             if kind == _FINISH:
                 assert isinstance(payload, int)
-                job, started = running.pop(payload)
+                job, started, last = running.pop(payload)
                 strategy.finished(job, payload, now)
-                records.append(Record(job, started, now, payload))
                 idle.append(payload)
                 freed = True
+                if job.id in spans:
+                    spans[job.id].append((started, now))
+                    if not last:
+                        continue
+                    parts = tuple(spans.pop(job.id))
+                    del left[job.id]
+                    records.append(Record(job, parts[0][0], now, payload, parts))
+                else:
+                    records.append(Record(job, started, now, payload))
                 if progress is not None and len(records) % progress_every == 0:
                     progress(len(records))
             else:
@@ -125,17 +183,28 @@ def simulate(
         if idle:
             if freed:
                 idle.sort()
-            handed = strategy.take(idle, now)
+            offered = [w for w in idle if not _out(outages, w, now)] if outages else idle
+            handed = strategy.take(offered, now) if offered else ()
             if handed:
-                still_idle = idle[len(handed) :]
-                for worker, given in zip(idle, handed, strict=False):
+                busy: set[int] = set()
+                for worker, given in zip(offered, handed, strict=False):
                     if given is None:
-                        still_idle.append(worker)
+                        continue
+                    if isinstance(given, Part):
+                        job = given.job
+                        remaining = left.get(job.id, job.duration)
+                        run, last = min(given.seconds, remaining), given.seconds >= remaining
+                        if not (last and job.id not in spans):  # a whole run needs no parts
+                            spans.setdefault(job.id, [])
+                            left[job.id] = remaining - run
                     else:
-                        running[worker] = (given, now)
-                        push(events, (now + given.duration, _FINISH, seq, worker))
-                        seq += 1
-                idle = sorted(still_idle) if len(still_idle) < len(idle) else idle
+                        job, run, last = given, given.duration, True
+                    running[worker] = (job, now, last)
+                    push(events, (now + run, _FINISH, seq, worker))
+                    seq += 1
+                    busy.add(worker)
+                if busy:
+                    idle = [w for w in idle if w not in busy]
         wake = strategy.wake_at(now)
         if wake is not None and wake > now and wake not in woken:
             woken.add(wake)
@@ -150,6 +219,10 @@ def simulate(
     return records
 
 
+def _out(outages: Sequence[Outage], worker: int, now: float) -> bool:
+    return any(outage.holds(worker, now) for outage in outages)
+
+
 def _instants(jobs: Sequence[SimJob]) -> list[tuple[float, list[SimJob]]]:
     """The jobs grouped by arrival time, in arrival order (ties in the order given)."""
     grouped: list[tuple[float, list[SimJob]]] = []
@@ -162,11 +235,11 @@ def _instants(jobs: Sequence[SimJob]) -> list[tuple[float, list[SimJob]]]:
 
 
 def one_pool(
-    next_job: Callable[[float], SimJob | None], idle: Sequence[int], now: float
-) -> list[SimJob]:
+    next_job: Callable[[float], _Run | None], idle: Sequence[int], now: float
+) -> list[_Run]:
     """``take`` for a strategy with one pool, where every worker would get the same answer:
     jobs until the first None (every later worker at this instant would get None too)."""
-    handed: list[SimJob] = []
+    handed: list[_Run] = []
     for _ in idle:
         job = next_job(now)
         if job is None:

@@ -10,9 +10,22 @@
   of what all backlogged tenants received; lag is ideal minus received, summed over a
   tenant's consecutive backlogged windows. The maximum is the most work (worker-seconds) any
   tenant fell behind weighted fair sharing.
+* **share error**: the part of all worker-seconds that went to a tenant beyond its weighted
+  fair share while another wanted them. In each window where some tenant was backlogged, the
+  fair split of what every tenant received is weighted water-filling (``misallocated``); the
+  error is the sum over windows of sum(|received - fair|) / 2, over the busy worker-seconds
+  of the run. 0: always by weight; near 1: tenants that wanted more got none of it.
 * **utilisation**: busy worker-seconds / (workers x makespan); **makespan**: first arrival to
   last finish. **newcomer first start**: for the workload's newcomers, the longest time from a
   tenant's first arrival to its first start.
+* **starvation**: the longest time any tenant had a job waiting (arrived, or handed back
+  between two parts, and not running) while none of its jobs ran; and that tenant.
+* **efficiency**: the worker-seconds used / the worker-seconds the work could have used, the
+  integral over time of min(workers, jobs running + jobs waiting). 100 % is work-conserving:
+  no worker ever idle while a job waited.
+* **makespan bound**: no schedule finishes sooner: the longest of (a job's arrival + its run
+  time) and (an arrival instant + all the work arriving from then on / workers), from the
+  first arrival. Makespan / bound is what the order cost at the end of the run.
 """
 
 from __future__ import annotations
@@ -23,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fairq.policy.metrics import Waits, jain_index
-from fairq.sim.engine import Record
+from fairq.sim.engine import Outage, Record, SimJob
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,9 +52,14 @@ class Figures:
     windows: int  # windows with two or more backlogged tenants
     window: float
     max_lag: float
+    share_error: float
     utilisation: float
+    efficiency: float
     makespan: float
+    makespan_bound: float
     newcomer_first_start: float | None
+    starvation: float
+    starved_tenant: str | None
 
 
 def waits_of(values: Sequence[float]) -> Waits:
@@ -87,8 +105,11 @@ def figures(
     per_tenant = {t: waits_of(ws) for t, ws in sorted(tenant_waits.items())}
     first = min((r.job.arrival for r in records), default=0.0)
     makespan = max((r.finish for r in records), default=0.0) - first
-    busy = sum(r.finish - r.start for r in records)
+    busy = sum(
+        r.finish - r.start if not r.parts else sum(e - s for s, e in r.parts) for r in records
+    )
     fair = _windowed(by_tenant, window, weights)
+    starved, starved_tenant = _most_starved(by_tenant, per_tenant)
     return Figures(
         jobs=len(records),
         tenants=len(by_tenant),
@@ -101,10 +122,144 @@ def figures(
         windows=len(fair.jain),
         window=window,
         max_lag=fair.max_lag,
+        share_error=sum(fair.misallocated) / busy if busy > 0 else 0.0,
         utilisation=busy / (workers * makespan) if makespan > 0 else 1.0,
+        efficiency=efficiency(records, workers),
         makespan=makespan,
+        makespan_bound=makespan_bound([r.job for r in records], workers),
         newcomer_first_start=_first_start(by_tenant, newcomers),
+        starvation=starved,
+        starved_tenant=starved_tenant,
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Held:
+    """What an outage held: jobs that arrived before it ended and started only after, on one
+    of its workers (with a pool per shard: jobs left in the hung pool's shard), per tenant."""
+
+    jobs: int
+    tenants: dict[str, int]  # tenant -> its jobs held
+    arrived: dict[str, int]  # tenant -> its jobs arrived during the outage (held tenants only)
+    worst_wait: float
+
+
+def held(records: Sequence[Record], outage: Outage) -> Held:
+    tenants: dict[str, int] = defaultdict(int)
+    worst = 0.0
+    for r in records:
+        if r.job.arrival < outage.end <= r.start and r.worker in outage.workers:
+            tenants[r.job.tenant] += 1
+            worst = max(worst, r.wait)
+    arrived: dict[str, int] = defaultdict(int)
+    for r in records:
+        if r.job.tenant in tenants and outage.start <= r.job.arrival < outage.end:
+            arrived[r.job.tenant] += 1
+    return Held(
+        jobs=sum(tenants.values()),
+        tenants=dict(sorted(tenants.items())),
+        arrived=dict(sorted(arrived.items())),
+        worst_wait=worst,
+    )
+
+
+def makespan_bound(jobs: Sequence[SimJob], workers: int) -> float:
+    """The shortest makespan any schedule could have (module docstring)."""
+    if not jobs:
+        return 0.0
+    first = min(j.arrival for j in jobs)
+    bound = max(j.arrival + j.duration for j in jobs)
+    later = 0.0  # work arriving at or after the instant at hand
+    for job in sorted(jobs, key=lambda j: -j.arrival):
+        later += job.duration
+        bound = max(bound, job.arrival + later / workers)
+    return bound - first
+
+
+def _readies(record: Record) -> list[float]:
+    """When the job became ready for each of its runs: its arrival, then each part's end."""
+    return [record.job.arrival, *(end for _, end in record.parts[:-1])]
+
+
+def _spans(records: Sequence[Record]) -> list[tuple[float, int, int]]:
+    """(time, change of jobs waiting, change of jobs running) for every wait and run."""
+    changes: list[tuple[float, int, int]] = []
+    add = changes.append
+    for r in records:
+        if not r.parts:  # the common case, without building lists
+            add((r.job.arrival, 1, 0))
+            add((r.start, -1, 1))
+            add((r.finish, 0, -1))
+            continue
+        for ready, (start, end) in zip(_readies(r), r.parts, strict=True):
+            changes += [(ready, 1, 0), (start, -1, 1), (end, 0, -1)]
+    changes.sort()
+    return changes
+
+
+def starvation(records: Sequence[Record]) -> float:
+    """The longest time these records' tenant had a job waiting and none running."""
+    waiting = running = 0
+    since: float | None = None
+    longest = 0.0
+    changes = _spans(records)
+    for i, (at, dwait, drun) in enumerate(changes):
+        waiting += dwait
+        running += drun
+        if i + 1 < len(changes) and changes[i + 1][0] == at:
+            continue  # every change of an instant first
+        if waiting > 0 and running == 0:
+            since = at if since is None else since
+        elif since is not None:
+            longest = max(longest, at - since)
+            since = None
+    return longest
+
+
+def _most_starved(
+    by_tenant: Mapping[str, list[Record]], per_tenant: Mapping[str, Waits]
+) -> tuple[float, str | None]:
+    """The longest starvation and its tenant. A tenant whose jobs each ran whole starved at
+    most its longest wait (no job starts during a starvation, so the job waiting when it
+    began waited all through it): tenants are visited by that bound, longest first, until
+    it cannot beat what was found."""
+    bound = {
+        t: math.inf if any(r.parts for r in own) else per_tenant[t].max
+        for t, own in by_tenant.items()
+    }
+    starved, starved_tenant = 0.0, None
+    for tenant in sorted(bound, key=lambda t: -bound[t]):
+        if bound[tenant] <= starved:
+            break
+        longest = starvation(by_tenant[tenant])
+        if longest > starved:
+            starved, starved_tenant = longest, tenant
+    return starved, starved_tenant
+
+
+def efficiency(records: Sequence[Record], workers: int) -> float:
+    """Worker-seconds used over those the work could have used (module docstring). A job
+    wants a worker from its arrival to its finish, waiting or running (between its parts
+    too), so the usable worker-seconds are the integral of min(workers, jobs present)."""
+    arrivals = sorted(r.job.arrival for r in records)
+    finishes = sorted(r.finish for r in records)
+    used = sum(
+        r.finish - r.start if not r.parts else sum(e - s for s, e in r.parts) for r in records
+    )
+    usable = 0.0
+    present = a = f = 0
+    last = arrivals[0] if arrivals else 0.0
+    while f < len(finishes):
+        at = arrivals[a] if a < len(arrivals) and arrivals[a] <= finishes[f] else finishes[f]
+        usable += min(workers, present) * (at - last)
+        last = at
+        if a < len(arrivals) and arrivals[a] == at:
+            present += 1
+            a += 1
+        else:
+            present -= 1
+            f += 1
+    return min(used / usable, 1.0) if usable > 0 else 1.0  # min: float rounding only
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -124,6 +279,7 @@ def _first_start(by_tenant: Mapping[str, list[Record]], newcomers: Sequence[str]
 class _Windowed:
     jain: list[float]
     gini: list[float]
+    misallocated: list[float]  # worker-seconds, per window where some tenant was backlogged
     max_lag: float
 
 
@@ -131,7 +287,14 @@ def backlogged_windows(records: Sequence[Record], window: float) -> list[int]:
     """The windows all through which this tenant (these are its records) had a job waiting."""
     # At one instant arrivals come first (kind 0): a job starting the instant it arrives never
     # waited, and the count of waiting jobs never goes below zero.
-    events = sorted([(r.job.arrival, 0) for r in records] + [(r.start, 1) for r in records])
+    events: list[tuple[float, int]] = []
+    for r in records:
+        if r.parts:
+            events += [(ready, 0) for ready in _readies(r)]
+            events += [(start, 1) for start, _ in r.parts]
+        else:
+            events += [(r.job.arrival, 0), (r.start, 1)]
+    events.sort()
     found: list[int] = []
     waiting = 0
     since = 0.0
@@ -151,10 +314,15 @@ def served(records: Sequence[Record], window: float) -> dict[int, float]:
     """Worker-seconds these records ran within each window."""
     amounts: dict[int, float] = defaultdict(float)
     for r in records:
-        for w in range(math.floor(r.start / window), math.floor(r.finish / window) + 1):
-            overlap = min(r.finish, (w + 1) * window) - max(r.start, w * window)
-            if overlap > 0:
-                amounts[w] += overlap
+        for start, end in r.parts or ((r.start, r.finish),):
+            first, last = math.floor(start / window), math.floor(end / window)
+            if first == last:  # the common case: within one window
+                amounts[first] += end - start
+                continue
+            for w in range(first, last + 1):
+                overlap = min(end, (w + 1) * window) - max(start, w * window)
+                if overlap > 0:
+                    amounts[w] += overlap
     return amounts
 
 
@@ -163,14 +331,16 @@ def _windowed(
 ) -> _Windowed:
     backlogged: dict[int, list[str]] = defaultdict(list)
     service: dict[str, dict[int, float]] = {}
+    present: dict[int, list[str]] = defaultdict(list)  # tenants served in each window
     for tenant, records in by_tenant.items():
-        windows = backlogged_windows(records, window)
-        if windows:
-            service[tenant] = served(records, window)
-            for w in windows:
-                backlogged[w].append(tenant)
+        service[tenant] = served(records, window)
+        for w in service[tenant]:
+            present[w].append(tenant)
+        for w in backlogged_windows(records, window):
+            backlogged[w].append(tenant)
     jain: list[float] = []
     ginis: list[float] = []
+    errors: list[float] = []
     lag: dict[str, float] = {}
     last_seen: dict[str, int] = {}
     max_lag = 0.0
@@ -189,4 +359,33 @@ def _windowed(
             normalised = [got[t] / weights.get(t, 1.0) for t in tenants]
             jain.append(jain_index(normalised))
             ginis.append(gini(normalised))
-    return _Windowed(jain=jain, gini=ginis, max_lag=max_lag)
+        satisfied = {t: service[t][w] for t in present[w] if t not in got}
+        if satisfied or len(tenants) >= 2:
+            errors.append(misallocated(got, satisfied, weights))
+    return _Windowed(jain=jain, gini=ginis, misallocated=errors, max_lag=max_lag)
+
+
+def misallocated(
+    backlogged: Mapping[str, float], satisfied: Mapping[str, float], weights: Mapping[str, float]
+) -> float:
+    """The worker-seconds of a window that went to a tenant beyond its weighted fair share.
+
+    ``backlogged``: what each tenant that had a job waiting all through the window received
+    (it wanted more); ``satisfied``: what each other tenant served in it received (all it
+    wanted). The fair split of the total is weighted water-filling: a satisfied tenant's
+    ideal is what it received, up to its weight's part of the level; the backlogged share the
+    rest by weight. Returns sum(|received - fair|) / 2: 0 when the split was fair.
+    """
+    left = sum(backlogged.values()) + sum(satisfied.values())
+    weight = sum(weights.get(t, 1.0) for t in (*backlogged, *satisfied))
+    ideal: dict[str, float] = {}
+    for t in sorted(satisfied, key=lambda t: satisfied[t] / weights.get(t, 1.0)):
+        if satisfied[t] / weights.get(t, 1.0) > left / weight:
+            break  # this one and the rest are capped by the level, as the backlogged are
+        ideal[t] = satisfied[t]
+        left -= satisfied[t]
+        weight -= weights.get(t, 1.0)
+    received = {**backlogged, **satisfied}
+    level = left / weight
+    off = (abs(got - ideal.get(t, level * weights.get(t, 1.0))) for t, got in received.items())
+    return sum(off) / 2

@@ -78,10 +78,11 @@ def _shares(plt: Any, outcome: Outcome, path: Path) -> Path:
     slices = math.ceil(end / width) or 1
     busy: dict[str, list[float]] = defaultdict(lambda: [0.0] * slices)
     for r in records:
-        for s in range(int(r.start // width), min(int(r.finish // width) + 1, slices)):
-            overlap = min(r.finish, (s + 1) * width) - max(r.start, s * width)
-            if overlap > 0:
-                busy[r.job.tenant][s] += overlap
+        for start, stop in r.runs():  # a job run in parts is busy only in its parts
+            for s in range(int(start // width), min(int(stop // width) + 1, slices)):
+                overlap = min(stop, (s + 1) * width) - max(start, s * width)
+                if overlap > 0:
+                    busy[r.job.tenant][s] += overlap
     ranked = sorted(busy, key=lambda t: -sum(busy[t]))
     rows = {t: busy[t] for t in ranked[:_TOP]}
     if len(ranked) > _TOP:

@@ -8,6 +8,7 @@ changed nothing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ from fairq.web import data, pages
 from fairq.web.format import query
 from fairq.web.forms import TenantChange, read_action, read_tenant_form
 from fairq.web.security import COOKIE
+from fairq.web.sessions import GUESS_INTERVAL, GUESSES
 
 if TYPE_CHECKING:
     from fairq.web.server import Dashboard
@@ -114,11 +116,14 @@ async def cancel(request: Request, board: Dashboard, form: FormData) -> Response
 
 
 async def login(request: Request) -> Response:
+    """Sign in with the token: a session cookie (``fairq.web.sessions``). Wrong tokens are
+    throttled per client address; while it waits, every attempt is refused unread."""
     board = pages.dashboard(request)
     access = board.access
     form = await request.form()
     after = pages.safe_next(_text(form, "next") or "/")
-    error = None
+    error, status = None, 403
+    wait = access.sign_in_wait(request)
     if not access.changes_allowed:
         error = (
             "this dashboard has no access token: it is read-only (restart it with --token or "
@@ -126,14 +131,23 @@ async def login(request: Request) -> Response:
         )
     elif (refused := access.refuse_origin(request)) is not None:
         error = refused
+    elif wait > 0:
+        error, status = _too_many(wait), 429
     elif not access.token_matches(_text(form, "token")):
+        access.wrong_token(request)
         error = "wrong token: nothing was changed; check $FAIRQ_DASHBOARD_TOKEN or --token"
     if error is not None:
-        return board.render(request, "login.html", {"next": after, "error": error}, status_code=403)
+        context = {"next": after, "error": error}
+        response = board.render(request, "login.html", context, status_code=status)
+        if status == 429:
+            response.headers["Retry-After"] = str(math.ceil(wait))
+        return response
     response = RedirectResponse(after, status_code=303)
+    assert access.sessions is not None
     response.set_cookie(
         COOKIE,
         access.new_session(),
+        max_age=math.ceil(access.sessions.lifetime),
         httponly=True,
         samesite="strict",
         secure=request.url.scheme == "https",
@@ -142,9 +156,29 @@ async def login(request: Request) -> Response:
     return response
 
 
+def _too_many(wait: float) -> str:
+    return (
+        f"too many wrong tokens from your address: wait {math.ceil(wait)} s, then try again "
+        f"(after {GUESSES} wrong tries, one every {GUESS_INTERVAL:g} s)"
+    )
+
+
 async def logout(request: Request) -> Response:
+    """Sign out: the session is revoked on the server (a copied cookie stops working too).
+    Like a change, it needs the form's CSRF field and this dashboard's Origin, so another site
+    cannot sign a person out; without a session there is nothing to end and no cookie is
+    touched (a cross-site POST carries no SameSite=Strict cookie)."""
+    board = pages.dashboard(request)
+    access = board.access
+    form = await request.form()
+    if not access.signed_in(request):
+        return RedirectResponse("/", status_code=303)
+    why = access.refuse_change(request, _text(form, "csrf"))
+    if why is not None:
+        return board.render(request, "error.html", {"message": why}, status_code=403)
+    access.end_session(request)
     response = RedirectResponse("/", status_code=303)
-    response.delete_cookie(COOKIE, path="/")
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return response
 
 

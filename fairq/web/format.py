@@ -59,6 +59,13 @@ def query(params: dict[str, str]) -> str:
     return "?" + urlencode(params) if params else ""
 
 
+def error_parts(text: str | None) -> tuple[str, str]:
+    """A stored error as its first line (the message, always shown) and the rest (the
+    traceback a worker keeps after it, shown folded): together, the whole text."""
+    head, _, rest = (text or "").partition("\n")
+    return head, rest.strip("\n")
+
+
 def status_class(status: str) -> str:
     """The CSS class of a verdict (``waiting its turn`` → ``st-waiting``)."""
     return "st-" + status.split()[0].replace("-", "")
@@ -77,4 +84,5 @@ FILTERS: dict[str, Callable[..., Any]] = {
     "span": span,
     "query": query,
     "status_class": status_class,
+    "error_parts": error_parts,
 }

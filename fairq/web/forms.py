@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from fairq.contract import KEEP, Keep, TenantStats
 from fairq.errors import ConfigError
-from fairq.policy.bounds import MAX_INT, check_max_running, check_weight
+from fairq.policy.bounds import check_max_running, check_weight, read_int
 from fairq.policy.rate import Rate
 
 DEFAULT = "default"
@@ -89,16 +89,10 @@ def _read_cap(text: str, current: TenantStats | None, change: TenantChange) -> N
     if text.lower() in (DEFAULT, "none"):
         change.max_running = None
         return
-    if not text.isdigit() or len(text.lstrip("0")) > len(str(MAX_INT)):
-        change.errors["max_running"] = (
-            f"cap: {text!r} is not a whole number from 1 to {MAX_INT:,}; give e.g. 2, or "
-            "'default' to follow the queue's default"
-        )
-        return
     try:
-        cap = check_max_running(int(text))
+        cap = check_max_running(read_int(text))
     except ConfigError as exc:
-        change.errors["max_running"] = f"cap: {exc}"
+        change.errors["max_running"] = f"cap: {exc}; or 'default' to follow the queue's default"
         return
     if current is None or cap != current.max_running:
         change.max_running = cap
@@ -109,10 +103,17 @@ def _read_rate(
 ) -> None:
     burst = 1
     if burst_text:
-        if not burst_text.isdigit() or not 1 <= int(burst_text) <= MAX_INT:
-            change.errors["burst"] = f"burst: {burst_text!r} is not a whole number of at least 1"
+        try:
+            burst = read_int(burst_text, "burst")
+        except ConfigError as exc:
+            change.errors["burst"] = str(exc)
             return
-        burst = int(burst_text)
+        if not text or text.lower() in (DEFAULT, "none"):
+            change.errors["burst"] = (
+                "burst: a burst needs a rate to apply to; give a rate (e.g. 100/minute) or "
+                "clear the burst field"
+            )
+            return
     if not text:
         return
     if text.lower() in (DEFAULT, "none"):

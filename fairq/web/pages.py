@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from fairq.cancel import CancelOutcome
 from fairq.errors import ConfigError, InvalidTenant
-from fairq.policy.bounds import check_tenant
+from fairq.policy.bounds import check_tenant, read_int
 from fairq.policy.queues import check_queue_name
 from fairq.reports import verdicts
 from fairq.web import data
@@ -67,7 +67,10 @@ async def queue(request: Request) -> Response:
     _, report = await board.report(name)
     if report is None:
         raise HTTPException(404, f"queue {name!r} has no tenants in this store")
-    query = TableQuery.of(request.query_params, SORT_KEYS)
+    try:
+        query = TableQuery.of(request.query_params, SORT_KEYS)
+    except ConfigError as exc:
+        raise HTTPException(400, str(exc)) from None
     page = table_page(report.tenants, query)
     context = {
         "report": report,
@@ -163,12 +166,12 @@ async def dead(request: Request) -> Response:
     except (ConfigError, InvalidTenant) as exc:
         raise HTTPException(400, str(exc)) from None
     jobs = await board.read(data.dead_jobs, board.app, name, tenant_id)
-    requeued = request.query_params.get("requeued", "")
+    requeued = request.query_params.get("requeued")
     context = {
         "jobs": jobs,
         "queue": name or "",
         "tenant": tenant_id or "",
-        "requeued": int(requeued) if requeued.isdigit() and len(requeued) < 9 else None,
+        "requeued": None if requeued is None else int_param("requeued", requeued, least=0),
         "limit": data.DEAD_LIMIT,
     }
     return board.render(request, "dead.html", context)
@@ -193,6 +196,21 @@ async def store_error(request: Request, exc: Exception) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": message}, status_code=503)
     return dashboard(request).render(request, "error.html", {"message": message}, 503)
+
+
+#: Seconds between reloads of the page that waits for the store to be made.
+WAIT_RELOAD = 3
+
+
+async def no_store_yet(request: Request, exc: Exception) -> Response:
+    """No worker has made the App's SQLite store yet: say so (503), and reload until it is."""
+    message = str(exc)
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": message}, status_code=503)
+    context = {"message": message, "path": getattr(exc, "path", ""), "reload": WAIT_RELOAD}
+    response = dashboard(request).render(request, "waiting.html", context, status_code=503)
+    response.headers["Retry-After"] = str(WAIT_RELOAD)
+    return response
 
 
 def queue_name(request: Request) -> str:
@@ -223,6 +241,14 @@ def job_param(request: Request) -> str | None:
             400, f"a job id is at most {MAX_JOB_ID:,} characters; got {len(found):,}"
         )
     return found
+
+
+def int_param(name: str, text: str, *, least: int = 1) -> int:
+    """A whole-number query parameter (``fairq.policy.bounds.read_int``); 400 naming it."""
+    try:
+        return read_int(text, name, least=least)
+    except ConfigError as exc:
+        raise HTTPException(400, str(exc)) from None
 
 
 def safe_next(path: str) -> str:

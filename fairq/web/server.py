@@ -7,6 +7,7 @@ is a light reader; a queue of viewers must not become a load on the store).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,21 +22,32 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import (
+    FileResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from fairq.app import App
+from fairq.backends import check_url
+from fairq.backends.sqlite.url import path_from_url
 from fairq.errors import ConfigError, FairqError
 from fairq.reports.queues import QueueReport
 from fairq.urls import redact_url
 from fairq.web import actions, api, data, pages
 from fairq.web.format import FILTERS
-from fairq.web.security import Access
+from fairq.web.security import Access, weak_token
+from fairq.web.sessions import DEFAULT_LIFETIME
 
 T = TypeVar("T")
+log = logging.getLogger("fairq.web")
 REUSE_SECONDS = 1.0
+PUBLIC = ("/login", "/favicon.ico")  # served before sign-in
 HERE = Path(__file__).parent
 
 #: No inline script or style, nothing from elsewhere, never inside a frame.
@@ -65,6 +77,9 @@ class Dashboard:
     def __init__(self, app: App, access: Access) -> None:
         self.app = app
         self.access = access
+        #: A SQLite file not made yet (no worker has run): each read looks for it first, so the
+        #: dashboard never makes an empty store where the App's will be.
+        self.awaited = path_from_url(app.url) if check_url(app.url) == "sqlite" else None
         env = jinja2.Environment(
             loader=jinja2.PackageLoader("fairq.web", "templates"),
             autoescape=True,
@@ -100,7 +115,15 @@ class Dashboard:
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking store call in a worker thread, one at a time."""
+        if self.store_missing():
+            raise NoStoreYet(redact_url(self.app.url), self.awaited or Path())
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._lane)
+
+    def store_missing(self) -> bool:
+        """Whether the App's SQLite file is still not there (see ``awaited``)."""
+        if self.awaited is not None and self.awaited.exists():
+            self.awaited = None
+        return self.awaited is not None
 
     def render(
         self, request: Request, name: str, context: dict[str, Any], status_code: int = 200
@@ -118,11 +141,21 @@ class Dashboard:
         )
 
 
+class NoStoreYet(Exception):
+    """The App's SQLite file is not there yet: the pages say so, and reload until it is."""
+
+    def __init__(self, url: str, path: Path) -> None:
+        super().__init__(f"no fairq store at {url} yet")
+        self.url = url
+        self.path = path
+
+
 class Gate(BaseHTTPMiddleware):
     """Host check (loopback binds), sign-in for reads (other binds), security headers."""
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        access = pages.dashboard(request).access
+        board = pages.dashboard(request)
+        access = board.access
         if not access.host_ok(request):
             response: Response = PlainTextResponse(
                 "This dashboard answers only to a loopback host name (127.0.0.1, localhost, "
@@ -135,6 +168,10 @@ class Gate(BaseHTTPMiddleware):
             else:
                 after = quote(request.url.path, safe="/")
                 response = RedirectResponse(f"/login?next={after}", status_code=303)
+        elif request.url.path == "/metrics" and board.store_missing():
+            # /metrics reads the store outside Dashboard.read: it must not make the file either
+            message = f"no fairq store at {redact_url(board.app.url)} yet"
+            response = PlainTextResponse(message, status_code=503)
         else:
             response = await call_next(request)
         response.headers.update(SECURITY_HEADERS)
@@ -142,7 +179,7 @@ class Gate(BaseHTTPMiddleware):
 
 
 def _needs_sign_in(request: Request, access: Access) -> bool:
-    public = request.url.path in ("/login",) or request.url.path.startswith("/static/")
+    public = request.url.path in PUBLIC or request.url.path.startswith("/static/")
     return not public and not access.may_read(request)
 
 
@@ -161,8 +198,14 @@ def routes() -> list[BaseRoute]:
         Route("/logout", actions.logout, methods=["POST"]),
         Route("/api/overview", api.overview),
         Route("/api/queues/{queue}/throughput", api.throughput),
+        Route("/favicon.ico", favicon),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
+
+
+async def favicon(request: Request) -> Response:
+    """Browsers ask every site for ``/favicon.ico``: answer it (not a 404 on every page)."""
+    return FileResponse(HERE / "static" / "favicon.ico", media_type="image/x-icon")
 
 
 def metrics_routes(app: App) -> list[BaseRoute]:
@@ -196,15 +239,25 @@ def create_app(
     *,
     token: str | None = None,
     loopback: bool = True,
+    session_lifetime: float = DEFAULT_LIFETIME,
     extra_routes: list[BaseRoute] | None = None,
 ) -> Starlette:
     """The dashboard for ``app``'s store. ``token``: changes allowed to whoever signs in with it
-    (None: read-only). ``loopback``: bound to a loopback address (else reading needs the token).
+    (None: read-only; one that looks weak is logged as a warning). ``loopback``: bound to a
+    loopback address (else reading needs the token). ``session_lifetime``: seconds a sign-in
+    lasts (8 hours).
     """
     web = Starlette(
         routes=[*routes(), *metrics_routes(app), *(extra_routes or [])],
         middleware=[Middleware(Gate)],
-        exception_handlers={HTTPException: pages.http_error, FairqError: pages.store_error},
+        exception_handlers={
+            HTTPException: pages.http_error,
+            FairqError: pages.store_error,
+            NoStoreYet: pages.no_store_yet,
+        },
     )
-    web.state.dashboard = Dashboard(app, Access(token=token, loopback=loopback))
+    if token is not None and (weakness := weak_token(token)) is not None:
+        log.warning("%s", weakness)
+    access = Access(token, loopback, session_lifetime=session_lifetime)
+    web.state.dashboard = Dashboard(app, access)
     return web

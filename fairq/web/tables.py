@@ -12,6 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fairq.errors import ConfigError
+from fairq.policy.bounds import read_int
+
 PAGE_SIZES = (25, 50, 100, 200)
 DEFAULT_PAGE_SIZE = 50
 SEARCH_CHARS = 200
@@ -68,16 +71,21 @@ class TableQuery:
 
     @classmethod
     def of(cls, params: Mapping[str, str], sort_keys: Mapping[str, object]) -> TableQuery:
-        """Read the query string; anything unknown or malformed falls back to the default."""
+        """Read the query string. An unknown sort column or order falls back to the default (a
+        link from an older page); a page or size that is not a number is a ConfigError. Empty
+        is absent."""
         sort = params.get("sort", DEFAULT_SORT)
-        size = _int(params.get("size"), DEFAULT_PAGE_SIZE)
+        size = read_int(params.get("size") or str(DEFAULT_PAGE_SIZE), "size")
+        if size not in PAGE_SIZES:
+            sizes = ", ".join(str(n) for n in PAGE_SIZES)
+            raise ConfigError(f"size: {size:,} rows is not a page size; choose one of {sizes}")
         return cls(
             search=params.get("q", "")[:SEARCH_CHARS],
             status=params.get("status", "")[:SEARCH_CHARS],
             sort=sort if sort in sort_keys else DEFAULT_SORT,
             descending=params.get("dir", "desc") != "asc",
-            page=max(1, _int(params.get("page"), 1)),
-            size=size if size in PAGE_SIZES else DEFAULT_PAGE_SIZE,
+            page=read_int(params.get("page") or "1", "page"),
+            size=size,
         )
 
     def link(self, **changes: object) -> dict[str, str]:
@@ -138,9 +146,3 @@ def table_page(
         first=start + 1 if shown else 0,
         last=start + len(shown),
     )
-
-
-def _int(text: str | None, default: int) -> int:
-    if text is None or not text.isdigit() or len(text) > 9:
-        return default
-    return int(text)

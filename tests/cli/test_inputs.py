@@ -1,5 +1,6 @@
-"""Inputs that once ended in a traceback or were stored when they could never run (issue #22):
-each now exits 2 with one line naming the value, and the store is left as it was."""
+"""Inputs that once ended in a traceback or were stored when they could never run (issues #22
+and #31: Unicode digits, which ``isdigit`` takes and ``int`` refuses or reads): each now exits 2
+with one line naming the value, and the store is left as it was."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ REFUSED = [
     (["enqueue", WORK, '["acme", 0]', "--priority", HUGE], "--priority"),
     (["enqueue", WORK, '["acme", 0]', "--priority", str(2**31)], "--priority"),
     (["tenants", "demo", "acme", "--max-running", HUGE], "5000 digits is over 2,147,483,647"),
+    (["tenants", "demo", "acme", "--max-running", "²"], "write it in the digits 0-9"),
+    (["tenants", "demo", "acme", "--max-running", "١٢"], "write it in the digits 0-9"),
+    (["tenants", "demo", "acme", "--rate", "1/s", "--burst", "①"], "--burst"),
+    (["tenants", "demo", "acme", "--rate", "١٠٠/s"], "cannot read rate"),
+    (["tenants", "demo", "acme", "--rate", f"{HUGE}/s"], "5000 digits is over"),
+    (["queue", "demo", "--max-running", "²"], "write it in the digits 0-9"),
+    (["dead", "list", "--limit", "²"], "--limit"),
+    (["enqueue", WORK, '["acme", 0]', "--priority", "①"], "--priority"),
     (["tenants", "demo", "acme", "--max-running", str(2**31)], "2,147,483,647"),
     (["tenants", "demo", "acme", "--rate", "1/s", "--burst", HUGE], "--burst"),
     (["tenants", "demo", "acme", "--rate", f"{2**31}/s"], "rate's count"),

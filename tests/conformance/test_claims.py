@@ -13,6 +13,7 @@ import pytest
 from fairq.contract import (
     Backend,
     CancelParams,
+    CheckpointParams,
     DequeueParams,
     HeartbeatParams,
     JobCostsParams,
@@ -52,6 +53,22 @@ def test_an_unclaimed_lease_is_held_for_the_hold_and_kept_alive_without_charge(
         result = hold(backend, [lease.token], now)
         assert result.deadlines == {lease.token: now + HOLD} and not result.claimed
     assert stat(backend, "a").usage == usage  # charged its estimate, nothing more
+
+
+def test_a_plain_heartbeat_or_checkpoint_of_an_unclaimed_lease_charges_nothing(
+    backend: Backend,
+) -> None:
+    """Only a claim starts the run: a peer's heartbeat or checkpoint that comes without one
+    (an older integration) extends the lease but does not charge the broker's wait."""
+    enqueue(backend, [new_job(0, "a", lease=60.0), new_job(1, "a", lease=60.0)])
+    first, second = relay_take(backend, 0.0, limit=2)
+    usage = stat(backend, "a").usage
+    backend.heartbeat(HeartbeatParams(tokens=[first.token], now=4.0))
+    backend.checkpoint(
+        CheckpointParams(token=second.token, progress='{"cursor":1,"items":1,"slices":0}', now=4.5)
+    )
+    assert stat(backend, "a").usage == usage
+    assert (job(backend, "j0").deadline, job(backend, "j1").deadline) == (64.0, 64.5)
 
 
 def test_a_claim_starts_the_run_under_the_jobs_own_lease_and_charges_only_the_run(

@@ -117,7 +117,7 @@ def test_published_job_types_round_trip(backend: Backend) -> None:
     backend.publish_job_types(PublishJobTypesParams(types=types))
     assert backend.job_types() == {t.name: t for t in types}
     changed = JobType(name="mail", queue="mail", tenant_arg="to", params=("to",), max_attempts=2,
-                      lease_timeout=5.0, cost=0.5)  # fmt: skip
+                      lease_timeout=5.0, cost=0.5, learn_cost=False)  # fmt: skip
     backend.publish_job_types(PublishJobTypesParams(types=[changed]))
     assert backend.job_types()["mail"] == changed
     assert backend.job_types()["imports.run"] == types[0]

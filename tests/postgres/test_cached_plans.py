@@ -51,7 +51,7 @@ def _call(
         "queues": ["default"], "seed": schema_seed(backend.schema), "worker": "w",
         "now": 1.0, "limit": limit, "ids": [r["l_id"] for r in rows],
         "leases": [r["l_leases"] for r in rows], "ack_now": 1.0,
-        "salt": channel_salt(backend.schema), "wait": False,
+        "salt": channel_salt(backend.schema), "wait": False, "hold": None,
     }  # fmt: skip
     with conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
         return [row for row in cur.execute(backend.q[name], args).fetchall() if row["l_id"]]

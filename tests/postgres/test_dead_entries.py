@@ -54,7 +54,7 @@ def _statement_buffers(
     conn.add_notice_handler(lambda diag: plans.append(diag.message_primary))
     args: dict[str, Any] = {
         "queues": ["default"], "seed": schema_seed(backend.schema), "worker": "w",
-        "now": now, "limit": 1, "wait": False,
+        "now": now, "limit": 1, "wait": False, "hold": None,
     }  # fmt: skip
     with conn.transaction(force_rollback=True):
         conn.execute(backend.q["dequeue"], args).fetchall()

@@ -183,13 +183,15 @@ def test_a_handed_back_job_gets_a_new_token(pg: DisposableBackend, now: float) -
     assert pg.ack_many(AckManyParams(tokens=[second.token], now=now + 3)).acked == [second.token]
 
 
-def test_published_job_types_carry_their_throttle_rules(pg: DisposableBackend) -> None:
+def test_published_job_types_carry_their_throttle_rules_and_learn_cost(
+    pg: DisposableBackend,
+) -> None:
     rules = (Throttle(10, 3600.0, "slow"), Throttle(100, 60.5, "slower"))
     types = [
         JobType(name="sync", queue=Q, tenant_arg="shop", params=("shop",), max_attempts=3,
                 lease_timeout=30.0, cost=1.0, throttle=rules),
         JobType(name="plain", queue=Q, tenant_arg=None, max_attempts=1, lease_timeout=5.0,
-                cost=2.0),
+                cost=2.0, learn_cost=False),
     ]  # fmt: skip
     pg.publish_job_types(PublishJobTypesParams(types=types))
     assert pg.job_types() == {t.name: t for t in types}

@@ -25,10 +25,19 @@ from fairq.backends.postgres.sql import (
 from fairq.backends.postgres.url import parse_url
 from fairq.cli import cli
 from fairq.cli import migrate as _registers_migrate  # noqa: F401
-from fairq.contract import GetQueueParams
+from fairq.contract import (
+    AckManyParams,
+    DequeueParams,
+    GetJobsParams,
+    GetQueueParams,
+    JobCost,
+    JobCostsParams,
+    StatsParams,
+)
 from fairq.errors import SchemaError
+from fairq.job import JobState, lease_token
 
-from ._store import drop_schema, fresh_schema, server_url, with_user
+from ._store import drop_schema, fresh_schema, server_url, with_option, with_user
 
 CATALOG = """
 SELECT 'column' AS kind, c.relname || '.' || a.attname AS name,
@@ -309,3 +318,59 @@ def test_functions_of_a_newer_release_are_never_replaced_by_older_ones(
         ):
             PostgresBackend(server_url(), schema=schema, migrate=allowed)
     assert applied_functions(schema) == newer
+
+
+#: What a fairq of schema version 10 stored: tenant a with a job running since t = 1 (its
+#: lease until 61) and one ready, and tenant b's job waiting in the inbox (enqueued while a
+#: transaction held b, or in a caller's transaction). Version 10 knew no learned cost, claims,
+#: nor learn_cost.
+AT_VERSION_10 = """
+INSERT INTO {schema}.queues (name) VALUES ('default');
+INSERT INTO {schema}.tenants (
+    queue, tenant, tenant_key, weight, finish_tag, start_tag, head_seq, ready, running)
+VALUES ('default', 'a', sha256(convert_to('a', 'UTF8')), 1.0, 1.0, 1.0, 2, 1, 1);
+INSERT INTO {schema}.jobs (
+    seq, id, tenant_id, queue, name, state, payload, priority, attempts, max_attempts,
+    lease_timeout, cost, enqueued_at, run_at, ready_at, started_at, deadline, worker_id,
+    leases, charged)
+VALUES
+    (1, 'old-running', 1, 'default', 'task', 'running', '{"args":[1],"kwargs":{}}', 0, 1, 3,
+     60.0, 1.0, 0.0, 0.0, 0.0, 1.0, 61.0, 'w', 1, 1.0),
+    (2, 'old-ready', 1, 'default', 'task', 'ready', '{"args":[2],"kwargs":{}}', 0, 0, 3,
+     60.0, 1.0, 0.0, 0.0, 0.0, NULL, NULL, NULL, 0, 0.0);
+SELECT setval('{schema}.jobs_seq_seq', 2);
+INSERT INTO {schema}.inbox (
+    id, queue, tenant, tenant_key, name, payload, priority, max_attempts, lease_timeout, cost,
+    enqueued_at, run_at)
+VALUES ('old-boxed', 'default', 'b', sha256(convert_to('b', 'UTF8')), 'task',
+        '{"args":[3],"kwargs":{}}', 0, 3, 60.0, 1.0, 0.5, 0.0);
+"""
+
+
+def test_a_store_of_version_10_upgrades_in_place_and_its_jobs_run(schema: str) -> None:
+    """Migration 11 (learned costs, claims) keeps what was stored: the running job is acked
+    under its old lease and teaches its run time; the ready one and the inbox's run after."""
+    stored_at_version(schema, 10, AT_VERSION_10)
+    backend = PostgresBackend(with_option(server_url(), "clock", "caller"), schema=schema)
+    try:
+        by_tenant = {r.tenant: (r.ready, r.running) for r in backend.stats(StatsParams())}
+        assert by_tenant == {"a": (1, 1), "b": (1, 0)}
+        acked = backend.ack_many(AckManyParams(tokens=[lease_token("old-running", 1)], now=3.0))
+        assert acked.acked == [lease_token("old-running", 1)]
+        assert backend.job_costs(JobCostsParams()) == [
+            JobCost(queue="default", name="task", runs=1, estimate=2.0)
+        ]
+        params = DequeueParams(queues=["default"], worker_id="w", now=4.0, limit=5)
+        leases = backend.dequeue(params).leases
+        assert sorted((lease.job_id, lease.cost, lease.deadline) for lease in leases) == [
+            ("old-boxed", 2.0, 64.0),
+            ("old-ready", 2.0, 64.0),
+        ]
+        tokens = [lease.token for lease in leases]
+        assert backend.ack_many(AckManyParams(tokens=tokens, now=5.0)).acked == tokens
+        ids = ["old-running", "old-ready", "old-boxed"]
+        states = {job.id: job.state for job in backend.get_jobs(GetJobsParams(ids=ids))}
+        assert states == dict.fromkeys(ids, JobState.SUCCEEDED)
+        assert backend.job_costs(JobCostsParams())[0].runs == 3
+    finally:
+        backend.close()

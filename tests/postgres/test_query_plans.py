@@ -175,7 +175,7 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
     saved_job = {
         "seq": 77, "state": "running", "attempts": 1, "run_at": 0.0, "ready_at": 1.0,
         "started_at": 5.0, "deadline": 35.0, "finished_at": None, "last_error": None,
-        "worker_id": "w", "charged": 1.0,
+        "worker_id": "w", "charged": 1.0, "claimed": True,
     }  # fmt: skip
     windows = {"keys": [window_key("task", tenant)], "names": ["task"], "tenants": [tenant]}
     return {
@@ -250,6 +250,7 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
             "job_queues": ["default"], "windows": [60.0], "holds": [False], "now": 10.0,
         },
         "unique_prune": {"now": 10.0, "limit": 1000},
+        "job_costs_learn": {"queues": ["default"], "names": ["task"], "samples": [0.5]},
     }  # fmt: skip
 
 
@@ -275,7 +276,7 @@ def test_every_hot_path_query_is_checked(filled: DisposableBackend) -> None:
     inspection = functions | {
         "tenants_stats", "tenants_of_queue", "jobs_dead", "queue_names",
         "queue_set_defaults", "inbox_queues", "job_types_upsert", "job_types_all",
-        "figures_read",
+        "figures_read", "job_costs",
     }  # fmt: skip
     assert set(filled.q) - inspection == set(samples(filled))
 
@@ -324,7 +325,14 @@ def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBac
         ).fetchall()
     assert len(rows) == 5
     seed = schema_seed(schema)
-    dequeue = {"queues": ["default"], "seed": seed, "worker": "w", "limit": 3, "wait": False}
+    dequeue = {
+        "queues": ["default"],
+        "seed": seed,
+        "worker": "w",
+        "limit": 3,
+        "wait": False,
+        "hold": None,
+    }
     acks = {
         "ids": [r[0] for r in rows[3:]],
         "leases": [r[1] for r in rows[3:]],

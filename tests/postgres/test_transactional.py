@@ -138,7 +138,7 @@ def test_bound_to_routes_app_enqueues_into_the_callers_transaction(
 def test_the_readme_example_keeps_the_job_only_if_the_block_commits(
     pg: DisposableBackend, conn: psycopg.Connection[tuple[object, ...]]
 ) -> None:
-    """README.md's PostgreSQL example, word for word, with the enqueue first or second in
+    """docs/stores.md's PostgreSQL example, word for word, with the enqueue first or second in
     the block: an exception rolls the job back with the order; a normal exit commits both."""
     app = App(backend=pg)
     url = server_url()

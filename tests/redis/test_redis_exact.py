@@ -1,4 +1,5 @@
-"""Lua computes the very doubles Python does: tags and times agree with the model bit for bit."""
+"""Lua computes the very doubles Python does: tags, times and learned costs agree with the model
+bit for bit."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from fairq.contract import (
     DequeueParams,
     EnqueueParams,
     FailParams,
+    JobCostsParams,
     StatsParams,
     TenantSettingsParams,
 )
@@ -21,7 +23,7 @@ COSTS = [0.1, 0.7, 1.0 / 3.0, 2.5e-7, 12345.678901234]
 WEIGHTS = {"a": 3.0, "b": 0.1, "c": 7.0 / 9.0}
 
 
-def _run(backend: Backend) -> list[tuple[str, float, float]]:
+def _run(backend: Backend) -> list[tuple[str, float, float, float]]:
     jobs = [
         NewJob(id=f"j{n}", name="t", queue="q", tenant=t, payload="{}", run_at=0.1 * n,
                max_attempts=5, lease_timeout=0.3, cost=COSTS[n % len(COSTS)])
@@ -34,7 +36,7 @@ def _run(backend: Backend) -> list[tuple[str, float, float]]:
     for step in range(40):
         now += 0.1 * (step % 3) + 1e-9
         for lease in backend.dequeue(DequeueParams(queues=["q"], worker_id="w", now=now)).leases:
-            taken.append((lease.job_id, lease.started_at, lease.deadline))
+            taken.append((lease.job_id, lease.started_at, lease.deadline, lease.cost))
             end = now + 0.123456789 * (step % 4)
             try:
                 if step % 5 == 0:
@@ -42,7 +44,7 @@ def _run(backend: Backend) -> list[tuple[str, float, float]]:
                 elif step % 7 != 0:
                     backend.ack_many(AckManyParams(tokens=[lease.token], now=end))
             except LeaseExpired:
-                taken.append((lease.job_id, -1.0, end))
+                taken.append((lease.job_id, -1.0, end, 0.0))
     return taken
 
 
@@ -59,3 +61,4 @@ def test_tags_clock_and_times_match_the_model_exactly(backend: RedisBackend) -> 
         tenant = queue.tenants[name.decode()]
         assert (record.finish, record.start) == (tenant.finish, tenant.start)
     assert backend.stats(StatsParams()) == model.stats(StatsParams())
+    assert backend.job_costs(JobCostsParams()) == model.job_costs(JobCostsParams())

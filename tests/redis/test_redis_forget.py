@@ -21,8 +21,9 @@ from fairq.contract import (
 from fairq.policy.rate import Rate
 
 SIZE = {"hash": "HLEN", "zset": "ZCARD", "set": "SCARD"}
-#: Per-queue bookkeeping, not per-tenant: meta holds V and the tenant id counter, wake tokens.
-NOT_PER_TENANT = {"meta", "wake"}
+#: Per-queue bookkeeping, not per-tenant: meta holds V and the tenant id counter, wake tokens,
+#: and the learned costs, one field per job name.
+NOT_PER_TENANT = {"meta", "wake", "costs"}
 
 
 def sizes(raw: redis.Redis, backend: RedisBackend) -> dict[str, int]:

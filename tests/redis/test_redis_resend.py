@@ -143,6 +143,22 @@ def test_a_dequeue_sent_again_leases_one_batch(
     ] * 2 + ["ready"] * 2
 
 
+def test_a_relays_dequeue_sent_again_holds_its_jobs_unclaimed(
+    cut: RedisBackend, proxy: CuttingProxy, make_backend: Callable[..., RedisBackend]
+) -> None:
+    """The leases of a re-sent dequeue with a hold stay unclaimed, held for the hold (not for
+    their own lease) from the re-sending's time: here the same, the virtual clock's."""
+
+    def scenario(backend: RedisBackend, arm: Arm) -> Any:
+        backend.enqueue(EnqueueParams(jobs=[new_job(n, "ab"[n % 2]) for n in range(4)], now=0.0))
+        arm("dequeue")
+        params = DequeueParams(queues=["default"], worker_id="relay", now=1.0, limit=2, hold=5.0)
+        return backend.dequeue(params).leases
+
+    leases = sent_twice_as_once(scenario, cut, proxy, make_backend)
+    assert [(lease.job_id, lease.deadline) for lease in leases] == [("j0", 6.0), ("j1", 6.0)]
+
+
 def test_an_ack_and_dequeue_sent_again_acks_and_leases_once(
     cut: RedisBackend, proxy: CuttingProxy, make_backend: Callable[..., RedisBackend]
 ) -> None:

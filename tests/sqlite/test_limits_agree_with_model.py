@@ -1,9 +1,11 @@
 """Random runs with every issue-5 rule switched on: SQLite agrees with the model, bit for bit.
 
 Rate limits (queue default and tenant override, with bursts), paused tenants, charging by
-heartbeat, history-aware starts (half-life, max debt) and throttle routing, mixed with the
-ordinary events. After every step the two give equal leases, results, stats (usage decayed to
-``now``), jobs and throttle windows: floats compared with ``==``.
+heartbeat, history-aware starts (half-life, max debt), throttle routing, learned costs (jobs
+that learn and jobs that keep their cost) and the relay's unclaimed leases (dequeue with a
+hold, heartbeats that hold or claim), mixed with the ordinary events. After every step the two
+give equal leases (the estimates charged), results, stats (usage decayed to ``now``), jobs,
+throttle windows and learned costs: floats compared with ``==``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from fairq.contract import (
     GetJobsParams,
     GetQueueParams,
     HeartbeatParams,
+    JobCostsParams,
     MaintainParams,
     QueueSettings,
     ReleaseParams,
@@ -57,7 +60,8 @@ RULES: dict[str, tuple[Throttle, ...]] = {
     "throttled": (Throttle(2, 30.0, "slow"),),
     "stepped": (Throttle(1, 100.0, "slow"), Throttle(3, 20.0, "other")),
 }
-ENDINGS = ["ack", "retry-now", "retry-later", "dead", "release", "keep"]
+ENDINGS = ["ack", "retry-now", "retry-later", "dead", "release", "keep", "hold", "claim"]
+HOLD = 3.0
 
 
 class LimitsAgree(RuleBasedStateMachine):
@@ -87,8 +91,11 @@ class LimitsAgree(RuleBasedStateMachine):
         count=st.integers(1, 3),
         delay=st.sampled_from([0.0, 0.0, 3.0]),
         cost=st.sampled_from([0.5, 1.0, 4.0]),
+        learn=st.sampled_from([True, True, False]),
     )
-    def enqueue(self, tenant: str, kind: str, count: int, delay: float, cost: float) -> None:
+    def enqueue(
+        self, tenant: str, kind: str, count: int, delay: float, cost: float, learn: bool
+    ) -> None:
         jobs = [
             NewJob(
                 id=f"j{len(self.ids) + i}",
@@ -100,6 +107,7 @@ class LimitsAgree(RuleBasedStateMachine):
                 max_attempts=2,
                 lease_timeout=20.0,
                 cost=cost,
+                learn_cost=learn,
                 throttle=RULES[kind],
             )
             for i in range(count)
@@ -107,9 +115,13 @@ class LimitsAgree(RuleBasedStateMachine):
         self.both(lambda b: b.enqueue(EnqueueParams(jobs=jobs, now=self.now)).queues)
         self.ids += [job.id for job in jobs]
 
-    @rule(limit=st.integers(1, 3), queues=st.sampled_from([("default",), ("slow", "default")]))
-    def dequeue(self, limit: int, queues: tuple[str, ...]) -> None:
-        params = DequeueParams(queues=queues, worker_id="w", now=self.now, limit=limit)
+    @rule(
+        limit=st.integers(1, 3),
+        queues=st.sampled_from([("default",), ("slow", "default")]),
+        hold=st.sampled_from([None, None, HOLD]),
+    )
+    def dequeue(self, limit: int, queues: tuple[str, ...], hold: float | None) -> None:
+        params = DequeueParams(queues=queues, worker_id="w", now=self.now, limit=limit, hold=hold)
         _, leases = self.both(lambda b: b.dequeue(params).leases)
         self.live += [lease.token for lease in leases]
 
@@ -122,9 +134,11 @@ class LimitsAgree(RuleBasedStateMachine):
             self.both(lambda b: b.ack_many(AckManyParams(tokens=[token], now=now)))
         elif how == "release":
             self.both(lambda b: b.release(ReleaseParams(token=token, now=now)))
-        elif how == "keep":
-            params = HeartbeatParams(tokens=[token], now=now)
-            self.both(lambda b: dict(b.heartbeat(params).deadlines))
+        elif how in ("keep", "hold", "claim"):
+            params = HeartbeatParams(
+                tokens=[token], now=now, hold=HOLD if how == "hold" else None, claim=how == "claim"
+            )
+            self.both(lambda b: b.heartbeat(params))
         else:
             retry_at = {"retry-now": now, "retry-later": now + 4.0, "dead": None}[how]
             params_f = FailParams(token=token, now=now, error="boom", retry_at=retry_at)
@@ -179,6 +193,7 @@ class LimitsAgree(RuleBasedStateMachine):
         _, jobs = self.both(lambda b: b.get_jobs(GetJobsParams(ids=self.ids)))
         keys = [(kind, tenant) for kind in RULES for tenant in TENANTS]
         self.both(lambda b: b.throttle_windows(ThrottleWindowsParams(keys=keys, now=self.now)))
+        self.both(lambda b: b.job_costs(JobCostsParams()))
         running = {j.id for j in jobs if j.state is JobState.RUNNING}
         self.live = [t for t in self.live if t.rsplit(":", 1)[0] in running]
 

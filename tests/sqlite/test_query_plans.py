@@ -56,6 +56,8 @@ HOT = {
     "job_checkpoint",
     "job_keep_result",
     "job_request_cancel",
+    "job_cost_get",
+    "job_cost_put",
     "jobs_due",
     "jobs_expired",
     "next_run_at",
@@ -96,6 +98,7 @@ COLD = {
     "jobs_dead",
     "job_type_save",
     "job_types_all",
+    "job_costs_read",
     "schema_objects",
     "figures_read",
 }
@@ -113,7 +116,7 @@ def plan(db: sqlite3.Connection, sql: str, params: dict[str, object] | None = No
 def assert_indexed(steps: list[str], sql: str) -> None:
     for step in steps:
         assert not re.match(
-            r"SCAN (jobs|tenants|throttle_times|slots|figures|unique_keys)\b", step
+            r"SCAN (jobs|tenants|throttle_times|slots|figures|unique_keys|job_costs)\b", step
         ), f"{step!r} in plan of {sql}"
         assert "TEMP B-TREE" not in step, f"{step!r} (a sort) in plan of {sql}"
 
@@ -173,7 +176,8 @@ def test_traced_hot_path_statements_use_indexes(backend: SQLiteBackend) -> None:
 
 def run_hot_paths(backend: SQLiteBackend) -> None:
     """Every hot event, with a rate limit (limited tenants, un-limiting), heartbeats that
-    charge, and throttle rules (recording, trimming, re-spanning, pruning)."""
+    charge, throttle rules (recording, trimming, re-spanning, pruning), and the relay's
+    unclaimed leases (held, claimed, learned from, lapsed)."""
     backend.set_queue(
         SetQueueParams(
             settings=QueueSettings(
@@ -214,6 +218,15 @@ def run_hot_paths(backend: SQLiteBackend) -> None:
     backend.release_slots(ReleaseSlotsParams(tokens=[fresh], now=108.0))
     slot_token(backend, now=108.0)
     backend.maintain(MaintainParams(now=200.0, queues=["default"]))
+    relayed = backend.dequeue(
+        DequeueParams(queues=["default"], worker_id="relay", now=300.0, limit=2, hold=5.0)
+    ).leases
+    assert len(relayed) == 2
+    tokens = [lease.token for lease in relayed]
+    backend.heartbeat(HeartbeatParams(tokens=tokens, now=301.0, hold=5.0))
+    backend.heartbeat(HeartbeatParams(tokens=tokens[:1], now=302.0, claim=True))
+    backend.ack_many(AckManyParams(tokens=tokens[:1], now=303.0))  # a sample: learned
+    assert backend.maintain(MaintainParams(now=306.0, queues=["default"])).expired  # unclaimed
 
 
 def slot_token(backend: SQLiteBackend, now: float) -> str:

@@ -29,6 +29,7 @@ EXPECTED_OBJECTS = {
     ("table", "tenants", "tenants"),
     ("table", "jobs", "jobs"),
     ("table", "job_types", "job_types"),
+    ("table", "job_costs", "job_costs"),
     ("table", "throttle_times", "throttle_times"),
     ("index", "tenants_eligible", "tenants"),
     ("index", "tenants_limited", "tenants"),

@@ -55,12 +55,12 @@ class Process:
                 self.process.wait()
 
 
-def start(args: list[str], log_path: Path) -> Process:
+def start(args: list[str], log_path: Path, cwd: Path = ROOT) -> Process:
     env = {k: v for k, v in os.environ.items() if k not in ("FAIRQ_URL", "FAIRQ_DASHBOARD_TOKEN")}
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "fairq", *args],
-            cwd=ROOT,
+            cwd=cwd,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -73,10 +73,12 @@ class Dashboard(Process):
     base: str = ""
 
 
-def start_dashboard(url: str, workdir: Path, *extra: str) -> Dashboard:
-    """``fairq dashboard --url URL --port 0 ...``; waits for the address it prints."""
+def start_dashboard(url: str | None, workdir: Path, *extra: str, cwd: Path = ROOT) -> Dashboard:
+    """``fairq dashboard --url URL --port 0 ...`` (no --url when ``url`` is None: the App's
+    store), run in ``cwd``; waits for the address it prints."""
     log_path = workdir / f"dashboard-{time.monotonic_ns()}.log"
-    started = start(["dashboard", "--url", url, "--port", "0", *extra], log_path)
+    store = [] if url is None else ["--url", url]
+    started = start(["dashboard", *store, "--port", "0", *extra], log_path, cwd)
 
     def address() -> str | None:
         if started.process.poll() is not None:

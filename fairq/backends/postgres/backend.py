@@ -73,6 +73,8 @@ from fairq.contract import (
     GetQueueParams,
     HeartbeatParams,
     HeartbeatResult,
+    JobCost,
+    JobCostsParams,
     JobType,
     ListDeadParams,
     MaintainParams,
@@ -197,6 +199,7 @@ class PostgresBackend:
             "worker": params.worker_id,
             "now": params.now,
             "limit": max(params.limit, 0),
+            "hold": params.hold,
         }
         return self._dispatched(names, args, wait=False)
 
@@ -253,6 +256,7 @@ class PostgresBackend:
             "worker": params.worker_id,
             "now": params.now,
             "limit": max(params.limit, 0),
+            "hold": params.hold,
         }
         # results to keep (kept.py): the explicit transaction, as when maintenance is due
         rows: list[Row] = [{"due": True}]
@@ -371,7 +375,8 @@ class PostgresBackend:
         return job, now
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
-        """Charge each held job's run so far to its tenant and extend its lease (beats.py)."""
+        """Charge each held job's run so far to its tenant and extend its lease; or claim
+        relayed jobs, or hold them for the relay (beats.py)."""
         return self.db.run(
             lambda cur: beats.heartbeat(cur, self.q, self._shared, self._event_time, params)
         )
@@ -528,6 +533,9 @@ class PostgresBackend:
 
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         return self.db.run(lambda cur: inspect.get_jobs(cur, self.q, params.ids))
+
+    def job_costs(self, params: JobCostsParams) -> list[JobCost]:
+        return self.db.run(lambda cur: inspect.job_costs(cur, self.q, params.queue))
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         return self.db.run(lambda cur: inspect.list_dead(cur, self.q, params))

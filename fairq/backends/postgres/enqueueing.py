@@ -143,6 +143,7 @@ def arguments(
             "max_attempts": job.max_attempts,
             "lease_timeout": float(job.lease_timeout),
             "cost": float(job.cost),
+            "learn_cost": job.learn_cost,
             "headers": encode_headers(job.headers),
         }
         for job in jobs

@@ -20,6 +20,7 @@ from fairq.cancel import CANCELLED_NOTE
 from fairq.contract import ExpiredLease, ReleaseParams
 from fairq.figures import Tally
 from fairq.job import JobState
+from fairq.policy import fairness
 from fairq.policy import tenant as transitions
 from fairq.policy.histogram import CANCELLED, EXPIRED, FAILED
 
@@ -141,7 +142,18 @@ class Events:
         assert job.started_at is not None
         outcome = CANCELLED if job.cancel_requested else FAILED
         self.figures.ended(job.tenant_id, outcome, now - job.started_at)
-        self._failed(job, self.end_run(job, now, now), now, error, retry_at, stopped=True)
+        tenant = self.end_run(job, now, now)
+        self.learn(job, now)
+        self._failed(job, tenant, now, error, retry_at, stopped=True)
+
+    def learn(self, job: JobRow, ended_at: float) -> None:
+        """A claimed run's charge is a sample of its (queue, name)'s learned cost, folded as
+        an ack's (functions/costs.sql: learn_costs, after its tenant is held)."""
+        assert job.started_at is not None
+        if job.claimed:
+            sample = fairness.run_charge(job.started_at, ended_at)
+            args = {"queues": [job.queue], "names": [job.name], "samples": [sample]}
+            self.cur.execute(self.q["job_costs_learn"], args)
 
     def _failed(
         self,
@@ -214,11 +226,30 @@ class Events:
     # -- running ---------------------------------------------------------------------------------
 
     def heartbeat(self, job: JobRow, now: float) -> float:
-        """Charge the time the held job ran beyond what it was charged; extend its lease."""
+        """Charge the time a claimed run ran beyond what it was charged; extend its lease (an
+        unclaimed job's wait in a broker is charged nothing)."""
+        job.deadline = now + job.lease_timeout
+        if not job.claimed:
+            job.save(self.cur, self.q)
+            return job.deadline
         tenant = self.lock_tenant(job.tenant_id)
         transitions.charge_progress(self.queue(tenant.queue), tenant, job, now)
-        job.deadline = now + job.lease_timeout
         self.save(job, tenant)
+        return job.deadline
+
+    def claim(self, job: JobRow, now: float) -> float:
+        """A peer's worker takes a relayed job: its run starts now, under its own lease,
+        charged its estimate so far."""
+        job.claimed = True
+        job.started_at = now
+        job.deadline = now + job.lease_timeout
+        job.save(self.cur, self.q)
+        return job.deadline
+
+    def hold(self, job: JobRow, now: float, hold: float) -> float:
+        """The relay keeps an unclaimed job it published, until ``now + hold``; no charge."""
+        job.deadline = now + hold
+        job.save(self.cur, self.q)
         return job.deadline
 
     # -- maintenance -----------------------------------------------------------------------------
@@ -235,9 +266,28 @@ class Events:
         change; charging the whole lease would freeze the tenant for as long as the lease."""
         deadline = job.deadline
         assert deadline is not None
+        if not job.claimed:
+            self._unclaimed(job, now)
+            return ExpiredLease.unclaimed(job, deadline)
         self.figures.ended(job.tenant_id, EXPIRED, None)
         self._failed(job, self.end_run(job, None, now), now, LEASE_EXPIRED_ERROR, now)
         return ExpiredLease.of(job, deadline)
+
+    def _unclaimed(self, job: JobRow, now: float) -> None:
+        """A relayed job's hold lapsed before a worker claimed it (its relay died or gave it
+        back): it never ran, so it is ready again with the attempt given back, counted as no
+        failure and no figure, charged its estimate and no more (or it ends cancelled)."""
+        tenant = self.end_run(job, None, now)
+        job.attempts -= 1
+        if job.cancel_requested:
+            job.last_error = CANCELLED_NOTE
+            self.finish_cancelled(job, tenant, now)
+            transitions.retag(self.queue(tenant.queue), tenant)
+            self.save(None, tenant)
+            return
+        self.make_ready(tenant, job, now, now)
+        transitions.retag(self.queue(tenant.queue), tenant)
+        self.save(job, tenant)
 
     def requeue_dead(self, ids: Sequence[str], now: float) -> int:
         """Requeue those of ``ids`` that are dead (locking each); how many were."""

@@ -13,7 +13,14 @@ from psycopg import Cursor
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import JobRow, Row, rate_of, tenant_key
 from fairq.backends.postgres.steps import PgSteps, Sql, first, run
-from fairq.contract import JobType, ListDeadParams, QueueSettings, StatsParams, TenantStats
+from fairq.contract import (
+    JobCost,
+    JobType,
+    ListDeadParams,
+    QueueSettings,
+    StatsParams,
+    TenantStats,
+)
 from fairq.job import JobInfo, JobState, decode_headers
 from fairq.policy import history
 from fairq.policy.throttle import Throttle
@@ -163,6 +170,7 @@ def publish_job_types(cur: Cursor[Row], q: Queries, types: Sequence[JobType]) ->
                     ]
                 ),
                 "signature": job_type.signature and job_type.signature.to_json(),
+                "learn_cost": job_type.learn_cost,
             },
         )
 
@@ -187,6 +195,16 @@ def job_types_steps(q: Queries) -> PgSteps[dict[str, JobType]]:
                 for rule in json.loads(row["throttle"])
             ),
             signature=JobSignature.from_json(row["signature"]),
+            learn_cost=row["learn_cost"],
         )
         for row in rows
     }
+
+
+def job_costs(cur: Cursor[Row], q: Queries, queue: str | None) -> list[JobCost]:
+    """The learned costs (functions/costs.sql), by queue then name."""
+    rows = cur.execute(q["job_costs"], {"queue": queue}).fetchall()
+    return [
+        JobCost(queue=row["queue"], name=row["name"], runs=row["runs"], estimate=row["mean"])
+        for row in rows
+    ]

@@ -206,17 +206,54 @@ WHERE queue = %(queue)s AND limited_until IS NOT NULL AND limited_until <= %(now
 ORDER BY limited_until, tenant
 
 -- name: tenants_stats
--- Inspection, not a hot path: may scan tenants when no queue is given.
-SELECT t.queue, t.tenant, t.weight, t.max_running, t.ready, t.scheduled, t.running,
-       t.succeeded, t.failed, t.dead, t.cancelled, t.rate_count, t.rate_period, t.rate_burst,
-       t.limited_until, t.usage, t.usage_at,
+-- Inspection, not a hot path: may scan tenants when no queue is given. Jobs still in the inbox
+-- (enqueued while another transaction held their tenant, or in a caller's transaction; not yet
+-- taken in) count as their tenant's, ready or scheduled as get_jobs shows them (inspect.py),
+-- and a tenant known only to the inbox gets a row with its queue's defaults. One statement:
+-- a take-in moves a job from the inbox to jobs in one transaction, so it is counted once.
+WITH boxed AS (
+    SELECT i.queue, i.tenant_key, i.tenant,
+           count(*) FILTER (WHERE i.run_at <= i.enqueued_at) AS ready,
+           count(*) FILTER (WHERE i.run_at > i.enqueued_at) AS scheduled,
+           min(i.enqueued_at) FILTER (WHERE i.run_at <= i.enqueued_at) AS oldest_ready_at
+    FROM {schema}.inbox i
+    WHERE (%(queue)s::text IS NULL OR i.queue = %(queue)s::text)
+      AND (%(tenant)s::text IS NULL
+           OR (i.tenant_key = %(tenant_key)s AND i.tenant = %(tenant)s::text))
+    GROUP BY i.queue, i.tenant_key, i.tenant
+)
+SELECT t.queue, t.tenant, t.weight, t.max_running, t.ready + coalesce(b.ready, 0) AS ready,
+       t.scheduled + coalesce(b.scheduled, 0) AS scheduled, t.running, t.succeeded, t.failed,
+       t.dead, t.cancelled, t.rate_count, t.rate_period, t.rate_burst, t.limited_until,
+       t.usage, t.usage_at,
        (SELECT q.half_life FROM {schema}.queues q WHERE q.name = t.queue) AS half_life,
-       (SELECT min(j.ready_at) FROM {schema}.jobs j
-        WHERE j.tenant_id = t.id AND j.state = 'ready') AS oldest_ready_at
+       LEAST((SELECT min(j.ready_at) FROM {schema}.jobs j
+              WHERE j.tenant_id = t.id AND j.state = 'ready'), b.oldest_ready_at)
+           AS oldest_ready_at
 FROM {schema}.tenants t
+LEFT JOIN boxed b ON b.queue = t.queue AND b.tenant_key = t.tenant_key AND b.tenant = t.tenant
 WHERE (%(queue)s::text IS NULL OR t.queue = %(queue)s::text)
   AND (%(tenant)s::text IS NULL OR (t.tenant_key = %(tenant_key)s AND t.tenant = %(tenant)s::text))
-ORDER BY t.queue, t.tenant
+UNION ALL
+SELECT b.queue, b.tenant, coalesce(q.weight, 1.0), q.max_running, b.ready, b.scheduled, 0, 0,
+       0, 0, 0, q.rate_count, q.rate_period, q.rate_burst, NULL, 0.0, 0.0, q.half_life,
+       b.oldest_ready_at
+FROM boxed b
+LEFT JOIN {schema}.queues q ON q.name = b.queue
+WHERE NOT EXISTS (SELECT 1 FROM {schema}.tenants t
+                  WHERE t.queue = b.queue AND t.tenant_key = b.tenant_key AND t.tenant = b.tenant)
+ORDER BY 1, 2
+
+-- name: job_costs
+-- Inspection: the learned costs (functions/costs.sql), by queue then name (code-point order).
+SELECT queue, name, runs, mean FROM {schema}.job_costs
+WHERE %(queue)s::text IS NULL OR queue = %(queue)s::text
+ORDER BY queue, name
+
+-- name: job_costs_learn
+-- A reported failure's sample (events.py), folded as the acks fold theirs.
+SELECT {schema}.learn_costs(
+    %(queues)s::text[], %(names)s::text[], %(samples)s::double precision[])
 
 -- name: job_lock_by_id
 -- The job a lease token names, locked; its queue tells which queue lock the event needs.
@@ -225,7 +262,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
        j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.progress,
-       j.cancel_requested
+       j.cancel_requested, j.learn_cost, j.claimed
 FROM {schema}.jobs j
 WHERE j.id = %(id)s
 FOR UPDATE
@@ -241,14 +278,15 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
        j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.progress,
-       j.cancel_requested, NULL AS result, NULL::double precision AS result_until
+       j.cancel_requested, NULL AS result, NULL::double precision AS result_until,
+       j.learn_cost, j.claimed
 FROM {schema}.jobs j
 WHERE j.id = ANY(%(ids)s::text[])
 UNION ALL
 SELECT s.seq, s.id, s.tenant_id, t.queue, t.tenant, s.name, s.state, s.payload, s.priority,
        s.attempts, s.max_attempts, 0.0::double precision, 0.0::double precision, s.enqueued_at,
        s.run_at, s.ready_at, s.started_at, NULL, s.finished_at, s.last_error, NULL, 0,
-       0.0::double precision, s.headers, NULL, NULL, s.result, s.result_until
+       0.0::double precision, s.headers, NULL, NULL, s.result, s.result_until, true, true
 FROM {schema}.succeeded_jobs s
 JOIN {schema}.tenants t ON t.id = s.tenant_id  -- kept while it has succeeded jobs (kept > 0)
 WHERE s.id = ANY(%(ids)s::text[])
@@ -265,7 +303,8 @@ UPDATE {schema}.jobs SET progress = %(progress)s WHERE seq = %(seq)s
 UPDATE {schema}.jobs SET
     state = %(state)s, attempts = %(attempts)s, run_at = %(run_at)s, ready_at = %(ready_at)s,
     started_at = %(started_at)s, deadline = %(deadline)s, finished_at = %(finished_at)s,
-    last_error = %(last_error)s, worker_id = %(worker_id)s, charged = %(charged)s
+    last_error = %(last_error)s, worker_id = %(worker_id)s, charged = %(charged)s,
+    claimed = %(claimed)s
 WHERE seq = %(seq)s
 
 -- name: jobs_due_scheduled
@@ -274,7 +313,7 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged, j.headers
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.learn_cost, j.claimed
 FROM {schema}.jobs j
 WHERE j.queue = %(queue)s AND j.state = 'scheduled' AND j.run_at <= %(now)s
 ORDER BY j.run_at, j.seq
@@ -285,7 +324,8 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.cancel_requested
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.cancel_requested,
+       j.learn_cost, j.claimed
 FROM {schema}.jobs j
 WHERE j.queue = %(queue)s AND j.state = 'running' AND j.deadline <= %(now)s
 ORDER BY j.deadline, j.seq
@@ -300,7 +340,8 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.cancel_requested
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.cancel_requested,
+       j.learn_cost, j.claimed
 FROM {schema}.jobs j
 WHERE j.id = ANY(%(ids)s::text[])
 ORDER BY j.seq
@@ -355,7 +396,8 @@ SELECT j.seq, j.id, j.tenant_id, j.queue,
        (SELECT t.tenant FROM {schema}.tenants t WHERE t.id = j.tenant_id) AS tenant,
        j.name, j.state, j.payload, j.priority, j.attempts, j.max_attempts, j.lease_timeout,
        j.cost, j.enqueued_at, j.run_at, j.ready_at, j.started_at, j.deadline, j.finished_at,
-       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.progress
+       j.last_error, j.worker_id, j.leases, j.charged, j.headers, j.progress, j.learn_cost,
+       j.claimed
 FROM {schema}.jobs j
 WHERE j.state = 'dead'
   AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
@@ -389,18 +431,21 @@ WHERE id = ANY(%(ids)s::text[])
 
 -- name: job_types_upsert
 INSERT INTO {schema}.job_types (
-    name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle, signature
+    name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle, signature,
+    learn_cost
 ) VALUES (
     %(name)s, %(queue)s, %(tenant_arg)s, %(params)s, %(max_attempts)s, %(lease_timeout)s,
-    %(cost)s, %(throttle)s, %(signature)s
+    %(cost)s, %(throttle)s, %(signature)s, %(learn_cost)s
 )
 ON CONFLICT (name) DO UPDATE SET
     queue = excluded.queue, tenant_arg = excluded.tenant_arg, params = excluded.params,
     max_attempts = excluded.max_attempts, lease_timeout = excluded.lease_timeout,
-    cost = excluded.cost, throttle = excluded.throttle, signature = excluded.signature
+    cost = excluded.cost, throttle = excluded.throttle, signature = excluded.signature,
+    learn_cost = excluded.learn_cost
 
 -- name: job_types_all
-SELECT name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle, signature
+SELECT name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle, signature,
+       learn_cost
 FROM {schema}.job_types
 
 -- name: throttle_windows_ensure
@@ -516,13 +561,15 @@ WHERE nonce = ANY(ARRAY(SELECT s.nonce FROM {schema}.slots s
 -- name: dequeue
 -- A whole dequeue in one statement when no maintenance is due (functions/dequeue.sql).
 SELECT * FROM {schema}.dequeue(
-    %(queues)s::text[], %(seed)s, %(worker)s, %(now)s, %(limit)s, %(wait)s)
+    %(queues)s::text[], %(seed)s, %(worker)s, %(now)s, %(limit)s, %(wait)s,
+    %(hold)s::double precision)
 
 -- name: dispatch
 -- Dispatch only; the caller holds the exclusive queue locks and has run maintenance: every
 -- queue is dispatched alone (functions/dispatch.sql).
 SELECT * FROM {schema}.dispatch(
-    %(queues)s::text[], %(worker)s, %(now)s, %(limit)s, %(queues)s::text[])
+    %(queues)s::text[], %(worker)s, %(now)s, %(limit)s, %(queues)s::text[], NULL,
+    %(hold)s::double precision)
 
 -- name: ack_many
 SELECT {schema}.ack_many(
@@ -533,7 +580,7 @@ SELECT {schema}.ack_many(
 -- ack_many then dequeue in one statement when no maintenance is due (functions/dequeue.sql).
 SELECT * FROM {schema}.ack_dequeue(
     %(ids)s::text[], %(leases)s::integer[], %(ack_now)s, %(queues)s::text[], %(worker)s,
-    %(now)s, %(limit)s, %(seed)s, %(salt)s
+    %(now)s, %(limit)s, %(seed)s, %(salt)s, %(hold)s::double precision
 )
 
 -- name: lock_ack_dequeue

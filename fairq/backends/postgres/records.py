@@ -175,6 +175,8 @@ class JobRow:
     result: str | None = None  # the kept return value (fairq/results.py): succeeded_jobs only
     result_until: float | None = None
     cancel_requested: bool = False  # a running job asked to stop (fairq/cancel.py)
+    learn_cost: bool = True  # False: always charged its cost (fairq/policy/cost.py)
+    claimed: bool = True  # running: its run has started (a relayed job's at its claim)
 
     @classmethod
     def from_row(cls, row: Row) -> JobRow:
@@ -207,6 +209,8 @@ class JobRow:
             result=row.get("result"),
             result_until=row.get("result_until"),
             cancel_requested=row.get("cancel_requested") is not None,
+            learn_cost=row["learn_cost"],
+            claimed=row["claimed"],
         )
 
     def holds(self, lease: int) -> bool:
@@ -234,6 +238,7 @@ class JobRow:
                 "last_error": self.last_error,
                 "worker_id": self.worker_id,
                 "charged": self.charged,
+                "claimed": self.claimed,
             },
         )
 

@@ -119,7 +119,10 @@ CREATE TABLE {schema}.jobs (
     charged       double precision NOT NULL DEFAULT 0.0, -- what this run was charged so far
     headers       text,                            -- JSON object of str; NULL: none
     progress      text,                            -- last checkpoint (JSON); NULL: none
-    cancel_requested double precision              -- a running job asked to stop (then)
+    cancel_requested double precision,             -- a running job asked to stop (then)
+    learn_cost    boolean NOT NULL DEFAULT true,   -- false: always charged its cost
+    claimed       boolean NOT NULL DEFAULT true    -- running: its run has started (a relayed
+                                                   -- job's not until a worker claims it)
 );
 
 CREATE INDEX jobs_ready ON {schema}.jobs (tenant_id, priority DESC, seq) WHERE state = 'ready';
@@ -170,7 +173,8 @@ CREATE TABLE {schema}.job_types (
     lease_timeout double precision NOT NULL,
     cost          double precision NOT NULL,
     throttle      text NOT NULL DEFAULT '[]',     -- [{"threshold", "per", "queue"}, …] as JSON
-    signature     text                            -- fairq.signatures.JobSignature as JSON
+    signature     text,                           -- fairq.signatures.JobSignature as JSON
+    learn_cost    boolean NOT NULL DEFAULT true
 );
 
 -- Jobs whose tenant row an enqueue could not take: enqueues made inside the caller's
@@ -193,7 +197,8 @@ CREATE TABLE {schema}.inbox (
     enqueued_at   double precision NOT NULL,
     run_at        double precision NOT NULL,
     headers       text,
-    tenant_key    bytea NOT NULL
+    tenant_key    bytea NOT NULL,
+    learn_cost    boolean NOT NULL DEFAULT true
 );
 
 CREATE INDEX inbox_queue ON {schema}.inbox (queue, seq);
@@ -258,3 +263,15 @@ CREATE TABLE {schema}.unique_keys (
 );
 
 CREATE INDEX unique_keys_expiry ON {schema}.unique_keys (expires_at);
+
+-- Learned job costs (fairq/policy/cost.py): per (queue, job name), the samples folded in (at
+-- most 20) and their mean, the estimate a dispatch charges (functions/costs.sql). key is
+-- sha256(queue || '/' || name): a queue name has no '/', and a job name may be longer than an
+-- index entry. A row exists once its first sample is in.
+CREATE TABLE {schema}.job_costs (
+    key   bytea PRIMARY KEY,
+    queue text COLLATE "C" NOT NULL,
+    name  text COLLATE "C" NOT NULL,
+    runs  integer NOT NULL CHECK (runs BETWEEN 1 AND 20),
+    mean  double precision NOT NULL
+);

@@ -41,6 +41,8 @@ from fairq.contract import (
     GetQueueParams,
     HeartbeatParams,
     HeartbeatResult,
+    JobCost,
+    JobCostsParams,
     JobType,
     Keep,
     ListDeadParams,
@@ -336,6 +338,9 @@ class RedisBackend:
         ids = list(params.ids)
         located = yield from self._directory.locate_steps(ids)
         return (yield from reads.get_jobs(self.layout, located, ids))
+
+    def job_costs(self, params: JobCostsParams) -> list[JobCost]:
+        return self._store.drive(reads.job_costs(self.layout, params))
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         with self._store.translated():

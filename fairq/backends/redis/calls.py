@@ -62,6 +62,11 @@ def held_args(routed: Sequence[Routed], blocks: dict[str, int]) -> list[Arg]:
     return args
 
 
+def hold_arg(hold: float | None) -> Arg:
+    """A relay's hold (DequeueParams.hold, HeartbeatParams.hold) as ARGV: '' for none."""
+    return "" if hold is None else num(hold)
+
+
 def answers(routed: Sequence[Routed], reply: Sequence[Any]) -> list[tuple[str, str]]:
     """Each token's answer from ``each_held``; '' for a lost lease (an unrouted one too)."""
     answers = iter(reply)
@@ -69,8 +74,9 @@ def answers(routed: Sequence[Routed], reply: Sequence[Any]) -> list[tuple[str, s
 
 
 #: Values per expired lease in a reply: block, job id, job name, tenant, attempt, deadline,
-#: dead (1, or 2: cancelled, or 0): ``expire`` in _lib_jobs.lua.
-EXPIRED_FIELDS = 7
+#: dead (1, or 2: cancelled, or 0), claimed (1, or 0: a relayed job's hold lapsed):
+#: ``expire`` in _lib_jobs.lua.
+EXPIRED_FIELDS = 8
 
 
 def expired(names: dict[int, str], flat: Sequence[Any]) -> list[ExpiredLease]:
@@ -85,6 +91,7 @@ def expired(names: dict[int, str], flat: Sequence[Any]) -> list[ExpiredLease]:
             deadline=float(flat[at + 5]),
             dead=int(flat[at + 6]) == 1,
             cancelled=int(flat[at + 6]) == 2,
+            claimed=int(flat[at + 7]) == 1,
         )
         for at in range(0, len(flat), EXPIRED_FIELDS)
     ]
@@ -104,11 +111,15 @@ def result_args(routed: Sequence[Routed], results: Mapping[str, JobResult]) -> l
 
 
 def heartbeat_result(answers: list[tuple[str, str]]) -> HeartbeatResult:
-    """heartbeat.lua's answers: a deadline ('c' first: the job has a cancel request) or ''."""
+    """heartbeat.lua's answers: a deadline ('c' first: the job has a cancel request), 'k' (a
+    held lease a worker claimed: left as it was) or '' (lost)."""
     return HeartbeatResult(
-        deadlines={token: float(answer.lstrip("c")) for token, answer in answers if answer},
+        deadlines={
+            token: float(answer.lstrip("c")) for token, answer in answers if answer not in ("", "k")
+        },
         lost=[token for token, answer in answers if not answer],
         cancelled=[token for token, answer in answers if answer.startswith("c")],
+        claimed=[token for token, answer in answers if answer == "k"],
     )
 
 
@@ -140,6 +151,7 @@ def job_args(block: int | str, job: NewJob, order: int) -> list[Arg]:
         num(job.lease_timeout),
         num(job.cost),
         order,
+        "1" if job.learn_cost else "0",
     ]
 
 

@@ -167,9 +167,10 @@ class Consumer:
         order: list[Arg] = [blocks[q] for q in run]
         at = self.store.at(params.now)
         keys = self.store.keys(blocks, params.now)
+        args: list[Arg] = [at, max(wanted, 0), params.worker_id, calls.hold_arg(params.hold)]
         if not mine or acks is None:
-            return ("dequeue", run[0], keys, [at, max(wanted, 0), params.worker_id, *order]), blocks
-        args: list[Arg] = [at, max(wanted, 0), params.worker_id, len(order), *order]
+            return ("dequeue", run[0], keys, [*args, *order]), blocks
+        args += [len(order), *order]
         args += [self.store.at(acks.now), *calls.result_args(mine, acks.results)]
         args += calls.held_args(mine, blocks)
         return ("ack_dequeue", run[0], keys, args), blocks
@@ -180,12 +181,13 @@ class Consumer:
         routed: list[calls.Routed],
         now: float,
         results: Mapping[str, JobResult] | None = None,
+        options: Sequence[Arg] = (),
     ) -> tuple[Call, dict[str, int]]:
         """A per-lease script (ack_many, heartbeat) over routed tokens of one group;
-        ``results``: ack_many.lua's (``calls.result_args``)."""
+        ``results``: ack_many.lua's (``calls.result_args``); ``options``: heartbeat.lua's."""
         queues = [q for _, q, _, _ in routed if q is not None]
         blocks = calls.blocks(queues)
-        extra = [] if results is None else calls.result_args(routed, results)
+        extra = [*options] if results is None else calls.result_args(routed, results)
         args: list[Arg] = [self.store.at(now), *extra, *calls.held_args(routed, blocks)]
         return (script, queues[0], self.store.keys(blocks, now, lowers=False), args), blocks
 
@@ -226,7 +228,12 @@ class Consumer:
         wakes us, a job is taken or the wait is over."""
         assert isinstance(self.waiter, Waiter)
         blocks = calls.blocks(params.queues)
-        rest: list[Arg] = [params.limit, params.worker_id, *blocks.values()]
+        rest: list[Arg] = [
+            params.limit,
+            params.worker_id,
+            calls.hold_arg(params.hold),
+            *blocks.values(),
+        ]
         started = time.monotonic()
         while True:
             waited = time.monotonic() - started
@@ -251,8 +258,11 @@ class Consumer:
         return calls.ack_result(answers)
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
-        """heartbeat.lua per group; a cancel request comes back with its deadline."""
-        return calls.heartbeat_result(self._per_lease("heartbeat", params.tokens, params.now))
+        """heartbeat.lua per group, with ``claim`` and ``hold`` as its options; a cancel request
+        comes back with its deadline, and under a hold a lease a worker claimed in ``claimed``."""
+        options: list[Arg] = ["1" if params.claim else "", calls.hold_arg(params.hold)]
+        answers = self._per_lease("heartbeat", params.tokens, params.now, options=options)
+        return calls.heartbeat_result(answers)
 
     def _per_lease(
         self,
@@ -260,10 +270,11 @@ class Consumer:
         tokens: Sequence[str],
         now: float,
         results: Mapping[str, JobResult] | None = None,
+        options: Sequence[Arg] = (),
     ) -> list[tuple[str, str]]:
         """Run a per-lease script (``each_held`` in _lib_jobs.lua) over ``tokens``, one call
         per group: each token's answer, '' for a lost lease (one whose job is not routed too).
-        ``results``: ack_many.lua's."""
+        ``results``: ack_many.lua's; ``options``: heartbeat.lua's."""
         routed = self._routed(tokens)
         by_group: dict[int, list[int]] = {}
         for at, (_, queue, _, _) in enumerate(routed):
@@ -272,14 +283,14 @@ class Consumer:
         answers = [""] * len(routed)
         if by_group:
             made = [
-                self._ack_call(script, [routed[a] for a in p], now, results)
+                self._ack_call(script, [routed[a] for a in p], now, results, options)
                 for p in by_group.values()
             ]
             replies = self.store.run_all([call for call, _ in made])
             for places, reply in zip(by_group.values(), replies, strict=True):
                 self._answered(answers, routed, places, [reply])
         paired = list(zip([r[0] for r in routed], answers, strict=True))
-        return self._rerouted(script, routed, paired, now, results)
+        return self._rerouted(script, routed, paired, now, results, options)
 
     def _rerouted(
         self,
@@ -288,6 +299,7 @@ class Consumer:
         answers: list[tuple[str, str]],
         now: float,
         results: Mapping[str, JobResult] | None = None,
+        options: Sequence[Arg] = (),
     ) -> list[tuple[str, str]]:
         """``answers`` with the lost tokens whose cached route proved wrong (an id reused
         after pruning, now in another queue) run again through ``script`` in their queue."""
@@ -298,7 +310,7 @@ class Consumer:
         ]
         if not stale:
             return answers
-        again = dict(self._per_lease(script, stale, now, results))
+        again = dict(self._per_lease(script, stale, now, results, options))
         return [(token, again.get(token, answer)) for token, answer in answers]
 
     def fail(self, params: FailParams) -> JobInfo:

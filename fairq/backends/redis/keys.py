@@ -55,6 +55,7 @@ QUEUE_PARTS: tuple[str, ...] = (
     "progress",
     "results",
     "expiring",
+    "costs",
 )
 
 #: The Redis type of every key fairq writes, for the check against a clashing prefix.
@@ -80,6 +81,7 @@ PART_TYPES: dict[str, str] = {
     "progress": "hash",
     "results": "hash",
     "expiring": "zset",
+    "costs": "hash",
 }
 
 #: Throttle windows are per (job name, tenant) lists, not part of a queue's key block:
@@ -107,7 +109,9 @@ REPLY_PART = "reply"
 #: The version of the stored record layout, kept in each queue's meta (the Lua library gets it
 #: in its header, see scripts.py):
 #: 2 was the binary records, 3 adds padded eligible and running members (skip lists, not
-#: listpacks). Data of another layout is refused, never misread.
+#: listpacks). Data of another layout is refused, never misread. Within a layout, a newer
+#: fairq adds only what a record without it reads as before (a job's flags and its name while
+#: running, the learned costs: records.py), so an upgrade in place keeps the jobs.
 LAYOUT = "3"
 
 #: Per-queue widths of the fixed-width numbers in members (TIDW, SEQW in _lib.lua).

@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from fairq.contract import JobType, ListDeadParams, QueueSettings, StatsParams, TenantStats
+from fairq.contract import (
+    JobCost,
+    JobCostsParams,
+    JobType,
+    ListDeadParams,
+    QueueSettings,
+    StatsParams,
+    TenantStats,
+)
 from fairq.job import JobInfo, Progress
 from fairq.policy.throttle import Throttle
 from fairq.signatures import JobSignature
@@ -25,6 +33,7 @@ from .records import (
     JobRecord,
     QueueDefaults,
     TenantRecord,
+    job_cost,
     job_info,
     member_job_id,
     oldest_ready_at,
@@ -86,6 +95,26 @@ def _queue_stats(
     return [
         parsed[tid].stats(queue, tenants[tid], defaults, oldest.get(tid), now) for tid in parsed
     ]
+
+
+def job_costs(layout: Layout, params: JobCostsParams) -> RedisSteps[list[JobCost]]:
+    """Each queue's learned costs (its ``costs`` hash), sorted by queue then job name."""
+    (found,) = yield Batch(lambda pipe: pipe.smembers(layout.queues))
+    names = [n for n in _names(found) if params.queue is None or n == params.queue]
+    if not names:
+        return []
+
+    def fill(pipe: Any) -> None:
+        for queue in names:
+            pipe.hgetall(layout.queue_key(queue, "costs"))
+
+    hashes = yield Batch(fill)
+    rows = [
+        job_cost(queue, text(name), raw)
+        for queue, found in zip(names, hashes, strict=True)
+        for name, raw in found.items()
+    ]
+    return sorted(rows, key=lambda c: (c.queue, c.name))
 
 
 def _oldest(readyat: str, tids: list[int]) -> RedisSteps[dict[int, float | None]]:
@@ -214,6 +243,7 @@ def job_type_json(job_type: JobType) -> str:
             "max_attempts": job_type.max_attempts,
             "lease_timeout": job_type.lease_timeout,
             "cost": job_type.cost,
+            "learn_cost": job_type.learn_cost,
             "throttle": [
                 {"threshold": r.threshold, "per": r.per, "queue": r.queue}
                 for r in job_type.throttle

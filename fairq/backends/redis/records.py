@@ -1,10 +1,10 @@
 """Turning what the Lua functions store and return into fairq's records, and values into ARGV.
 
 Jobs and tenants are stored as binary records (``tenant_record`` in _lib.lua, ``job_record``
-in _lib_jobs.lua): a 2-byte mask of the
-optional fields present, the fixed fields, then the present optional fields, packed with
-Lua's ``struct`` and read here with Python's: doubles travel bit for bit. Values sent to Lua
-use ``repr``, which Lua's ``tonumber`` reads back exactly.
+in _lib_jobs.lua): a 2-byte mask of the optional fields present (and of a job's flags), the
+fixed fields, then the present optional fields, packed with Lua's ``struct`` and read here
+with Python's: doubles travel bit for bit. A running job's name follows its record (read here
+from its body). Values sent to Lua use ``repr``, which Lua's ``tonumber`` reads back exactly.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from fairq.contract import TenantStats
+from fairq.contract import JobCost, TenantStats
 from fairq.errors import SchemaError
 from fairq.job import JobInfo, JobState, Lease, decode_headers, lease_token
 from fairq.policy import history
@@ -50,6 +50,10 @@ def _opt(field: str) -> float | None:
 #: (`tenant_record`, `job_record`).
 JOB_FIXED = "cdIidddddddd"
 JOB_OPTIONAL = ("d", "d", "d", "d", "d", "d")
+#: The job's flags, the mask's bits after JOB_OPTIONAL's, each set for the exception (a record
+#: an older fairq wrote has neither): declared learn_cost=False, and a relayed job's run not
+#: started yet (FIXED_COST and UNCLAIMED in _lib_jobs.lua).
+JOB_FLAGS = ("fixed_cost", "unclaimed")
 TENANT_FIXED = "dIIIdddddI"
 TENANT_OPTIONAL = ("d", "d", "d", "16s", "d", "d", "d", "d", "d", "I")
 
@@ -68,19 +72,31 @@ def _format(fixed: str, optional: tuple[str, ...], mask: int) -> str:
 
 
 def unpack_record(
-    raw: bytes, fixed: str, optional: tuple[str, ...]
+    raw: bytes, fixed: str, optional: tuple[str, ...], flags: int = 0
 ) -> tuple[tuple[Any, ...], list[Any]]:
-    """The fixed fields and the optional ones (None when absent) of a binary record."""
+    """The fixed fields and the optional ones (None when absent) of a binary record; with
+    ``flags``, a job's: its flags (``job_flags``) may be set, and bytes may follow (its name)."""
     mask = int.from_bytes(raw[:2], "big")
-    if mask >> len(optional):
+    if mask >> (len(optional) + flags):
         raise SchemaError(OLD_LAYOUT.format(layout=LAYOUT))
+    form = _format(fixed, optional, mask & ((1 << len(optional)) - 1))
     try:
-        values = struct.unpack(_format(fixed, optional, mask), raw)
+        values = struct.unpack_from(form, raw) if flags else struct.unpack(form, raw)
     except struct.error:
         raise SchemaError(OLD_LAYOUT.format(layout=LAYOUT)) from None
     rest = iter(values[1 + len(fixed) :])
     present = [next(rest) if mask >> i & 1 else None for i in range(len(optional))]
     return values[1 : 1 + len(fixed)], present
+
+
+def job_flags(raw: bytes) -> dict[str, bool]:
+    """Which of JOB_FLAGS a job record has set."""
+    mask = int.from_bytes(raw[:2], "big") >> len(JOB_OPTIONAL)
+    return {flag: bool(mask >> i & 1) for i, flag in enumerate(JOB_FLAGS)}
+
+
+def unpack_job(raw: bytes) -> tuple[tuple[Any, ...], list[Any]]:
+    return unpack_record(raw, JOB_FIXED, JOB_OPTIONAL, len(JOB_FLAGS))
 
 
 def _int(value: float | None) -> int | None:
@@ -147,10 +163,13 @@ class JobRecord:
     charged: float  # seconds of the current run already charged to its tenant
     cancel_at: float | None = None  # when a running job was asked to stop (fairq/cancel.py)
     result_until: float | None = None  # when its kept result expires (fairq/results.py)
+    learn_cost: bool = True  # False: always charged ``cost`` (fairq/policy/cost.py)
+    claimed: bool = True  # False: a relayed job no worker claimed yet (DequeueParams.hold)
 
     @classmethod
     def parse(cls, raw: bytes) -> JobRecord:
-        fixed, optional = unpack_record(raw, JOB_FIXED, JOB_OPTIONAL)
+        fixed, optional = unpack_job(raw)
+        flags = job_flags(raw)
         ready_at, started_at, deadline, finished_at, cancel_at, result_until = optional
         state, seq, tid, priority, max_attempts, attempts, leases, *times = fixed
         enqueued_at, run_at, lease_timeout, cost, charged = times
@@ -173,6 +192,8 @@ class JobRecord:
             charged=charged,
             cancel_at=cancel_at,
             result_until=result_until,
+            learn_cost=not flags["fixed_cost"],
+            claimed=not flags["unclaimed"],
         )
 
 
@@ -215,8 +236,8 @@ def lease(job_id: str, queue: str, raw: bytes, body: bytes, tenant: str) -> Leas
     """The lease of a job just dequeued, read from its stored record (``raw``) without building
     a ``JobRecord``: this runs for every job handed out, and that took over a third of it."""
     name, payload, headers = decode_body(body)
-    fixed, (ready_at, started_at, deadline, *_) = unpack_record(raw, JOB_FIXED, JOB_OPTIONAL)
-    max_attempts, attempts, leases, _, _, lease_timeout, cost, _ = fixed[4:]
+    fixed, (ready_at, started_at, deadline, *_) = unpack_job(raw)
+    max_attempts, attempts, leases, _, _, lease_timeout, _, charged = fixed[4:]
     assert started_at is not None and deadline is not None and ready_at is not None
     return Lease(
         token=lease_token(job_id, int(leases)),
@@ -230,10 +251,20 @@ def lease(job_id: str, queue: str, raw: bytes, body: bytes, tenant: str) -> Leas
         started_at=started_at,
         deadline=deadline,
         lease_timeout=lease_timeout,
-        cost=cost,
+        cost=charged,  # the estimate charged at dispatch
         ready_at=ready_at,
         headers=decode_headers(headers),
     )
+
+
+#: A learned cost's stored value (a ``costs`` field: COST_FORMAT in _lib_jobs.lua).
+COST_FORMAT = ">Hd"
+
+
+def job_cost(queue: str, name: str, raw: bytes) -> JobCost:
+    """A (queue, job name)'s learned cost from its ``costs`` field: runs, mean."""
+    runs, mean = struct.unpack(COST_FORMAT, raw)
+    return JobCost(queue=queue, name=name, runs=runs, estimate=mean)
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
-from fairq.policy import histogram
+from fairq.policy import cost, histogram
 
 from .connection import REPLY_TTL_MS
-from .keys import FIGURES_TTL, LAYOUT
+from .keys import FIGURES_TTL, LAYOUT, QUEUE_PARTS
 
 Arg = str | bytes | int | float
 
@@ -60,6 +60,9 @@ class Library:
         consts = (
             f"local LAYOUT = '{LAYOUT}'\nlocal REPLY_TTL = '{REPLY_TTL_MS}'\n"
             f"local FIG_BUCKETS = {len(histogram.BOUNDS)}\nlocal FIG_TTL = '{FIGURES_TTL}'\n"
+            f"local QUEUE_KEYS = {len(QUEUE_PARTS) + 1}\n"  # a block: the parts, then figures
+            f"local COST_WINDOW, COST_TRUSTED = {cost.WINDOW}, {cost.TRUSTED}\n"
+            f"local COST_OUTLIER = {float(cost.OUTLIER)!r}\n"
             f"{body}"
         )
         self.name = "fairq_" + hashlib.sha1(consts.encode()).hexdigest()[:16]

@@ -162,6 +162,7 @@ def publish_job_types(db: sqlite3.Connection, types: Sequence[JobType]) -> None:
                     [{"threshold": r.threshold, "per": r.per, "queue": r.queue} for r in t.throttle]
                 ),
                 "signature": t.signature and t.signature.to_json(),
+                "learn_cost": t.learn_cost,
             },
         )
 
@@ -178,6 +179,7 @@ def job_types(db: sqlite3.Connection) -> dict[str, JobType]:
             cost=row["cost"],
             throttle=tuple(Throttle(**rule) for rule in json.loads(row["throttle"])),
             signature=JobSignature.from_json(row["signature"]),
+            learn_cost=bool(row["learn_cost"]),
         )
         for row in db.execute(Q["job_types_all"])
     }

@@ -21,6 +21,7 @@ from fairq.backends.clock import Clock
 from fairq.backends.sqlite import (
     admin,
     cancelling,
+    costs,
     figures,
     leases,
     maintenance,
@@ -50,6 +51,8 @@ from fairq.contract import (
     GetQueueParams,
     HeartbeatParams,
     HeartbeatResult,
+    JobCost,
+    JobCostsParams,
     JobType,
     ListDeadParams,
     MaintainParams,
@@ -163,10 +166,11 @@ class SQLiteBackend:
         def both(db: sqlite3.Connection) -> AckAndDequeueResult:
             tokens, results = params.acks.tokens, params.acks.results
             at = self._at(params.acks.now)
-            acked = leases.ack_many(db, tokens, at, results) if tokens else None
+            learned = costs.Costs(db)  # the dispatches charge what the acks just taught
+            acked = leases.ack_many(db, tokens, at, results, learned) if tokens else None
             dequeue = replace(params.dequeue, now=self._at(params.dequeue.now))
             return AckAndDequeueResult(
-                acks=acked or AckManyResult(), dequeue=leases.dequeue(db, dequeue)
+                acks=acked or AckManyResult(), dequeue=leases.dequeue(db, dequeue, learned)
             )
 
         return self._store.write(lambda db: figures.flushed(db, self._at(params.dequeue.now), both))
@@ -185,7 +189,7 @@ class SQLiteBackend:
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
         return self._store.write(
-            lambda db: leases.heartbeat(db, params.tokens, self._at(params.now))
+            lambda db: leases.heartbeat(db, replace(params, now=self._at(params.now)))
         )
 
     def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
@@ -246,6 +250,9 @@ class SQLiteBackend:
 
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         return self._store.read(lambda db: admin.get_jobs(db, params.ids))
+
+    def job_costs(self, params: JobCostsParams) -> list[JobCost]:
+        return self._store.read(lambda db: costs.read(db, params))
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         return self._store.read(lambda db: admin.list_dead(db, params))

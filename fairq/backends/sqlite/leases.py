@@ -1,7 +1,8 @@
 """Handing jobs out and taking them back: dispatch, ack (one or many), fail, release, heartbeat.
 
 Each function runs inside the caller's write transaction and touches a constant number of
-rows, each found through a primary key or the first entry of an index.
+rows, each found through a primary key or the first entry of an index (and, once per call,
+the learned cost of each (queue, job name) it dispatches or ends: costs.py).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 
 from fairq.backends.sqlite import figures
+from fairq.backends.sqlite.costs import Costs
 from fairq.backends.sqlite.events import end_cancelled, fail_run, make_ready, update_head
 from fairq.backends.sqlite.maintenance import maintain_queues
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
@@ -21,6 +23,7 @@ from fairq.contract import (
     CheckpointResult,
     DequeueParams,
     DequeueResult,
+    HeartbeatParams,
     HeartbeatResult,
     ReleaseParams,
 )
@@ -34,11 +37,11 @@ Rooms = dict[str, int]  # per capped queue: the jobs it may still hand out in th
 
 
 def dispatch_first(
-    db: sqlite3.Connection, queues: Sequence[str], worker: str, now: float, rooms: Rooms
+    db: sqlite3.Connection, params: DequeueParams, rooms: Rooms, costs: Costs
 ) -> Lease | None:
     """One single dequeue: the first queue, in the order given, with an eligible tenant and
     room under its ``max_in_flight``."""
-    for name in queues:
+    for name in params.queues:
         row = db.execute(Q["tenant_pick"], {"queue": name}).fetchone()
         if row is None:
             continue
@@ -49,7 +52,7 @@ def dispatch_first(
             if rooms[name] <= 0:
                 continue  # full: the next queue asked is tried
             rooms[name] -= 1
-        return _dispatch(db, queue, row["id"], worker, now)
+        return _dispatch(db, queue, row["id"], params, costs)
     return None
 
 
@@ -65,8 +68,11 @@ def _room(db: sqlite3.Connection, queue: str, cap: int) -> int:
 
 
 def _dispatch(
-    db: sqlite3.Connection, queue: QueueRow, tenant_id: int, worker: str, now: float
+    db: sqlite3.Connection, queue: QueueRow, tenant_id: int, params: DequeueParams, costs: Costs
 ) -> Lease:
+    """Hand out the tenant's head job, charged its estimate; with ``hold`` (the relay's
+    dequeue) unclaimed and leased for the hold, its run starting at a worker's claim."""
+    now = params.now
     tenant = TenantRow.load(db, tenant_id)
     assert tenant.head_seq is not None
     job = JobRow.by_seq(db, tenant.head_seq)
@@ -74,12 +80,13 @@ def _dispatch(
     job.attempts += 1
     job.leases += 1
     job.started_at = now
-    job.deadline = now + job.lease_timeout
-    job.worker_id = worker
+    job.claimed = params.hold is None
+    job.deadline = now + (job.lease_timeout if params.hold is None else params.hold)
+    job.worker_id = params.worker_id
     counts = figures.tally(db)
     if counts is not None and job.ready_at is not None:
         counts.waited(tenant_id, now - job.ready_at)
-    dispatch(queue, tenant, job, job.cost, now)
+    dispatch(queue, tenant, job, costs.estimate(job), now)
     job.save(db)
     update_head(db, tenant)
     tenant.save(db)
@@ -104,13 +111,16 @@ def ack_many(
     tokens: Sequence[str],
     now: float,
     results: Mapping[str, JobResult] | None = None,
+    costs: Costs | None = None,
 ) -> AckManyResult:
     """Single acks in order, in the caller's one transaction; lost tokens change nothing.
-    ``results``: the values to keep, by token (fairq/results.py)."""
+    ``results``: the values to keep, by token (fairq/results.py); ``costs``: the call's
+    learned costs, when a dispatch follows in the same call."""
     acked: list[str] = []
     lost: list[str] = []
+    learned = Costs(db) if costs is None else costs
     for token, job in held_leases(tokens, lambda t: held(db, t, now), lost):
-        _ack(db, job, now)
+        _ack(db, job, now, learned)
         if results and (result := results.get(token)) is not None:
             args = {"seq": job.seq, "result": result.value, "result_until": now + result.keep}
             db.execute(Q["job_keep_result"], args)
@@ -118,10 +128,11 @@ def ack_many(
     return AckManyResult(acked=acked, lost=lost)
 
 
-def _ack(db: sqlite3.Connection, job: JobRow, now: float) -> None:
+def _ack(db: sqlite3.Connection, job: JobRow, now: float, costs: Costs) -> None:
     counts = figures.tally(db)
     if counts is not None and job.started_at is not None:
         counts.ended(job.tenant_id, SUCCEEDED, now - job.started_at)
+    costs.learn(job, now)
     tenant = TenantRow.load(db, job.tenant_id)
     queue = QueueRow.get(db, job.queue)
     end_run(queue, tenant, job, now, now)
@@ -138,6 +149,7 @@ def fail(
     db: sqlite3.Connection, token: str, now: float, error: str, retry_at: float | None
 ) -> JobInfo:
     job = held(db, token, now)
+    Costs(db).learn(job, now)  # a reported failure's run time is known: a sample
     tenant = TenantRow.load(db, job.tenant_id)
     fail_run(db, job, tenant, now=now, ended_at=now, error=error, retry_at=retry_at)
     return job.info()
@@ -169,47 +181,70 @@ def release(db: sqlite3.Connection, params: ReleaseParams) -> None:
     tenant.save(db)
 
 
-def heartbeat(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> HeartbeatResult:
-    """Charge each held job's time so far to its tenant, then extend its lease; report those
-    with a cancel request."""
+def heartbeat(db: sqlite3.Connection, params: HeartbeatParams) -> HeartbeatResult:
+    """Charge each claimed run its time so far, then extend its lease; report those with a
+    cancel request. ``claim`` starts an unclaimed run; ``hold`` renews an unclaimed lease for
+    the hold and leaves a claimed one alone, reporting it (the relay's, DequeueParams.hold)."""
+    now = params.now
     deadlines: dict[str, float] = {}
     lost: list[str] = []
     cancelled: list[str] = []
-    for token, job in held_leases(tokens, lambda t: held(db, t, now), lost):
+    claimed: list[str] = []
+    for token, job in held_leases(params.tokens, lambda t: held(db, t, now), lost):
+        if params.hold is not None:
+            if job.claimed:
+                claimed.append(token)
+                continue
+            deadline = now + params.hold
+        elif params.claim and not job.claimed:  # a relayed job's run starts now
+            job.claimed = True
+            job.started_at = now
+            deadline = now + job.lease_timeout
+        else:
+            deadline = _beat(db, job, now)
+        job.deadline = deadline
+        job.save(db)
+        deadlines[token] = deadline
+        if job.cancel_requested:
+            cancelled.append(token)
+    return HeartbeatResult(deadlines=deadlines, lost=lost, cancelled=cancelled, claimed=claimed)
+
+
+def _beat(db: sqlite3.Connection, job: JobRow, now: float) -> float:
+    """A plain heartbeat: a claimed run is charged its time so far (an unclaimed one's wait
+    in a broker is no service). Returns its new deadline, its own lease from now; the caller
+    sets it and saves the job."""
+    if job.claimed:
         tenant = TenantRow.load(db, job.tenant_id)
         charge_progress(QueueRow.get(db, job.queue), tenant, job, now)
         tenant.save(db)
-        job.deadline = now + job.lease_timeout
-        job.save(db)
-        deadlines[token] = job.deadline
-        if job.cancel_requested:
-            cancelled.append(token)
-    return HeartbeatResult(deadlines=deadlines, lost=lost, cancelled=cancelled)
+    return now + job.lease_timeout
 
 
 def checkpoint(db: sqlite3.Connection, params: CheckpointParams) -> CheckpointResult:
     """A heartbeat of one lease that also stores its job's progress; raises if not held."""
     job = held(db, params.token, params.now)
-    tenant = TenantRow.load(db, job.tenant_id)
-    charge_progress(QueueRow.get(db, job.queue), tenant, job, params.now)
-    tenant.save(db)
-    job.deadline = params.now + job.lease_timeout
+    job.deadline = deadline = _beat(db, job, params.now)
     job.save(db)
     db.execute(Q["job_checkpoint"], {"seq": job.seq, "progress": params.progress})
-    return CheckpointResult(deadline=job.deadline)
+    return CheckpointResult(deadline=deadline)
 
 
-def dequeue(db: sqlite3.Connection, params: DequeueParams) -> DequeueResult:
+def dequeue(
+    db: sqlite3.Connection, params: DequeueParams, costs: Costs | None = None
+) -> DequeueResult:
     """Maintain the queues asked, then up to ``limit`` single dispatches at the same ``now``.
 
     Maintenance runs once: a dispatch at ``now`` creates nothing due at ``now`` (leases end
-    later), so repeating it before each dispatch would find nothing.
+    later), so repeating it before each dispatch would find nothing. ``costs``: the call's
+    learned costs (after its acks, in an ack and dequeue).
     """
     _, expired = maintain_queues(db, params.queues, params.now)
     taken: list[Lease] = []
     rooms: Rooms = {}
+    learned = Costs(db) if costs is None else costs
     while len(taken) < params.limit:
-        lease = dispatch_first(db, params.queues, params.worker_id, params.now, rooms)
+        lease = dispatch_first(db, params, rooms, learned)
         if lease is None:
             break
         taken.append(lease)

@@ -12,11 +12,12 @@ import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 
-from fairq.backends.sqlite.events import fail_run, make_ready
+from fairq.backends.sqlite.events import end_cancelled, fail_run, make_ready
 from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
+from fairq.cancel import CANCELLED_NOTE
 from fairq.contract import ExpiredLease, MaintainParams, MaintainResult
-from fairq.policy.tenant import forgettable, refresh
+from fairq.policy.tenant import end_run, forgettable, refresh, retag
 
 LEASE_EXPIRED_ERROR = "lease expired"
 
@@ -98,7 +99,8 @@ def _promote(db: sqlite3.Connection, queue: QueueRow, now: float) -> int:
 
 def _expire(db: sqlite3.Connection, queue: str, now: float) -> list[ExpiredLease]:
     """An expired lease is a failed attempt, retried at once, charged what the run was
-    charged so far (a crash is not consumption: no end-of-run correction)."""
+    charged so far (a crash is not consumption: no end-of-run correction), and no sample of
+    its learned cost (its run time is unknown). An unclaimed one never ran (``_unclaimed``)."""
     overdue = [row["seq"] for row in db.execute(Q["jobs_expired"], {"queue": queue, "now": now})]
     expired: list[ExpiredLease] = []
     for seq in overdue:
@@ -106,9 +108,32 @@ def _expire(db: sqlite3.Connection, queue: str, now: float) -> list[ExpiredLease
         deadline = job.deadline
         assert deadline is not None
         tenant = TenantRow.load(db, job.tenant_id)
-        fail_run(db, job, tenant, now=now, ended_at=None, error=LEASE_EXPIRED_ERROR, retry_at=now)
-        expired.append(ExpiredLease.of(job, deadline))
+        if job.claimed:
+            fail_run(
+                db, job, tenant, now=now, ended_at=None, error=LEASE_EXPIRED_ERROR, retry_at=now
+            )
+            expired.append(ExpiredLease.of(job, deadline))
+        else:
+            _unclaimed(db, job, tenant, now)
+            expired.append(ExpiredLease.unclaimed(job, deadline))
     return expired
+
+
+def _unclaimed(db: sqlite3.Connection, job: JobRow, tenant: TenantRow, now: float) -> None:
+    """A relayed job's hold lapsed before a worker claimed it (its relay died or gave it
+    back): it never ran, so the attempt is given back, no failure or figure is counted, its
+    tenant stays charged the estimate (no more), and it is ready again at once (cancelled if
+    it had a cancel request). Saves the job and the tenant."""
+    queue = QueueRow.get(db, job.queue)
+    end_run(queue, tenant, job, None, now)
+    job.attempts -= 1
+    if job.cancel_requested:
+        job.last_error = CANCELLED_NOTE
+        end_cancelled(db, job, tenant, now)
+    else:
+        make_ready(db, job, tenant, queue, now, now)
+    retag(queue, tenant)
+    tenant.save(db)
 
 
 def _unlimit(db: sqlite3.Connection, queue: QueueRow, now: float) -> None:

@@ -129,6 +129,7 @@ def _job_row(job: NewJob, tenant_id: int, now: float) -> dict[str, object]:
         "max_attempts": job.max_attempts,
         "lease_timeout": job.lease_timeout,
         "cost": job.cost,
+        "learn_cost": job.learn_cost,
         "enqueued_at": now,
         "run_at": job.run_at,
         "ready_at": now if ready else None,

@@ -131,10 +131,10 @@ GROUP BY tenant_id
 -- name: job_insert
 INSERT INTO jobs (
     id, tenant_id, queue, name, state, payload, priority, max_attempts, lease_timeout, cost,
-    enqueued_at, run_at, ready_at, headers
+    learn_cost, enqueued_at, run_at, ready_at, headers
 ) VALUES (
     :id, :tenant_id, :queue, :name, :state, :payload, :priority, :max_attempts, :lease_timeout,
-    :cost, :enqueued_at, :run_at, :ready_at, :headers
+    :cost, :learn_cost, :enqueued_at, :run_at, :ready_at, :headers
 )
 
 -- name: job_by_seq
@@ -152,7 +152,7 @@ UPDATE jobs SET
     state = :state, attempts = :attempts, leases = :leases, charged = :charged,
     run_at = :run_at, ready_at = :ready_at,
     started_at = :started_at, deadline = :deadline, finished_at = :finished_at,
-    last_error = :last_error, worker_id = :worker_id
+    last_error = :last_error, worker_id = :worker_id, claimed = :claimed
 WHERE seq = :seq
 
 -- name: job_checkpoint
@@ -213,15 +213,31 @@ LIMIT :limit
 
 -- name: job_type_save
 INSERT INTO job_types (
-    name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle, signature
+    name, queue, tenant_arg, params, max_attempts, lease_timeout, cost, throttle, signature,
+    learn_cost
 ) VALUES (
     :name, :queue, :tenant_arg, :params, :max_attempts, :lease_timeout, :cost, :throttle,
-    :signature
+    :signature, :learn_cost
 )
 ON CONFLICT (name) DO UPDATE SET
     queue = excluded.queue, tenant_arg = excluded.tenant_arg, params = excluded.params,
     max_attempts = excluded.max_attempts, lease_timeout = excluded.lease_timeout,
-    cost = excluded.cost, throttle = excluded.throttle, signature = excluded.signature
+    cost = excluded.cost, throttle = excluded.throttle, signature = excluded.signature,
+    learn_cost = excluded.learn_cost
+
+-- name: job_cost_get
+-- A (queue, job name)'s learned cost (fairq/backends/sqlite/costs.py): its primary key.
+SELECT runs, mean FROM job_costs WHERE queue = :queue AND name = :name
+
+-- name: job_cost_put
+INSERT INTO job_costs (queue, name, runs, mean) VALUES (:queue, :name, :runs, :mean)
+ON CONFLICT (queue, name) DO UPDATE SET runs = excluded.runs, mean = excluded.mean
+
+-- name: job_costs_read
+-- Inspection: every learned cost (of one queue), in (queue, name) order.
+SELECT queue, name, runs, mean FROM job_costs
+WHERE :queue IS NULL OR queue = :queue
+ORDER BY queue, name
 
 -- name: throttle_window
 -- One (job name, tenant) window in recording order: at most its window size of rows.

@@ -223,6 +223,8 @@ class JobRow:
     result: str | None  # the kept return value (fairq.results); written by ack only
     result_until: float | None
     cancel_requested: bool  # written by cancel only (fairq/backends/sqlite/cancelling.py)
+    learn_cost: bool  # False: always charged ``cost`` (fairq.policy.cost)
+    claimed: bool  # its run started: at dispatch, or for a relayed job at its claim
 
     @classmethod
     def by_seq(cls, db: sqlite3.Connection, seq: int) -> JobRow:
@@ -237,7 +239,8 @@ class JobRow:
     def from_row(cls, row: sqlite3.Row) -> JobRow:
         fields: dict[str, Any] = {key: row[key] for key in row.keys()}  # noqa: SIM118
         fields["state"] = JobState(fields["state"])
-        fields["cancel_requested"] = bool(fields["cancel_requested"])
+        for flag in ("cancel_requested", "learn_cost", "claimed"):
+            fields[flag] = bool(fields[flag])
         return cls(**fields)
 
     def save(self, db: sqlite3.Connection) -> None:
@@ -256,6 +259,7 @@ class JobRow:
                 "finished_at": self.finished_at,
                 "last_error": self.last_error,
                 "worker_id": self.worker_id,
+                "claimed": self.claimed,
             },
         )
 

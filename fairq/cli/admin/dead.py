@@ -23,6 +23,7 @@ from fairq.cli.admin._common import (
     safe_text,
     store_options,
 )
+from fairq.cli.numbers import Whole
 from fairq.contract import GetJobsParams
 from fairq.job import JobInfo, JobState
 from fairq.policy.bounds import MAX_INT
@@ -49,7 +50,7 @@ def dead() -> None:
 @click.option("--tenant", default=None, help="Only this tenant (exact id).")
 @click.option(
     "--limit",
-    type=click.IntRange(1, MAX_INT),
+    type=Whole(1, MAX_INT),
     default=50,
     show_default=True,
     help="Show at most this many, oldest death first.",

@@ -11,6 +11,7 @@ import click
 from fairq.app import Call, Options
 from fairq.cli import cli
 from fairq.cli.admin._common import InputError, open_app, reported_errors, store_options
+from fairq.cli.numbers import Whole
 from fairq.errors import MissingTenant
 from fairq.policy.bounds import MAX_INT
 
@@ -47,7 +48,7 @@ Examples:
 )
 @click.option(
     "--priority",
-    type=click.IntRange(-MAX_INT - 1, MAX_INT),
+    type=Whole(-MAX_INT - 1, MAX_INT),
     default=0,
     show_default=True,
     help="Higher runs first among the same tenant's jobs.",

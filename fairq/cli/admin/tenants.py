@@ -25,7 +25,6 @@ from fairq.cli.admin._common import (
 from fairq.cli.admin.values import (
     NONE,
     given,
-    parse_cap,
     parse_half_life,
     parse_pause_weight,
     parse_rate_text,
@@ -33,6 +32,7 @@ from fairq.cli.admin.values import (
     parse_weight,
     with_burst,
 )
+from fairq.cli.numbers import Whole
 from fairq.contract import KEEP, GetQueueParams, Keep, QueueSettings, TenantStats
 from fairq.policy.bounds import MAX_INT
 from fairq.policy.queues import check_queue_name
@@ -68,7 +68,7 @@ Examples:
     "--max-running",
     "max_running",
     metavar="N|none",
-    callback=parse_cap,
+    type=Whole(none_ok=True),
     default=None,
     help="At most N of this tenant's jobs run at once; 'none' follows the queue's "
     "default (set with `fairq queue`).",
@@ -83,7 +83,7 @@ Examples:
 )
 @click.option(
     "--burst",
-    type=click.IntRange(1, MAX_INT),
+    type=Whole(1, MAX_INT),
     default=None,
     help="With --rate: how many may start back to back (default 1).",
 )
@@ -189,7 +189,7 @@ Examples:
     "--max-running",
     "max_running",
     metavar="N|none",
-    callback=parse_cap,
+    type=Whole(none_ok=True),
     default=None,
     help="Default per-tenant cap; 'none' for no cap.",
 )
@@ -202,7 +202,7 @@ Examples:
 )
 @click.option(
     "--burst",
-    type=click.IntRange(1, MAX_INT),
+    type=Whole(1, MAX_INT),
     default=None,
     help="With --rate: how many may start back to back (default 1).",
 )
@@ -227,7 +227,7 @@ Examples:
     "--max-in-flight",
     "max_in_flight",
     metavar="N|none",
-    callback=parse_cap,
+    type=Whole(none_ok=True),
     default=None,
     help="The queue's own cap: at most N of its jobs running at once, all tenants and "
     "workers together (the fair order is unchanged); 'none' for no cap.",

@@ -12,7 +12,7 @@ import click
 
 from fairq.contract import KEEP, Keep
 from fairq.errors import ConfigError
-from fairq.policy.bounds import MAX_INT, check_max_running, check_seconds, check_weight
+from fairq.policy.bounds import check_seconds, check_weight
 from fairq.policy.rate import Rate
 
 NONE = "none"
@@ -49,24 +49,6 @@ def parse_pause_weight(
 ) -> float | None:
     """A tenant's weight: 0 (paused) or a positive finite number."""
     return None if value is None else _checked(partial(check_weight, paused_ok=True), value)
-
-
-def parse_cap(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """A whole number of at least 1, or ``none``. (Whether it was given is asked separately.)"""
-    if value is None:
-        return None
-    text = value.strip()
-    if text.lower() == NONE:
-        return None
-    if not text.isdigit() or not text.strip("0"):
-        raise click.BadParameter(f"{text[:40]!r} is not a whole number of at least 1 (or 'none')")
-    digits = text.lstrip("0")
-    if len(digits) > len(str(MAX_INT)):
-        raise click.BadParameter(f"a number of {len(digits)} digits is over {MAX_INT:,}")
-    try:
-        return check_max_running(int(digits))
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 def parse_rate_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

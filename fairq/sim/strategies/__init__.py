@@ -12,9 +12,11 @@ from fairq.errors import ConfigError
 from fairq.policy.rate import Rate
 from fairq.policy.shards import Sharding
 from fairq.sim.engine import Strategy
+from fairq.sim.strategies import lottery
 from fairq.sim.strategies.decayed import DecayedActivity
 from fairq.sim.strategies.fairq import Fairq
 from fairq.sim.strategies.fifo import Fifo
+from fairq.sim.strategies.iteration import Iteration
 from fairq.sim.strategies.lottery import Lottery
 from fairq.sim.strategies.round_robin import RoundRobin
 from fairq.sim.strategies.sharding import ShuffleSharding
@@ -32,6 +34,7 @@ def _fairq(weights: Weights, s: Settings) -> Strategy:
     shards = s.pop("shards", None)
     size = s.pop("shard_size", 2.0)
     return Fairq(
+        slice=s.pop("slice", None),
         weights=weights,
         max_running=None if cap is None else int(cap),
         rate=rate,
@@ -48,9 +51,9 @@ def _whole(value: float) -> int:
 
 def _lottery(weights: Weights, s: Settings) -> Strategy:
     return Lottery(
-        per_round=int(s.pop("per_round", 100)),
-        interval=s.pop("interval", 60.0),
-        threshold=s.pop("threshold", 60.0),
+        per_round=int(s.pop("per_round", lottery.DEFAULTS["per_round"])),
+        interval=s.pop("interval", lottery.DEFAULTS["interval"]),
+        threshold=s.pop("threshold", lottery.DEFAULTS["threshold"]),
         weights=weights,
     )
 
@@ -72,9 +75,14 @@ STRATEGIES: dict[str, tuple[Callable[[Weights, Settings], Strategy], str, str]] 
     "fairq": (
         _fairq,
         "fair queuing per tenant (the reference model)",
-        "max_running rate per half_life shards shard_size",
+        "max_running rate per half_life shards shard_size slice",
     ),
     "fifo": (lambda w, s: Fifo(), "one shared FIFO queue", ""),
+    "iteration": (
+        lambda w, s: Iteration(slice=s.pop("slice", 30.0)),
+        "one FIFO queue; long jobs re-enqueue themselves every slice",
+        "slice",
+    ),
     "round-robin": (lambda w, s: RoundRobin(), "a ring of the tenants with jobs", ""),
     "decayed": (_decayed, "tenants ordered by decayed recent activity", "half_life"),
     "slots": (_slots, "per-tenant slots, retry in 60 s when full", "slots retry"),

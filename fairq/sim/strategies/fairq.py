@@ -6,6 +6,12 @@ its idle workers one ``dequeue`` and each finish an ``ack_many``, all at the sim
 fairness are the model's own settings. Left out: leases never expire (jobs never crash) and
 there is no network or store latency, so every worker sees the decision the moment it is made.
 
+With ``slice``, every job is an iterative one (``App.iterative_job``, docs/iteration.md): it
+runs at most ``slice`` seconds, is then released (``Backend.release``: ready again at once, its
+tenant charged for the run) and resumes when the scheduler picks it again. Its declared cost
+is bounded by the slice: the estimate a warm store has learned for it, since only whole runs
+(the last slice) are samples, never a hand-back.
+
 With ``shards``, fairq's shuffle sharding (docs/sharding.md): each tenant gets ``shard_size`` of
 the shards by fairq.policy.shards, the model puts each job in the least loaded of them, and
 worker ``i`` serves shard ``i % shards`` only (a pool per shard), fairly within it.
@@ -23,6 +29,7 @@ from fairq.contract import (
     EnqueueParams,
     MaintainParams,
     QueueSettings,
+    ReleaseParams,
     SetQueueParams,
     TenantSettingsParams,
 )
@@ -32,7 +39,7 @@ from fairq.model import ReferenceModel
 from fairq.policy.bounds import MAX_SECONDS
 from fairq.policy.rate import Rate
 from fairq.policy.shards import Sharding
-from fairq.sim.engine import SimJob
+from fairq.sim.engine import Part, SimJob
 
 _QUEUE = "sim"
 
@@ -48,9 +55,15 @@ class Fairq:
         rate: Rate | None = None,
         half_life: float | None = None,
         shards: Sharding | None = None,
+        slice: float | None = None,
         name: str = "fairq",
     ) -> None:
+        if slice is not None and not slice > 0:
+            raise ConfigError(f"slice must be a positive number of seconds, got {slice}")
         self.name = name
+        self._slice = slice
+        self._left: dict[int, float] = {}  # job id -> seconds left, with slices
+        self._last: set[int] = set()  # jobs whose current run ends them
         self._sharding = shards
         self._queues = [_QUEUE] if shards is None else shards.queues(_QUEUE)
         self._weights = dict(weights or {})
@@ -65,6 +78,8 @@ class Fairq:
         self._model = ReferenceModel()
         self._jobs.clear()
         self._tokens.clear()
+        self._left.clear()
+        self._last.clear()
         if self._sharding is not None and workers < self._sharding.count:
             raise ConfigError(
                 f"fairq with shards needs a worker per shard: {workers} workers, "
@@ -87,14 +102,14 @@ class Fairq:
             new.append(
                 NewJob(
                     id=key,
-                    name="sim",
+                    name=job.name,
                     queue=_QUEUE,
                     tenant=job.tenant,
                     payload="",
                     run_at=now,
                     max_attempts=1,
                     lease_timeout=MAX_SECONDS,
-                    cost=job.cost,
+                    cost=job.cost if self._slice is None else min(job.cost, self._slice),
                     shards=self._shards_of(job.tenant),
                 )
             )
@@ -105,7 +120,7 @@ class Fairq:
             return []
         return self._sharding.queues_of(_QUEUE, tenant)
 
-    def take(self, idle: Sequence[int], now: float) -> Sequence[SimJob | None]:
+    def take(self, idle: Sequence[int], now: float) -> Sequence[SimJob | Part | None]:
         """One ``dequeue`` for all the idle workers: the contract makes a batch of ``limit``
         the same as that many single dequeues at the same ``now``. With nothing waiting there
         is nothing to ask (unless rate limits are on: the model ends them as it dequeues)."""
@@ -116,9 +131,9 @@ class Fairq:
         params = DequeueParams(queues=[_QUEUE], worker_id="sim", now=now, limit=len(idle))
         return [self._leased(lease) for lease in self._model.dequeue(params).leases]
 
-    def _take_per_shard(self, idle: Sequence[int], now: float) -> list[SimJob | None]:
+    def _take_per_shard(self, idle: Sequence[int], now: float) -> list[SimJob | Part | None]:
         """Each idle worker asks its own shard; a shard with no work leaves it idle."""
-        handed: list[SimJob | None] = []
+        handed: list[SimJob | Part | None] = []
         for worker in idle:
             shard = self._queues[worker % len(self._queues)]
             params = DequeueParams(queues=[shard], worker_id="sim", now=now, limit=1)
@@ -126,14 +141,27 @@ class Fairq:
             handed.append(self._leased(leases[0]) if leases else None)
         return handed
 
-    def _leased(self, lease: Lease) -> SimJob:
+    def _leased(self, lease: Lease) -> SimJob | Part:
         job = self._jobs.pop(lease.job_id)
         self._tokens[job.id] = lease.token
-        return job
+        if self._slice is None:
+            return job
+        left = self._left.pop(job.id, job.duration)
+        if self._slice >= left:
+            self._last.add(job.id)
+        else:
+            self._left[job.id] = left - self._slice
+        return Part(job, self._slice)
 
     def finished(self, job: SimJob, worker: int, now: float) -> None:
+        """The end of a run: an ack, or (a slice ended with work left) a release."""
         token = self._tokens.pop(job.id)
-        self._model.ack_many(AckManyParams(tokens=[token], now=now))
+        if self._slice is None or job.id in self._last:
+            self._last.discard(job.id)
+            self._model.ack_many(AckManyParams(tokens=[token], now=now))
+        else:
+            self._model.release(ReleaseParams(token=token, now=now))
+            self._jobs[str(job.id)] = job
 
     def wake_at(self, now: float) -> float | None:
         """A rate-limited tenant becomes eligible again with no event of its own."""

@@ -18,6 +18,18 @@ from collections.abc import Mapping, Sequence
 
 from fairq.sim.engine import SimJob, one_pool
 
+#: The gem's example: 100 jobs a minute, rounds skipped while the main queue is a minute late.
+DEFAULTS = {"per_round": 100, "interval": 60.0, "threshold": 60.0}
+
+
+def sized(workers: int, mean_run: float) -> str:
+    """The planner's settings sized to a pool (as a strategy spec): a round every second, of
+    at least one job per worker and twice what the pool runs in a second, skipped while the
+    main queue's oldest job has waited over a second. So the pool never runs dry for want of
+    a round, and the FIFO main queue never holds more than about two rounds."""
+    per_round = max(workers, math.ceil(2 * workers / max(mean_run, 1e-9)))
+    return f"lottery:per_round={per_round},interval=1,threshold=1"
+
 
 class Lottery:
     name = "lottery"

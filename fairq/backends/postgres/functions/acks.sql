@@ -22,7 +22,9 @@ $$;
 -- per token, 'ok', 'not_found' (unknown, not running, another lease, or acked earlier in the
 -- batch) or 'expired'; nothing changes for a token that is not 'ok'. The caller holds the
 -- queue locks: exclusive for p_exclusive, shared for the other queues of the jobs named.
--- Each acked job moves to succeeded_jobs and its run ends (succeeded_runs).
+-- Each acked job moves to succeeded_jobs and its run ends (succeeded_runs); a claimed run's
+-- charge is a sample of its (queue, name)'s learned cost (costs.sql: learn_costs, after the
+-- tenants, so that a dispatch in the same call charges what the acks taught).
 CREATE FUNCTION {schema}.ack_held(
     p_ids text[], p_leases integer[], p_now double precision, p_exclusive text[],
     p_channel_salt text, p_defer text[], OUT statuses text[], OUT pending {schema}.tenants[]
@@ -32,6 +34,9 @@ DECLARE
     v_tenants bigint[];           -- per acked job, in token order: its tenant, start, charge
     v_started double precision[];
     v_charged double precision[];
+    v_queues text[];              -- the claimed runs' samples, in token order
+    v_names text[];
+    v_samples double precision[];
 BEGIN
     pending := ARRAY[]::{schema}.tenants[];
     IF coalesce(cardinality(p_ids), 0) = 0 THEN
@@ -50,14 +55,16 @@ BEGIN
     -- when it holds its running job's lease before the deadline and no earlier token of the
     -- batch acked that job. The 'ok' jobs move in one statement.
     WITH found AS MATERIALIZED (
-        SELECT p.ord, j.seq, j.tenant_id, j.started_at, j.charged, CASE
+        SELECT p.ord, j.seq, j.tenant_id, j.started_at, j.charged, j.queue, j.name,
+               j.claimed, CASE
             WHEN j.seq IS NULL OR j.state <> 'running' OR j.leases <> p.lease THEN 'not_found'
             WHEN (p_now < j.deadline) IS NOT TRUE THEN 'expired'
             WHEN row_number() OVER (PARTITION BY j.seq, p.lease ORDER BY p.ord) = 1 THEN 'ok'
             ELSE 'not_found' END AS status
         FROM unnest(p_ids, p_leases) WITH ORDINALITY AS p(id, lease, ord)
         LEFT JOIN LATERAL (
-            SELECT x.seq, x.state, x.leases, x.deadline, x.tenant_id, x.started_at, x.charged
+            SELECT x.seq, x.state, x.leases, x.deadline, x.tenant_id, x.started_at, x.charged,
+                   x.queue, x.name, x.claimed
             FROM {schema}.jobs x WHERE x.id = p.id) j ON true
     ), moved AS (
         DELETE FROM {schema}.jobs x
@@ -77,8 +84,12 @@ BEGIN
     SELECT array_agg(f.status ORDER BY f.ord),
            array_agg(f.tenant_id ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
            array_agg(f.started_at ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
-           array_agg(f.charged ORDER BY f.ord) FILTER (WHERE f.status = 'ok')
-    INTO statuses, v_tenants, v_started, v_charged
+           array_agg(f.charged ORDER BY f.ord) FILTER (WHERE f.status = 'ok'),
+           array_agg(f.queue ORDER BY f.ord) FILTER (WHERE f.status = 'ok' AND f.claimed),
+           array_agg(f.name ORDER BY f.ord) FILTER (WHERE f.status = 'ok' AND f.claimed),
+           array_agg(GREATEST(p_now - f.started_at, 0.001::double precision) ORDER BY f.ord)
+               FILTER (WHERE f.status = 'ok' AND f.claimed)
+    INTO statuses, v_tenants, v_started, v_charged, v_queues, v_names, v_samples
     FROM found f;
     IF v_tenants IS NOT NULL THEN
         pending := {schema}.succeeded_runs(
@@ -94,6 +105,9 @@ BEGIN
         GROUP BY r.tenant_id, bucket
         ORDER BY r.tenant_id, bucket
         ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count;
+    END IF;
+    IF v_samples IS NOT NULL THEN
+        PERFORM {schema}.learn_costs(v_queues, v_names, v_samples);
     END IF;
 END
 $$;

@@ -122,10 +122,11 @@ $$;
 -- nothing is due (a due scheduled job, an overdue lease, a rate limit that is over),
 -- dispatch. When something is due it returns one row with due = true and changes
 -- nothing; the caller then runs maintenance in Python and calls dispatch() in the same
--- transaction, under exclusive locks. p_wait: see wait_for_held.
+-- transaction, under exclusive locks. p_wait: see wait_for_held. p_hold: the relay's
+-- dequeue, its jobs handed out unclaimed (dispatch.sql).
 CREATE FUNCTION {schema}.dequeue(
     p_queues text[], p_seed bigint, p_worker text, p_now double precision, p_limit integer,
-    p_wait boolean
+    p_wait boolean, p_hold double precision DEFAULT NULL
 ) RETURNS TABLE (
     due boolean, l_id text, l_name text, l_queue text, l_tenant text, l_payload text,
     l_attempts integer, l_leases integer, l_max_attempts integer,
@@ -148,7 +149,7 @@ BEGIN
         PERFORM {schema}.wait_for_held(p_queues);
     END IF;
     RETURN QUERY SELECT false, d.*
-    FROM {schema}.dispatch(p_queues, p_worker, p_now, p_limit, v_locks.alone) d;
+    FROM {schema}.dispatch(p_queues, p_worker, p_now, p_limit, v_locks.alone, NULL, p_hold) d;
 END
 $$;
 
@@ -203,7 +204,7 @@ $$;
 CREATE FUNCTION {schema}.ack_dequeue(
     p_ids text[], p_leases integer[], p_ack_now double precision, p_queues text[],
     p_worker text, p_now double precision, p_limit integer, p_seed bigint,
-    p_channel_salt text
+    p_channel_salt text, p_hold double precision DEFAULT NULL
 ) RETURNS TABLE (
     statuses text[], due boolean, l_id text, l_name text, l_queue text, l_tenant text,
     l_payload text, l_attempts integer, l_leases integer, l_max_attempts integer,
@@ -228,7 +229,7 @@ BEGIN
     IF NOT due THEN
         RETURN QUERY SELECT NULL::text[], false, d.*
         FROM {schema}.dispatch(
-            p_queues, p_worker, p_now, p_limit, v_locks.alone, v_acked.pending) d;
+            p_queues, p_worker, p_now, p_limit, v_locks.alone, v_acked.pending, p_hold) d;
     END IF;
 END
 $$;

@@ -48,9 +48,15 @@
 -- once with the picks made from it: a queue's first round reads them from memory beside the
 -- tenants it scans (whose scan skips them: their stored keys are stale) as fresh candidates;
 -- those of a queue that had no round are written at the end.
+--
+-- Each job is charged its estimate (fairq.policy.cost.estimate): its declared cost, or once
+-- its (queue, name) has a sample and it learns its cost, the learned mean (job_costs, read
+-- once per name per call: costs.sql); charged and l_cost say which. p_hold: the relay's
+-- dequeue (DequeueParams.hold): the jobs are handed out unclaimed, each leased until
+-- p_now + p_hold; NULL: claimed, their runs starting now under their own leases.
 CREATE FUNCTION {schema}.dispatch(
     p_queues text[], p_worker text, p_now double precision, p_limit integer, p_alone text[],
-    p_pending {schema}.tenants[] DEFAULT NULL
+    p_pending {schema}.tenants[] DEFAULT NULL, p_hold double precision DEFAULT NULL
 ) RETURNS TABLE (
     l_id text, l_name text, l_queue text, l_tenant text, l_payload text, l_attempts integer,
     l_leases integer, l_max_attempts integer, l_started_at double precision,
@@ -59,8 +65,10 @@ CREATE FUNCTION {schema}.dispatch(
 ) LANGUAGE plpgsql AS $$
 DECLARE
     v_cands {schema}.tenants[];  -- the round's tenants, changed in memory pick by pick
-    v_prios integer[];            -- each one's head job: its priority and cost
-    v_costs double precision[];
+    v_prios integer[];            -- each one's head job: its priority, declared cost, name
+    v_costs double precision[];   -- and whether it learns its cost
+    v_jobs text[];
+    v_learns boolean[];
     v_picked integer[];           -- picks per tenant in this round
     v_starts double precision[];  -- their keys (start_tag, head_seq), for the picks; NULL:
     v_heads bigint[];             -- not to be picked (not eligible, or changed since read)
@@ -71,6 +79,10 @@ DECLARE
     v_flushed text[] := ARRAY[]::text[];  -- queues whose rows of p_pending are written
     v_seqs bigint[] := ARRAY[]::bigint[];  -- the jobs handed out, in order
     v_names text[] := ARRAY[]::text[];     -- and their tenants
+    v_charges double precision[] := ARRAY[]::double precision[];  -- and estimates
+    v_known text[] := ARRAY[]::text[];     -- the learned costs read: queue/name, runs, mean
+    v_known_runs integer[] := ARRAY[]::integer[];
+    v_known_means double precision[] := ARRAY[]::double precision[];
     v_clocks text[] := ARRAY[]::text[];    -- the queues dispatched from, their new V and count
     v_clock_values double precision[] := ARRAY[]::double precision[];
     v_clock_counts integer[] := ARRAY[]::integer[];
@@ -94,6 +106,12 @@ DECLARE
     v_next bigint;
     v_next_prio integer;
     v_next_cost double precision;
+    v_next_job text;
+    v_next_learn boolean;
+    v_charge double precision;
+    v_at integer;
+    v_runs integer;
+    v_mean double precision;
     v_finish double precision;
     v_interval double precision;
     v_until double precision;
@@ -151,14 +169,16 @@ BEGIN
             -- key as locked is the one the scan read (so is its head job, which this
             -- statement's snapshot shows as it is)
             SELECT array_agg(c.x ORDER BY c.ord), array_agg(c.priority ORDER BY c.ord),
-                   array_agg(c.cost ORDER BY c.ord),
+                   array_agg(c.cost ORDER BY c.ord), array_agg(c.name ORDER BY c.ord),
+                   array_agg(c.learn_cost ORDER BY c.ord),
                    array_agg(CASE WHEN c.fresh THEN (c.x).start_tag END ORDER BY c.ord),
                    array_agg((c.x).head_seq ORDER BY c.ord), array_agg(c.mine ORDER BY c.ord),
                    count(*) FILTER (WHERE c.fresh AND NOT c.mine),
                    count(*) FILTER (WHERE NOT c.mine)
-            INTO v_cands, v_prios, v_costs, v_starts, v_heads, v_is_mine, v_fresh, v_scanned
+            INTO v_cands, v_prios, v_costs, v_jobs, v_learns, v_starts, v_heads, v_is_mine,
+                 v_fresh, v_scanned
             FROM (SELECT s.x, s.mine, CASE WHEN h.state = 'ready' THEN h.priority END AS priority,
-                         h.cost,
+                         h.cost, h.name, h.learn_cost,
                          row_number() OVER (ORDER BY s.seen_start, s.seen_head) AS ord,
                          coalesce(((s.x).start_tag, (s.x).head_seq)
                                   = (s.seen_start, s.seen_head), false) AS fresh
@@ -177,7 +197,8 @@ BEGIN
                   -- OFFSET 0: the head read by its key alone (without the fence, 1,095
                   -- buffers once in six runs of tests/postgres/test_cached_plans.py)
                   LEFT JOIN LATERAL (
-                      SELECT j.priority, j.cost, j.state FROM {schema}.jobs j
+                      SELECT j.priority, j.cost, j.name, j.learn_cost, j.state
+                      FROM {schema}.jobs j
                       WHERE j.seq = (s.x).head_seq OFFSET 0) h ON true) c;
             EXIT WHEN v_cands IS NULL;  -- every eligible tenant is held by another
             v_n := cardinality(v_cands);
@@ -213,23 +234,42 @@ BEGIN
                 -- order, found from it onwards, so the index entries of jobs already handed
                 -- out (dead until vacuum reaches them, and all before it) are not walked again
                 -- (SELECT INTO sets v_next to NULL when there is none)
-                SELECT r.seq, r.priority, r.cost INTO v_next, v_next_prio, v_next_cost
+                SELECT r.seq, r.priority, r.cost, r.name, r.learn_cost
+                INTO v_next, v_next_prio, v_next_cost, v_next_job, v_next_learn
                 FROM {schema}.jobs r
                 WHERE r.tenant_id = t.id AND r.state = 'ready'
                   AND r.priority = v_prios[v_best] AND r.seq > t.head_seq
                 ORDER BY r.priority DESC, r.seq
                 LIMIT 1;
                 IF v_next IS NULL THEN
-                    SELECT r.seq, r.priority, r.cost INTO v_next, v_next_prio, v_next_cost
+                    SELECT r.seq, r.priority, r.cost, r.name, r.learn_cost
+                    INTO v_next, v_next_prio, v_next_cost, v_next_job, v_next_learn
                     FROM {schema}.jobs r
                     WHERE r.tenant_id = t.id AND r.state = 'ready'
                       AND r.priority < v_prios[v_best]
                     ORDER BY r.priority DESC, r.seq
                     LIMIT 1;
                 END IF;
+                -- the estimate: the declared cost, or the learned mean of its (queue, name)
+                v_charge := v_costs[v_best];
+                IF v_learns[v_best] THEN
+                    v_at := array_position(v_known, v_queue || '/' || v_jobs[v_best]);
+                    IF v_at IS NULL THEN  -- SELECT INTO: NULL when it has no sample yet
+                        SELECT c.runs, c.mean INTO v_runs, v_mean FROM {schema}.job_costs c
+                        WHERE c.key = {schema}.cost_key(v_queue, v_jobs[v_best]);
+                        v_known := v_known || (v_queue || '/' || v_jobs[v_best]);
+                        v_known_runs := v_known_runs || coalesce(v_runs, 0);
+                        v_known_means := v_known_means || coalesce(v_mean, 0.0);
+                        v_at := cardinality(v_known);
+                    END IF;
+                    IF v_known_runs[v_at] > 0 THEN
+                        v_charge := v_known_means[v_at];
+                    END IF;
+                END IF;
+                v_charges := v_charges || v_charge;
                 -- V = S; F = S + estimate / w
                 v_vclock := t.start_tag;
-                v_finish := t.start_tag + v_costs[v_best] / t.weight;
+                v_finish := t.start_tag + v_charge / t.weight;
                 -- usage = max(decayed(usage, usage_at, now) + (F_new - F_old), 0)
                 t.usage := GREATEST(
                     {schema}.decayed(t.usage, t.usage_at, p_now, v_half_life)
@@ -263,6 +303,8 @@ BEGIN
                 v_heads[v_best] := t.head_seq;
                 v_prios[v_best] := v_next_prio;
                 v_costs[v_best] := v_next_cost;
+                v_jobs[v_best] := v_next_job;
+                v_learns[v_best] := v_next_learn;
                 IF v_picked[v_best] = 0 THEN
                     v_changed := v_changed + 1;
                 END IF;
@@ -314,11 +356,12 @@ BEGIN
     WITH started AS (
         UPDATE {schema}.jobs j
         SET state = 'running', attempts = j.attempts + 1, leases = j.leases + 1,
-            started_at = p_now, deadline = p_now + j.lease_timeout, worker_id = p_worker,
-            charged = j.cost
-        WHERE j.seq = ANY(v_seqs)
+            started_at = p_now, deadline = p_now + coalesce(p_hold, j.lease_timeout),
+            worker_id = p_worker, charged = c.charge, claimed = p_hold IS NULL
+        FROM unnest(v_seqs, v_charges) AS c(seq, charge)
+        WHERE j.seq = c.seq
         RETURNING j.seq, j.id, j.name, j.queue, j.payload, j.attempts, j.leases,
-                  j.max_attempts, j.started_at, j.deadline, j.lease_timeout, j.cost,
+                  j.max_attempts, j.started_at, j.deadline, j.lease_timeout, j.charged,
                   j.ready_at, j.headers, j.tenant_id
     ), waited AS (  -- each job's wait, for the figures (figures.sql), in key order; the rows
                     -- of a tenant are written only by whoever holds that tenant
@@ -331,7 +374,7 @@ BEGIN
         ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count
     )
     SELECT s.id, s.name, s.queue, o.tenant, s.payload, s.attempts, s.leases, s.max_attempts,
-           s.started_at, s.deadline, s.lease_timeout, s.cost, s.ready_at, s.headers
+           s.started_at, s.deadline, s.lease_timeout, s.charged, s.ready_at, s.headers
     FROM unnest(v_seqs, v_names) WITH ORDINALITY AS o(seq, tenant, ord)
     JOIN started s ON s.seq = o.seq
     ORDER BY o.ord;

@@ -106,16 +106,17 @@ BEGIN
         WHERE t.id = ANY(v_held) AND i.queue = t.queue AND i.tenant_key = t.tenant_key
           AND i.tenant = t.tenant
         RETURNING i.seq, i.id, t.id AS tenant_id, i.queue, i.name, i.payload, i.priority,
-                  i.run_at, i.max_attempts, i.lease_timeout, i.cost, i.headers, i.enqueued_at
+                  i.run_at, i.max_attempts, i.lease_timeout, i.cost, i.headers, i.enqueued_at,
+                  i.learn_cost
     ), inserted AS (
         INSERT INTO {schema}.jobs (
             seq, id, tenant_id, queue, name, state, payload, priority, max_attempts,
-            lease_timeout, cost, enqueued_at, run_at, ready_at, headers)
+            lease_timeout, cost, enqueued_at, run_at, ready_at, headers, learn_cost)
         SELECT u.seq, u.id, u.tenant_id, u.queue, u.name,
                CASE WHEN u.run_at <= p_now THEN 'ready' ELSE 'scheduled' END, u.payload,
                u.priority, u.max_attempts, u.lease_timeout, u.cost, u.enqueued_at, u.run_at,
                CASE WHEN u.run_at <= p_now THEN GREATEST(u.enqueued_at, u.run_at) END,
-               u.headers
+               u.headers, u.learn_cost
         FROM taken u
         ORDER BY u.seq
         ON CONFLICT (id) DO NOTHING
@@ -205,7 +206,8 @@ END
 $$;
 
 -- Every enqueue (see the top). p_jobs: the jobs, in order, as a JSON array of objects with the
--- inbox's columns (one text parameter for any batch: enqueueing.py's arguments), read once
+-- inbox's columns (one text parameter for any batch: enqueueing.py's arguments; learn_cost
+-- true when left out, as an older fairq's enqueue leaves it), read once
 -- into an array of inbox rows with their seqs drawn; the caller's now, the schema's seed
 -- (queue lock keys) and channel salt, and p_inbox for an enqueue in the caller's transaction.
 -- Returns each job's queue. When every tenant is free and there, six statements of small
@@ -243,7 +245,8 @@ BEGIN
     INTO v_jobs, v_ids, v_queues, v_run_ats, p_now
     FROM (SELECT array_agg(ROW(nextval('{schema}.jobs_seq_seq'), j.id, j.queue, j.tenant,
                                j.name, j.payload, j.priority, j.max_attempts, j.lease_timeout,
-                               j.cost, NULL, j.run_at, j.headers, j.tenant_key)::{schema}.inbox)
+                               j.cost, NULL, j.run_at, j.headers, j.tenant_key,
+                               coalesce(j.learn_cost, true))::{schema}.inbox)
                      AS jobs,
                  array_agg(j.id) AS ids, array_agg(j.queue) AS queues,
                  array_agg(j.run_at) AS run_ats
@@ -300,11 +303,12 @@ BEGIN
             WITH stored AS (
                 INSERT INTO {schema}.jobs (
                     seq, id, tenant_id, queue, name, state, payload, priority, max_attempts,
-                    lease_timeout, cost, enqueued_at, run_at, ready_at, headers)
+                    lease_timeout, cost, enqueued_at, run_at, ready_at, headers, learn_cost)
                 SELECT u.seq, u.id, v_held[u.ordinality], u.queue, u.name,
                        CASE WHEN u.run_at <= p_now THEN 'ready' ELSE 'scheduled' END,
                        u.payload, u.priority, u.max_attempts, u.lease_timeout, u.cost, p_now,
-                       u.run_at, CASE WHEN u.run_at <= p_now THEN p_now END, u.headers
+                       u.run_at, CASE WHEN u.run_at <= p_now THEN p_now END, u.headers,
+                       u.learn_cost
                 FROM unnest(v_jobs) WITH ORDINALITY AS u
                 WHERE v_held[u.ordinality] IS NOT NULL)
             UPDATE {schema}.tenants t
@@ -341,11 +345,11 @@ BEGIN
     IF cardinality(v_boxed) > 0 THEN
         INSERT INTO {schema}.inbox (
             seq, id, queue, tenant, tenant_key, name, payload, priority, max_attempts,
-            lease_timeout, cost, enqueued_at, run_at, headers)
+            lease_timeout, cost, enqueued_at, run_at, headers, learn_cost)
         SELECT v_jobs[i].seq, v_jobs[i].id, v_jobs[i].queue, v_jobs[i].tenant,
                v_jobs[i].tenant_key, v_jobs[i].name, v_jobs[i].payload, v_jobs[i].priority,
                v_jobs[i].max_attempts, v_jobs[i].lease_timeout, v_jobs[i].cost, p_now,
-               v_jobs[i].run_at, v_jobs[i].headers
+               v_jobs[i].run_at, v_jobs[i].headers, v_jobs[i].learn_cost
         FROM unnest(v_boxed) AS i
         ORDER BY i;
     END IF;

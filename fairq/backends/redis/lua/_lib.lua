@@ -1,8 +1,10 @@
 -- _lib.lua: shared helpers, the start of the one Redis Functions library fairq loads.
 --
 -- scripts.py builds the library: a header naming it (it defines LIBRARY, the library name,
--- LAYOUT, the record layout version from keys.py, and REPLY_TTL, see `register_once`),
--- this file, _lib_jobs.lua, _lib_slots.lua, then one file per operation. Each operation file
+-- LAYOUT, the record layout version from keys.py, QUEUE_KEYS, the keys of a queue's block,
+-- REPLY_TTL, see `register_once`, and the learned-cost rule's COST_WINDOW, COST_TRUSTED and
+-- COST_OUTLIER from fairq/policy/cost.py), this file, _lib_tenants.lua, _lib_jobs.lua,
+-- _lib_slots.lua, _lib_unique.lua, then one file per operation. Each operation file
 -- registers one function with `register` or `register_once` below and states its own
 -- contract (KEYS, ARGV, keys touched, return value). The helpers are created once, when the
 -- library is loaded, not per call.
@@ -37,9 +39,11 @@
 --                    result, and cancelled: the retention prunes them)
 --   jobs      hash   job_id -> binary record (JOB in _lib_jobs.lua): state, seq, tid,
 --                    priority, max_attempts, attempts, leases, enqueued_at, run_at,
---                    lease_timeout, cost, charged; optional ready_at, started_at, deadline,
---                    finished_at, cancel_at (a running job was asked to stop then),
---                    result_until (its kept result expires then)
+--                    lease_timeout, cost (as declared), charged; optional ready_at,
+--                    started_at, deadline, finished_at, cancel_at (a running job was asked
+--                    to stop then), result_until (its kept result expires then); flags
+--                    fixed (declared learn_cost=False) and unclaimed (a relayed job no
+--                    worker claimed yet); while running, the job's name after the record
 --   bodies    hash   job_id -> len(name) .. ":" .. name .. payload, after "h" .. len(headers)
 --                    .. ":" .. headers when the job has headers (only the name is read here)
 --   errors    hash   job_id -> last error text
@@ -57,6 +61,9 @@
 --                    kept as given), deleted with the job
 --   expiring  zset   score result_until, member seq(16) .. job_id: the succeeded jobs that
 --                    keep a result, pruned with it once it expires (not by the retention)
+--   costs     hash   job name (exact bytes) -> struct.pack('>Hd', runs, mean): the learned
+--                    run time of the queue's jobs of that name (fairq/policy/cost.py), written
+--                    by the end of a claimed run (`learn` in _lib_jobs.lua), read by dispatch
 --   fig       hash   the figures of the call's time slot (not one key of a fixed name: the
 --                    caller names the slot's key, keys.py figures_key): field tid .. ':' ..
 --                    kind .. bucket -> count, kind w (wait), r (run time) or o (outcome);
@@ -68,7 +75,6 @@
 -- The tag arithmetic copies fairq/policy/fairness.py, rate.py and history.py expression for
 -- expression (math.pow is C pow, as Python's math.pow), so every double is bit-identical.
 
-local QUEUE_KEYS = 22
 local TIDW, SEQW, PRIOW = 10, 16, 10
 local MIN_CHARGE = 0.001
 local DEFAULT_HALF_LIFE = 60.0
@@ -88,13 +94,16 @@ local LONG = '--------------------------------------------------'  -- 50 bytes
 
 -- The KEYS and ARGV of the running call: a function receives them as arguments, and the
 -- helpers read them as a script would (Redis runs one call at a time). server_now is the
--- server's clock as the call first read it (`now_of`), nil until then.
-local KEYS, ARGV, server_now = {}, {}, nil
+-- server's clock as the call first read it (`now_of`), nil until then. learned holds the
+-- learned costs the call read or changed, by costs key and job name (`learned_of` in
+-- _lib_jobs.lua): each is read once per call, and a dispatch charges what an ack earlier
+-- in the same call just learned.
+local KEYS, ARGV, server_now, learned = {}, {}, nil, {}
 
 -- Register operation `name` as the function LIBRARY .. '_' .. name.
 local function register(name, body)
   redis.register_function(LIBRARY .. '_' .. name, function(keys, args)
-    KEYS, ARGV, server_now = keys, args, nil
+    KEYS, ARGV, server_now, learned = keys, args, nil, {}
     return body()
   end)
 end
@@ -116,7 +125,7 @@ local function register_once(name, body, replay)
   redis.register_function(LIBRARY .. '_' .. name, function(keys, args)
     local key, head = keys[#keys], args[#args] .. ' '
     keys[#keys], args[#args] = nil, nil
-    KEYS, ARGV, server_now = keys, args, nil
+    KEYS, ARGV, server_now, learned = keys, args, nil, {}
     if redis.call('GETRANGE', key, 0, #head - 1) == head then
       local stored = cjson.decode(string.sub(redis.call('GET', key), #head + 1))
       if replay ~= nil then return replay(stored) end
@@ -277,6 +286,7 @@ local function keys_of(base)
       bodies = KEYS[base + 13], errors = KEYS[base + 14], backlog = KEYS[base + 15],
       wake = KEYS[base + 16], limited = KEYS[base + 17], tats = KEYS[base + 18],
       progress = KEYS[base + 19], results = KEYS[base + 20], expiring = KEYS[base + 21],
+      costs = KEYS[base + 22],
     }
     if nblocks >= 1000 then blocks, nblocks = {}, 0 end
     blocks[k.meta], nblocks = k, nblocks + 1
@@ -345,6 +355,7 @@ local function open_queue(block, name)
     cap = nil, rate = nil, half_life = nil, max_debt = 60.0, maxf = nil, full0 = false,
     vdirty = false, duedirty = false, confdirty = false, tenants = {}, named = {}, dirty = {},
     wake = 0, pending = {}, npending = 0, figs = {}, nfigs = 0, seq = nil, seqdirty = false,
+    newcosts = nil,
   }
   load_defaults(q, m[3])
   q.full0 = is_full(q)

@@ -34,32 +34,48 @@ local OUT_FAILED, OUT_EXPIRED, OUT_CANCELLED = 1, 2, 3
 
 -- -- jobs -----------------------------------------------------------------------------------
 
--- The job record (JOB_FIXED/JOB_OPTIONAL in records.py): fixed state, seq, tid, priority,
--- max_attempts, attempts, leases, enqueued_at, run_at, lease_timeout, cost, charged;
--- optional ready_at, started_at, deadline, finished_at, cancel_at (a running job was asked
--- to stop: fairq/cancel.py), result_until (its kept result expires: fairq/results.py) (read
--- and written as tenant_from and tenant_record do). States: s scheduled, r ready, R running,
--- S succeeded, d dead, c cancelled.
+-- The job record (JOB_FIXED/JOB_OPTIONAL/JOB_FLAGS in records.py): fixed state, seq, tid,
+-- priority, max_attempts, attempts, leases, enqueued_at, run_at, lease_timeout, cost,
+-- charged; optional ready_at, started_at, deadline, finished_at, cancel_at (a running job was
+-- asked to stop: fairq/cancel.py), result_until (its kept result expires: fairq/results.py)
+-- (read and written as tenant_from and tenant_record do). States: s scheduled, r ready,
+-- R running, S succeeded, d dead, c cancelled. Two flags follow the optional fields' bits in
+-- the mask, each set for the exception, so a record an older fairq wrote, without them,
+-- reads as the common case: FIXED_COST, declared learn_cost=False (j.fixed), and UNCLAIMED, a
+-- relayed job's run not started yet (j.unclaimed: `dispatch`); a job's table holds them as
+-- true or nil, so a new job's (enqueue.lua) has no field more: two more made Lua regrow it,
+-- which cost 5 % of an enqueue. A running job's
+-- name follows the packed fields (j.name; a running job an older fairq handed out has none:
+-- `name_of_job`), so ending its run learns its cost without reading its body.
 local job_format = formats('>Hc1dI4i4dddddddd', {'d', 'd', 'd', 'd', 'd', 'd'})
+local FIXED_COST, UNCLAIMED = 64, 128
+local job_sizes = {}  -- mask -> the size of its packed fields
 
 local function job_from(id, raw)
   local hi, mask = string.byte(raw, 1, 2)
   mask = hi * 256 + mask
   local _, state, seq, tid, priority, max_attempts, attempts, leases, enqueued_at, run_at,
     lease_timeout, cost, charged, a, b, c, d, e, f = struct.unpack(job_format(mask), raw)
-  local ready_at, started_at, deadline, finished_at, cancel_at, result_until
-  if mask % 2 == 1 then ready_at, a, b, c, d, e = a, b, c, d, e, f end
-  if mask % 4 >= 2 then started_at, a, b, c, d = a, b, c, d, e end
-  if mask % 8 >= 4 then deadline, a, b, c = a, b, c, d end
-  if mask % 16 >= 8 then finished_at, a, b = a, b, c end
-  if mask % 32 >= 16 then cancel_at, a = a, b end
-  if mask >= 32 then result_until = a end
+  local ready_at, started_at, deadline, finished_at, cancel_at, result_until, name
+  local opts = mask % 64
+  if opts % 2 == 1 then ready_at, a, b, c, d, e = a, b, c, d, e, f end
+  if opts % 4 >= 2 then started_at, a, b, c, d = a, b, c, d, e end
+  if opts % 8 >= 4 then deadline, a, b, c = a, b, c, d end
+  if opts % 16 >= 8 then finished_at, a, b = a, b, c end
+  if opts % 32 >= 16 then cancel_at, a = a, b end
+  if opts >= 32 then result_until = a end
+  if state == 'R' then
+    local size = job_sizes[mask]
+    if size == nil then size = struct.size(job_format(mask)); job_sizes[mask] = size end
+    if #raw > size then name = string.sub(raw, size + 1) end
+  end
   return {
     id = id, state = state, seq = seq, tid = tid, priority = priority,
     max_attempts = max_attempts, attempts = attempts, leases = leases,
     enqueued_at = enqueued_at, run_at = run_at, lease_timeout = lease_timeout, cost = cost,
     charged = charged, ready_at = ready_at, started_at = started_at, deadline = deadline,
     finished_at = finished_at, cancel_at = cancel_at, result_until = result_until, seqp = nil,
+    fixed = mask % 128 >= FIXED_COST or nil, unclaimed = mask >= UNCLAIMED or nil, name = name,
   }
 end
 
@@ -71,9 +87,13 @@ local function job_record(j)
   if j.deadline ~= nil then mask, a, b, c, d = mask + 4, j.deadline, a, b, c end
   if j.started_at ~= nil then mask, a, b, c, d, e = mask + 2, j.started_at, a, b, c, d end
   if j.ready_at ~= nil then mask, a, b, c, d, e, f = mask + 1, j.ready_at, a, b, c, d, e end
-  return struct.pack(job_format(mask), mask, j.state, j.seq, j.tid, j.priority,
+  if j.fixed then mask = mask + FIXED_COST end
+  if j.unclaimed then mask = mask + UNCLAIMED end
+  local record = struct.pack(job_format(mask), mask, j.state, j.seq, j.tid, j.priority,
     j.max_attempts, j.attempts, j.leases, j.enqueued_at, j.run_at, j.lease_timeout, j.cost,
     j.charged, a, b, c, d, e, f)
+  if j.state == 'R' and j.name ~= nil then return record .. j.name end
+  return record
 end
 
 local function load_job(q, id)
@@ -104,6 +124,73 @@ end
 
 local function readyat_member(j)
   return pad(j.tid, TIDW) .. sortable(j.ready_at) .. seqp(j)
+end
+
+-- The job's name: its body is len(name) .. ':' .. name .. payload, after
+-- 'h' .. len(headers) .. ':' .. headers when it has headers (records.py encode_body). Each
+-- dispatch reads it: one match and one sub (C calls cost more than the rest here).
+local function name_in(body)
+  local size, at = string.match(body, '^(%d+):()')
+  if size == nil then  -- headers first
+    local hsize, hat = string.match(body, '^h(%d+):()')
+    size, at = string.match(body, '^(%d+):()', hat + tonumber(hsize))
+  end
+  return string.sub(body, at, at + tonumber(size) - 1)
+end
+
+-- The name of a running job: kept in its record from its dispatch on (`job_record`), read
+-- from its body for one an older fairq handed out.
+local function name_of_job(q, j)
+  if j.name == nil then j.name = name_in(redis.call('HGET', q.k.bodies, j.id)) end
+  return j.name
+end
+
+-- -- learned costs (fairq/policy/cost.py) ------------------------------------------------------
+
+local COST_FORMAT = '>Hd'  -- runs, mean: a costs field's value
+
+-- The learned cost {runs, mean} of the queue's jobs named `name` ({0, 0.0}: none yet), read
+-- once per call and name (`learned` in _lib.lua).
+local function learned_of(q, name)
+  local known = learned[q.k.costs]
+  if known == nil then known = {}; learned[q.k.costs] = known end
+  local c = known[name]
+  if c == nil then
+    local raw = redis.call('HGET', q.k.costs, name)
+    if raw then
+      local runs, mean = struct.unpack(COST_FORMAT, raw)
+      c = {runs = runs, mean = mean}
+    else
+      c = {runs = 0, mean = 0.0}
+    end
+    known[name] = c
+  end
+  return c
+end
+
+-- cost.estimate: what a running job is charged at its dispatch: its declared cost while its
+-- name has no sample or when it is declared learn_cost=False, else the learned mean.
+local function estimate(q, j)
+  if j.fixed then return j.cost end
+  local c = learned_of(q, j.name)
+  if c.runs == 0 then return j.cost end
+  return c.mean
+end
+
+-- cost.learn: a claimed run that ended at ended_at (an ack, or a failure its worker reported)
+-- is a sample of its name's learned cost, in the policy's expressions and order; `flush`
+-- writes it back (one HSET per queue and call). An unclaimed run (a relayed job's wait in
+-- the broker) teaches nothing.
+local function learn(q, j, ended_at)
+  if j.unclaimed then return end
+  local name = name_of_job(q, j)
+  local c = learned_of(q, name)
+  local sample = max2(ended_at - j.started_at, MIN_CHARGE)
+  if c.runs >= COST_TRUSTED then sample = min2(sample, COST_OUTLIER * c.mean) end
+  c.runs = min2(c.runs + 1, COST_WINDOW)
+  c.mean = c.mean + (sample - c.mean) / c.runs
+  if q.newcosts == nil then q.newcosts = {} end
+  q.newcosts[name] = c
 end
 
 -- Into its tenant's ready FIFO ("make ready") as of ready_at, then refresh.
@@ -175,6 +262,7 @@ local function fail_job(q, t, j, now, ended_at, err, retry_at)
     local outcome = OUT_FAILED
     if j.cancel_at ~= nil then outcome = OUT_CANCELLED end
     figure(q, t, 'o', outcome)
+    learn(q, j, ended_at)
   end
   end_run(q, t, j, ended_at, now)
   if j.cancel_at == nil or ended_at == nil then t.failed = t.failed + 1 end
@@ -195,23 +283,47 @@ local function fail_job(q, t, j, now, ended_at, err, retry_at)
   return save_job(q, j)
 end
 
--- A heartbeat: charge the time a job has run beyond what it was charged
+-- A heartbeat: a claimed run is charged the time it has run beyond what it was charged
 -- (fairness.charge_progress; a paused tenant, w = 0, is not charged), retagging an eligible
--- tenant whose F moved, and extend its lease to now + lease_timeout.
-local function extend(q, j, now)
-  local t = tenant(q, j.tid)
-  local w = weight_of(q, t)
-  local elapsed = now - j.started_at
-  if not (elapsed <= j.charged or w <= 0) then
-    local finish = t.F + (elapsed - j.charged) / w
-    j.charged = elapsed
-    if finish ~= t.F then
-      set_finish(q, t, finish, now)
-      if t.S ~= nil then retag(q, t) end
+-- tenant whose F moved, and its lease extended to now + lease_timeout. An unclaimed one (a
+-- relayed job waiting in a broker: no service yet) is charged nothing, and held until
+-- now + hold (its relay's, when given) or now + lease_timeout.
+local function extend(q, j, now, hold)
+  local deadline = now + j.lease_timeout
+  if not j.unclaimed then
+    local t = tenant(q, j.tid)
+    local w = weight_of(q, t)
+    local elapsed = now - j.started_at
+    if not (elapsed <= j.charged or w <= 0) then
+      local finish = t.F + (elapsed - j.charged) / w
+      j.charged = elapsed
+      if finish ~= t.F then
+        set_finish(q, t, finish, now)
+        if t.S ~= nil then retag(q, t) end
+      end
     end
+  elseif hold ~= nil then
+    deadline = now + hold
   end
-  j.deadline = now + j.lease_timeout
+  j.deadline = deadline
   pend(q, q.k.running, j.deadline, running_member(j))
+  return save_job(q, j)
+end
+
+-- A relayed job's hold lapsed before a worker claimed it (its relay died, or gave it back):
+-- its run never started, so the attempt is given back and nothing is counted; it stays
+-- charged its estimate (a crash is not consumption: `end_run`). Ready again at once, or
+-- cancelled if it was asked to stop.
+local function unclaimed(q, t, j, now)
+  end_run(q, t, j, nil, now)
+  j.attempts = j.attempts - 1
+  if j.cancel_at ~= nil then
+    redis.call('HSET', q.k.errors, j.id, 'cancelled on request')
+    end_cancelled(q, t, j, now)
+  else
+    make_ready(q, t, j, now, now)
+  end
+  retag(q, t)
   return save_job(q, j)
 end
 
@@ -231,38 +343,32 @@ local function promote(q, now)
   return #due
 end
 
--- The job's name: its body is len(name) .. ':' .. name .. payload, after
--- 'h' .. len(headers) .. ':' .. headers when it has headers (records.py encode_body).
-local function name_in(body)
-  local start = 1
-  if string.byte(body, 1) == 104 then  -- 'h'
-    local hcolon = string.find(body, ':', 2, true)
-    start = hcolon + 1 + tonumber(string.sub(body, 2, hcolon - 1))
-  end
-  local colon = string.find(body, ':', start, true)
-  return string.sub(body, colon + 1, colon + tonumber(string.sub(body, start, colon - 1)))
-end
+local EXPIRED_FIELDS = 8  -- per lease in `expired`: see `expire`
 
-local EXPIRED_FIELDS = 7  -- per lease in `expired`: see `expire`
-
--- Leases with deadline <= now fail with "lease expired", in (deadline, seq) order; their run
--- is charged no more than it was so far (`end_run`). Appends to `expired` what each one was,
--- EXPIRED_FIELDS values: block, job id, job name, tenant name, attempt, deadline, 1 if dead
--- (else 0).
+-- Leases with deadline <= now end, in (deadline, seq) order: a claimed run fails with "lease
+-- expired", charged no more than it was so far (`end_run`); an unclaimed one is given back
+-- (`unclaimed`). Appends to `expired` what each one was, EXPIRED_FIELDS values: block, job
+-- id, job name, tenant name, attempt, deadline, 1 if dead (2: it ended cancelled, it had a
+-- cancel request; else 0), 1 if it was claimed (else 0: its attempt is the one given back).
 local function expire(q, now, expired)
   local due = redis.call('ZRANGEBYSCORE', q.k.running, '-inf', fmt(now))
   local n = #expired
   for _, m in ipairs(due) do
     local j = load_job(q, string.sub(m, RUNNING_ID))
     local t = tenant(q, j.tid)
-    local deadline = fmt(j.deadline)
-    fail_job(q, t, j, now, nil, 'lease expired', now)
-    local dead = 0  -- 2: it ended cancelled (it had a cancel request)
+    local deadline, name, claimed, attempt = fmt(j.deadline), name_of_job(q, j), 1, j.attempts
+    if not j.unclaimed then
+      fail_job(q, t, j, now, nil, 'lease expired', now)
+    else
+      unclaimed(q, t, j, now)
+      claimed = 0
+    end
+    local dead = 0
     if j.state == 'd' then dead = 1 elseif j.state == 'c' then dead = 2 end
-    expired[n + 1], expired[n + 2], expired[n + 3] = q.block, j.id,
-      name_in(redis.call('HGET', q.k.bodies, j.id))
-    expired[n + 4], expired[n + 5], expired[n + 6], expired[n + 7] = name_of(q, t),
-      j.attempts, deadline, dead
+    expired[n + 1], expired[n + 2], expired[n + 3], expired[n + 4] = q.block, j.id, name,
+      name_of(q, t)
+    expired[n + 5], expired[n + 6], expired[n + 7], expired[n + 8] = attempt, deadline, dead,
+      claimed
     n = n + EXPIRED_FIELDS
   end
 end
@@ -302,10 +408,12 @@ end
 
 -- -- dispatch -------------------------------------------------------------------------------
 
--- The queue's next job by (S, head_seq): it runs under a lease. Returns the reply entry, or
--- nil when no tenant is eligible or the queue is full (its leased jobs at max_in_flight:
--- one ZCARD, for capped queues only).
-local function dispatch(q, now)
+-- The queue's next job by (S, head_seq): it runs under a lease, charged its estimate
+-- (`estimate`). With a hold (the relay's dequeue) it is handed out unclaimed, held until
+-- now + hold: its run starts when a worker claims it (heartbeat.lua). Returns the reply
+-- entry, or nil when no tenant is eligible or the queue is full (its leased jobs at
+-- max_in_flight: one ZCARD, for capped queues only).
+local function dispatch(q, now, hold)
   if is_full(q) then return nil end
   sync(q)
   local first = redis.call('ZRANGE', q.k.eligible, '0', '0')[1]
@@ -321,13 +429,20 @@ local function dispatch(q, now)
   j.attempts = j.attempts + 1
   j.leases = j.leases + 1
   j.started_at = now
-  j.deadline = now + j.lease_timeout
+  if hold == nil then
+    j.unclaimed, j.deadline = nil, now + j.lease_timeout
+  else
+    j.unclaimed, j.deadline = true, now + hold
+  end
+  local body = redis.call('HGET', q.k.bodies, j.id)
+  j.name = name_in(body)
+  local charge = estimate(q, j)
   figure(q, t, 'w', bucket_of(now - j.ready_at))
   pend(q, q.k.running, j.deadline, running_member(j))
   q.V = t.S
   q.vdirty = true
-  set_finish(q, t, t.S + j.cost / weight_of(q, t), now)
-  j.charged = j.cost
+  set_finish(q, t, t.S + charge / weight_of(q, t), now)
+  j.charged = charge
   t.ready = t.ready - 1
   if t.ready == 0 then redis.call('SREM', q.k.backlog, t.tidp) end
   t.running = t.running + 1
@@ -345,8 +460,7 @@ local function dispatch(q, now)
   if is_eligible(q, t) then t.S = t.F else t.S = nil end
   index(q, t)
   local record = save_job(q, j)
-  local name = name_of(q, t)
-  return {j.id, record, redis.call('HGET', q.k.bodies, j.id), name}
+  return {j.id, record, body, name_of(q, t)}
 end
 
 -- -- the end of every operation -------------------------------------------------------------
@@ -375,6 +489,14 @@ local function flush(q)
     redis.call('HSET', q.k.tenants, t.tids, tenant_record(t))
   end
   q.dirty = {}
+  if q.newcosts ~= nil then
+    local f, n = {}, 0
+    for name, c in pairs(q.newcosts) do
+      f[n + 1], f[n + 2], n = name, struct.pack(COST_FORMAT, c.runs, c.mean), n + 2
+    end
+    redis.call('HSET', q.k.costs, unpack(f, 1, n))
+    q.newcosts = nil
+  end
   if q.nfigs > 0 then
     for f, n in pairs(q.figs) do redis.call('HINCRBY', q.k.fig, f, n) end
     redis.call('EXPIRE', q.k.fig, FIG_TTL)
@@ -443,12 +565,13 @@ local function one_held(now)
   return q, j, nil
 end
 
--- A held job succeeded: the run's real cost replaces what it was charged. With a result
--- (JSON text) kept for `keep` seconds, the job is pruned once that expires (expiring), not
--- by the retention (done).
+-- A held job succeeded: the run's real cost replaces what it was charged, and is a sample of
+-- its name's learned cost. With a result (JSON text) kept for `keep` seconds, the job is
+-- pruned once that expires (expiring), not by the retention (done).
 local function succeed(q, j, now, result, keep)
   local t = tenant(q, j.tid)
   figure(q, t, 'r', bucket_of(now - j.started_at))  -- a run time alone: succeeded
+  learn(q, j, now)
   end_run(q, t, j, now, now)
   t.succeeded = t.succeeded + 1
   t.kept = t.kept + 1

@@ -4,8 +4,8 @@
 -- ARGV: [1] now (see `now_of`), [2] n, the results to keep, then 3 values per result: job_id,
 --       the value (JSON text), seconds to keep it; then 3 values per token: block, job_id,
 --       lease number text.
--- Touches: meta (read), tenants, eligible, ready (read), running, done, jobs, wake; results
---       and expiring for the jobs with a result.
+-- Touches: meta (read), tenants, eligible, ready (read), running, done, jobs, costs, wake;
+--       results and expiring for the jobs with a result.
 -- Returns: one string per token, in order: 'ok', or '' when the lease is lost (expired or
 --       unknown, or acked earlier in this batch; nothing is changed for it).
 

@@ -7,11 +7,10 @@
 --       script there touches one slot only.
 --       Jobs arrive here already routed: throttle rules were applied by route.lua first.
 -- ARGV: [1] G, [2] now (see `now_of`), [3] seq floor F, [4] number of queue blocks B,
---       [5 .. 4+B] queue names (block order), then [5+B] number of jobs N and 10 values per
---       job, in
---       enqueue order: block, job_id, body, tenant, priority, run_at, max_attempts,
+--       [5 .. 4+B] queue names (block order), then [5+B] number of jobs N and 11 values per
+--       job, in enqueue order: block, job_id, body, tenant, priority, run_at, max_attempts,
 --       lease_timeout, cost, i (the job's place in the caller's batch, from 0: on a Cluster
---       a batch is split into one call per slot).
+--       a batch is split into one call per slot), learn_cost ('0': charged its cost always).
 --       A sharded job's block is its shards' blocks, space-separated, best first: it goes to
 --       the least loaded (`least_loaded`); its shards share one hash tag (keys.py).
 --       Then the unique section (_lib_unique.lua): U, 3 values per job with a unique key (its
@@ -112,7 +111,7 @@ register_once('enqueue', function()
   local floor = tonumber(ARGV[3])
   local nblocks = tonumber(ARGV[4])
   local njobs = tonumber(ARGV[5 + nblocks])
-  local FIELDS = 10
+  local FIELDS = 11
   local first = 6 + nblocks
   local ufirst, kbase, named = first + njobs * FIELDS, nblocks * QUEUE_KEYS, {}
   for b = 1, nblocks do named[ARGV[4 + b]] = b end
@@ -149,6 +148,7 @@ register_once('enqueue', function()
       lease_timeout = tonumber(ARGV[a + 7]), cost = tonumber(ARGV[a + 8]), attempts = 0,
       leases = 0, charged = 0.0,
     }
+    if ARGV[a + 10] == '0' then j.fixed = true end
     redis.call('HSET', q.k.bodies, j.id, ARGV[a + 2])
     if j.run_at <= now then
       make_ready(q, t, j, now, now)

@@ -4,7 +4,7 @@
 -- ARGV: [1] job_id, [2] lease number (the token's text after its last ':'), [3] now (see
 --       `now_of`), [4] error, [5] retry_at ('' for no retry).
 -- Touches: meta (read), tenants, tnames (read), eligible, ready, readyat, scheduled, running,
---       dead, jobs, bodies (read), errors, backlog, wake, progress (read).
+--       dead, jobs, bodies (read), errors, backlog, wake, progress (read), costs.
 -- Returns: {'ok', record, body, tenant, error, progress ('' for none)} (the job after the
 --       call); {'nf'};
 --       {'exp', deadline}. Nothing is changed unless 'ok'.

@@ -1,20 +1,28 @@
--- heartbeat.lua: extend held leases to now + lease_timeout, charging the time run so far.
+-- heartbeat.lua: extend held leases, charging each claimed run the time run so far; or claim
+-- relayed jobs (a peer's worker starts their runs), or hold them (the relay keeps them).
 --
 -- KEYS: one block of QUEUE_KEYS keys per distinct queue of the tokens (see _lib.lua).
--- ARGV: [1] now (see `now_of`), then 3 values per token: block, job_id, lease number text.
+-- ARGV: [1] now (see `now_of`), [2] '1' to claim (else ''), [3] hold: seconds ('' for none),
+--       then 3 values per token: block, job_id, lease number text.
 -- Touches: meta (read), tenants, tnames (read), eligible, ready (read), jobs, running, wake.
 -- Returns: one string per token, in order: the new deadline, after a 'c' when the job has
---       a cancel request (fairq/cancel.py), or '' when the lease is lost (expired or unknown;
---       nothing is changed for it). Sent again: see `register_once` below.
+--       a cancel request (fairq/cancel.py); 'k' when holding a lease a worker has claimed
+--       (left as it is); or '' when the lease is lost (expired or unknown; nothing is
+--       changed for it). Sent again: see `register_once` below.
 --
--- Charging as they run (fairness.charge_progress, `extend` in _lib_jobs.lua): when a job has
--- run longer than it was charged, the difference / w moves its tenant's F (and usage), and
--- an eligible tenant is retagged; a paused tenant (w = 0) is not charged.
+-- Charging as they run (fairness.charge_progress, `extend` in _lib_jobs.lua): when a claimed
+-- job has run longer than it was charged, the difference / w moves its tenant's F (and
+-- usage), and an eligible tenant is retagged; a paused tenant (w = 0) is not charged. An
+-- unclaimed job (DequeueParams.hold: waiting in a peer's broker) is charged nothing: a claim
+-- starts its run (started_at = now, its own lease from now, still charged its estimate), a
+-- hold keeps it until now + hold, and a plain heartbeat extends it by its lease.
 
 local function beat()
-  local now = now_of(ARGV[1])
-  return each_held(now, 2, function(q, j)
-    extend(q, j, now)
+  local now, claim, hold = now_of(ARGV[1]), ARGV[2] == '1', opt(ARGV[3])
+  return each_held(now, 4, function(q, j)
+    if hold ~= nil and not j.unclaimed then return 'k' end
+    if claim and j.unclaimed then j.unclaimed, j.started_at = nil, now end
+    extend(q, j, now, hold)
     if j.cancel_at ~= nil then return 'c' .. fmt(j.deadline) end
     return fmt(j.deadline)
   end)

@@ -1,5 +1,5 @@
-"""The README's "Using it" code, run as it stands in a fresh directory, before any worker runs:
-a new user pastes it first, so nothing in it may wait for a worker (it once ended in
+"""docs/tutorial.md's code (step 2), run as it stands in a fresh directory, before any worker
+runs: a new user pastes it first, so nothing in it may wait for a worker (it once ended in
 ``app.result(…, timeout=60)``, a minute's wait and a ResultTimeout)."""
 
 from __future__ import annotations
@@ -12,19 +12,19 @@ from pathlib import Path
 
 from fairq import App
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+TUTORIAL = Path(__file__).resolve().parents[1] / "docs" / "tutorial.md"
 
 
 def using_it_blocks() -> tuple[str, str]:
-    """The section's first two Python blocks: myapp/jobs.py, and the calls that use it."""
-    text = README.read_text("utf-8")
-    section = text[text.index("## Using it") :]
+    """Step 2's first two Python blocks: myapp/jobs.py, and the calls that use it."""
+    text = TUTORIAL.read_text("utf-8")
+    section = text[text.index("## 2. Declare jobs") :]
     jobs, calls = re.findall(r"```python\n(.*?)```", section, re.S)[:2]
     assert jobs.startswith("# myapp/jobs.py")
     return jobs, calls
 
 
-def test_the_readmes_using_it_code_runs_before_any_worker(tmp_path: Path) -> None:
+def test_the_tutorials_code_runs_before_any_worker(tmp_path: Path) -> None:
     jobs, calls = using_it_blocks()
     (tmp_path / "myapp").mkdir()
     (tmp_path / "myapp" / "__init__.py").write_text("")
