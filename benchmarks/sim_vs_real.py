@@ -21,7 +21,7 @@ from pathlib import Path
 from fairq.demo.figures import JobRecord, mode_figures
 from fairq.demo.jobs import make_app
 from fairq.demo.runner import ModeRun, job_records, run_mode
-from fairq.demo.scenario import Mode, Scenario
+from fairq.demo.scenario import GREEDY, Mode, Scenario
 from fairq.policy.metrics import Waits
 from fairq.sim.engine import SimJob, simulate
 from fairq.sim.strategies.fairq import Fairq
@@ -83,8 +83,8 @@ def compare(scenario: Scenario, mode: Mode, work_dir: Path) -> None:
     real = run_real(scenario, mode, work_dir)
     simulated = run_simulated(real, scenario, mode)
     tenants, small = scenario.tenants, scenario.small_names
-    got = mode_figures(real, tenants, small)
-    sim = mode_figures(simulated, tenants, small)
+    got = mode_figures(real, tenants, small, GREEDY)
+    sim = mode_figures(simulated, tenants, small, GREEDY)
     print(
         f"\n{mode.label}: {len(real)} jobs, {scenario.workers} x {scenario.concurrency} slots; "
         f"makespan real {got.elapsed:.2f} s, simulated {sim.elapsed:.2f} s "

@@ -4,6 +4,12 @@ Jobs go into per-tenant queues; a weighted fair scheduler hands workers the next
 active tenant gets its share at once, capped in concurrency, without losing a job.
 """
 
+from fairq.startup import catch_early as _catch_early  # isort: skip
+
+# First, before the imports that take a while: in the `fairq` command (only), a SIGTERM or
+# Ctrl-C while it starts is remembered, so a worker stops cleanly (fairq/startup.py).
+_catch_early()
+
 from fairq.app import App, Call, JobDefinition, Options
 from fairq.contract import KEEP, Backend, CancelOutcome, QueueSettings, TenantStats
 from fairq.current import JobContext, NoCurrentJob, current_job

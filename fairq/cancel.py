@@ -3,7 +3,8 @@
 A scheduled or ready job is cancelled at once: it leaves its tenant's queue (a tenant whose
 last ready job goes leaves the eligible index, exactly as after a dispatch of it) and ends
 ``cancelled``. A running job cannot be taken from its worker: the store records a cancel
-request, which its worker learns with its next heartbeat (``HeartbeatResult.cancelled``) and
+request, which its worker learns within about a second (fairq/worker/cancels.py: a look at its
+running jobs' ``JobInfo.cancel_requested``; ``HeartbeatResult.cancelled`` brings it too) and
 which the job's code can see (``fairq.current_job()``; an ``async def`` job is cancelled, an
 iterative one stops at its next cursor). From then on the job never runs again: a failed
 attempt, a hand-back or an expired lease end it ``cancelled`` instead of retrying it; only an

@@ -1,9 +1,9 @@
 """The running job, as its own code sees it: ``fairq.current_job()``.
 
 A job's code may be asked to stop (``App.cancel`` on a running job: fairq/cancel.py). The
-worker learns of it with its next heartbeat, then: an ``async def`` job is cancelled at once
-(``asyncio.CancelledError`` at its next ``await``); an iterative job stops at its next cursor;
-a ``def`` job cannot be interrupted, so it looks when it can::
+worker learns of it within about a second (fairq/worker/cancels.py), then: an ``async def``
+job is cancelled at once (``asyncio.CancelledError`` at its next ``await``); an iterative job
+stops at its next cursor; a ``def`` job cannot be interrupted, so it looks when it can::
 
     @app.job(tenant="account")
     def rebuild(account: str) -> None:
@@ -58,8 +58,8 @@ class JobContext:
 
     @property
     def cancel_requested(self) -> bool:
-        """Someone asked the job to stop (``App.cancel``); seen from the worker's heartbeat
-        after the request, so up to a heartbeat interval late."""
+        """Someone asked the job to stop (``App.cancel``); the worker sees a request within
+        about a second (fairq/worker/cancels.py), so it turns True that late."""
         return self._running.cancel_requested
 
     def raise_if_cancelled(self) -> None:

@@ -22,7 +22,7 @@ from fairq.policy.fairness import (
     start_tag,
 )
 from fairq.policy.history import DEFAULT_HALF_LIFE, add_usage, decayed, history_start
-from fairq.policy.metrics import jain_index, percentile
+from fairq.policy.metrics import jain_index, max_min_shares, percentile
 from fairq.policy.queues import QueueOrder
 from fairq.policy.rate import (
     MAX_PERIOD,
@@ -511,3 +511,10 @@ def test_heartbeats_charge_only_time_beyond_what_was_charged_and_not_while_pause
     assert charge_progress(finish=10.0, charged=1.0, elapsed=5.0, weight=0.0) == (10.0, 1.0)
     assert finish_after_run(finish=12.0, charged=5.0, charge=6.0, weight=2.0) == 12.5
     assert finish_after_run(finish=12.0, charged=5.0, charge=6.0, weight=0.0) == 12.0
+
+
+def test_max_min_shares_owe_a_small_claimant_all_it_asks_and_split_the_rest() -> None:
+    shares = max_min_shares(10.0, {"big": 100.0, "small": 1.0, "mid": 4.0, "huge": 50.0})
+    assert shares == pytest.approx({"small": 1.0, "mid": 3.0, "big": 3.0, "huge": 3.0})
+    assert max_min_shares(3.0, {"a": 1.0, "b": 1.0}) == {"a": 1.0, "b": 1.0}
+    assert max_min_shares(0.0, {}) == {}

@@ -13,6 +13,7 @@ from fairq.cli import cli
 from fairq.cli.admin._common import InputError, StoreError, open_app, reported_errors
 from fairq.cli.numbers import Duration, Whole
 from fairq.errors import ConfigError
+from fairq.startup import startup_signals
 from fairq.urls import redact_url
 
 EXTRA_HINT = "the dashboard needs its extra: pip install 'fairq[web]'"
@@ -85,8 +86,10 @@ def dashboard(
     Binds 127.0.0.1 unless told otherwise, and refuses any other address without a token. A
     sign-in lasts --session-lifetime; signing out ends it on the server; wrong tokens are
     throttled (5 back to back, then one every 12 s per address). Starts before any worker has
-    made a SQLite store: the pages say so until it exists. Stops on Ctrl-C or SIGTERM.
+    made a SQLite store: the pages say so until it exists. Stops on Ctrl-C or SIGTERM (exit
+    code 0).
     """
+    startup = startup_signals()  # caught since the process started: a SIGTERM stops it cleanly
     try:
         import uvicorn
 
@@ -113,8 +116,12 @@ def dashboard(
         err=True,
     )
     config = uvicorn.Config(web, log_level="warning", access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+    # uvicorn handles the stop signals while it serves, then puts this handler back and raises
+    # the signal again (for Python's default, an exit by the signal): here it ends in a return
+    startup.then(lambda: setattr(server, "should_exit", True))
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
     finally:
         app.close()
 

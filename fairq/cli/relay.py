@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import logging
-import signal
-import threading
-from types import FrameType
 
 import click
 
@@ -15,6 +12,7 @@ from fairq.cli.numbers import Whole
 from fairq.errors import FairqError
 from fairq.relay import Relay, RelaySource
 from fairq.relay.relay import DEFAULT_HOLD, DEFAULT_IN_FLIGHT, MIN_HOLD
+from fairq.startup import StartupSignals, startup_signals
 
 log = logging.getLogger("fairq.relay")
 
@@ -92,6 +90,7 @@ def relay(
       fairq relay myproject.tasks:fair
       fairq relay myproject.tasks:fair --queue imports --in-flight 8
     """
+    startup = startup_signals()  # caught since the process started: a SIGTERM stops it cleanly
     try:
         source = load_object(source_ref, EXAMPLE)
     except FairqError as exc:
@@ -120,17 +119,15 @@ def relay(
         )
     except FairqError as exc:
         raise click.UsageError(str(exc)) from None
-    _stop_on_signals(built)
+    _stop_on_signals(built, startup)
     built.run()
 
 
-def _stop_on_signals(built: Relay) -> None:
-    if threading.current_thread() is not threading.main_thread():
-        return
+def _stop_on_signals(built: Relay, startup: StartupSignals) -> None:
+    """SIGTERM or Ctrl-C stops the relay: one that came while it started stops it at once."""
 
-    def handle(signum: int, frame: FrameType | None) -> None:
-        log.info("relay %s: stopping (%s)", built.name, signal.Signals(signum).name)
+    def stop() -> None:
+        log.info("relay %s: stopping (%s)", built.name, startup.received[-1])
         built.stop()
 
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGINT, handle)
+    startup.then(stop)

@@ -14,8 +14,8 @@ from fairq.cli import cli
 from fairq.cli.loader import load_app, rebind
 from fairq.cli.numbers import Whole
 from fairq.errors import FairqError
+from fairq.startup import StartupSignals, startup_signals
 from fairq.worker import Worker
-from fairq.worker.startup import StartupSignals
 from fairq.worker.supervisor import Supervisor, watch_parent
 from fairq.worker.unknown import DEFAULT_TIMEOUT as DEFAULT_UNKNOWN_JOB_TIMEOUT
 from fairq.worker.worker import DEFAULT_CONCURRENCY, DEFAULT_RETENTION
@@ -167,7 +167,7 @@ def worker(
       fairq worker myproject.jobs:app --url sqlite:///jobs.db --burst
       fairq worker myproject.jobs:app --metrics-port 9100
     """
-    startup = StartupSignals.install()  # before anything slow: a SIGTERM now stops it cleanly
+    startup = startup_signals()  # caught since the process started: a SIGTERM stops it cleanly
     log.info("loading %s", app_ref, extra={"action": "loading"})
     app = _load(app_ref, url)
     try:
@@ -197,9 +197,7 @@ def worker(
                 "--metrics-port serves one process's metrics; with --processes, run one "
                 "`fairq worker` per process instead, each with its own --metrics-port"
             )
-        if startup.received:
-            ctx.exit(0)
-        _supervise(ctx, app, processes)
+        _supervise(ctx, app, processes, startup)
     if supervised_by is not None:
         watch_parent(supervised_by, built.stop)
     server = None
@@ -243,7 +241,7 @@ def _load(app_ref: str, url: str | None) -> App:
     return rebind(app, url) if url is not None else app
 
 
-def _supervise(ctx: click.Context, app: App, processes: int) -> None:
+def _supervise(ctx: click.Context, app: App, processes: int, startup: StartupSignals) -> None:
     """Run the same command as ``processes`` child processes; exits with their verdict."""
     if app.url.lower().startswith("memory:"):
         raise click.UsageError(
@@ -252,8 +250,9 @@ def _supervise(ctx: click.Context, app: App, processes: int) -> None:
         )
     root = ctx.find_root()
     command = [sys.executable, "-m", "fairq", "--log-level", root.params["log_level"]]
+    command += ["--library-log-level", root.params["library_log_level"]]
     command += ["worker", *_child_args(ctx), "--supervised-by", str(os.getpid())]
-    ctx.exit(Supervisor(command, processes, burst=ctx.params["burst"]).run())
+    ctx.exit(Supervisor(command, processes, burst=ctx.params["burst"]).run(startup))
 
 
 def _child_args(ctx: click.Context) -> list[str]:

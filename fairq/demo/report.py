@@ -1,7 +1,7 @@
 """The demo's result as a side-by-side table (for people) and a JSON document (for scripts).
 
 Both are built from the same ``DemoResult``; the JSON holds every figure the table shows, in
-seconds, plus the contention window behind Jain's index.
+seconds, plus the window behind Jain's index and each tenant's worker-seconds in it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from fairq.demo.scenario import Mode
 from fairq.policy.metrics import Waits
 
 JAIN_NOTE = (
-    "Jain's index: (Σx)² / (n·Σx²) over the jobs each tenant started while every tenant had "
-    "jobs waiting; 1 = equal shares, 1/n = one tenant got everything."
+    "Jain's index: (Σx)² / (n·Σx²) over the rest of the flood (from the small tenants' arrival "
+    "to the greedy tenant's last start), x = the worker-seconds a tenant got there ÷ its max-min "
+    "fair share of them (a small tenant is owed all its jobs' run time); 1 = every tenant got its "
+    "share, 1/n = one tenant got everything."
 )
 
 
@@ -125,8 +127,9 @@ def _mode_json(figures: ModeFigures) -> dict[str, Any]:
         "jobs_per_second": figures.jobs_per_second,
         "elapsed": figures.elapsed,
         "jain_index": figures.fairness.index,
-        "contention_window": figures.fairness.window,
-        "starts_in_window": figures.fairness.starts,
+        "jain_window": figures.fairness.window,
+        "worker_seconds_in_window": figures.fairness.got,
+        "fair_share_in_window": figures.fairness.owed,
     }
 
 

@@ -75,7 +75,9 @@ def run_demo(
             run = ModeRun(mode=mode, queue=f"demo-{run_id}-{mode.value}")
             run_mode(app, scenario, run, url, log_dir, on_progress, timeout)
             records = job_records(app, run)
-            result.modes[mode] = mode_figures(records, scenario.tenants, scenario.small_names)
+            result.modes[mode] = mode_figures(
+                records, scenario.tenants, scenario.small_names, GREEDY
+            )
     finally:
         app.close()
     return result

@@ -47,7 +47,7 @@ class WorkerGroup:
         self.stop()
         for proc, log in zip(self.processes, self.logs, strict=True):
             # -SIGTERM: the signal came before the worker installed its handler, the first thing
-            # `fairq worker` does (it was still starting Python on a loaded machine, after the
+            # importing fairq does (it was still starting Python on a loaded machine, after the
             # other workers had run every job): it never touched the store, so nothing is lost.
             if proc.returncode not in (0, -signal.SIGTERM):
                 raise WorkerFailed(

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fairq.contract import ExpiredLease
+from fairq.errors import FairqError
 from fairq.instrument import JobEnd, Middleware, Outcome
 from fairq.job import Lease
 
@@ -39,6 +40,16 @@ LEVELS = {
 }
 #: The outcomes whose line carries the exception's traceback (a retry's is logged at DEBUG).
 WITH_TRACEBACK = {Outcome.DEAD, Outcome.ERROR}
+#: The outcomes whose ``JobEnd.error`` is no error but why the run ended as planned: logged as
+#: ``note=`` (the record's ``note``), its ``error`` left None.
+NOT_ERRORS = {Outcome.SLICE_ENDED}
+
+
+def trace_of(exc: BaseException | None) -> BaseException | None:
+    """The traceback worth logging with an error: none for fairq's own errors (a store out of
+    reach, a result that is not JSON …): their message says what is wrong and where, in one
+    line, on every store; anything else (a job's own exception, a bug) keeps its traceback."""
+    return None if isinstance(exc, FairqError) else exc
 
 
 def describe(exc: BaseException) -> str:
@@ -94,7 +105,10 @@ class JobLog(Middleware):
         fields = job_fields(lease, "job_end")
         fields["outcome"] = str(end.outcome)
         fields["duration_ms"] = round(end.seconds * 1000, 1)
-        fields["error"] = end.error
+        label = "note" if end.outcome in NOT_ERRORS else "error"
+        fields["error"] = None if label == "note" else end.error
+        if label == "note":
+            fields["note"] = end.error
         log.log(
             level,
             "job %s %s tenant=%s queue=%s attempt=%d/%d outcome=%s duration_ms=%.1f%s",
@@ -106,9 +120,9 @@ class JobLog(Middleware):
             lease.max_attempts,
             end.outcome,
             fields["duration_ms"],
-            f" error={end.error}" if end.error else "",
+            f" {label}={end.error}" if end.error else "",
             extra=fields,
-            exc_info=end.exc if end.outcome in WITH_TRACEBACK else None,
+            exc_info=trace_of(end.exc) if end.outcome in WITH_TRACEBACK else None,
         )
 
     def _handed_back_with_reason(self, lease: Lease, why: str) -> None:

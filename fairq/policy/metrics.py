@@ -38,6 +38,24 @@ def jain_index(values: Sequence[float]) -> float:
     return total * total / (len(scaled) * sum(v * v for v in scaled))
 
 
+def max_min_shares(capacity: float, demands: dict[str, float]) -> dict[str, float]:
+    """Each claimant's max-min fair share of ``capacity`` (water-filling, equal weights): one
+    that asks for less than an equal share is owed all it asks for, the others split the rest."""
+    shares: dict[str, float] = {}
+    left = capacity
+    waiting = sorted(demands, key=lambda k: demands[k])
+    while waiting:
+        equal = left / len(waiting)
+        smallest = waiting[0]
+        if demands[smallest] > equal:
+            shares.update((k, equal) for k in waiting)
+            break
+        shares[smallest] = demands[smallest]
+        left -= demands[smallest]
+        waiting.pop(0)
+    return shares
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The ``q``-th percentile (0-100) by the nearest-rank method; NaN for no values."""
     if not values:

@@ -41,7 +41,7 @@ from fairq.job import Lease
 from fairq.policy.queues import QueueOrder
 from fairq.worker.completions import Acks
 from fairq.worker.expiries import Expiries
-from fairq.worker.joblog import describe
+from fairq.worker.joblog import describe, trace_of
 from fairq.worker.runner import JobRunner
 from fairq.worker.running import RunningJobs
 
@@ -125,7 +125,7 @@ class Fetcher:
                     "the store failed: %s; trying again in %.1f s",
                     describe(exc),
                     error_wait,
-                    exc_info=exc,
+                    exc_info=trace_of(exc),
                     extra={"action": "store_error"},
                 )
                 self._pause(error_wait)

@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from fairq.contract import Backend, HeartbeatParams
 from fairq.instrument.hooks import Hooks, default_hooks
 from fairq.job import Lease
-from fairq.worker.joblog import describe, job_fields
+from fairq.worker.cancels import ask_to_stop
+from fairq.worker.joblog import describe, trace_of
 from fairq.worker.lost import why_lost
 from fairq.worker.running import RunningJobs
 
@@ -84,14 +85,14 @@ class Heartbeat:
                 HeartbeatParams(tokens=[lease.token for lease in leases], now=self.clock())
             )
         except Exception as exc:
-            log.error("heartbeat failed: %s; retrying", describe(exc), exc_info=exc)
+            log.error("heartbeat failed: %s; retrying", describe(exc), exc_info=trace_of(exc))
             self._failed = True
             return
         unreachable = self._failed
         self._failed = False
         self.running.extended(result.deadlines)
         if result.cancelled:
-            self._asked_to_stop(result.cancelled)
+            ask_to_stop(self.running, result.cancelled)
         # A job that ended meanwhile is not reported here: its ack or failure may have been
         # stored between our look at the leases and this beat, and if its lease was lost
         # indeed, whoever stores its outcome says so.
@@ -99,15 +100,6 @@ class Heartbeat:
         if lost:
             self._report([lease for lease in leases if lease.token in lost], unreachable)
         self._reported |= lost
-
-    def _asked_to_stop(self, tokens: Sequence[str]) -> None:
-        for lease in self.running.request_cancel(tokens):
-            log.info(
-                "job %s %s was asked to stop (a cancel request); it ends cancelled once it stops",
-                lease.job_id,
-                lease.name,
-                extra=job_fields(lease, "cancel_requested"),
-            )
 
     def _report(self, leases: list[Lease], unreachable: bool) -> None:
         held = [(lease, self.running.deadline(lease)) for lease in leases]

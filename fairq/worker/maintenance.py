@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from fairq.contract import Backend, MaintainParams
 from fairq.worker.expiries import Expiries
-from fairq.worker.joblog import describe
+from fairq.worker.joblog import describe, trace_of
 
 log = logging.getLogger("fairq.worker")
 
@@ -56,7 +56,7 @@ class Maintenance:
         try:
             result = self.backend.maintain(params)
         except Exception as exc:
-            log.error("maintenance failed: %s; retrying", describe(exc), exc_info=exc)
+            log.error("maintenance failed: %s; retrying", describe(exc), exc_info=trace_of(exc))
             return
         self.expiries.report(result.expired)
         if result.promoted or result.pruned:

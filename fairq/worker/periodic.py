@@ -31,7 +31,7 @@ from fairq.declare import Call, Options
 from fairq.errors import DuplicateJob
 from fairq.newjobs import new_job, store
 from fairq.periodic import Schedule
-from fairq.worker.joblog import describe
+from fairq.worker.joblog import describe, trace_of
 
 if TYPE_CHECKING:
     from fairq.app import App
@@ -106,7 +106,7 @@ class PeriodicScheduler:
                     "periodic %r: %s; trying again",
                     schedule.name,
                     describe(exc),
-                    exc_info=exc,
+                    exc_info=trace_of(exc),
                     extra={"action": "periodic_failed", "schedule": schedule.name},
                 )
                 continue
@@ -138,7 +138,8 @@ class PeriodicScheduler:
         older = (
             self._older_at_start(schedule, tick) if last is None else _between(schedule, last, tick)
         )
-        if last is None and due and now - tick > NEW_SCHEDULE_SLACK and older is None:
+        new = last is None and older is None  # no job of its last ticks is stored
+        if new and (not due or now - tick > NEW_SCHEDULE_SLACK):  # nothing missed: not counted
             log.info(
                 "periodic %r: no job of its last %d ticks is stored (a new schedule, or one whose "
                 "jobs were pruned): it starts with its next tick, not the one of %s",

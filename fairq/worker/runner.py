@@ -7,9 +7,9 @@ thread, so that no store call blocks the loop.
 
 A job declared with ``result_ttl`` has its return value encoded (fairq/results.py) and kept
 with its ack; a value that cannot be kept fails the attempt, as an exception would. A job asked
-to stop (fairq/cancel.py: the heartbeat marks it) that stops by ``JobCancelled`` or, ``async``,
-by its cancellation, is failed with no retry: the store ends it cancelled. The job's code sees
-its job through ``fairq.current_job()`` (fairq/current.py), set around its run.
+to stop (fairq/cancel.py; fairq/worker/cancels.py marks it) that stops by ``JobCancelled`` or,
+``async``, by its cancellation, is failed with no retry: the store ends it cancelled. The job's
+code sees its job through ``fairq.current_job()`` (fairq/current.py), set around its run.
 
 A job whose name this worker's app does not declare is handed back for a worker that knows it
 (``UnknownJobs``). One that cannot run at all (its payload cannot be decoded, its arguments do

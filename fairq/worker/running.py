@@ -236,6 +236,16 @@ class RunningJobs:
                 entry.interrupt()
         return [entry.lease for entry in asked]
 
+    def not_asked(self) -> dict[str, str]:
+        """Job id -> lease token of the jobs still running that were not asked to stop yet
+        (fairq/worker/cancels.py asks the store about them)."""
+        with self._cond:
+            return {
+                e.lease.job_id: token
+                for token, e in self._jobs.items()
+                if not e.cancel_requested and not e.claimed
+            }
+
     def unclaimed(self, tokens: set[str]) -> set[str]:
         """Those of ``tokens`` whose job is still running: nobody has taken its outcome."""
         with self._cond:

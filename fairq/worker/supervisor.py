@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import FrameType
 
+from fairq.startup import StartupSignals
+
 log = logging.getLogger("fairq.worker")
 
 FIRST_RESTART_DELAY = 0.5
@@ -27,7 +29,7 @@ MAX_RESTART_DELAY = 30.0
 HEALTHY_AFTER = 60.0  # a child that ran this long starts its back-off afresh when it dies
 PARENT_CHECK_INTERVAL = 1.0
 # Exit codes of a clean stop: 0, or killed by the forwarded signal itself, which happens only
-# while a child is still starting up (it installs its handlers before it takes any job).
+# while a child's Python is still starting, before it imports fairq (fairq/startup.py).
 CLEAN_EXITS = {0, -signal.SIGTERM, -signal.SIGINT}
 
 
@@ -54,10 +56,17 @@ class Supervisor:
         self._clean = True
         self._wake_r, self._wake_w = os.pipe()
 
-    def run(self) -> int:
+    def run(self, startup: StartupSignals | None = None) -> int:
+        """``startup``: the stop signals caught while the process started (checked once this
+        one's handlers are in place, so none is missed): with one, no child is started."""
         signums = (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD)
         previous = {signum: signal.signal(signum, self._on_signal) for signum in signums}
         try:
+            if startup is not None and startup.received:
+                log.info(
+                    "%s received while starting: no worker process started", startup.received[0]
+                )
+                return 0
             for child in self.children:
                 self._spawn(child)
             while not all(child.finished for child in self.children):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from fairq.contract import Backend, StatsParams, TenantSettingsParams
 from fairq.declare import TenantWeights
-from fairq.worker.joblog import describe
+from fairq.worker.joblog import describe, trace_of
 
 log = logging.getLogger("fairq.worker")
 
@@ -116,7 +116,8 @@ class WeightRefresher:
             try:
                 refresh(registration, self.backend, self.clock())
             except Exception as exc:  # the store failed: try again next round
-                log.error("refreshing tenant weights failed: %s", describe(exc), exc_info=exc)
+                why = describe(exc)
+                log.error("refreshing tenant weights failed: %s", why, exc_info=trace_of(exc))
 
     def _serve(self) -> None:
         # Look four times per interval: the due check uses the app's clock, so waking a little

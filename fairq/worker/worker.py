@@ -44,12 +44,15 @@ from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any
 
+from fairq import unseen_queues
 from fairq.app import App
 from fairq.contract import Backend, ReleaseParams
 from fairq.errors import ConfigError, FairqError, LeaseError
 from fairq.instrument import JobEnd, Outcome
 from fairq.policy.queues import QueueOrder
+from fairq.startup import STOP_SIGNALS, StartupSignals
 from fairq.urls import redact_url
+from fairq.worker.cancels import CancelWatch
 from fairq.worker.expiries import Expiries
 from fairq.worker.fetcher import Fetcher
 from fairq.worker.heartbeat import Heartbeat
@@ -59,7 +62,6 @@ from fairq.worker.maintenance import Maintenance
 from fairq.worker.periodic import PeriodicScheduler
 from fairq.worker.runner import JobRunner
 from fairq.worker.running import RunningJobs
-from fairq.worker.startup import STOP_SIGNALS, StartupSignals
 from fairq.worker.unknown import DEFAULT_TIMEOUT as DEFAULT_UNKNOWN_JOB_TIMEOUT
 from fairq.worker.weights import WeightRefresher
 
@@ -79,6 +81,8 @@ def _noted(signum: int, frame: FrameType | None) -> None:
 
 
 Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+#: The threads beside the fetch loop, started after publishing and stopped last.
+Beat = Heartbeat | CancelWatch | Maintenance | WeightRefresher | PeriodicScheduler
 
 
 class Worker:
@@ -126,6 +130,7 @@ class Worker:
         self.app = app
         self.hooks = app.hooks  # the App's plug-ins (fairq.instrument), taken again at run()
         self.order = queue_order(app, queues)
+        self._queues_named = queues is not None  # else the App's own: nothing to check
         self.concurrency = concurrency
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.grace_period = _seconds("grace_period", grace_period, zero_ok=True)
@@ -215,13 +220,14 @@ class Worker:
     def _serve(self) -> None:
         runner: JobRunner | None = None
         fetcher: Fetcher | None = None
-        beats: list[Heartbeat | Maintenance | WeightRefresher | PeriodicScheduler] = []
+        beats: list[Beat] = []
         try:
             if self._stopping.is_set():
                 log.info("stopped before it started: no job taken", extra={"action": "stopped"})
                 return
             self.hooks = self.expiries.hooks = self.app.hooks
             self.app.publish()
+            self._warn_unseen_queues()
             runner = JobRunner(
                 self.app,
                 self.running,
@@ -229,7 +235,13 @@ class Worker:
                 clock=self.app.clock,
                 unknown_job_timeout=self.unknown_job_timeout,
             )
-            beats = [self._heartbeat(), self._maintenance(), self._weights(), self._periodic()]
+            beats = [
+                self._heartbeat(),
+                CancelWatch(self.backend, self.running),
+                self._maintenance(),
+                self._weights(),
+                self._periodic(),
+            ]
             for beat in beats:
                 beat.start()
             fetcher = self._fetcher(runner)
@@ -293,6 +305,21 @@ class Worker:
                 shortest.lease_timeout,
             )
 
+    def _warn_unseen_queues(self) -> None:
+        """A queue named (``--queues``) that the App does not declare and the store has never
+        seen is most likely a typo: say so. Served anyway, not refused: a worker may start
+        before the first job of a queue its App does not declare (a job enqueued there with
+        ``options(queue=…)``), and a worker that will not start is an outage at deploy time."""
+        if not self._queues_named:
+            return
+        missing = unseen_queues.unseen(self.app, self.order.queues)
+        if missing:
+            log.warning(
+                "%s; serving it anyway",
+                unseen_queues.describe(self.app, missing),
+                extra={"action": "unseen_queue", "queues": missing},
+            )
+
     def _fetcher(self, runner: JobRunner) -> Fetcher:
         return Fetcher(
             self.backend,
@@ -323,7 +350,7 @@ class Worker:
         self,
         runner: JobRunner | None,
         fetcher: Fetcher | None,
-        beats: Sequence[Heartbeat | Maintenance | WeightRefresher | PeriodicScheduler],
+        beats: Sequence[Beat],
     ) -> None:
         self.running.close()
         started = self._stop_requested_at or time.monotonic()

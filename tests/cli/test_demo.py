@@ -24,5 +24,5 @@ def test_fair_scheduling_beats_fifo_for_small_tenants() -> None:
     assert fifo["small"]["jobs"] == fair["small"]["jobs"] == 15
     assert fifo["tenants"]["greedy"]["jobs"] == fair["tenants"]["greedy"]["jobs"] == 300
     assert fair["small"]["p99"] < fifo["small"]["p99"]
-    assert fair["jain_index"] > fifo["jain_index"]
+    assert fair["jain_index"] > 0.9 > fifo["jain_index"]  # over the rest of the flood
     assert result["small_p99_speedup"] > 1

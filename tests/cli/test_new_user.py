@@ -96,6 +96,33 @@ def test_an_unreachable_store_is_one_clear_line(url: str, message: str, command:
     assert len(errors) == 1, done.stderr
 
 
+# -- a typo in a store URL's query ----------------------------------------------------------------
+
+TYPOS = [
+    (f"{REDIS_URL}?prefx=x", "'prefx'", "(did you mean 'prefix'?); known: fairq's prefix,"),
+    (f"{server_url()}?shema=x", "'shema'", "(did you mean 'schema'?); known: fairq's schema,"),
+    ("sqlite:///fairq.db?foo=1", "'foo'", "this store's URL takes no parameters"),
+]
+
+
+@pytest.mark.parametrize(("url", "name", "known"), TYPOS, ids=["redis", "postgresql", "sqlite"])
+@pytest.mark.parametrize(
+    "command",
+    [["worker", "fairq.demo.jobs:app", "--burst"], ["stats"], ["enqueue", NOOP, "--tenant", "a"]],
+    ids=lambda c: c[0],
+)
+def test_a_typo_in_a_store_urls_query_is_one_line_naming_it_and_the_known_ones(
+    tmp_path: Path, url: str, name: str, known: str, command: list[str]
+) -> None:
+    done = fairq_command(*command, "--url", url, cwd=tmp_path)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if f"unknown parameter {name}" in line]
+    assert len(errors) == 1, done.stderr
+    assert known in errors[0]
+    assert list(tmp_path.iterdir()) == []  # no file named fairq.db?foo=1
+
+
 # -- enqueue, tenants ----------------------------------------------------------------------------
 
 
@@ -125,6 +152,19 @@ def test_a_read_in_a_directory_without_a_store_creates_none(
     assert result.exit_code == 1
     assert "no fairq store at sqlite:///fairq.db" in result.stderr
     assert "--url" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_sqlite_file_is_named_by_its_own_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An absolute path is not "in" the working directory; a relative one is shown resolved."""
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere" / "jobs.db"
+    for url, path in [(f"sqlite:///{elsewhere}", elsewhere), ("sqlite:///x.db", tmp_path / "x.db")]:
+        result = click.testing.CliRunner().invoke(cli, ["stats", "--url", url])
+        assert result.exit_code == 1
+        assert f"no fairq store at {url} (no such file: {path});" in result.stderr
     assert list(tmp_path.iterdir()) == []
 
 

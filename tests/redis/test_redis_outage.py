@@ -119,3 +119,33 @@ def wait_state(app: App, job_id: str, state: JobState) -> JobInfo:
 
     wait_for(reached, f"job {job_id} to be {state}")
     return found[0]
+
+
+def test_an_outage_is_logged_in_one_line_per_failure_without_a_traceback(
+    port: int, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The fetch loop, the heartbeat and maintenance each say the store cannot be reached,
+    naming it, in one line (as on PostgreSQL): StoreUnavailable says all there is to say."""
+    app = App(f"redis://127.0.0.1:{port}/0")
+
+    @app.job(name="gated", tenant="tenant", lease=30.0)
+    def gated(tenant: str) -> None:
+        (tmp_path / "started").touch()
+        wait_for(lambda: (tmp_path / "go").exists(), "the test to open the gate")
+
+    said = ("the store failed", "heartbeat failed", "maintenance failed")
+    worker = Worker(app, concurrency=2, heartbeat_interval=0.1, maintenance_interval=0.1)
+    try:
+        gated.enqueue("t")
+        with caplog.at_level(logging.INFO, logger="fairq.worker"), worker.in_thread():
+            wait_for(lambda: (tmp_path / "started").exists(), "the job to start")
+            redis.Redis(port=port).shutdown(nosave=True)
+            for text in said:
+                wait_for(lambda text=text: _said(caplog, text), f"{text!r} in the log")
+            (tmp_path / "go").touch()
+            worker.stop(hand_back_now=True)
+    finally:
+        app.close()
+    failed = [r for r in caplog.records if any(t in r.getMessage() for t in said)]
+    assert all("cannot reach Redis at redis://127.0.0.1:" in r.getMessage() for r in failed)
+    assert [r for r in caplog.records if r.exc_info] == []

@@ -28,10 +28,19 @@ def test_absolute_path_takes_four_slashes(tmp_path: Path) -> None:
 
 
 def test_path_is_taken_verbatim(tmp_path: Path) -> None:
-    target = tmp_path / "a dir with spaces %20 and #" / "q?x.db"
+    target = tmp_path / "a dir with spaces %20 and #" / "q.db"
     target.parent.mkdir()
     SQLiteBackend.from_url(f"sqlite:///{target}").close()
     assert target.is_file()
+
+
+@pytest.mark.parametrize("name", ["q.db?foo=1", "q?x.db", "q.db?", "a #/q?x.db"])
+def test_a_question_mark_is_a_query_no_file_name_holds(tmp_path: Path, name: str) -> None:
+    """``sqlite:///fairq.db?foo=1`` is a typo'd parameter, never a file named so."""
+    (tmp_path / "a #").mkdir()
+    with pytest.raises(ConfigError, match="this store's URL takes no parameters"):
+        SQLiteBackend.from_url(f"sqlite:///{tmp_path / name}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a #"]
 
 
 @pytest.mark.parametrize(

@@ -489,5 +489,6 @@ def test_a_worker_at_rest_runs_only_its_own_threads() -> None:
         "fairq-fetch",
         "fairq-job",  # one waits for new work
         "fairq-heartbeat",
+        "fairq-cancels",  # a look at the running jobs' cancel requests, once a second
         "fairq-maintain",
     }

@@ -5,6 +5,7 @@ bad cursors and bad settings are refused. Real processes: test_iteration_process
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import uuid
@@ -101,6 +102,31 @@ def test_a_long_iteration_gives_the_worker_to_another_tenant_after_one_slice(app
     assert ("export", Outcome.SLICE_ENDED) in ends.ends
     assert ends.ends[-1] == ("export", Outcome.SUCCEEDED)
     assert [p.slices for p in ends.checkpoints] == sorted(p.slices for p in ends.checkpoints)
+
+
+def test_a_slices_end_is_logged_as_a_note_not_an_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The end of a slice is the plan, not a failure: ``note=``, and the record's ``error``
+    is None (a JSON handler would count it as an error otherwise)."""
+    app = App(f"sqlite:///{tmp_path / 'q.db'}")
+
+    @app.iterative_job(name="count", tenant="tenant", slice=0.05)
+    def count(cursor: int | None, tenant: str) -> Iterator[int]:
+        item = cursor or 0
+        while cursor is None or item < cursor + 1:  # a first run goes on until its slice ends
+            item += 1
+            yield item
+
+    job_id = count.enqueue("a")
+    with caplog.at_level(logging.INFO, logger="fairq.worker"), Worker(app).in_thread():
+        wait_state(app, job_id, JobState.SUCCEEDED)
+    app.close()
+    (ended,) = [r for r in caplog.records if getattr(r, "outcome", None) == "slice_ended"]
+    assert " note=its time slice (0.05 s) was used up after " in ended.getMessage()
+    assert "error=" not in ended.getMessage()
+    assert ended.error is None  # type: ignore[attr-defined]
+    assert ended.note.startswith("its time slice")  # type: ignore[attr-defined]
 
 
 def test_an_async_iteration_resumes_from_its_cursor(app: App) -> None:

@@ -182,13 +182,31 @@ def test_a_tick_older_than_its_grace_is_dropped(make_app: Callable[[], App]) -> 
         schedule.name: Schedule(**{**schedule.__dict__, "misfire_grace": 60.0}),
     }
     run = scheduler(app)
+    at(app, T0)
+    run.run_once()
+    at(app, T0 + FIVE + 61)
+    (fired,) = run.run_once()
+    assert (fired.tick, fired.job_id, fired.stored, fired.missed) == (T0 + FIVE, None, False, 1)
+    at(app, T0 + 2 * FIVE + 60)
+    (fired,) = run.run_once()
+    assert (fired.tick, fired.stored, fired.missed) == (T0 + 2 * FIVE, True, 0)
+    assert sum(s.ready for s in app.stats()) == 2
+
+
+def test_a_new_schedule_past_its_grace_at_start_warns_of_no_missed_tick(
+    make_app: Callable[[], App], caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/periodic.md: a new schedule counts no missed tick; a worker that starts after its
+    latest tick's grace says at INFO that it starts with the next one (no WARNING)."""
+    app = make_app()
+    (schedule,) = app.schedules.values()
+    app.schedules = {schedule.name: Schedule(**{**schedule.__dict__, "misfire_grace": 60.0})}
     at(app, T0 + 61)
-    (fired,) = run.run_once()
-    assert (fired.job_id, fired.stored, fired.missed) == (None, False, 1)
-    at(app, T0 + FIVE + 60)
-    (fired,) = run.run_once()
-    assert (fired.tick, fired.stored, fired.missed) == (T0 + FIVE, True, 0)
-    assert sum(s.ready for s in app.stats()) == 1
+    with caplog.at_level(logging.INFO, logger="fairq.worker"):
+        (fired,) = scheduler(app).run_once()
+    assert (fired.tick, fired.job_id, fired.stored, fired.missed) == (T0, None, False, 0)
+    assert [r.levelname for r in caplog.records if r.name == "fairq.worker"] == ["INFO"]
+    assert getattr(caplog.records[-1], "action", None) == "periodic_new"
 
 
 def test_a_failed_enqueue_is_tried_again(make_app: Callable[[], App]) -> None:

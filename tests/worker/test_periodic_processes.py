@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from fairq import App, JobState
 
 from .helpers import wait_for
+from .store_urls import KINDS, fresh_url
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.worker.periodic_app:app"
@@ -27,23 +27,10 @@ TICKS = 6  # tick jobs to see succeed before stopping
 pytestmark = pytest.mark.processes
 
 
-def _redis_url() -> str:
-    base = os.environ.get("FAIRQ_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
-    return f"{base}?prefix=p{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture(params=["sqlite", "redis", "postgres"])
+@pytest.fixture(params=KINDS)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'q.db'}"
-    elif request.param == "redis":
-        yield _redis_url()
-    else:
-        from postgres._store import drop_schema, fresh_schema, server_url, with_option
-
-        schema = fresh_schema()
-        yield with_option(server_url(), "schema", schema)
-        drop_schema(schema)
+    with fresh_url(request.param, tmp_path) as url:
+        yield url
 
 
 def start(url: str, workdir: Path, n: int) -> subprocess.Popen[bytes]:

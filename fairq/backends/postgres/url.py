@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from psycopg import pq
+
 from fairq.backends.postgres.sql import check_schema_name
 from fairq.errors import ConfigError
+from fairq.urls import check_query
 
 DEFAULT_SCHEMA = "fairq"
 DEFAULT_POOL_SIZE = 10
-_FAIRQ_OPTIONS = {"schema", "migrate", "pool_size", "clock"}
+_FAIRQ_OPTIONS = ("schema", "migrate", "pool_size", "clock")
+#: libpq's connection parameters named in the message for an unknown one (it takes ~50).
+LIBPQ_SHOWN = ("sslmode", "connect_timeout", "application_name", "options", "target_session_attrs")
 CLOCKS = ("store", "caller")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -43,6 +49,7 @@ def parse_url(url: str, *, schema: str | None = None, migrate: bool | None = Non
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("postgresql", "postgres"):
         raise ConfigError(f"not a PostgreSQL URL: {redact(url)!r}")
+    check_query(url, {"fairq": _FAIRQ_OPTIONS, "libpq": LIBPQ_SHOWN}, more=libpq_options())
     ours: dict[str, str] = {}
     theirs: list[tuple[str, str]] = []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
@@ -61,6 +68,13 @@ def parse_url(url: str, *, schema: str | None = None, migrate: bool | None = Non
         pool_size=_pool_size(ours.get("pool_size", str(DEFAULT_POOL_SIZE)), url),
         clock=_clock(ours.get("clock", "store"), url),
     )
+
+
+@functools.cache
+def libpq_options() -> frozenset[str]:
+    """Every connection parameter the installed libpq takes (its own list), and ``ssl``, which
+    it takes in a URL for JDBC's sake."""
+    return frozenset(o.keyword.decode() for o in pq.Conninfo.get_defaults()) | {"ssl"}
 
 
 def redact(url: str) -> str:

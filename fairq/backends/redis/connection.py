@@ -8,6 +8,7 @@ Cluster client instead (cluster.py).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from redis.retry import Retry
 
 from fairq.backends.clock import Clock, parse_clock
 from fairq.errors import ConfigError, FairqError, SchemaError, StoreUnavailable
+from fairq.urls import check_query
 
 from .keys import DEFAULT_PREFIX, check_prefix
 
@@ -65,6 +67,11 @@ def parse_url(url: str) -> RedisOptions:
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("redis", "rediss", "unix"):
         raise ConfigError(f"not a Redis URL: {redact(url)!r}")
+    check_query(
+        url,
+        {"fairq": OWN_OPTIONS, "redis-py": list(redis.connection.URL_QUERY_ARGUMENT_PARSERS)},
+        more=_client_options(parts.scheme.lower()),
+    )
     query = parse_qsl(parts.query, keep_blank_values=True)
     own = {k: v for k, v in query if k in OWN_OPTIONS}
     rest = [(k, v) for k, v in query if k not in OWN_OPTIONS]
@@ -94,6 +101,22 @@ def parse_url(url: str) -> RedisOptions:
         wait_replicas=int(replicas),
         wait_timeout=_seconds(own.get("wait_timeout", str(DEFAULT_WAIT_TIMEOUT)), "wait_timeout"),
     )
+
+
+def _client_options(scheme: str) -> set[str]:
+    """Every keyword redis-py's connection for this scheme takes (a URL's query parameters
+    become its keywords: one it does not take is a TypeError at the first command)."""
+    kind = {"rediss": redis.SSLConnection, "unix": redis.UnixDomainSocketConnection}
+    taken = {"max_connections"}  # the pool's own
+    for cls in kind.get(scheme, redis.Connection).__mro__:
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            taken |= {
+                p.name
+                for p in inspect.signature(init).parameters.values()
+                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
+            }
+    return taken
 
 
 def _flag(value: str, name: str) -> bool:

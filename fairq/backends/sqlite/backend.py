@@ -113,7 +113,7 @@ class SQLiteBackend:
     @classmethod
     def from_url(cls, url: str, *, clock: Clock = Clock.STORE) -> SQLiteBackend:
         """``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db`` (the path is taken
-        verbatim, so there are no URL options: ``clock`` is a parameter)."""
+        verbatim; there are no URL options, so a ``?`` is refused: ``clock`` is a parameter)."""
         return cls(path_from_url(url), clock=clock)
 
     def __repr__(self) -> str:

@@ -5,15 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from fairq.errors import ConfigError
+from fairq.urls import check_query
 
 PREFIX = "sqlite://"
 FORMS = "sqlite:///relative/path.db or sqlite:////absolute/path.db"
 
 
 def path_from_url(url: str) -> Path:
-    """The file a URL names. The path is taken verbatim: no query string, no %-decoding."""
+    """The file a URL names. The path is taken verbatim: no %-decoding, and no query string
+    (a ``?`` is refused, not made part of a file name)."""
     if not isinstance(url, str) or not url.lower().startswith(PREFIX):
         raise ConfigError(f"{url!r} is not a SQLite store URL; expected {FORMS}")
+    check_query(url, {})
+    if "?" in url:
+        raise ConfigError(
+            f"SQLite store URL {url!r} has a '?': this store's URL takes no parameters"
+        )
     rest = url[len(PREFIX) :]
     if not rest.startswith("/"):
         raise ConfigError(

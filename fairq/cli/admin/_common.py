@@ -101,8 +101,9 @@ def open_app(url: str | None, app_ref: str | None, *, existing: bool = False) ->
     err_console().print(Text(f"store: {redact_url(app.url)}", style="dim"))
     if existing and check_url(app.url) == "sqlite" and not path_from_url(app.url).exists():
         raise StoreError(
-            f"no fairq store at {redact_url(app.url)} (no such file in {Path.cwd()}); point at "
-            "yours with --url sqlite:///path/to/fairq.db or $FAIRQ_URL, or --app module:app"
+            f"no fairq store at {redact_url(app.url)} (no such file: "
+            f"{Path.cwd() / path_from_url(app.url)}); point at yours with --url "
+            "sqlite:///path/to/fairq.db or $FAIRQ_URL, or --app module:app"
         )
     return app
 
@@ -151,3 +152,29 @@ def format_cap(cap: int | None) -> str:
 
 def now() -> float:
     return time.time()
+
+
+def new_queue_option(fn: F) -> F:
+    """``--new-queue``: a change to a queue the store has never seen is refused without it."""
+    return click.option(
+        "--new-queue",
+        is_flag=True,
+        help="Allow a queue that neither the --app declares nor the store has seen (no job, "
+        "tenant or setting yet): without it such a name is refused as a likely typo.",
+    )(fn)
+
+
+def refuse_unseen_queue(app: App, queue: str, allowed: bool) -> None:
+    """A change to a queue nobody knows is most likely a typo: refuse it (exit 2, nothing
+    changed) unless ``--new-queue`` says it is meant."""
+    if allowed:
+        return
+    from fairq import unseen_queues
+
+    # no SQLite file yet: every queue is new to the store, and asking it would make the file
+    store = check_url(app.url) != "sqlite" or path_from_url(app.url).exists()
+    if unseen_queues.unseen(app, [queue], store=store):
+        raise InputError(
+            f"{unseen_queues.describe(app, [queue], store=store)}; nothing was changed: pass "
+            "--new-queue to set it anyway"
+        )

@@ -1,7 +1,7 @@
 """``fairq cancel ID…``: cancel jobs (docs/cancellation.md).
 
 A scheduled or ready job is cancelled at once; a running one is asked to stop (its worker
-learns of it with its next heartbeat); a finished one is left as it is. Every id is looked up
+learns of it within about a second); a finished one is left as it is. Every id is looked up
 first, so a typo changes nothing.
 """
 

@@ -14,8 +14,10 @@ from fairq.cli import cli
 from fairq.cli.admin._common import (
     InputError,
     format_cap,
+    new_queue_option,
     open_app,
     out_console,
+    refuse_unseen_queue,
     reported_errors,
     safe_text,
     store_options,
@@ -86,6 +88,7 @@ Examples:
     help="With --rate: how many may start back to back (default 1).",
 )
 @click.option("--reset", is_flag=True, help="Drop the tenant's own weight, cap and rate.")
+@new_queue_option
 @store_options
 def tenants(
     queue: str,
@@ -95,6 +98,7 @@ def tenants(
     rate: str | None,
     burst: int | None,
     reset: bool,
+    new_queue: bool,
     url: str | None,
     app_ref: str | None,
 ) -> None:
@@ -118,6 +122,7 @@ def tenants(
         try:
             if changing:
                 assert tenant is not None
+                refuse_unseen_queue(app, queue, new_queue)
                 changed = app.set_tenant(
                     queue, tenant, weight=new_weight, max_running=new_cap, rate=new_rate
                 )
@@ -227,6 +232,7 @@ Examples:
     help="The queue's own cap: at most N of its jobs running at once, all tenants and "
     "workers together (the fair order is unchanged); 'none' for no cap.",
 )
+@new_queue_option
 @store_options
 def queue(
     queue: str,
@@ -237,6 +243,7 @@ def queue(
     half_life: float | str | None,
     max_debt: float | None,
     max_in_flight: int | None,
+    new_queue: bool,
     url: str | None,
     app_ref: str | None,
 ) -> None:
@@ -251,6 +258,7 @@ def queue(
             current = app.backend.get_queue(GetQueueParams(queue=check_queue_name(queue)))
             changes = (weight, rate, half_life, max_debt)
             if cap_given or in_flight_given or any(value is not None for value in changes):
+                refuse_unseen_queue(app, queue, new_queue)
                 app.set_queue(
                     queue,
                     weight=weight if weight is not None else current.weight,

@@ -40,7 +40,12 @@ from collections.abc import Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+try:
+    from django.db import DEFAULT_DB_ALIAS, connections, transaction
+except ImportError as exc:  # pragma: no cover - exercised without the extra only
+    raise ImportError(
+        "fairq.integrations.django needs Django: pip install 'fairq[django]'"
+    ) from exc
 
 from fairq.backends.steps import drive
 from fairq.declare import BoundOptions, Call, JobDefinition
