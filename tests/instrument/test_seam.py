@@ -224,8 +224,8 @@ def test_the_relay_peer_side_reports_relayed_jobs_like_native_ones(app: App) -> 
     ok = app.jobs["record"].enqueue("t1", "/nonexistent", "x")
     bad = app.jobs["explode"].enqueue("t1", "boom")
     taken = app.backend.dequeue(
-        DequeueParams(queues=["default"], worker_id="relay", now=app.clock(), limit=2)
-    ).leases  # as the relay does, before it publishes each job with its lease
+        DequeueParams(queues=["default"], worker_id="relay", now=app.clock(), limit=2, hold=10.0)
+    ).leases  # as the relay does, held unclaimed until it publishes each job with its lease
     runs = RelayedRuns(app)
     try:
         for lease in taken:
