@@ -50,6 +50,8 @@ def test_fairq_options_are_taken_out_of_the_url_and_the_rest_go_to_libpq() -> No
         "postgresql://h/d?schema=1abc",
         "postgresql://h/d?migrate=maybe",
         "postgresql://h/d?pool_size=0",
+        "postgresql://h/d?pool_size=²",
+        "postgresql://h/d?pool_size=١٢",
     ],
 )
 def test_bad_options_are_config_errors(url: str) -> None:

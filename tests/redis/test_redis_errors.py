@@ -53,6 +53,22 @@ def test_the_url_options_are_fairqs_and_the_rest_goes_to_redis_py() -> None:
         parse_url("redis://h/0?max_payload_bytes=lots")
 
 
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("max_payload_bytes=²", "max_payload_bytes"),
+        ("max_payload_bytes=10", "max_payload_bytes"),
+        ("wait_replicas=①", "wait_replicas"),
+        ("wait_replicas=-1", "wait_replicas"),
+    ],
+)
+def test_a_number_in_the_url_that_is_not_one_is_one_line_naming_it(query: str, named: str) -> None:
+    """``str.isdigit`` passes ``²``, which ``int`` refuses: URL numbers go through read_int."""
+    with pytest.raises(ConfigError, match=named) as caught:
+        parse_url(f"redis://h/0?{query}")
+    assert "\n" not in str(caught.value) and "from " in str(caught.value)
+
+
 def test_a_queue_key_of_another_type_is_refused_and_left_alone(
     backend: RedisBackend, raw: redis.Redis, prefix: str
 ) -> None:

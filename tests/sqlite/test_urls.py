@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -80,16 +81,21 @@ def test_a_path_under_a_file_is_refused_by_name(tmp_path: Path) -> None:
         SQLiteBackend.from_url(f"sqlite:///{blocker}/q.db")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write to read-only directories")
 def test_a_read_only_directory_is_refused_by_name(tmp_path: Path) -> None:
+    """Root writes through mode bits, so as root the directory is made immutable instead
+    (``chattr +i``: ext4 refuses new files in it even to root)."""
     locked = tmp_path / "locked"
     locked.mkdir()
-    locked.chmod(0o500)
+    as_root = os.geteuid() == 0
+    lock = ["chattr", "+i", str(locked)] if as_root else ["chmod", "500", str(locked)]
+    unlock = ["chattr", "-i", str(locked)] if as_root else ["chmod", "700", str(locked)]
+    subprocess.run(lock, check=True)
     try:
         with pytest.raises(StoreUnavailable, match="read-only"):
             SQLiteBackend.from_url(f"sqlite:///{locked}/q.db")
+        assert not (locked / "q.db").exists()
     finally:
-        locked.chmod(0o700)
+        subprocess.run(unlock, check=True)
 
 
 def test_an_unwritable_location_is_refused_by_name() -> None:

@@ -10,6 +10,7 @@ from psycopg import pq
 
 from fairq.backends.postgres.sql import check_schema_name
 from fairq.errors import ConfigError
+from fairq.policy.bounds import read_int
 from fairq.urls import check_query
 
 DEFAULT_SCHEMA = "fairq"
@@ -107,13 +108,7 @@ def _flag(value: str, url: str) -> bool:
 
 
 def _pool_size(value: str, url: str) -> int:
-    try:
-        size = int(value)
-    except ValueError:
-        size = 0
-    if size < 1:
-        raise ConfigError(f"pool_size={value!r} in {redact(url)!r} must be a whole number ≥ 1")
-    return size
+    return read_int(value, f"pool_size in {redact(url)!r}", least=1)
 
 
 def _clock(value: str, url: str) -> str:

@@ -23,6 +23,7 @@ from redis.retry import Retry
 
 from fairq.backends.clock import Clock, parse_clock
 from fairq.errors import ConfigError, FairqError, SchemaError, StoreUnavailable
+from fairq.policy.bounds import read_int
 from fairq.urls import check_query
 
 from .keys import DEFAULT_PREFIX, check_prefix
@@ -76,9 +77,11 @@ def parse_url(url: str) -> RedisOptions:
     own = {k: v for k, v in query if k in OWN_OPTIONS}
     rest = [(k, v) for k, v in query if k not in OWN_OPTIONS]
     client_url = urlunsplit(parts._replace(query=urlencode(rest)))
-    limit = own.get("max_payload_bytes", str(DEFAULT_BACKEND_MAX_PAYLOAD))
-    if not limit.isdigit() or int(limit) < 64:
-        raise ConfigError(f"max_payload_bytes in the Redis URL must be an int >= 64, got {limit!r}")
+    limit = read_int(
+        own.get("max_payload_bytes", str(DEFAULT_BACKEND_MAX_PAYLOAD)),
+        "max_payload_bytes in the Redis URL",
+        least=64,
+    )
     cluster = _flag(own.get("cluster", ""), "cluster")
     if cluster:
         _check_cluster_url(url, client_url)
@@ -87,18 +90,16 @@ def parse_url(url: str) -> RedisOptions:
             f"cluster_nodes in the Redis URL {redact(url)!r} names a Redis Cluster's nodes; "
             "add cluster=1 to connect to a cluster"
         )
-    replicas = own.get("wait_replicas", "0")
-    if not replicas.isdigit():
-        raise ConfigError(f"wait_replicas in the Redis URL must be an int >= 0, got {replicas!r}")
+    replicas = read_int(own.get("wait_replicas", "0"), "wait_replicas in the Redis URL", least=0)
     return RedisOptions(
         client_url=client_url,
         safe_url=redact(url),
         prefix=check_prefix(own.get("prefix", DEFAULT_PREFIX)),
-        max_payload_bytes=int(limit),
+        max_payload_bytes=limit,
         clock=parse_clock(own.get("clock")),
         cluster=cluster,
         seeds=_seeds(own.get("cluster_nodes", "")),
-        wait_replicas=int(replicas),
+        wait_replicas=replicas,
         wait_timeout=_seconds(own.get("wait_timeout", str(DEFAULT_WAIT_TIMEOUT)), "wait_timeout"),
     )
 
