@@ -15,7 +15,10 @@ histograms of what this process did:
 ``fairq_enqueued_total``           jobs this process enqueued, by the ``queue`` they went to
 ``fairq_lease_expiries_total``     leases this process's store calls expired (another worker
                                    died or hung), by ``queue`` and ``dead`` (true: no attempt
-                                   left)
+                                   left); a relayed job no worker claimed is not one
+``fairq_relay_holds_lapsed_total`` relayed jobs no worker claimed before the relay's hold
+                                   lapsed (its message was lost, or the relay died): ready
+                                   again with no attempt spent, by ``queue``
 ``fairq_store_call_seconds``       every store call, by ``op`` (``Backend`` method name)
 ``fairq_store_errors_total``       store calls that raised, by ``op``
 =================================  ===========================================================
@@ -98,6 +101,7 @@ class PrometheusMetrics(Middleware):
         self._jobs: dict[tuple[str, Outcome], int] = {}  # (queue, outcome)
         self._enqueued: dict[Labels, int] = {}  # (queue,)
         self._expiries: dict[Labels, int] = {}  # (queue, dead)
+        self._lapsed: dict[Labels, int] = {}  # (queue,)
         self._store_errors: dict[Labels, int] = {}  # (op,)
         self._run: dict[Labels, _Histogram] = {}  # (queue, job)
         self._wait: dict[Labels, _Histogram] = {}  # (queue,)
@@ -160,6 +164,9 @@ class PrometheusMetrics(Middleware):
                 found.total += end.seconds
 
     def lease_expired(self, expired: ExpiredLease) -> None:
+        if not expired.claimed:  # never ran: no worker died, a message or a relay was lost
+            self._count(self._lapsed, (expired.queue,))
+            return
         self._count(self._expiries, (expired.queue, "true" if expired.dead else "false"))
 
     def store_call(self, call: StoreCall) -> None:
@@ -180,6 +187,9 @@ class PrometheusMetrics(Middleware):
                 ("fairq_lease_expiries",
                  "Leases expired by this process's store calls (their worker died or hung).",
                  ["queue", "dead"], dict(self._expiries)),
+                ("fairq_relay_holds_lapsed",
+                 "Relayed jobs no worker claimed before the relay's hold lapsed.", ["queue"],
+                 dict(self._lapsed)),
                 ("fairq_store_errors", "Store calls that raised.", ["op"],
                  dict(self._store_errors)),
             ]  # fmt: skip

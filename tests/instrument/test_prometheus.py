@@ -4,6 +4,7 @@ checked through prometheus_client's exposition and parser."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fairq import App, ConfigError
 from fairq.cli.worker import DEFAULT_TOP_TENANTS
+from fairq.contract import ExpiredLease
 from fairq.instrument import JobEnd, Outcome, StoreCall
 from fairq.instrument.metrics_http import asgi_app, metrics_registry, wsgi_app
 from fairq.instrument.prometheus import PrometheusMetrics
@@ -78,6 +80,24 @@ def test_waits_enqueues_and_store_calls_are_counted() -> None:
     }  # fmt: skip
     assert samples(registry, "fairq_store_errors_total") == {(("op", "fail"),): 1}
     assert samples(registry, "fairq_store_call_seconds_count") == {(("op", "fail"),): 1}
+
+
+def test_a_lapsed_relay_hold_is_not_counted_as_a_worker_s_expired_lease() -> None:
+    """A relayed job no worker claimed never ran: its lapse is a lost message or relay, and
+    counting it with the expiries would page an operator about dying workers."""
+    registry = CollectorRegistry()
+    metrics = PrometheusMetrics(registry)
+    expired = ExpiredLease(job_id="j", name="task", queue="default", tenant="t", attempt=1,
+                           deadline=160.0, dead=False)  # fmt: skip
+    metrics.lease_expired(expired)
+    metrics.lease_expired(replace(expired, claimed=False))
+    metrics.lease_expired(replace(expired, claimed=False, queue="slow"))
+    assert samples(registry, "fairq_lease_expiries_total") == {
+        (("dead", "false"), ("queue", "default")): 1,
+    }  # fmt: skip
+    assert samples(registry, "fairq_relay_holds_lapsed_total") == {
+        (("queue", "default"),): 1, (("queue", "slow"),): 1,
+    }  # fmt: skip
 
 
 def test_bad_buckets_and_a_second_plug_in_on_one_registry_are_refused() -> None:
