@@ -234,6 +234,7 @@ def make_setup(kind: str, tmp_path: Path, broker: str | None = None) -> Iterator
             process.kill()
             print(f"--- {process.name}\n{process.log()}")  # shown when the test failed
         setup.project.fair.app.close()
+        setup.project.celery.close()  # its broker connections
         if broker.startswith("amqp"):
             amqp.drop([queue, f"{queue}-slow"])
         else:

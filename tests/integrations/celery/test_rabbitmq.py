@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from fairq import JobState
+from fairq.contract import DequeueParams
 from fairq.errors import ConfigError
+from fairq.job import Lease
 from fairq.relay import Relay
 
 from .. import amqp
@@ -45,6 +46,21 @@ def relay_thread(project: Project, queue: str, **options: Any) -> Iterator[Relay
 def relay_lines(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
     found = [r.getMessage() for r in caplog.records if r.name == "fairq.relay"]
     return [line for line in found if text in line]
+
+
+def assert_all_there(setup: Setup, queue: str, ids: list[str]) -> None:
+    """Every job of ``ids`` is in fairq to be taken again, none having spent an attempt."""
+    app = setup.project.fair.app
+    taken: list[Lease] = []
+
+    def take() -> bool:  # a dequeue first ends the holds the relay cut short
+        params = DequeueParams(queues=[queue], worker_id="check", now=app.clock(), limit=100)
+        taken.extend(app.backend.dequeue(params).leases)
+        return len(taken) >= len(ids)
+
+    wait_for(take, "the jobs to be ready again")
+    assert sorted(lease.job_id for lease in taken) == sorted(ids)
+    assert {lease.attempt for lease in taken} == {1}
 
 
 def test_fair_order_on_rabbitmq(rabbit_setup: Setup) -> None:
@@ -110,6 +126,7 @@ def test_a_connection_lost_mid_flood_loses_nothing(
         assert "Connection to broker lost" in worker.log()  # the worker's was cut too
     finally:
         relayed.fair.app.close()
+        relayed.celery.close()
         proxy.close()
     assert Counter(setup.started_tags()) == {f"j{i}": 1 for i in range(40)}
     for job_id in ids:
@@ -143,6 +160,7 @@ def test_the_broker_s_backlog_holds_the_relay_back(rabbit_setup: Setup) -> None:
         assert down.fair.publisher().backlog_size(setup.queue) is None  # unknown: not held
     finally:
         down.fair.app.close()
+        down.celery.close()
 
 
 def test_a_queue_the_broker_refuses_loses_nothing(
@@ -153,19 +171,16 @@ def test_a_queue_the_broker_refuses_loses_nothing(
     setup = rabbit_setup
     queue = f"amq.{setup.queue}"
     caplog.set_level(logging.INFO, logger="fairq.relay")
-    app = setup.project.fair.app
     record = setup.project.record
     ids = [record.apply_async(("a", f"r{i}", setup.log), queue=queue).id for i in range(3)]
-    with relay_thread(setup.project, queue, in_flight=2):
+    with relay_thread(setup.project, queue, in_flight=5):
         wait_for(lambda: relay_lines(caplog, "did not take"), "the relay to try the queue")
     refused = relay_lines(caplog, "did not take")
     assert len(refused) == 1, refused
     assert "ACCESS_REFUSED" in refused[0]
     fix = f"rename queue {queue!r}: RabbitMQ reserves the names that start with 'amq.'"
     assert fix in refused[0]
-    for job_id in ids:
-        info = app.job_info(job_id)
-        assert info is not None and info.state is JobState.READY and info.attempts == 0
+    assert_all_there(setup, queue, ids)
 
 
 def test_a_vhost_the_broker_does_not_have_is_named_with_the_fix(
@@ -181,10 +196,10 @@ def test_a_vhost_the_broker_does_not_have_is_named_with_the_fix(
             wait_for(lambda: relay_lines(caplog, "did not take"), "the relay to try the broker")
     finally:
         wrong.fair.app.close()
+        wrong.celery.close()
     (line,) = relay_lines(caplog, "did not take")
     assert "create the vhost (rabbitmqctl add_vhost no-such-vhost-fq;" in line
-    info = setup.project.fair.app.job_info(job)
-    assert info is not None and info.state is JobState.READY and info.attempts == 0
+    assert_all_there(setup, setup.queue, [job])
 
 
 def test_a_broker_url_celery_cannot_use_stops_the_relay_at_start(rabbit_setup: Setup) -> None:
@@ -195,6 +210,7 @@ def test_a_broker_url_celery_cannot_use_stops_the_relay_at_start(rabbit_setup: S
             bad.fair.publisher()
     finally:
         bad.fair.app.close()
+        bad.celery.close()
     done = subprocess.run(
         [sys.executable, "-m", "fairq", "relay", f"{PROJECT}:fair", "--queue", setup.queue],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
