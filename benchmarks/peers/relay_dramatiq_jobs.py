@@ -1,16 +1,25 @@
 """Dramatiq with and without fairq in front (benchmarks/relay_fairness.py): the same 5 ms job
-as a plain actor and as a fair one; broker, counter and fairq store on the benchmark Redis."""
+as a plain actor and as a fair one; counter and fairq store on the benchmark Redis, the broker
+there too unless $BENCH_BROKER_URL names RabbitMQ (then with publisher confirms, as
+docs/integrations/dramatiq.md advises, unless $BENCH_PEER_DEFAULTS is set)."""
 
+import os
 import sys
 
 import dramatiq
-from _drive import URL, counter
+from _drive import BROKER, URL, counter
 from _flood import drain_job, run_job
 from dramatiq.brokers.redis import RedisBroker
 
 from fairq.integrations.dramatiq import FairDramatiq
 
-broker = RedisBroker(url=URL)
+if BROKER.startswith("amqp"):
+    from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+    confirm = not os.environ.get("BENCH_PEER_DEFAULTS")
+    broker: dramatiq.Broker = RabbitmqBroker(url=BROKER, confirm_delivery=confirm)
+else:
+    broker = RedisBroker(url=URL)
 dramatiq.set_broker(broker)
 fair = FairDramatiq(broker, url=f"{URL}?prefix=relaybench")
 _client = counter()
