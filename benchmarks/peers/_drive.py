@@ -21,8 +21,6 @@ import redis
 
 DONE_KEY = "bench:done"
 URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
-#: The peers' broker where a script lets it be another (relay_fairness.py --broker): RabbitMQ.
-BROKER = os.environ.get("BENCH_BROKER_URL", URL)
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 DEADLINE = 600.0

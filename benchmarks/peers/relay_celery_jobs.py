@@ -6,11 +6,14 @@ docs/integrations/celery.md advises, unless $BENCH_PEER_DEFAULTS is set)."""
 import os
 import sys
 
-from _drive import BROKER, URL, counter
+from _drive import URL, counter
 from _flood import drain_job, run_job
 from celery import Celery
 
 from fairq.integrations.celery import FairCelery
+
+#: Read when imported (relay_fairness.py sets it first): RabbitMQ with --broker.
+BROKER = os.environ.get("BENCH_BROKER_URL", URL)
 
 app = Celery("relay_celery_jobs", broker=BROKER)
 app.conf.update(

@@ -7,11 +7,14 @@ import os
 import sys
 
 import dramatiq
-from _drive import BROKER, URL, counter
+from _drive import URL, counter
 from _flood import drain_job, run_job
 from dramatiq.brokers.redis import RedisBroker
 
 from fairq.integrations.dramatiq import FairDramatiq
+
+#: Read when imported (relay_fairness.py sets it first): RabbitMQ with --broker.
+BROKER = os.environ.get("BENCH_BROKER_URL", URL)
 
 if BROKER.startswith("amqp"):
     from dramatiq.brokers.rabbitmq import RabbitmqBroker
