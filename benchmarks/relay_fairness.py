@@ -9,7 +9,7 @@ idle latency (one job at a time, enqueue → start, p50 of 30). ``relay`` is the
 workers with ``fairq relay`` releasing fair tasks into the broker, at most ``--in-flight`` at a
 time. Broker, counters and the fairq store share the benchmark Redis ($BENCH_REDIS_URL, database 13,
 flushed); ``--broker amqp://…`` puts Celery's and Dramatiq's broker on RabbitMQ instead (its
-queues purged first; publisher confirms on, as the docs advise, or off with
+queues purged first; publisher confirms on, the docs' option for RabbitMQ, or off with
 ``--peer-defaults``). Needs the dev install (celery, rq, dramatiq come with it):
 
     .venv/bin/python benchmarks/relay_fairness.py
@@ -146,7 +146,7 @@ def _print(rows: list[tuple[str, bool, Figures]], args: argparse.Namespace) -> N
         + (
             ", peers at their defaults (no publisher confirms)"
             if args.peer_defaults
-            else ", publisher confirms on (advised)"
+            else ", publisher confirms on (the docs' option)"
         )
     )
     print(

@@ -1,7 +1,7 @@
 """Celery with and without fairq in front (benchmarks/relay_fairness.py): the same 5 ms job as
 a plain task and as a fair one; counter and fairq store on the benchmark Redis, the broker
-there too unless $BENCH_BROKER_URL names RabbitMQ (then with publisher confirms, as
-docs/integrations/celery.md advises, unless $BENCH_PEER_DEFAULTS is set)."""
+there too unless $BENCH_BROKER_URL names RabbitMQ (then with publisher confirms, the
+option docs/integrations/celery.md gives, unless $BENCH_PEER_DEFAULTS is set)."""
 
 import os
 import sys

@@ -1,7 +1,7 @@
 """Dramatiq with and without fairq in front (benchmarks/relay_fairness.py): the same 5 ms job
 as a plain actor and as a fair one; counter and fairq store on the benchmark Redis, the broker
-there too unless $BENCH_BROKER_URL names RabbitMQ (then with publisher confirms, as
-docs/integrations/dramatiq.md advises, unless $BENCH_PEER_DEFAULTS is set)."""
+there too unless $BENCH_BROKER_URL names RabbitMQ (then with publisher confirms, the
+option docs/integrations/dramatiq.md gives, unless $BENCH_PEER_DEFAULTS is set)."""
 
 import os
 import sys

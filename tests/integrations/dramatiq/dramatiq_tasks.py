@@ -33,7 +33,7 @@ def note(event: str, tenant: str, n: int) -> None:
 
 def make_broker(broker_url: str, namespace: str) -> Broker:
     """Redis under the test's namespace, or RabbitMQ (``amqp://``) with publisher confirms,
-    as docs/integrations/dramatiq.md advises (the queues then carry the namespace: ``queue``)."""
+    the option docs/integrations/dramatiq.md gives (the queues then carry the namespace)."""
     if broker_url.startswith("amqp"):
         from dramatiq.brokers.rabbitmq import RabbitmqBroker  # needs pika (fairq[dramatiq])
 
