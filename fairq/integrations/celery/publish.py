@@ -96,8 +96,10 @@ class CeleryPublisher:
                 "is amqp://USER:PASSWORD@HOST:5672/VHOST, Redis redis://HOST:6379/DB"
             ) from None
         except ImportError as exc:
-            missing = getattr(exc, "name", None) or str(exc)
-            extra = EXTRAS.get(str(missing), "the package kombu names")
+            missing = exc.name
+            if missing is None:  # kombu's own message names the package (redis, …)
+                raise ConfigError(f"Celery's broker {redact_url(self.url)}: {exc}") from None
+            extra = EXTRAS.get(missing, missing)
             raise ConfigError(
                 f"Celery's broker {redact_url(self.url)} needs {missing!r}, which is not "
                 f"installed: pip install '{extra}'"

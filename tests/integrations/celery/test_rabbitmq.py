@@ -211,6 +211,13 @@ def test_a_broker_url_celery_cannot_use_stops_the_relay_at_start(rabbit_setup: S
     finally:
         bad.fair.app.close()
         bad.celery.close()
+    lib = build(setup.url, "librabbitmq://guest@127.0.0.1:5672/", setup.queue)  # not installed
+    try:
+        with pytest.raises(ConfigError, match=r"pip install 'celery\[librabbitmq\]'$"):
+            lib.fair.publisher()
+    finally:
+        lib.fair.app.close()
+        lib.celery.close()
     done = subprocess.run(
         [sys.executable, "-m", "fairq", "relay", f"{PROJECT}:fair", "--queue", setup.queue],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
