@@ -8,10 +8,8 @@ import logging
 import os
 import subprocess
 import sys
-import threading
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
@@ -21,8 +19,9 @@ from fairq.errors import ConfigError
 from fairq.job import Lease
 from fairq.relay import Relay
 
-from .. import amqp
+from .. import amqp, relays
 from ..broker_proxy import Proxy, free_port
+from ..relays import relay_lines
 from . import test_modes, test_relay
 from .conftest import PROJECT, ROOT, Setup, wait_done, wait_for
 from .proj import Project, build
@@ -30,22 +29,10 @@ from .proj import Project, build
 pytestmark = pytest.mark.processes
 
 
-@contextmanager
-def relay_thread(project: Project, queue: str, **options: Any) -> Iterator[Relay]:
+def relay_thread(project: Project, queue: str, **options: Any) -> AbstractContextManager[Relay]:
     """A relay of ``queue`` running in this process (its log is caplog's)."""
-    relay = Relay(project.fair.app.backend, project.fair.publisher(), [queue], **options)
-    thread = threading.Thread(target=relay.run, daemon=True)
-    thread.start()
-    try:
-        yield relay
-    finally:
-        relay.stop()
-        thread.join(timeout=30)
-
-
-def relay_lines(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
-    found = [r.getMessage() for r in caplog.records if r.name == "fairq.relay"]
-    return [line for line in found if text in line]
+    publisher = project.fair.publisher()
+    return relays.relay_thread(project.fair.app.backend, publisher, [queue], **options)
 
 
 def assert_all_there(setup: Setup, queue: str, ids: list[str]) -> None:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,6 +170,15 @@ class Harness:
         lines = self.record_path.read_text(encoding="utf-8").splitlines()
         found = [Record(e, t, int(n), int(p)) for e, t, n, p in (line.split() for line in lines)]
         return [r for r in found if event is None or r.event == event]
+
+    def most_running(self) -> Counter[str]:
+        """Per tenant, the most of its runs between their start and end at once."""
+        running: Counter[str] = Counter()
+        most: Counter[str] = Counter()
+        for record in self.records():
+            running[record.tenant] += 1 if record.event == "start" else -1
+            most[record.tenant] = max(most[record.tenant], running[record.tenant])
+        return most
 
     def note(self, text: str) -> None:
         """A line of the test's own in the record (``mark - 0 0``)."""

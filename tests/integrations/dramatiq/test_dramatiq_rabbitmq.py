@@ -5,17 +5,15 @@ caps, a connection lost mid-flood, the broker's backlog, and a queue RabbitMQ re
 from __future__ import annotations
 
 import logging
-import threading
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
 import test_dramatiq_relay
 from conftest import Harness, wait_for
 from dramatiq_tasks import build
-from integrations import amqp
+from integrations import amqp, relays
 from integrations.broker_proxy import Proxy, free_port
 
 from fairq import JobState, Throttle
@@ -24,27 +22,10 @@ from fairq.relay import Relay
 pytestmark = pytest.mark.processes
 
 
-@contextmanager
-def relay_thread(harness: Harness, **options: Any) -> Iterator[Relay]:
+def relay_thread(harness: Harness, **options: Any) -> AbstractContextManager[Relay]:
     """A relay of the test's fair queue running in this process (its log is caplog's)."""
     fair = harness.actors.fair
-    relay = Relay(fair.app.backend, fair.publisher(), [harness.queue()], **options)
-    thread = threading.Thread(target=relay.run, daemon=True)
-    thread.start()
-    try:
-        yield relay
-    finally:
-        relay.stop()
-        thread.join(timeout=30)
-
-
-def most_running(harness: Harness) -> Counter[str]:
-    running: Counter[str] = Counter()
-    most: Counter[str] = Counter()
-    for record in harness.records():
-        running[record.tenant] += 1 if record.event == "start" else -1
-        most[record.tenant] = max(most[record.tenant], running[record.tenant])
-    return most
+    return relays.relay_thread(fair.app.backend, fair.publisher(), [harness.queue()], **options)
 
 
 def test_a_newcomer_waits_behind_at_most_in_flight_jobs_on_rabbitmq(
@@ -63,7 +44,7 @@ def test_a_tenants_cap_holds_on_rabbitmq(rabbit_harness: Harness) -> None:
     harness.worker(threads=3)
     harness.relay(in_flight=3)
     harness.wait_jobs(ids, JobState.SUCCEEDED)
-    assert most_running(harness)["a"] == 1
+    assert harness.most_running()["a"] == 1
     assert Counter(r.tenant for r in harness.records("start")) == {"a": 6, "b": 6}
 
 
@@ -128,7 +109,7 @@ def test_tenant_slots_on_rabbitmq(rabbit_harness: Harness) -> None:
         guarded.send("b", n, 0.05)
     worker = harness.worker(threads=3)
     wait_for(lambda: len(harness.records("end")) == 6, "6 guarded jobs to end")
-    assert most_running(harness)["a"] == 1
+    assert harness.most_running()["a"] == 1
     assert Counter((r.tenant, r.n) for r in harness.records("start")) == {
         **{("a", n): 1 for n in range(4)},
         **{("b", n): 1 for n in range(2)},
@@ -170,8 +151,7 @@ def test_a_queue_the_broker_refuses_loses_nothing(
     ids = [harness.actors.work.send("a", n, 0.0).message_id for n in range(3)]
 
     def refused() -> list[str]:
-        found = [r.getMessage() for r in caplog.records if r.name == "fairq.relay"]
-        return [line for line in found if "did not take" in line]
+        return relays.relay_lines(caplog, "did not take")
 
     with relay_thread(harness, in_flight=2):
         wait_for(refused, "the relay to try the queue")

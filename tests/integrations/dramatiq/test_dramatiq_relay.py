@@ -54,11 +54,7 @@ def test_a_tenants_cap_holds_with_more_worker_threads(harness: Harness) -> None:
     harness.relay(in_flight=4)
     harness.wait_jobs(ids, JobState.SUCCEEDED)
 
-    running: Counter[str] = Counter()
-    most: Counter[str] = Counter()
-    for record in harness.records():
-        running[record.tenant] += 1 if record.event == "start" else -1
-        most[record.tenant] = max(most[record.tenant], running[record.tenant])
+    most = harness.most_running()
     assert most["a"] == 1
     assert most["b"] <= 2
 
