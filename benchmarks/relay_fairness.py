@@ -8,15 +8,20 @@ issue's goal is about) and of as many no-op jobs (the relay's per-job cost laid 
 idle latency (one job at a time, enqueue → start, p50 of 30). ``relay`` is the same peer
 workers with ``fairq relay`` releasing fair tasks into the broker, at most ``--in-flight`` at a
 time. Broker, counters and the fairq store share the benchmark Redis ($BENCH_REDIS_URL, database 13,
-flushed). Needs the dev install (celery, rq, dramatiq come with it):
+flushed); ``--broker amqp://…`` puts Celery's and Dramatiq's broker on RabbitMQ instead (its
+queues purged first; publisher confirms on, the docs' option for RabbitMQ, or off with
+``--peer-defaults``). Needs the dev install (celery, rq, dramatiq come with it):
 
     .venv/bin/python benchmarks/relay_fairness.py
+    .venv/bin/python benchmarks/relay_fairness.py --peers celery,dramatiq \
+        --broker amqp://guest:guest@127.0.0.1:5672/
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import statistics
 import sys
 import time
@@ -95,7 +100,14 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=120.0)
     parser.add_argument("--in-flight", type=int, default=4)
     parser.add_argument("--peers", default=",".join(PEERS))
+    parser.add_argument("--broker", default=None, help="amqp://…: RabbitMQ (Celery, Dramatiq)")
+    parser.add_argument("--peer-defaults", action="store_true", help="no publisher confirms")
     args = parser.parse_args()
+    if args.broker:  # read by the peers' modules, here and in their worker and relay processes
+        os.environ["BENCH_BROKER_URL"] = args.broker
+        _purge(args.broker)
+    if args.peer_defaults:
+        os.environ["BENCH_PEER_DEFAULTS"] = "1"
     rows = []
     for name in filter(None, args.peers.split(",")):
         for relay in (False, True):
@@ -103,6 +115,20 @@ def main() -> None:
             print(f"{label} ...", file=sys.stderr)
             rows.append((name, relay, run_peer(name, relay, args)))
     _print(rows, args)
+
+
+def _purge(url: str) -> None:
+    """Empty the peers' RabbitMQ queues (a run stopped half-way leaves messages behind)."""
+    from kombu import Connection
+
+    with Connection(url) as connection:
+        for queue in ("celery", "plain", "fair", "plain.DQ", "fair.DQ"):
+            channel = connection.channel()
+            try:
+                channel.queue_purge(queue)
+                channel.close()
+            except Exception:  # no such queue yet (the broker closed the channel)
+                continue
 
 
 def _ms(figures: object, key: str) -> str:
@@ -113,9 +139,20 @@ def _ms(figures: object, key: str) -> str:
 
 
 def _print(rows: list[tuple[str, bool, Figures]], args: argparse.Namespace) -> None:
+    broker = (
+        "Redis"
+        if not args.broker
+        else "RabbitMQ"
+        + (
+            ", peers at their defaults (no publisher confirms)"
+            if args.peer_defaults
+            else ", publisher confirms on (the docs' option)"
+        )
+    )
     print(
         f"\none tenant floods {args.big:,} jobs of 5 ms, then 10 small tenants enqueue "
-        f"{args.each} each; 2 job slots per system; relay --in-flight {args.in_flight}\n"
+        f"{args.each} each; 2 job slots per system; relay --in-flight {args.in_flight}; "
+        f"broker: {broker}\n"
     )
     print(
         "| system | small p50 / p99 alone (ms) | small p50 / p99 flood (ms) | Jain while "

@@ -1,6 +1,9 @@
 """Dramatiq with and without fairq in front (benchmarks/relay_fairness.py): the same 5 ms job
-as a plain actor and as a fair one; broker, counter and fairq store on the benchmark Redis."""
+as a plain actor and as a fair one; counter and fairq store on the benchmark Redis, the broker
+there too unless $BENCH_BROKER_URL names RabbitMQ (then with publisher confirms, the
+option docs/integrations/dramatiq.md gives, unless $BENCH_PEER_DEFAULTS is set)."""
 
+import os
 import sys
 
 import dramatiq
@@ -10,7 +13,16 @@ from dramatiq.brokers.redis import RedisBroker
 
 from fairq.integrations.dramatiq import FairDramatiq
 
-broker = RedisBroker(url=URL)
+#: Read when imported (relay_fairness.py sets it first): RabbitMQ with --broker.
+BROKER = os.environ.get("BENCH_BROKER_URL", URL)
+
+if BROKER.startswith("amqp"):
+    from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+    confirm = not os.environ.get("BENCH_PEER_DEFAULTS")
+    broker: dramatiq.Broker = RabbitmqBroker(url=BROKER, confirm_delivery=confirm)
+else:
+    broker = RedisBroker(url=URL)
 dramatiq.set_broker(broker)
 fair = FairDramatiq(broker, url=f"{URL}?prefix=relaybench")
 _client = counter()

@@ -10,6 +10,18 @@ from types import ModuleType
 from fairq.app import App
 from fairq.errors import ConfigError
 
+#: The extra that installs each peer library a tasks module may import (pika: Dramatiq's
+#: RabbitMQ broker; amqp: Celery's).
+PEER_EXTRAS = {
+    "celery": "fairq[celery]",
+    "kombu": "fairq[celery]",
+    "amqp": "fairq[celery]",
+    "rq": "fairq[rq]",
+    "dramatiq": "fairq[dramatiq]",
+    "pika": "fairq[dramatiq]",
+    "redis": "fairq[redis]",
+}
+
 
 def load_app(ref: str) -> App:
     """The fairq App ``package.module:attribute`` names (see ``load_object``)."""
@@ -65,6 +77,12 @@ def _import(module_name: str) -> ModuleType:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         missing = exc.name or ""
+        top = missing.partition(".")[0]
+        if top in PEER_EXTRAS and top != module_name.partition(".")[0]:
+            raise ConfigError(
+                f"module {module_name!r} needs {top!r}, which is not installed: pip install "
+                f"'{PEER_EXTRAS[top]}'"
+            ) from None
         if module_name != missing and not module_name.startswith(missing + "."):
             raise  # the module exists but imports something missing: show the real traceback
         raise ConfigError(

@@ -45,7 +45,15 @@ EXAMPLE = "myproject.tasks:fair"
     default=None,
     metavar="SECONDS",
     help="Also hold a queue back while its oldest broker message is older than this "
-    "(RQ only; polled).",
+    "(RQ, Dramatiq on Redis; polled).",
+)
+@click.option(
+    "--max-backlog",
+    type=Whole(0),
+    default=None,
+    metavar="N",
+    help="Also hold a queue back while more than N of its messages wait in the broker, "
+    "whoever sent them (RabbitMQ and Redis brokers; polled).",
 )
 @click.option(
     "--batch",
@@ -73,6 +81,7 @@ def relay(
     queues: tuple[str, ...],
     in_flight: int | None,
     max_backlog_age: float | None,
+    max_backlog: int | None,
     batch: int,
     hold: float,
     url: str | None,
@@ -114,6 +123,7 @@ def relay(
             in_flight=in_flight,
             batch=batch,
             max_backlog_age=max_backlog_age,
+            max_backlog=max_backlog,
             hold=hold,
             weights=list(source.app.weight_callbacks.values()),
         )

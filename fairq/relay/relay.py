@@ -21,11 +21,15 @@ Backpressure is the queue's ``max_in_flight``: at most that many jobs of the que
 newcomer tenant's first job waits behind them, not behind a flood. The relay sets it when it
 starts (``in_flight``). When the queue is full the store's dequeue hands out nothing and the
 relay blocks in the store's wait, which an ack that frees room ends at once: no planner
-interval anywhere. Several relays may run at once: each job is leased to one of them.
+interval anywhere. Several relays may run at once: each job is leased to one of them. Where
+the publisher can tell the broker's backlog of a queue (``Publisher.backlog_size`` and
+``backlog_age``), ``max_backlog`` and ``max_backlog_age`` also hold the queue back while the
+broker is behind, whoever sent its messages.
 
-A broker that fails a publish gets the job handed back to fairq (ready at once, the attempt
-not counted) and the relay backs off (0.1 s doubling to 5 s), logging once per outage. A job
-whose name the peer does not know goes dead with that reason; the others carry on.
+A broker that fails a publish gets the job handed back to fairq (ready at the next dequeue,
+the attempt not counted; left to a worker that claimed it meanwhile) and the relay backs off
+(0.1 s doubling to 5 s), logging once per outage. A job whose name the peer does not know
+goes dead with that reason; the others carry on.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from fairq.contract import (
     ExpiredLease,
     FailParams,
     GetQueueParams,
-    ReleaseParams,
+    HeartbeatParams,
     SetQueueParams,
 )
 from fairq.declare import TenantWeights
@@ -52,7 +56,7 @@ from fairq.errors import ConfigError, FairqError
 from fairq.job import Lease
 from fairq.policy.bounds import check_int, check_seconds
 from fairq.policy.queues import check_queue_name
-from fairq.relay.holds import Holds
+from fairq.relay.holds import GIVE_BACK, Holds
 from fairq.worker.joblog import describe, job_fields
 from fairq.worker.weights import WeightRefresher
 
@@ -88,16 +92,21 @@ class Publisher(Protocol):
     def backlog_age(self, queue: str) -> float | None:
         """Seconds the oldest message of ``queue`` has waited in the broker; None: unknown."""
 
+    def backlog_size(self, queue: str) -> int | None:
+        """Messages of ``queue`` waiting in the broker for a worker; None: unknown."""
+
 
 class Relay:
     """Releases the jobs of ``queues`` from ``backend`` through ``publisher``.
 
     ``in_flight``: the queues' ``max_in_flight``, set in the store when the relay starts (None:
     keep what the store has, DEFAULT_IN_FLIGHT where it has none). ``max_backlog_age``: also
-    hold a queue back while the broker's oldest message of it is older than this (for
-    publishers that can tell; polled). ``hold``: seconds a released job waits for a worker's
-    claim before it is ready again, were the relay to die (at least MIN_HOLD). ``weights``:
-    the App's ``tenant_weights`` registrations (those of other queues are ignored).
+    hold a queue back while the broker's oldest message of it is older than this;
+    ``max_backlog``: while more than this many of its messages wait in the broker, whoever
+    sent them (both for publishers that can tell; polled). ``hold``: seconds a released job
+    waits for a worker's claim before it is ready again, were the relay to die (at least
+    MIN_HOLD). ``weights``: the App's ``tenant_weights`` registrations (those of other queues
+    are ignored).
     """
 
     def __init__(
@@ -109,6 +118,7 @@ class Relay:
         in_flight: int | None = None,
         batch: int = 100,
         max_backlog_age: float | None = None,
+        max_backlog: int | None = None,
         clock: Callable[[], float] = time.time,
         name: str | None = None,
         hold: float = DEFAULT_HOLD,
@@ -126,6 +136,9 @@ class Relay:
         if max_backlog_age is not None and not max_backlog_age > 0:
             raise ConfigError(f"max_backlog_age must be > 0 seconds, got {max_backlog_age!r}")
         self.max_backlog_age = max_backlog_age
+        self.max_backlog = (
+            None if max_backlog is None else check_int("max_backlog", max_backlog, least=0)
+        )
         self.clock = clock
         self.hold = check_seconds("hold", hold)
         if self.hold < MIN_HOLD:
@@ -175,7 +188,7 @@ class Relay:
         while not self._stop.is_set():
             queues = self._open_queues()
             if not queues:
-                self._stop.wait(0.1)  # every queue's broker backlog is too old: look again soon
+                self._stop.wait(0.1)  # every queue's broker backlog is too long: look again soon
                 continue
             try:
                 result = self.backend.dequeue(
@@ -214,17 +227,22 @@ class Relay:
 
     def _open_queues(self) -> list[str]:
         """The queues to release from now, the first one turning each round so one busy queue
-        is not always asked first; with ``max_backlog_age``, only those whose broker keeps up."""
+        is not always asked first; with ``max_backlog_age`` or ``max_backlog``, only those
+        whose broker keeps up (a backlog the broker cannot tell holds nothing back)."""
         self._turn = (self._turn + 1) % len(self.queues)
         order = self.queues[self._turn :] + self.queues[: self._turn]
-        if self.max_backlog_age is None:
-            return order
-        return [q for q in order if (self.publisher.backlog_age(q) or 0.0) <= self.max_backlog_age]
+        if self.max_backlog_age is not None:
+            most_age = self.max_backlog_age
+            order = [q for q in order if (self.publisher.backlog_age(q) or 0.0) <= most_age]
+        if self.max_backlog is not None:
+            most = self.max_backlog
+            order = [q for q in order if (self.publisher.backlog_size(q) or 0) <= most]
+        return order
 
     def _publish_all(self, leases: Sequence[Lease]) -> None:
         for i, lease in enumerate(leases):
             if not self._publish(lease):
-                self._hand_back(leases[i:], "the broker did not take it; the relay retries")
+                self._hand_back(leases[i:])
                 self._stop.wait(self._delay)
                 self._delay = min(self._delay * 2, BACKOFF_MOST)
                 return
@@ -278,20 +296,26 @@ class Relay:
                 extra=job_fields(lease, "bury_failed"),
             )
 
-    def _hand_back(self, leases: Sequence[Lease], note: str) -> None:
-        """Give jobs back to fairq at once; one the store does not take comes back when its
-        hold lapses (the store is down too: it is safe there either way)."""
+    def _hand_back(self, leases: Sequence[Lease]) -> None:
+        """Give jobs the broker did not take back to fairq: their holds are cut short, so each
+        is ready again at the next dequeue (the attempt not counted). A job a worker claimed
+        meanwhile is left to it, never made ready while it runs: a publish can fail after the
+        broker took the message (a connection lost before its confirm). Should the store be
+        down too, the holds lapse all the same."""
         for lease in leases:
             self.holds.drop(lease)
-            try:
-                self.backend.release(ReleaseParams(token=lease.token, now=self.clock(), note=note))
-            except Exception as exc:
-                log.error(
-                    "job %s: could not hand it back (%s); it is ready again once its hold lapses",
-                    lease.job_id,
-                    describe(exc),
-                    extra=job_fields(lease, "hand_back_failed"),
-                )
+        tokens = [lease.token for lease in leases]
+        params = HeartbeatParams(tokens=tokens, now=self.clock(), hold=GIVE_BACK)
+        try:
+            self.backend.heartbeat(params)
+        except Exception as exc:
+            log.error(
+                "relay %s: could not hand %d jobs back (%s); they are ready again once their "
+                "holds lapse",
+                self.name,
+                len(leases),
+                describe(exc),
+            )
 
 
 def _log_expired(expired: ExpiredLease) -> None:

@@ -97,6 +97,9 @@ class Peer:
     def backlog_age(self, queue: str) -> float | None:
         return None
 
+    def backlog_size(self, queue: str) -> int | None:
+        return None
+
     # -- the worker threads --
 
     def _serve(self) -> None:

@@ -25,7 +25,6 @@ Without the relay, ``fair.router`` (router.py) throttles by re-routing and
 
 from __future__ import annotations
 
-import inspect
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -45,12 +44,13 @@ from fairq.app import App
 from fairq.declare import JobDefinition
 from fairq.errors import ConfigError, MissingTenant
 from fairq.integrations.celery.calls import signature_holder
+from fairq.integrations.celery.publish import CeleryPublisher
 from fairq.integrations.celery.router import FairRouter
 from fairq.integrations.celery.slots import SlotTask
 from fairq.integrations.slots import SlotKeeper
-from fairq.job import JobState, Lease, decode_payload
+from fairq.job import JobState
 from fairq.policy.throttle import Throttle
-from fairq.relay import TICKET_KEY, Publisher, RelayedRuns, UnknownTask, ticket_of
+from fairq.relay import TICKET_KEY, RelayedRuns
 
 __all__ = ["CeleryPublisher", "FairCelery", "FairRouter", "FairTask", "SlotTask"]
 
@@ -330,43 +330,6 @@ class FairCelery:
         return queues
 
     def publisher(self) -> CeleryPublisher:
+        """Raises ConfigError when the app's broker URL is not one Celery can use here."""
         self.fair_tasks()  # the task modules imported, so no known task looks unknown
         return CeleryPublisher(self)
-
-
-class CeleryPublisher(Publisher):
-    """Sends released jobs to the broker as ordinary Celery messages with the ticket header."""
-
-    def __init__(self, fair: FairCelery) -> None:
-        self.fair = fair
-
-    def publish(self, lease: Lease) -> None:
-        task = self.fair.celery.tasks.get(lease.name)
-        if task is None:
-            raise UnknownTask(
-                f"no Celery task named {lease.name!r} in app {self.fair.celery.main!r} (renamed, "
-                "removed, or its module not imported by the relay)"
-            )
-        if not isinstance(task, self.fair.Task):
-            raise UnknownTask(
-                f"Celery task {lease.name!r} is not a fair task (declare it with "
-                "base=fair.Task): its worker would run it without reporting its end"
-            )
-        args, kwargs = decode_payload(lease.payload)
-        try:
-            inspect.signature(task.run).bind(*args, **kwargs)
-        except TypeError as exc:
-            raise UnknownTask(
-                f"Celery task {lease.name!r} no longer takes these arguments: {exc}"
-            ) from None
-        task.apply_async(
-            args,
-            kwargs,
-            task_id=lease.job_id,
-            queue=lease.queue,
-            headers={TICKET_KEY: ticket_of(lease)},
-            retries=lease.attempt - 1,
-        )
-
-    def backlog_age(self, queue: str) -> float | None:
-        return None  # Celery messages carry no sent time the relay could read cheaply

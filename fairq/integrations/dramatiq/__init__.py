@@ -42,9 +42,9 @@ from fairq.app import App
 from fairq.declare import JobDefinition, TenantRule
 from fairq.errors import ConfigError, MissingTenant
 from fairq.integrations.dramatiq.peer import SLOTS_OPTION, RoutedActor, SlotGuard
-from fairq.job import Lease, decode_payload
+from fairq.integrations.dramatiq.publish import DramatiqPublisher
 from fairq.policy.throttle import Throttle
-from fairq.relay import TICKET_KEY, BadTicket, RelayedRun, RelayedRuns, UnknownTask, ticket_of
+from fairq.relay import TICKET_KEY, BadTicket, RelayedRun, RelayedRuns
 from fairq.worker.joblog import describe
 
 __all__ = [
@@ -352,36 +352,6 @@ class FairActor(dramatiq.Actor[P, R]):
             options={},
             message_id=job_id,
         )
-
-
-class DramatiqPublisher:
-    """Publishes released jobs to their actor's queue, with the ticket as a message option."""
-
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-
-    def publish(self, lease: Lease) -> None:
-        found = self.broker.actors.get(lease.name)
-        if found is None:
-            known = ", ".join(sorted(self.broker.actors)) or "(none)"
-            raise UnknownTask(
-                f"no Dramatiq actor named {lease.name!r} is declared on the relay's broker "
-                f"(known: {known}); import the module that declares it from the relay's SOURCE"
-            )
-        args, kwargs = decode_payload(lease.payload)
-        message: dramatiq.Message[Any] = dramatiq.Message(
-            queue_name=found.queue_name,
-            actor_name=lease.name,
-            args=tuple(args),
-            kwargs=kwargs,
-            options={TICKET_KEY: ticket_of(lease)},
-            message_id=lease.job_id,
-        )
-        self.broker.enqueue(message)
-
-    def backlog_age(self, queue: str) -> None:
-        """Not known for Dramatiq's brokers: ``--max-backlog-age`` does not apply."""
-        return None
 
 
 class FairMiddleware(Middleware):

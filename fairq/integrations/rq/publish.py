@@ -52,6 +52,13 @@ class RQPublisher:
             failure_ttl=task.failure_ttl,
         )
 
+    def backlog_size(self, queue: str) -> int | None:
+        """Jobs waiting in RQ's ``queue``; None when the broker is down."""
+        try:
+            return int(self.fair.connection.llen(self._queue(queue).key))
+        except redis.RedisError:
+            return None
+
     def backlog_age(self, queue: str) -> float | None:
         """Seconds the oldest job waiting in RQ's ``queue`` has waited (0.0: none waits);
         None when RQ cannot tell (the broker is down, the job vanished meanwhile)."""

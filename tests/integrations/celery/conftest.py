@@ -1,7 +1,8 @@
 """Real Celery workers and ``fairq relay`` processes on a fairq store of each kind.
 
-Broker: Redis at ``$FAIRQ_TEST_BROKER_URL``; each test uses a queue of its own and deletes it
-after (the broker database is never flushed: others may share it). fairq store: SQLite in the
+Broker: Redis at ``$FAIRQ_TEST_BROKER_URL``, or RabbitMQ at ``$FAIRQ_TEST_AMQP_URL``
+(``rabbit_setup``); each test uses a queue of its own and deletes it after (the broker is never
+flushed: others may share it). fairq store: SQLite in the
 test's directory, Redis at ``$FAIRQ_TEST_REDIS_URL`` under a prefix of its own, or PostgreSQL in
 a schema of its own; each is removed after the test.
 """
@@ -25,6 +26,7 @@ import redis
 
 from fairq import App, JobInfo, JobState
 
+from .. import amqp
 from .proj import Project, build
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -137,8 +139,10 @@ class Setup:
     def started_tags(self) -> list[str]:
         return [tag for what, _, tag in self.runs() if what == "start"]
 
-    def _start(self, name: str, command: list[str], cwd: Path = ROOT) -> Process:
-        env = {**os.environ, "FAIRQ_URL": self.url, "CELERY_BROKER_URL": self.broker}
+    def _start(
+        self, name: str, command: list[str], cwd: Path = ROOT, broker: str | None = None
+    ) -> Process:
+        env = {**os.environ, "FAIRQ_URL": self.url, "CELERY_BROKER_URL": broker or self.broker}
         env["FAIRQ_TEST_QUEUE"] = self.queue
         log_path = self.workdir / f"{name}.log"
         with open(log_path, "wb") as out:
@@ -154,10 +158,12 @@ class Setup:
         self.started.append(started)
         return started
 
-    def worker(self, concurrency: int = 1, *, wait: bool = False) -> Process:
-        """A Celery worker with a prefork pool of ``concurrency`` on the test's queue. Not
-        waited for unless ``wait``: messages wait in the broker until it is ready, and a relay
-        starts meanwhile."""
+    def worker(
+        self, concurrency: int = 1, *, wait: bool = False, broker: str | None = None
+    ) -> Process:
+        """A Celery worker with a prefork pool of ``concurrency`` on the test's queue (through
+        ``broker``, else the test's). Not waited for unless ``wait``: messages wait in the
+        broker until it is ready, and a relay starts meanwhile."""
         name = f"worker{len(self.started)}"
         worker = self._start(
             name,
@@ -168,6 +174,7 @@ class Setup:
                 "--without-gossip", "--without-mingle", "--without-heartbeat",
                 "--loglevel", "INFO",
             ],
+            broker=broker,
         )  # fmt: skip
         if wait:
             worker.wait_log("ready.")
@@ -215,10 +222,11 @@ def _postgres(tmp: Path) -> tuple[str, Callable[[], None]]:
 STORES = {"sqlite": _sqlite, "redis": _redis, "postgres": _postgres}
 
 
-def make_setup(kind: str, tmp_path: Path) -> Iterator[Setup]:
+def make_setup(kind: str, tmp_path: Path, broker: str | None = None) -> Iterator[Setup]:
     url, drop = STORES[kind](tmp_path)
     queue = f"fq-{uuid.uuid4().hex[:10]}"
-    setup = Setup(url, broker_url(), queue, tmp_path, build(url, broker_url(), queue))
+    broker = broker or broker_url()
+    setup = Setup(url, broker, queue, tmp_path, build(url, broker, queue))
     try:
         yield setup
     finally:
@@ -226,9 +234,13 @@ def make_setup(kind: str, tmp_path: Path) -> Iterator[Setup]:
             process.kill()
             print(f"--- {process.name}\n{process.log()}")  # shown when the test failed
         setup.project.fair.app.close()
-        client = redis.Redis.from_url(setup.broker)
-        client.delete(queue, f"{queue}-slow")
-        client.close()
+        setup.project.celery.close()  # its broker connections
+        if broker.startswith("amqp"):
+            amqp.drop([queue, f"{queue}-slow"])
+        else:
+            client = redis.Redis.from_url(setup.broker)
+            client.delete(queue, f"{queue}-slow")
+            client.close()
         drop()
 
 
@@ -251,3 +263,10 @@ def redis_setup(tmp_path: Path) -> Iterator[Setup]:
 @pytest.fixture
 def postgres_setup(tmp_path: Path) -> Iterator[Setup]:
     yield from make_setup("postgres", tmp_path)
+
+
+@pytest.fixture
+def rabbit_setup(tmp_path: Path) -> Iterator[Setup]:
+    """A Redis store and a RabbitMQ broker (``$FAIRQ_TEST_AMQP_URL``)."""
+    amqp.connect().release()  # fails at once, naming the URL, when RabbitMQ does not answer
+    yield from make_setup("redis", tmp_path, amqp.AMQP_URL)

@@ -66,6 +66,8 @@ def build(url: str, broker: str, queue: str = "fq-default") -> Project:
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
     )
+    if broker.startswith("amqp"):  # publisher confirms (docs/integrations/celery.md)
+        app.conf.broker_transport_options = {"confirm_publish": True}
     fair = FairCelery(app, url=url)
     app.conf.task_routes = (fair.router,)
 

@@ -1,8 +1,9 @@
-"""Real ``dramatiq`` workers and ``fairq relay`` processes on a real Redis broker, with the fairq
-store on SQLite, Redis or PostgreSQL.
+"""Real ``dramatiq`` workers and ``fairq relay`` processes on a real Redis broker (or RabbitMQ:
+``rabbit_harness``), with the fairq store on SQLite, Redis or PostgreSQL.
 
 Each test gets a broker namespace of its own in ``$FAIRQ_TEST_BROKER_URL`` (its keys are
-deleted afterwards; the database is never flushed) and a fresh store: a SQLite file, a key
+deleted afterwards; the database is never flushed), or queues of its own in RabbitMQ at
+``$FAIRQ_TEST_AMQP_URL`` (deleted afterwards), and a fresh store: a SQLite file, a key
 prefix in ``$FAIRQ_TEST_REDIS_URL``, or a schema in ``$FAIRQ_TEST_POSTGRES_URL`` (dropped).
 A server that cannot be reached fails the tests, never skips them.
 """
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +25,8 @@ from pathlib import Path
 import psycopg
 import pytest
 import redis
-from dramatiq_tasks import Actors, build
+from dramatiq_tasks import QUEUE, Actors, build, queue
+from integrations import amqp
 
 from fairq.backends.postgres.sql import quote_ident
 from fairq.job import JobInfo, JobState
@@ -88,6 +91,12 @@ class Harness:
     workdir: Path
     actors: Actors
     started: list[Process] = field(default_factory=list)
+    broker_url: str = BROKER_URL
+    extra_queues: list[str] = field(default_factory=list)  # made by a test: dropped after
+
+    def queue(self, name: str = QUEUE) -> str:
+        """The broker's name of the test's queue ``name`` (``dramatiq_tasks.queue``)."""
+        return queue(name, self.broker_url, self.namespace)
 
     @property
     def record_path(self) -> Path:
@@ -97,11 +106,11 @@ class Harness:
     def release_path(self) -> Path:
         return self.workdir / "release"
 
-    def env(self, broker_url: str = BROKER_URL) -> dict[str, str]:
+    def env(self, broker_url: str | None = None) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k != "FAIRQ_URL"}
         env.update(
             FAIRQ_TEST_STORE=self.store_url,
-            FAIRQ_TEST_BROKER=broker_url,
+            FAIRQ_TEST_BROKER=broker_url or self.broker_url,
             FAIRQ_TEST_NAMESPACE=self.namespace,
             FAIRQ_TEST_RECORD=str(self.record_path),
             FAIRQ_TEST_RELEASE=str(self.release_path),
@@ -126,20 +135,21 @@ class Harness:
         self.started.append(process)
         return process
 
-    def worker(self, threads: int = 1) -> Process:
-        """``dramatiq dramatiq_tasks:broker`` with one process of ``threads`` threads.
+    def worker(self, threads: int = 1, broker_url: str | None = None) -> Process:
+        """``dramatiq dramatiq_tasks:broker`` with one process of ``threads`` threads (through
+        ``broker_url``, else the test's broker).
 
         Each thread prefetches one message, and an idle consumer polls Redis at least every
         0.1 s (Dramatiq's default is 1 s), so a job released to an idle worker starts at once.
         """
         argv = ["-m", "dramatiq", "dramatiq_tasks:broker", "--processes", "1"]
         argv += ["--threads", str(threads), "--path", str(HERE)]
-        env = self.env()
+        env = self.env(broker_url)
         env.update(dramatiq_queue_prefetch=str(threads), dramatiq_worker_timeout="100")
         return self.start("worker", argv, env)
 
     def relay(
-        self, in_flight: int, broker_url: str = BROKER_URL, *args: str, log_level: str = "info"
+        self, in_flight: int, broker_url: str | None = None, *args: str, log_level: str = "info"
     ) -> Process:
         """``fairq relay dramatiq_tasks:fair --in-flight N`` (at ``debug`` its log names each
         job it releases, in order: ``Process.released``)."""
@@ -150,7 +160,8 @@ class Harness:
     def use_lease(self, lease: float) -> Actors:
         """Send from now on with actors whose jobs' leases last ``lease`` seconds."""
         self.actors.fair.app.close()
-        self.actors = build(BROKER_URL, self.namespace, self.store_url, lease=lease)
+        self.actors.broker.close()
+        self.actors = build(self.broker_url, self.namespace, self.store_url, lease=lease)
         return self.actors
 
     def records(self, event: str | None = None) -> list[Record]:
@@ -159,6 +170,15 @@ class Harness:
         lines = self.record_path.read_text(encoding="utf-8").splitlines()
         found = [Record(e, t, int(n), int(p)) for e, t, n, p in (line.split() for line in lines)]
         return [r for r in found if event is None or r.event == event]
+
+    def most_running(self) -> Counter[str]:
+        """Per tenant, the most of its runs between their start and end at once."""
+        running: Counter[str] = Counter()
+        most: Counter[str] = Counter()
+        for record in self.records():
+            running[record.tenant] += 1 if record.event == "start" else -1
+            most[record.tenant] = max(most[record.tenant], running[record.tenant])
+        return most
 
     def note(self, text: str) -> None:
         """A line of the test's own in the record (``mark - 0 0``)."""
@@ -184,6 +204,11 @@ class Harness:
         for process in self.started:
             process.kill()
         self.actors.fair.app.close()
+        self.actors.broker.close()
+        if self.broker_url.startswith("amqp"):
+            names = [self.queue(), self.queue("guarded"), *self.extra_queues]
+            amqp.drop(f"{name}{suffix}" for name in names for suffix in ("", ".DQ", ".XQ"))
+            return
         client = redis.Redis.from_url(BROKER_URL)
         keys = list(client.scan_iter(match=f"{self.namespace}:*", count=1000))
         if keys:
@@ -226,3 +251,25 @@ def harness(store_url: str, tmp_path: Path) -> Iterator[Harness]:
         yield made
     finally:
         made.close()
+
+
+@pytest.fixture
+def rabbit_harness(tmp_path: Path) -> Iterator[Harness]:
+    """A Redis store and a RabbitMQ broker (``$FAIRQ_TEST_AMQP_URL``), queues of the test's own."""
+    amqp.connect().release()  # fails at once, naming the URL, when RabbitMQ does not answer
+    prefix = f"fqdr{uuid.uuid4().hex[:10]}"
+    store = f"{REDIS_URL}?prefix={prefix}"
+    namespace = f"fqtest-{uuid.uuid4().hex[:10]}"
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    actors = build(amqp.AMQP_URL, namespace, store)
+    made = Harness(store, namespace, workdir, actors, broker_url=amqp.AMQP_URL)
+    try:
+        yield made
+    finally:
+        made.close()
+        client = redis.Redis.from_url(REDIS_URL)
+        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+        if keys:
+            client.delete(*keys)
+        client.close()

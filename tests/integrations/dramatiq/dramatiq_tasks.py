@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dramatiq.broker import Broker
 from dramatiq.brokers.redis import RedisBroker
 
 import fairq
@@ -30,9 +31,24 @@ def note(event: str, tenant: str, n: int) -> None:
         record.write(f"{event} {tenant} {n} {os.getpid()}\n")
 
 
+def make_broker(broker_url: str, namespace: str) -> Broker:
+    """Redis under the test's namespace, or RabbitMQ (``amqp://``) with publisher confirms,
+    the option docs/integrations/dramatiq.md gives (the queues then carry the namespace)."""
+    if broker_url.startswith("amqp"):
+        from dramatiq.brokers.rabbitmq import RabbitmqBroker  # needs pika (fairq[dramatiq])
+
+        return RabbitmqBroker(url=broker_url, confirm_delivery=True)
+    return RedisBroker(url=broker_url, namespace=namespace)
+
+
+def queue(name: str, broker_url: str, namespace: str) -> str:
+    """A queue's name on the broker: RabbitMQ has no namespaces, so the test's is in it."""
+    return f"{name}-{namespace}" if broker_url.startswith("amqp") else name
+
+
 @dataclass
 class Actors:
-    broker: RedisBroker
+    broker: Broker
     fair: FairDramatiq
     work: FairActor[[str, int, float], None]
     paced: FairActor[[str, int, float], None]
@@ -43,16 +59,17 @@ class Actors:
 
 
 def build(broker_url: str, namespace: str, store_url: str, *, lease: float = LEASE) -> Actors:
-    broker = RedisBroker(url=broker_url, namespace=namespace)
+    broker = make_broker(broker_url, namespace)
     fair = FairDramatiq(broker, url=store_url)
+    fair_queue, guarded_queue = (queue(q, broker_url, namespace) for q in (QUEUE, "guarded"))
 
-    @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=3, min_backoff=100)
+    @fair.actor(tenant="tenant", queue_name=fair_queue, lease=lease, max_retries=3, min_backoff=100)
     def work(tenant: str, n: int, seconds: float = 0.0) -> None:
         note("start", tenant, n)
         time.sleep(seconds)  # the job's own work
         note("end", tenant, n)
 
-    @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=3, min_backoff=100)
+    @fair.actor(tenant="tenant", queue_name=fair_queue, lease=lease, max_retries=3, min_backoff=100)
     def paced(tenant: str, n: int, seconds: float) -> None:
         """Ends ``seconds`` after its claim, when fairq starts charging its run: a stall of
         the machine inside the job does not change what its tenant is charged."""
@@ -61,7 +78,7 @@ def build(broker_url: str, namespace: str, store_url: str, *, lease: float = LEA
         time.sleep(max(0.0, claimed + seconds - time.time()))
         note("end", tenant, n)
 
-    @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=1, min_backoff=100)
+    @fair.actor(tenant="tenant", queue_name=fair_queue, lease=lease, max_retries=1, min_backoff=100)
     def hold(tenant: str, n: int) -> None:
         """Runs until the file $FAIRQ_TEST_RELEASE exists: a job to kill mid-run."""
         note("start", tenant, n)
@@ -71,12 +88,12 @@ def build(broker_url: str, namespace: str, store_url: str, *, lease: float = LEA
             time.sleep(0.02)
         note("end", tenant, n)
 
-    @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=1, min_backoff=100)
+    @fair.actor(tenant="tenant", queue_name=fair_queue, lease=lease, max_retries=1, min_backoff=100)
     def broken(tenant: str, n: int) -> None:
         note("start", tenant, n)
         raise RuntimeError("broken on purpose")
 
-    @fair.actor(tenant="tenant", queue_name=QUEUE, lease=lease, max_retries=3, min_backoff=100)
+    @fair.actor(tenant="tenant", queue_name=fair_queue, lease=lease, max_retries=3, min_backoff=100)
     def stoppable(tenant: str, n: int) -> None:
         """Runs until asked to stop (``App.cancel``), then stops on the request."""
         note("start", tenant, n)
@@ -87,7 +104,7 @@ def build(broker_url: str, namespace: str, store_url: str, *, lease: float = LEA
         note("end", tenant, n)
         job.raise_if_cancelled()
 
-    @fair.routed_actor(tenant="tenant", queue_name="guarded", slots=True, lease=lease)
+    @fair.routed_actor(tenant="tenant", queue_name=guarded_queue, slots=True, lease=lease)
     def guarded(tenant: str, n: int, seconds: float) -> None:
         """A plain Dramatiq actor (no relay) run within its tenant's cap by slots."""
         note("start", tenant, n)

@@ -60,11 +60,7 @@ def test_tenant_slots_hold_a_cap_in_real_workers_without_spending_retries(
     worker = harness.worker(threads=4)
     wait_for(lambda: len(harness.records("end")) == 8, "8 guarded jobs to end")
 
-    running: Counter[str] = Counter()
-    most: Counter[str] = Counter()
-    for record in harness.records():
-        running[record.tenant] += 1 if record.event == "start" else -1
-        most[record.tenant] = max(most[record.tenant], running[record.tenant])
+    most = harness.most_running()
     assert most["a"] == 1
     assert Counter(r.tenant for r in harness.records("start")) == {"a": 5, "b": 3}
     log = worker.log()

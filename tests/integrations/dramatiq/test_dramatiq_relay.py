@@ -3,14 +3,17 @@ delays, and the errors a producer or the relay meets."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
+import dramatiq
 import pytest
 from conftest import Harness, wait_for
 from dramatiq_tasks import QUEUE
 
 from fairq import JobArgumentsError, JobState, MissingTenant
 from fairq.errors import ConfigError
+from fairq.relay import Relay
 
 
 @pytest.mark.alone  # charged real run time: other test processes stall runs and tip a round
@@ -51,11 +54,7 @@ def test_a_tenants_cap_holds_with_more_worker_threads(harness: Harness) -> None:
     harness.relay(in_flight=4)
     harness.wait_jobs(ids, JobState.SUCCEEDED)
 
-    running: Counter[str] = Counter()
-    most: Counter[str] = Counter()
-    for record in harness.records():
-        running[record.tenant] += 1 if record.event == "start" else -1
-        most[record.tenant] = max(most[record.tenant], running[record.tenant])
+    most = harness.most_running()
     assert most["a"] == 1
     assert most["b"] <= 2
 
@@ -144,3 +143,25 @@ def test_fair_actor_without_fairdramatiq_is_refused() -> None:
 
         @dramatiq.actor(actor_class=FairActor, broker=broker)
         def lonely() -> None: ...
+
+
+@pytest.mark.parametrize("kind", ["sqlite"])
+def test_the_publisher_reads_the_redis_broker_s_backlog(harness: Harness) -> None:
+    """On Redis, Dramatiq's queue tells how many messages wait and the oldest one's age (its
+    ``message_timestamp``): ``--max-backlog`` and ``--max-backlog-age`` hold the queue back."""
+    fair, work = harness.actors.fair, harness.actors.work
+    publisher = fair.publisher()
+    assert (publisher.backlog_size(QUEUE), publisher.backlog_age(QUEUE)) == (0, 0.0)
+    an_hour_ago = int((time.time() - 3600) * 1000)
+    old = work.message("x", 0, 0.0)
+    harness.actors.broker.enqueue(
+        dramatiq.Message(**{**old.asdict(), "message_timestamp": an_hour_ago})
+    )
+    harness.actors.broker.enqueue(work.message("x", 1, 0.0))
+    assert publisher.backlog_size(QUEUE) == 2
+    age = publisher.backlog_age(QUEUE)
+    assert age is not None and 3599 <= age < 3700
+    backend = fair.app.backend
+    assert Relay(backend, publisher, [QUEUE], max_backlog_age=60)._open_queues() == []
+    assert Relay(backend, publisher, [QUEUE], max_backlog=1)._open_queues() == []
+    assert Relay(backend, publisher, [QUEUE], max_backlog=2)._open_queues() == [QUEUE]

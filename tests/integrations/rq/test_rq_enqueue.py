@@ -151,7 +151,9 @@ def test_backlog_age_reads_rq_s_oldest_waiting_job(
 ) -> None:
     publisher = rq_tasks.fair.publisher()
     assert publisher.backlog_age(queue_name) == 0.0
+    assert publisher.backlog_size(queue_name) == 0
     job = Queue(queue_name, connection=broker).enqueue(rq_tasks.plain, 1)
+    assert publisher.backlog_size(queue_name) == 1
     an_hour_ago = datetime.now(timezone.utc) - timedelta(hours=1)
     broker.hset(job.key, "enqueued_at", an_hour_ago.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
     age = publisher.backlog_age(queue_name)
@@ -161,3 +163,4 @@ def test_backlog_age_reads_rq_s_oldest_waiting_job(
     unreachable = Redis(port=free_port(), retry=RedisRetry(NoBackoff(), 0))
     down = FairRQ(unreachable, app=app).publisher()
     assert down.backlog_age(queue_name) is None  # unknown: the relay goes on and finds out
+    assert down.backlog_size(queue_name) is None
