@@ -1,6 +1,7 @@
 """Celery with and without fairq in front (benchmarks/relay_fairness.py): the same 5 ms job as
 a plain task and as a fair one; broker, counter and fairq store all on the benchmark Redis."""
 
+import os
 import sys
 
 from _drive import URL, counter
@@ -10,12 +11,9 @@ from celery import Celery
 from fairq.integrations.celery import FairCelery
 
 app = Celery("relay_celery_jobs", broker=URL)
-app.conf.update(
-    task_ignore_result=True,
-    worker_hijack_root_logger=False,
-    task_acks_late=True,
-    worker_prefetch_multiplier=1,
-)
+app.conf.update(task_ignore_result=True, worker_hijack_root_logger=False)
+if os.environ.get("BENCH_PEER_SETTINGS", "advised") == "advised":  # docs/integrations/celery.md
+    app.conf.update(task_acks_late=True, worker_prefetch_multiplier=1)
 fair = FairCelery(app, url=f"{URL}?prefix=relaybench")
 _client = counter()
 
