@@ -34,10 +34,10 @@ import signal
 import statistics
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from unittest.mock import patch
 
 import redis
 
@@ -115,19 +115,9 @@ def drain(peer: object, name: str, relay: bool, n: int, seconds: float, in_fligh
     return Drain(jobs / (last - first), w + r + s, (w, r, s), send_ms)
 
 
-@contextmanager
-def environment(env: dict[str, str]) -> Iterator[None]:
+def environment(env: dict[str, str]) -> Any:
     """``env`` set for the worker processes started inside (and the imports made inside)."""
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    return patch.dict(os.environ, env)
 
 
 def settings(name: str, which: str) -> dict[str, str]:
