@@ -9,8 +9,9 @@ idle latency (one job at a time, enqueue → start, p50 of 30). ``relay`` is the
 workers with ``fairq relay`` releasing fair tasks into the broker, at most ``--in-flight`` at a
 time. Broker, counters and the fairq store share the benchmark Redis ($BENCH_REDIS_URL, database 13,
 flushed); ``--broker amqp://…`` puts Celery's and Dramatiq's broker on RabbitMQ instead (its
-queues purged first; publisher confirms on, the docs' option for RabbitMQ, or off with
-``--peer-defaults``). Needs the dev install (celery, rq, dramatiq come with it):
+queues purged first). The peers run at the settings the docs advise (Celery: late acks,
+prefetch 1; publisher confirms on RabbitMQ), or at their own defaults with
+``--peer-defaults``. Needs the dev install (celery, rq, dramatiq come with it):
 
     .venv/bin/python benchmarks/relay_fairness.py
     .venv/bin/python benchmarks/relay_fairness.py --peers celery,dramatiq \
@@ -101,13 +102,17 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=4)
     parser.add_argument("--peers", default=",".join(PEERS))
     parser.add_argument("--broker", default=None, help="amqp://…: RabbitMQ (Celery, Dramatiq)")
-    parser.add_argument("--peer-defaults", action="store_true", help="no publisher confirms")
+    parser.add_argument(
+        "--peer-defaults",
+        action="store_true",
+        help="each peer at its defaults (Celery: no late acks, prefetch 4; no publisher confirms)",
+    )
     args = parser.parse_args()
     if args.broker:  # read by the peers' modules, here and in their worker and relay processes
         os.environ["BENCH_BROKER_URL"] = args.broker
         _purge(args.broker)
     if args.peer_defaults:
-        os.environ["BENCH_PEER_DEFAULTS"] = "1"
+        os.environ["BENCH_PEER_SETTINGS"] = "defaults"
     rows = []
     for name in filter(None, args.peers.split(",")):
         for relay in (False, True):

@@ -1,7 +1,9 @@
-"""Celery with and without fairq in front (benchmarks/relay_fairness.py): the same 5 ms job as
-a plain task and as a fair one; counter and fairq store on the benchmark Redis, the broker
-there too unless $BENCH_BROKER_URL names RabbitMQ (then with publisher confirms, the
-option docs/integrations/celery.md gives, unless $BENCH_PEER_DEFAULTS is set)."""
+"""Celery with and without fairq in front (benchmarks/relay_fairness.py, relay_throughput.py):
+the same 5 ms job as a plain task and as a fair one; counter and fairq store on the benchmark
+Redis, the broker there too unless $BENCH_BROKER_URL names RabbitMQ. $BENCH_PEER_SETTINGS
+(``advised``, the default, or ``defaults``) chooses between the settings
+docs/integrations/celery.md gives (late acks, prefetch 1, publisher confirms on RabbitMQ) and
+Celery's own defaults."""
 
 import os
 import sys
@@ -12,18 +14,16 @@ from celery import Celery
 
 from fairq.integrations.celery import FairCelery
 
-#: Read when imported (relay_fairness.py sets it first): RabbitMQ with --broker.
+#: Read when imported (the benchmarks set them first): RabbitMQ with --broker.
 BROKER = os.environ.get("BENCH_BROKER_URL", URL)
+ADVISED = os.environ.get("BENCH_PEER_SETTINGS", "advised") == "advised"
 
 app = Celery("relay_celery_jobs", broker=BROKER)
-app.conf.update(
-    task_ignore_result=True,
-    worker_hijack_root_logger=False,
-    task_acks_late=True,
-    worker_prefetch_multiplier=1,
-)
-if BROKER.startswith("amqp") and not os.environ.get("BENCH_PEER_DEFAULTS"):
-    app.conf.broker_transport_options = {"confirm_publish": True}
+app.conf.update(task_ignore_result=True, worker_hijack_root_logger=False)
+if ADVISED:  # docs/integrations/celery.md
+    app.conf.update(task_acks_late=True, worker_prefetch_multiplier=1)
+    if BROKER.startswith("amqp"):
+        app.conf.broker_transport_options = {"confirm_publish": True}
 fair = FairCelery(app, url=f"{URL}?prefix=relaybench")
 _client = counter()
 

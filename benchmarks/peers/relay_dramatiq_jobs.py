@@ -1,7 +1,7 @@
 """Dramatiq with and without fairq in front (benchmarks/relay_fairness.py): the same 5 ms job
 as a plain actor and as a fair one; counter and fairq store on the benchmark Redis, the broker
 there too unless $BENCH_BROKER_URL names RabbitMQ (then with publisher confirms, the
-option docs/integrations/dramatiq.md gives, unless $BENCH_PEER_DEFAULTS is set)."""
+option docs/integrations/dramatiq.md gives, unless $BENCH_PEER_SETTINGS is ``defaults``)."""
 
 import os
 import sys
@@ -19,7 +19,7 @@ BROKER = os.environ.get("BENCH_BROKER_URL", URL)
 if BROKER.startswith("amqp"):
     from dramatiq.brokers.rabbitmq import RabbitmqBroker
 
-    confirm = not os.environ.get("BENCH_PEER_DEFAULTS")
+    confirm = os.environ.get("BENCH_PEER_SETTINGS", "advised") == "advised"
     broker: dramatiq.Broker = RabbitmqBroker(url=BROKER, confirm_delivery=confirm)
 else:
     broker = RedisBroker(url=URL)

@@ -21,10 +21,11 @@ Backpressure is the queue's ``max_in_flight``: at most that many jobs of the que
 newcomer tenant's first job waits behind them, not behind a flood. The relay sets it when it
 starts (``in_flight``). When the queue is full the store's dequeue hands out nothing and the
 relay blocks in the store's wait, which an ack that frees room ends at once: no planner
-interval anywhere. Several relays may run at once: each job is leased to one of them. Where
-the publisher can tell the broker's backlog of a queue (``Publisher.backlog_size`` and
-``backlog_age``), ``max_backlog`` and ``max_backlog_age`` also hold the queue back while the
-broker is behind, whoever sent its messages.
+interval anywhere. A dequeue that took fewer jobs than asked goes straight to that wait.
+Several relays may run at once: each job is leased to one of them. Where the publisher can
+tell the broker's backlog of a queue (``Publisher.backlog_size`` and ``backlog_age``),
+``max_backlog`` and ``max_backlog_age`` also hold the queue back while the broker is behind,
+whoever sent its messages.
 
 A broker that fails a publish gets the job handed back to fairq (ready at the next dequeue,
 the attempt not counted; left to a worker that claimed it meanwhile) and the relay backs off
@@ -209,7 +210,10 @@ class Relay:
             for expired in result.expired:
                 _log_expired(expired)
             self.holds.add(result.leases)
-            idle = not result.leases
+            # Fewer than asked: nothing more is ready, or the queues are full. Either way the
+            # next job comes with a wake-up (an enqueue, an ack that frees room), so wait for it
+            # rather than ask again at once (which found nothing: a store call per release).
+            idle = len(result.leases) < self.batch
             self._publish_all(result.leases)
 
     # -- steps -------------------------------------------------------------------------------

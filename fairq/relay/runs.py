@@ -145,9 +145,14 @@ class RelayedRuns:
             return None
         run = RelayedRun(lease, deadline, self)
         with self._lock:
+            # The heartbeat thread is woken only when it must beat sooner: it waits for a first
+            # run, or every third of a longer lease than this one's (a wake-up per job costs
+            # the worker a thread switch)
+            sooner = all(r.lease.lease_timeout > lease.lease_timeout for r in self._held.values())
             self._held[lease.token] = run
             self._start_heartbeat()
-            self._changed.notify_all()
+            if sooner:
+                self._changed.notify_all()
         hooks.after_dequeue([lease])
         hooks.before_run(lease)
         RUNNING.set(run)  # the peer runs the job on this thread, between begin and end

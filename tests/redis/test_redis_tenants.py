@@ -15,6 +15,7 @@ from fairq.contract import (
     DequeueParams,
     EnqueueParams,
     GetJobsParams,
+    HeartbeatParams,
     MaintainParams,
     StatsParams,
 )
@@ -69,3 +70,25 @@ def test_a_queue_named_twice_in_a_dequeue_is_served_as_once(backend: RedisBacken
     assert [lease.job_id for lease in leases] == ["j0", "j1", "j2", "j3"]
     (row0,) = backend.stats(StatsParams(tenant="t0"))
     assert (row0.ready, row0.running) == (0, 2)
+
+
+def test_a_route_found_by_a_lookup_is_corrected_after_the_id_is_reused(
+    make_backend: Callable[..., RedisBackend],
+) -> None:
+    """A peer's worker learns a relayed job's queue by looking it up at its claim (it did not
+    dequeue it) and keeps it for the ack: a stale one is found out as a dequeued one is."""
+    relay, worker = make_backend(), make_backend()
+    relay.enqueue(EnqueueParams(jobs=[new_job(0, queue="a")], now=0.0))
+    (old,) = relay.dequeue(DequeueParams(queues=["a"], worker_id="r", now=0.0, hold=5.0)).leases
+    claimed = worker.heartbeat(HeartbeatParams(tokens=[old.token], now=1.0, claim=True))
+    assert old.token in claimed.deadlines  # looked up: "a", kept
+    assert worker.ack_many(AckManyParams(tokens=[old.token], now=2.0)).lost == []
+    relay.maintain(MaintainParams(now=100.0, retention=1.0))  # j0 is pruned: its id is free
+    relay.enqueue(EnqueueParams(jobs=[new_job(0, queue="b")], now=100.0))
+    (new,) = relay.dequeue(DequeueParams(queues=["b"], worker_id="r", now=100.0, hold=5.0)).leases
+    assert new.token == old.token  # same id, same attempt: the worker still routes it to "a"
+    claimed = worker.heartbeat(HeartbeatParams(tokens=[new.token], now=101.0, claim=True))
+    assert new.token in claimed.deadlines and not claimed.lost
+    assert worker.ack_many(AckManyParams(tokens=[new.token], now=102.0)).lost == []
+    (info,) = relay.get_jobs(GetJobsParams(ids=["j0"]))
+    assert (info.queue, info.state.value) == ("b", "succeeded")

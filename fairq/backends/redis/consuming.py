@@ -215,11 +215,7 @@ class Consumer:
         for at in range(2, len(reply), 5):
             block, job_id, raw, body, tenant = reply[at : at + 5]
             found.append(lease(text(job_id), names[int(block)], raw, body, text(tenant)))
-        with self._lock:
-            for item in found:
-                self._routes[item.job_id] = item.queue
-            while len(self._routes) > ROUTE_CACHE:
-                self._routes.popitem(last=False)
+        self._remember({item.job_id: item.queue for item in found})
         return DequeueResult(leases=found, expired=calls.expired(names, reply[0]))
 
     def _dequeue_after_wait(self, params: DequeueParams) -> DequeueResult:
@@ -365,6 +361,14 @@ class Consumer:
             found = self.directory.locate([job_id]).get(job_id)
         return found is not None and found != queue
 
+    def _remember(self, routes: Mapping[str, str]) -> None:
+        """Cache job id -> queue (the most recent ROUTE_CACHE); a wrong one is found out and
+        dropped when its lease proves lost (``_rerouted``, ``_end``)."""
+        with self._lock:
+            self._routes.update(routes)
+            while len(self._routes) > ROUTE_CACHE:
+                self._routes.popitem(last=False)
+
     def _routed(self, tokens: Sequence[str]) -> list[calls.Routed]:
         """(token, queue or None, job id, lease number text) of each token: its queue from the
         cache, else from the directory (one lookup for all the tokens not cached)."""
@@ -374,7 +378,9 @@ class Consumer:
         missing = [i for i, queue in known.items() if queue is None and i]
         if missing:
             with self.store.translated():
-                known.update(self.directory.locate(missing))
+                located = self.directory.locate(missing)
+            self._remember(located)  # a relayed job's claim, then its ack: one lookup
+            known.update(located)
         return [(token, known.get(job_id), job_id, attempt) for token, job_id, attempt in split]
 
     def _route(self, token: str) -> tuple[str | None, str, str]:
