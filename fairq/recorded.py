@@ -23,6 +23,7 @@ from fairq.job import JobState, StoredJob
 from fairq.policy.bounds import check_int
 from fairq.policy.queues import check_queue_name
 
+_STATES = {state.value: state for state in JobState}  # faster than JobState(text) per row
 #: The most jobs one page may ask for: a page is held whole in memory.
 MAX_PAGE = 10_000
 
@@ -74,7 +75,7 @@ class RecordedJob:
             id=row["id"],
             name=row["name"],
             tenant=row["tenant"],
-            state=JobState(row["state"]),
+            state=_STATES[row["state"]],
             priority=int(row["priority"]),
             attempts=int(row["attempts"]),
             cost=float(row["cost"]),

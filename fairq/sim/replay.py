@@ -119,27 +119,34 @@ def _trace(
     own: dict[str, Own],
     weights: dict[str, float],
 ) -> Recorded:
-    kept = [j for j in found if j.started_at is not None or j.state in UNFINISHED]
-    cancelled = sum(1 for j in found if j.started_at is None and j.state not in UNFINISHED)
-    kept.sort(key=lambda j: (_arrival(j), j.enqueued_at, j.id))
-    origin = _arrival(kept[0])
+    kept: list[tuple[float, float, str, RecordedJob]] = []
+    cancelled = 0
+    for j in found:
+        if j.started_at is None and j.state not in UNFINISHED:
+            cancelled += 1
+        else:
+            kept.append((max(j.enqueued_at, j.run_at), j.enqueued_at, j.id, j))
+    kept.sort()
+    origin = kept[0][0]
     jobs: list[SimJob] = []
     actual: list[Record] = []
-    estimated = 0
-    for n, job in enumerate(kept):
+    estimated = retried = 0
+    names: dict[str, str] = {}  # one str per tenant and name, not one per job
+    for n, (arrival, _, _, job) in enumerate(kept):
         guess = learned.get(job.name, job.cost)
         if job.finished_at is not None and job.started_at is not None:
             duration = max(job.finished_at - job.started_at, 0.0)
         else:
             duration = guess
             estimated += 1
+        retried += job.attempts > 1
         sim = SimJob(
             id=n,
-            arrival=_arrival(job) - origin,
-            tenant=job.tenant,
+            arrival=arrival - origin,
+            tenant=names.setdefault(job.tenant, job.tenant),
             duration=duration,
             cost=guess,
-            name=job.name,
+            name=names.setdefault(job.name, job.name),
             priority=job.priority,
         )
         jobs.append(sim)
@@ -159,21 +166,16 @@ def _trace(
         weights=weights,
         estimated=estimated,
         cancelled=cancelled,
-        notes=_notes(kept, estimated, cancelled),
+        notes=_notes(estimated, cancelled, retried),
     )
 
 
-def _arrival(job: RecordedJob) -> float:
-    return max(job.enqueued_at, job.run_at)
-
-
-def _notes(jobs: list[RecordedJob], estimated: int, cancelled: int) -> list[str]:
+def _notes(estimated: int, cancelled: int, retried: int) -> list[str]:
     notes = []
     if estimated:
         notes.append(f"{estimated:,} jobs had not finished: they run their learned run time")
     if cancelled:
         notes.append(f"{cancelled:,} jobs were cancelled before they started: left out")
-    retried = sum(1 for j in jobs if j.attempts > 1)
     if retried:
         notes.append(
             f"{retried:,} jobs ran more than once: only their last run is kept, replayed "

@@ -169,6 +169,7 @@ class Run:
     weights: dict[str, float]
     records: list[Record]
     figures: Figures
+    tenants: dict[str, TenantRow]
 
     def outcome(self) -> Outcome:
         return Outcome(strategy=self.name, records=self.records, figures=self.figures, held=[])
@@ -218,8 +219,15 @@ def recorded_as_records(recorded: Recorded) -> list[Record]:
 def _run(
     name: str, records: list[Record], workers: int, weights: dict[str, float], window: float
 ) -> Run:
-    found = figures(records, workers=workers, weights=weights, window=window)
-    return Run(name=name, workers=workers, weights=weights, records=records, figures=found)
+    found = figures(records, workers=workers, weights=weights, window=window, whole=False)
+    return Run(
+        name=name,
+        workers=workers,
+        weights=weights,
+        records=records,
+        figures=found,
+        tenants=per_tenant(records, found),
+    )
 
 
 # -- the figures ------------------------------------------------------------------------------
@@ -235,11 +243,11 @@ class TenantRow:
     first_start: float  # from the tenant's first arrival to its first start
 
 
-def per_tenant(run: Run) -> dict[str, TenantRow]:
+def per_tenant(records: Sequence[Record], found: Figures) -> dict[str, TenantRow]:
     by_tenant: dict[str, list[Record]] = defaultdict(list)
-    for r in run.records:
+    for r in records:
         by_tenant[r.job.tenant].append(r)
-    shares = contended_shares(by_tenant, run.figures.window)
+    shares = contended_shares(by_tenant, found.window)
     return {
         t: TenantRow(
             jobs=w.jobs,
@@ -250,7 +258,7 @@ def per_tenant(run: Run) -> dict[str, TenantRow]:
             first_start=min(r.start for r in by_tenant[t])
             - min(r.job.arrival for r in by_tenant[t]),
         )
-        for t, w in run.figures.per_tenant.items()
+        for t, w in found.per_tenant.items()
     }
 
 
@@ -342,7 +350,7 @@ def to_json(recorded: Recorded, changes: Changes, runs: Sequence[Run]) -> dict[s
                     "window": run.figures.window,
                     "makespan": run.figures.makespan,
                     "utilisation": run.figures.utilisation,
-                    "tenants": {t: vars(row) for t, row in per_tenant(run).items()},
+                    "tenants": {t: vars(row) for t, row in run.tenants.items()},
                 }
                 for run in runs
             },
@@ -403,7 +411,7 @@ def tables(recorded: Recorded, changes: Changes, runs: Sequence[Run]) -> Group:
 
 
 def _tenants_table(runs: Sequence[Run]) -> Table:
-    rows = [per_tenant(run) for run in runs]
+    rows = [run.tenants for run in runs]
     busiest = sorted(rows[1], key=lambda t: (-rows[1][t].jobs, t))
     shown = busiest[:_SHOWN]
     grid = Table(

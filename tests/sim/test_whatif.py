@@ -61,8 +61,8 @@ def test_a_weight_of_two_gets_two_thirds_while_both_wait() -> None:
     exactly 20/3, hence the tolerance)."""
     trace = recorded([(0.0, "a", 1.0)] * 60 + [(0.0, "b", 1.0)] * 60, workers=1)
     runs = what_if(trace, "b:weight=2")
-    as_is = whatif.per_tenant(runs["as-is"])
-    changed = whatif.per_tenant(runs["what-if fairq"])
+    as_is = runs["as-is"].tenants
+    changed = runs["what-if fairq"].tenants
     assert as_is["b"].share == pytest.approx(0.5, abs=0.02)
     assert changed["b"].share == pytest.approx(2 / 3, abs=0.02)
     assert changed["b"].p50 < as_is["b"].p50 and changed["a"].p50 > as_is["a"].p50
@@ -73,8 +73,8 @@ def test_each_strategy_asked_is_a_what_if_and_fifo_serves_in_arrival_order() -> 
     trace = recorded([(0.0, "a", 1.0)] * 5 + [(0.5, "b", 1.0)], workers=1)
     runs = what_if(trace, strategies=["fifo", "fairq"])
     assert list(runs) == ["actual", "as-is", "what-if fifo"]  # fairq unchanged is the as-is
-    assert whatif.per_tenant(runs["what-if fifo"])["b"].first_start == 4.5
-    assert whatif.per_tenant(runs["as-is"])["b"].first_start == 0.5
+    assert runs["what-if fifo"].tenants["b"].first_start == 4.5
+    assert runs["as-is"].tenants["b"].first_start == 0.5
 
 
 @pytest.mark.parametrize(
