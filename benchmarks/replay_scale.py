@@ -89,7 +89,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--tenants", type=int, default=1_000)
-    parser.add_argument("--workers", type=int, default=64)
+    parser.add_argument("--workers", type=int, default=256)
     parser.add_argument("--store", type=Path, default=Path("/tmp/fairq-replay-1m.db"))
     args = parser.parse_args()
     if not args.store.exists():

@@ -3,7 +3,8 @@
 Three kinds of run, compared per tenant: ``actual`` (the recorded starts and ends), ``as-is``
 (the recorded arrivals replayed by the real scheduler, the reference model, under the settings
 in force on the pool the store saw: how far it is from ``actual`` is the replay's fidelity on
-this trace) and one ``what-if`` per strategy asked, under the changed settings. Every replay
+this trace) and one ``what-if`` per strategy asked, under the changed settings. The replays'
+workers come up when the first recorded job started (``pool_start``). Every replay
 runs on the simulator's virtual clock (fairq.sim.engine), so the same trace gives the same
 figures.
 
@@ -29,7 +30,7 @@ from fairq.errors import ConfigError
 from fairq.policy.bounds import check_int, check_seconds, check_weight
 from fairq.policy.rate import Rate
 from fairq.sim.compare import Outcome
-from fairq.sim.engine import Record, simulate
+from fairq.sim.engine import Outage, Record, simulate
 from fairq.sim.metrics import Figures, backlogged_windows, default_window, figures, served
 from fairq.sim.replay import Recorded
 from fairq.sim.strategies import build
@@ -205,10 +206,23 @@ def replay(
                 progress(name, done)
 
         records = simulate(
-            recorded.jobs, strategy, workers=size, seed=SEED, progress=report, progress_every=50_000
+            recorded.jobs,
+            strategy,
+            workers=size,
+            seed=SEED,
+            outages=pool_start(recorded, size),
+            progress=report,
+            progress_every=50_000,
         )
         runs.append(_run(name, records, size, given, window))
     return runs
+
+
+def pool_start(recorded: Recorded, workers: int) -> list[Outage]:
+    """The replay's workers take no job before the first recorded start: the real pool was not
+    up yet, or busy with jobs of before the window, which the replay does not have."""
+    first = min((r.start for r in recorded.actual), default=0.0)
+    return [Outage(frozenset(range(workers)), 0.0, first)] if first > 0 else []
 
 
 def recorded_as_records(recorded: Recorded) -> list[Record]:

@@ -11,8 +11,9 @@ from click.testing import CliRunner
 
 from fairq.cli import cli
 from fairq.cli import simulate as _registers  # noqa: F401  (registers the command)
-from fairq.contract import MaintainParams
+from fairq.contract import AckManyParams, DequeueParams, EnqueueParams, MaintainParams
 from fairq.errors import ConfigError
+from fairq.job import NewJob
 from fairq.model import ReferenceModel
 from fairq.sim import whatif
 from fairq.sim.replay import Recorded, read_history
@@ -183,3 +184,23 @@ def test_a_window_past_the_retention(tmp_path: Path) -> None:
     assert code == 2
     assert "has no jobs enqueued from 1970-01-01 00:00:00 UTC to 1970-01-01 00:01:40 UTC" in output
     assert "keeps its jobs enqueued from 1970-01-01 01:23:20 UTC" in output
+
+
+def test_the_replays_workers_come_up_when_the_first_recorded_job_started() -> None:
+    """Three 1-s jobs enqueued at 0; the one worker came up at 5 s. Replayed as-is they wait
+    as they did, 5, 6 and 7 s, not 0, 1 and 2."""
+    store = ReferenceModel()
+    store.enqueue(EnqueueParams(jobs=[_new(n) for n in range(3)], now=0.0))
+    for at in (5.0, 6.0, 7.0):
+        (lease,) = store.dequeue(DequeueParams(queues=[QUEUE], worker_id="w", now=at)).leases
+        store.ack_many(AckManyParams(tokens=[lease.token], now=at + 1.0))
+    runs = what_if(read_history(store, QUEUE, 0.0, 100.0))
+    assert sorted(r.wait for r in runs["actual"].records) == [5.0, 6.0, 7.0]
+    assert sorted(r.wait for r in runs["as-is"].records) == [5.0, 6.0, 7.0]
+
+
+def _new(n: int) -> NewJob:
+    return NewJob(
+        id=f"j{n}", name="task", queue=QUEUE, tenant="a", payload="{}", run_at=0.0,
+        max_attempts=1, lease_timeout=60.0, cost=1.0,
+    )  # fmt: skip
