@@ -93,14 +93,26 @@ def recorded_pages(
 
 
 def read_history(
-    backend: Backend, queue: str, since: float, until: float, progress: Progress | None = None
+    backend: Backend,
+    queue: str,
+    since: float,
+    until: float,
+    progress: Progress | None = None,
+    *,
+    most: int | None = None,
 ) -> Recorded:
-    """The queue's window as a trace; ConfigError, naming what to change, when it holds no job."""
+    """The queue's window as a trace; ConfigError, naming what to change, when it holds no job
+    (or more than ``most``: a caller that must answer quickly, the dashboard)."""
     latest: dict[str, RecordedJob] = {}
     for page in recorded_pages(backend, queue, since, until):
         latest.update((job.id, job) for job in page)  # a job read twice: its newer copy
         if progress is not None:
             progress(len(latest))
+        if most is not None and len(latest) > most:
+            raise ConfigError(
+                f"queue {queue!r} has more than {most:,} jobs in this window: replay it with "
+                f"`fairq simulate --from URL --queue {queue} --since …` (docs/what-if.md)"
+            )
     if not latest:
         raise ConfigError(_empty_window(backend, queue, since, until))
     learned = {c.name: c.estimate for c in backend.job_costs(JobCostsParams(queue=queue))}
