@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from fairq.cli import cli
 from fairq.cli import whatif as replay
@@ -21,8 +20,6 @@ from fairq.sim.engine import Outage
 from fairq.sim.plots import require_matplotlib, write_plots
 from fairq.sim.strategies import STRATEGIES
 from fairq.sim.workloads import SCENARIOS, Workload, defaults_of, load_trace, make
-
-_LIVE_FROM = 50_000  # jobs per strategy from which a progress bar is worth showing
 
 
 def _workloads_help() -> str:
@@ -327,20 +324,7 @@ def parse_outage(text: str, workers: int) -> Outage:
 def _run(
     workload: Workload, specs: list[str], workers: int, seed: int, outages: list[Outage]
 ) -> list[Outcome]:
-    console = err_console()
-    if not console.is_terminal or len(workload.jobs) < _LIVE_FROM:
-        return compare(workload, specs, workers=workers, seed=seed, outages=outages)
-    bars = Progress(
-        TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(), console=console
-    )
-    tasks: dict[str, TaskID] = {}
-
-    def progress(name: str, done: int) -> None:
-        if name not in tasks:
-            tasks[name] = bars.add_task(name, total=len(workload.jobs))
-        bars.update(tasks[name], completed=done)
-
-    with bars:
+    with replay.run_bars(len(workload.jobs)) as progress:
         return compare(
             workload, specs, workers=workers, seed=seed, outages=outages, progress=progress
         )

@@ -11,6 +11,8 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from fairq.sim.replay import Recorded, export, read_history
 from fairq.sim.strategies import build
 from fairq.urls import redact_url
 
-_LIVE_FROM = 50_000  # jobs from which a progress bar is worth showing
+_LIVE_FROM = 50_000  # jobs per run from which a progress bar is worth showing
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$", re.IGNORECASE)
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 WHEN_HELP = "e.g. 2h (ago), 30m, 1d, 2026-11-28T14:00 (UTC unless it says), or epoch seconds"
@@ -122,9 +124,18 @@ def _read(url: str, queue: str, since: float, until: float) -> Recorded:
 def _replay(
     recorded: Recorded, changes: whatif.Changes, specs: list[str], workers: int | None
 ) -> list[whatif.Run]:
+    with run_bars(len(recorded.jobs)) as progress:
+        return whatif.replay(recorded, changes, specs, workers=workers, progress=progress)
+
+
+@contextmanager
+def run_bars(jobs: int) -> Iterator[Callable[[str, int], None] | None]:
+    """A progress bar per run of ``jobs`` jobs, on a terminal and from ``_LIVE_FROM`` jobs
+    (None otherwise): the callback takes a run's name and its jobs finished so far."""
     console = err_console()
-    if not console.is_terminal or len(recorded.jobs) < _LIVE_FROM:
-        return whatif.replay(recorded, changes, specs, workers=workers)
+    if not console.is_terminal or jobs < _LIVE_FROM:
+        yield None
+        return
     bars = Progress(
         TextColumn("{task.description:<20}"), BarColumn(), MofNCompleteColumn(), console=console
     )
@@ -132,8 +143,8 @@ def _replay(
 
     def progress(name: str, done: int) -> None:
         if name not in tasks:
-            tasks[name] = bars.add_task(name, total=len(recorded.jobs))
+            tasks[name] = bars.add_task(name, total=jobs)
         bars.update(tasks[name], completed=done)
 
     with bars:
-        return whatif.replay(recorded, changes, specs, workers=workers, progress=progress)
+        yield progress
