@@ -38,7 +38,7 @@ from fairq.job import JobState
 from fairq.sim.engine import Record, SimJob
 from fairq.sim.strategies.fairq import Own
 
-PAGE = 5_000  # jobs per history page: a page is held whole while it is converted
+PAGE = 10_000  # jobs per history page: a page is held whole while it is converted
 UNFINISHED = (JobState.SCHEDULED, JobState.READY, JobState.RUNNING)
 Progress = Callable[[int], None]  # called with the jobs read so far
 _EVER = 1e18  # a window that holds every job a store can have
@@ -131,20 +131,20 @@ def _trace(
     own: dict[str, Own],
     weights: dict[str, float],
 ) -> Recorded:
-    kept: list[tuple[float, float, str, RecordedJob]] = []
+    kept: list[tuple[float, float, RecordedJob]] = []
     cancelled = 0
     for j in found:
         if j.started_at is None and j.state not in UNFINISHED:
             cancelled += 1
         else:
-            kept.append((max(j.enqueued_at, j.run_at), j.enqueued_at, j.id, j))
-    kept.sort()
+            kept.append((max(j.enqueued_at, j.run_at), j.enqueued_at, j))
+    kept.sort(key=_when)  # stable: jobs of one instant keep the store's order
     origin = kept[0][0]
     jobs: list[SimJob] = []
     actual: list[Record] = []
     estimated = retried = 0
     names: dict[str, str] = {}  # one str per tenant and name, not one per job
-    for n, (arrival, _, _, job) in enumerate(kept):
+    for n, (arrival, _, job) in enumerate(kept):
         guess = learned.get(job.name, job.cost)
         if job.finished_at is not None and job.started_at is not None:
             duration = max(job.finished_at - job.started_at, 0.0)
@@ -180,6 +180,10 @@ def _trace(
         cancelled=cancelled,
         notes=_notes(estimated, cancelled, retried),
     )
+
+
+def _when(entry: tuple[float, float, RecordedJob]) -> tuple[float, float]:
+    return entry[0], entry[1]
 
 
 def _notes(estimated: int, cancelled: int, retried: int) -> list[str]:

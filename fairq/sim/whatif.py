@@ -31,7 +31,7 @@ from fairq.policy.bounds import check_int, check_seconds, check_weight
 from fairq.policy.rate import Rate
 from fairq.sim.compare import Outcome
 from fairq.sim.engine import Outage, Record, simulate
-from fairq.sim.metrics import Figures, backlogged_windows, default_window, figures, served
+from fairq.sim.metrics import Figures, default_window, figures
 from fairq.sim.replay import Recorded
 from fairq.sim.strategies import build
 from fairq.sim.strategies.fairq import Own
@@ -258,39 +258,25 @@ class TenantRow:
 
 
 def per_tenant(records: Sequence[Record], found: Figures) -> dict[str, TenantRow]:
-    by_tenant: dict[str, list[Record]] = defaultdict(list)
+    first_arrival: dict[str, float] = {}
+    first_start: dict[str, float] = {}
     for r in records:
-        by_tenant[r.job.tenant].append(r)
-    shares = contended_shares(by_tenant, found.window)
+        t = r.job.tenant
+        if r.job.arrival < first_arrival.get(t, math.inf):
+            first_arrival[t] = r.job.arrival
+        if r.start < first_start.get(t, math.inf):
+            first_start[t] = r.start
     return {
         t: TenantRow(
             jobs=w.jobs,
             p50=w.p50,
             p99=w.p99,
             max=w.max,
-            share=shares.get(t, 0.0),
-            first_start=min(r.start for r in by_tenant[t])
-            - min(r.job.arrival for r in by_tenant[t]),
+            share=found.contended_share.get(t, 0.0),
+            first_start=first_start[t] - first_arrival[t],
         )
         for t, w in found.per_tenant.items()
     }
-
-
-def contended_shares(by_tenant: Mapping[str, Sequence[Record]], window: float) -> dict[str, float]:
-    """Each tenant's part of the worker time of the windows where two or more tenants were
-    backlogged: what a weight or a cap changes (over the whole run every tenant gets its own
-    work done, so its share of all worker time is the same under any order)."""
-    backlogged: dict[int, int] = defaultdict(int)
-    for records in by_tenant.values():
-        for w in backlogged_windows(records, window):
-            backlogged[w] += 1
-    contended = {w for w, count in backlogged.items() if count >= 2}
-    got = {
-        t: sum(v for w, v in served(records, window).items() if w in contended)
-        for t, records in by_tenant.items()
-    }
-    total = sum(got.values())
-    return {t: v / total for t, v in got.items()} if total > 0 else {}
 
 
 @dataclass(frozen=True, kw_only=True)
