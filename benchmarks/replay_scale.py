@@ -4,7 +4,7 @@ The budget (issue #33): 1,000,000 recorded jobs replayed under 60 s. A SQLite st
 first (once, kept at --store) by the store's own scheduler on a virtual clock in steps of
 0.1 s: a batch of arrivals each second, and at each step the runs that end acked (run times
 0.1 to 1.0 s) and the idle workers of --workers handed jobs. Then, timed, in one process:
-the window read from the store (``Backend.history``, pages of 5,000), and the replay that
+the window read from the store (``Backend.history``, pages of 10,000), and the replay that
 ``fairq simulate --from`` runs with no change: the actual run's figures and the as-is replay
 on the same pool. Peak memory is the
 process's maximum resident set (the store's filling runs in a child process, not counted).

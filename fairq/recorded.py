@@ -5,7 +5,8 @@ A read-only call, paged so a reader holds one page at a time: the jobs of one qu
 (None: the last page). What a store keeps of a finished job is what its retention keeps
 (``MaintainParams.retention``): a pruned job is simply not there.
 
-A page may hold fewer than ``limit`` jobs, even none, before the last. A job that moves while
+A page holds about ``limit`` jobs at most (Redis takes it as a hint and may give a small queue
+whole), maybe fewer, even none, before the last. A job that moves while
 it is read (acked, retried) may come twice, the later copy the newer; a job stored all through
 the read comes at least once. So a reader keeps the last copy of each id. Reading takes no lock
 that live work waits on and changes nothing (each store says how, in its history module).

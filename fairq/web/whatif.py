@@ -9,7 +9,6 @@ ran and with the tenant's new settings, and shown on the tenant's page beside th
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import FormData
@@ -77,7 +76,7 @@ def _given(changed: dict[str, object]) -> tuple[str, ...]:
 
 def _replay(app: App, queue: str, tenant: str, changes: whatif.Changes) -> dict[str, Any]:
     """The last hour replayed; this tenant's row and the queue's, run by run."""
-    now = time.time()
+    now = app.clock()
     recorded = read_history(app.backend, queue, now - WINDOW, now, most=MOST)
     if tenant not in recorded.weights:
         raise ConfigError(f"tenant {tenant!r} has no job in the queue's last hour to replay")
