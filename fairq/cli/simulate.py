@@ -1,4 +1,5 @@
-"""``fairq simulate``: every strategy on the same workload, on a virtual clock (no store)."""
+"""``fairq simulate``: every strategy on the same workload, on a virtual clock; with ``--from``,
+a store's own history replayed (fairq/cli/whatif.py)."""
 
 from __future__ import annotations
 
