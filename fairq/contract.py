@@ -35,6 +35,9 @@ from fairq.policy.cost import JobCost as JobCost  # re-exported with the other r
 from fairq.policy.queues import check_queue_name
 from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
+from fairq.recorded import HistoryPage as HistoryPage  # re-exported with the other params
+from fairq.recorded import HistoryParams as HistoryParams
+from fairq.recorded import RecordedJob as RecordedJob
 from fairq.results import JobResult
 from fairq.signatures import JobSignature
 from fairq.slotparams import AcquireSlotParams as AcquireSlotParams  # re-exported as well
@@ -574,6 +577,10 @@ class Backend(Protocol):
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         """Dead jobs, oldest death first."""
+
+    def history(self, params: HistoryParams) -> HistoryPage:
+        """One page of a queue's jobs enqueued in a window, finished or not, read without
+        changing or locking live work (fairq/recorded.py): what a replay reads."""
 
     def requeue(self, params: RequeueParams) -> int:
         """Make dead jobs ready again with fresh attempts; returns how many were dead."""

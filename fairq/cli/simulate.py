@@ -1,4 +1,5 @@
-"""``fairq simulate``: every strategy on the same workload, on a virtual clock (no store)."""
+"""``fairq simulate``: every strategy on the same workload, on a virtual clock; with ``--from``,
+a store's own history replayed (fairq/cli/whatif.py)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import json
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from fairq.cli import cli
+from fairq.cli import whatif as replay
 from fairq.cli.admin._common import err_console, out_console, reported_errors
 from fairq.cli.numbers import Whole
+from fairq.cli.whatif import WHEN_HELP
 from fairq.errors import ConfigError
 from fairq.policy.bounds import MAX_INT
 from fairq.sim import verdict as talk
@@ -19,8 +21,6 @@ from fairq.sim.engine import Outage
 from fairq.sim.plots import require_matplotlib, write_plots
 from fairq.sim.strategies import STRATEGIES
 from fairq.sim.workloads import SCENARIOS, Workload, defaults_of, load_trace, make
-
-_LIVE_FROM = 50_000  # jobs per strategy from which a progress bar is worth showing
 
 
 def _workloads_help() -> str:
@@ -70,6 +70,11 @@ Examples:
   fairq simulate --strategies 'lottery:per_round=500,interval=60' --json
   fairq simulate --trace jobs.csv --plot out/     # your own jobs; out/report.html
   fairq simulate --verdict -w mixed --workers 16  # the talk's table, measured
+  fairq simulate --from sqlite:///fairq.db --queue default --since 2h
+                                                  # the last 2 hours, replayed as they ran
+  fairq simulate --from $FAIRQ_URL --queue default --since 2h \\
+      --set acme:weight=3 --set importer:cap=2 --workers 6 --strategy fifo,fairq
+                                                  # what if (docs/what-if.md)
 
 \b
 The flood's default is 10,000 jobs, not the 100,000 of the issue: the slots model
@@ -96,6 +101,7 @@ flood (16 s at 10,000 jobs, about 3 minutes at 30,000). Without slots, a flood o
 )
 @click.option(
     "--strategies",
+    "--strategy",
     default=None,
     help="Comma-separated strategies to compare, in this order. Default: every strategy "
     "(with --verdict: every one, the lottery planner at its defaults and sized to the pool, "
@@ -107,7 +113,12 @@ flood (16 s at 10,000 jobs, about 3 minutes at 30,000). Without slots, a flood o
     help="Print the talk's comparison instead: per strategy fair share (share error), no "
     "starvation (longest starved) and efficiency (of the usable worker time), one number each.",
 )
-@click.option("--workers", type=Whole(1, 10_000), default=8, show_default=True, help="Workers.")
+@click.option(
+    "--workers",
+    type=Whole(1, 10_000),
+    default=None,
+    help="Workers. Default: 8; replaying a store (--from): the most jobs it had running at once.",
+)
 @click.option(
     "--seed",
     type=Whole(-MAX_INT - 1, MAX_INT),
@@ -138,17 +149,68 @@ flood (16 s at 10,000 jobs, about 3 minutes at 30,000). Without slots, a flood o
     default=None,
     help="Write PNG plots and report.html (all in one file) here. Needs fairq[sim].",
 )
+@click.option(
+    "--from",
+    "source",
+    metavar="URL",
+    default=None,
+    help="Replay a queue's own history from this store (read only; docs/what-if.md), "
+    "e.g. sqlite:///fairq.db. Needs --queue and --since.",
+)
+@click.option("--queue", default=None, help="With --from: the queue to replay.")
+@click.option(
+    "--since", default=None, metavar="WHEN", help=f"With --from: the window's start, {WHEN_HELP}."
+)
+@click.option(
+    "--until", default=None, metavar="WHEN", help="With --from: the window's end. Default: now."
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="TENANT:KEY=VALUE",
+    help="With --from: what if a tenant had this setting: weight, cap or rate, e.g. "
+    "acme:weight=3, importer:cap=2, acme:rate=100/minute, importer:cap=none. Repeat for several.",
+)
+@click.option(
+    "--set-queue",
+    "set_queue",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="With --from: what if the queue had this setting: weight, cap, rate, max_in_flight, "
+    "half_life, max_debt, e.g. max_in_flight=8. Repeat for several.",
+)
+@click.option(
+    "--export",
+    "export_to",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --from: also write the trace read to this .csv or .json (what --trace reads).",
+)
+@click.option(
+    "--hash-tenants",
+    is_flag=True,
+    help="With --export: write each tenant id as a salted hash, so the trace can be shared.",
+)
 def simulate(
     workload: str,
     params: tuple[str, ...],
     strategies: str | None,
     verdict: bool,
-    workers: int,
+    workers: int | None,
     seed: int,
     trace: Path | None,
     outages: tuple[str, ...],
     as_json: bool,
     plot: Path | None,
+    source: str | None,
+    queue: str | None,
+    since: str | None,
+    until: str | None,
+    sets: tuple[str, ...],
+    set_queue: tuple[str, ...],
+    export_to: Path | None,
+    hash_tenants: bool,
 ) -> None:
     """Run several fairness strategies on the same simulated jobs and compare them.
 
@@ -164,6 +226,25 @@ def simulate(
     with reported_errors():
         if plot is not None:
             require_matplotlib()  # before the run, not after it
+        if source is not None:
+            _refuse_with_replay(params, verdict, trace, outages)
+            replay.run(
+                url=source,
+                queue=queue,
+                since=since,
+                until=until,
+                sets=sets,
+                set_queue=set_queue,
+                specs=split_specs(strategies or "fairq"),
+                workers=workers,
+                export_to=export_to,
+                hash_tenants=hash_tenants,
+                as_json=as_json,
+                plot=plot,
+            )
+            return
+        _refuse_without_replay(queue, since, until, sets, set_queue, export_to, hash_tenants)
+        workers = workers or 8
         chosen = _workload(workload, params, seed, trace)
         if strategies is not None:
             specs = split_specs(strategies)
@@ -184,6 +265,30 @@ def simulate(
         if plot is not None:
             for path in write_plots(chosen, outcomes, plot):
                 err_console().print(f"wrote {path}")
+
+
+def _refuse_with_replay(
+    params: tuple[str, ...], verdict: bool, trace: Path | None, outages: tuple[str, ...]
+) -> None:
+    """Options of a synthetic workload, which a replay of a store has no use for."""
+    given = [name for name, on in (("--param", params), ("--verdict", verdict),
+             ("--trace", trace), ("--outage", outages)) if on]  # fmt: skip
+    if given:
+        raise ConfigError(
+            f"{', '.join(given)} cannot go with --from: a replay's jobs are the store's own"
+        )
+
+
+def _refuse_without_replay(queue: str | None, *options: object) -> None:
+    """Options of a replay, which need --from."""
+    names = ("--since", "--until", "--set", "--set-queue", "--export", "--hash-tenants")
+    given = [name for name, value in zip(names, options, strict=True) if value]
+    if queue is not None:
+        given.insert(0, "--queue")
+    if given:
+        raise ConfigError(
+            f"{', '.join(given)} replay a store's history: give --from URL (the store) too"
+        )
 
 
 def _workload(name: str, params: tuple[str, ...], seed: int, trace: Path | None) -> Workload:
@@ -220,20 +325,7 @@ def parse_outage(text: str, workers: int) -> Outage:
 def _run(
     workload: Workload, specs: list[str], workers: int, seed: int, outages: list[Outage]
 ) -> list[Outcome]:
-    console = err_console()
-    if not console.is_terminal or len(workload.jobs) < _LIVE_FROM:
-        return compare(workload, specs, workers=workers, seed=seed, outages=outages)
-    bars = Progress(
-        TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(), console=console
-    )
-    tasks: dict[str, TaskID] = {}
-
-    def progress(name: str, done: int) -> None:
-        if name not in tasks:
-            tasks[name] = bars.add_task(name, total=len(workload.jobs))
-        bars.update(tasks[name], completed=done)
-
-    with bars:
+    with replay.run_bars(len(workload.jobs)) as progress:
         return compare(
             workload, specs, workers=workers, seed=seed, outages=outages, progress=progress
         )

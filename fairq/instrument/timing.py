@@ -35,6 +35,8 @@ from fairq.contract import (
     GetQueueParams,
     HeartbeatParams,
     HeartbeatResult,
+    HistoryPage,
+    HistoryParams,
     JobCost,
     JobCostsParams,
     JobType,
@@ -137,6 +139,9 @@ class TimedBackend:
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         return self._timed("list_dead", self.inner.list_dead, params)
+
+    def history(self, params: HistoryParams) -> HistoryPage:
+        return self._timed("history", self.inner.history, params)
 
     def requeue(self, params: RequeueParams) -> int:
         return self._timed("requeue", self.inner.requeue, params)

@@ -30,6 +30,8 @@ from fairq.contract import (
     GetJobsParams,
     HeartbeatParams,
     HeartbeatResult,
+    HistoryPage,
+    HistoryParams,
     JobCost,
     JobCostsParams,
     Keep,
@@ -37,6 +39,7 @@ from fairq.contract import (
     MaintainParams,
     MaintainResult,
     PublishJobTypesParams,
+    RecordedJob,
     ReleaseParams,
     ReleaseSlotsParams,
     ReleaseSlotsResult,
@@ -568,6 +571,27 @@ class ReferenceModel(Cancels):
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         with self._changed:
             return self._dead(params)
+
+    def history(self, params: HistoryParams) -> HistoryPage:
+        """The queue's jobs in enqueue order (seq), the cursor the last seq of the page."""
+        with self._changed:
+            after = -1 if params.cursor is None else int(params.cursor)
+            found = sorted(
+                (
+                    j
+                    for j in self._jobs.values()
+                    if j.queue == params.queue
+                    and j.seq > after
+                    and params.since <= j.enqueued_at < params.until
+                ),
+                key=lambda j: j.seq,
+            )
+            page = found[: params.limit]
+            more = len(found) > params.limit
+            return HistoryPage(
+                jobs=[RecordedJob.of(j) for j in page],
+                cursor=str(page[-1].seq) if more else None,
+            )
 
     def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
         with self._changed:

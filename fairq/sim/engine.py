@@ -35,6 +35,7 @@ class SimJob:
     duration: float
     cost: float
     name: str = "sim"  # the job's type: fairq learns run times per (queue, name)
+    priority: int = 0  # within its tenant, higher first (strategies without priorities ignore it)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,8 @@
   of what all backlogged tenants received; lag is ideal minus received, summed over a
   tenant's consecutive backlogged windows. The maximum is the most work (worker-seconds) any
   tenant fell behind weighted fair sharing.
+* **contended share**: a tenant's part of the worker-seconds of the windows where two or more
+  tenants were backlogged (what a weight or a cap changes).
 * **share error**: the part of all worker-seconds that went to a tenant beyond its weighted
   fair share while another wanted them. In each window where some tenant was backlogged, the
   fair split of what every tenant received is weighted water-filling (``misallocated``); the
@@ -52,6 +54,10 @@ class Figures:
     windows: int  # windows with two or more backlogged tenants
     window: float
     max_lag: float
+    #: Each tenant's part of the worker-seconds of the windows with two or more backlogged
+    #: tenants: who was favoured while tenants competed (over the whole run every tenant gets
+    #: its own work done, so its part of all worker time is the same under any order).
+    contended_share: dict[str, float]
     share_error: float
     utilisation: float
     efficiency: float
@@ -93,7 +99,10 @@ def figures(
     weights: Mapping[str, float] | None = None,
     newcomers: Sequence[str] = (),
     window: float | None = None,
+    whole: bool = True,
 ) -> Figures:
+    """``whole=False`` leaves out starvation, efficiency and the makespan bound (NaN, 0, None):
+    what a replay does not report (fairq/sim/whatif.py), a third of the time at 10^6 jobs."""
     weights = weights or {}
     window = window or default_window(records)
     by_tenant: dict[str, list[Record]] = defaultdict(list)
@@ -109,7 +118,7 @@ def figures(
         r.finish - r.start if not r.parts else sum(e - s for s, e in r.parts) for r in records
     )
     fair = _windowed(by_tenant, window, weights)
-    starved, starved_tenant = _most_starved(by_tenant, per_tenant)
+    starved, starved_tenant = _most_starved(by_tenant, per_tenant) if whole else (math.nan, None)
     return Figures(
         jobs=len(records),
         tenants=len(by_tenant),
@@ -122,11 +131,12 @@ def figures(
         windows=len(fair.jain),
         window=window,
         max_lag=fair.max_lag,
+        contended_share=fair.contended_share,
         share_error=sum(fair.misallocated) / busy if busy > 0 else 0.0,
         utilisation=busy / (workers * makespan) if makespan > 0 else 1.0,
-        efficiency=efficiency(records, workers),
+        efficiency=efficiency(records, workers) if whole else math.nan,
         makespan=makespan,
-        makespan_bound=makespan_bound([r.job for r in records], workers),
+        makespan_bound=makespan_bound([r.job for r in records], workers) if whole else math.nan,
         newcomer_first_start=_first_start(by_tenant, newcomers),
         starvation=starved,
         starved_tenant=starved_tenant,
@@ -281,6 +291,7 @@ class _Windowed:
     gini: list[float]
     misallocated: list[float]  # worker-seconds, per window where some tenant was backlogged
     max_lag: float
+    contended_share: dict[str, float]
 
 
 def backlogged_windows(records: Sequence[Record], window: float) -> list[int]:
@@ -344,6 +355,7 @@ def _windowed(
     lag: dict[str, float] = {}
     last_seen: dict[str, int] = {}
     max_lag = 0.0
+    contended: dict[str, float] = defaultdict(float)
     for w in sorted(backlogged):
         tenants = backlogged[w]
         got = {t: service[t].get(w, 0.0) for t in tenants}
@@ -359,10 +371,16 @@ def _windowed(
             normalised = [got[t] / weights.get(t, 1.0) for t in tenants]
             jain.append(jain_index(normalised))
             ginis.append(gini(normalised))
+            for t in present[w]:
+                contended[t] += service[t][w]
         satisfied = {t: service[t][w] for t in present[w] if t not in got}
         if satisfied or len(tenants) >= 2:
             errors.append(misallocated(got, satisfied, weights))
-    return _Windowed(jain=jain, gini=ginis, misallocated=errors, max_lag=max_lag)
+    total = sum(contended.values())
+    shares = {t: v / total for t, v in sorted(contended.items())} if total > 0 else {}
+    return _Windowed(
+        jain=jain, gini=ginis, misallocated=errors, max_lag=max_lag, contended_share=shares
+    )
 
 
 def misallocated(

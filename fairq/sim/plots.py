@@ -10,11 +10,15 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairq.errors import ConfigError
 from fairq.sim.compare import Outcome
 from fairq.sim.workloads import Workload
+
+if TYPE_CHECKING:
+    from fairq.sim.replay import Recorded
+    from fairq.sim.whatif import Run
 
 INSTALL_HINT = "plots need matplotlib: pip install 'fairq[sim]'"
 _TOP = 5  # tenants drawn by name in a share plot; the rest are summed as "others"
@@ -46,6 +50,52 @@ def write_plots(workload: Workload, outcomes: Sequence[Outcome], directory: Path
     report = directory / "report.html"
     report.write_text(_html(workload, outcomes, written), encoding="utf-8")
     return [*written, report]
+
+
+def write_replay_plots(recorded: Recorded, runs: Sequence[Run], directory: Path) -> list[Path]:
+    """A replay's plots (fairq/sim/whatif.py): tenants.png (the busiest tenants' p50 and p99
+    wait, run by run), waits.png, one share-<run>.png each, and report.html."""
+    plt = _pyplot()
+    directory.mkdir(parents=True, exist_ok=True)
+    workload = Workload(
+        name=f"queue {recorded.queue}", jobs=recorded.jobs, weights=recorded.weights
+    )
+    outcomes = [run.outcome() for run in runs]
+    written = [
+        _tenant_waits(plt, recorded, runs, directory / "tenants.png"),
+        _waits(plt, workload, outcomes, directory / "waits.png"),
+    ]
+    for o in outcomes:
+        written.append(_shares(plt, o, directory / f"share-{_slug(o.strategy)}.png"))
+    report = directory / "report.html"
+    report.write_text(_html(workload, outcomes, written), encoding="utf-8")
+    return [*written, report]
+
+
+def _tenant_waits(plt: Any, recorded: Recorded, runs: Sequence[Run], path: Path) -> Path:
+    """Grouped bars: for each of the busiest tenants, each run's p99 wait (the bar) and p50
+    (the dot), so a change's effect on every tenant shows at a glance."""
+    jobs = runs[1].figures.per_tenant
+    tenants = sorted(jobs, key=lambda t: (-jobs[t].jobs, t))[: _TOP + 3]
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    width = 0.8 / len(runs)
+    for n, run in enumerate(runs):
+        found = run.figures.per_tenant
+        xs = [i + n * width for i in range(len(tenants))]
+        p99 = [found[t].p99 if t in found else math.nan for t in tenants]
+        p50 = [found[t].p50 if t in found else math.nan for t in tenants]
+        ax.bar(xs, p99, width, label=f"{run.name} p99")
+        ax.plot(xs, p50, "k.", markersize=6)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(tenants))])
+    ax.set_xticklabels([t[:16] for t in tenants], rotation=20, fontsize="small")
+    ax.set_ylabel("wait (s): bar p99, dot p50")
+    ax.set_title(f"queue {recorded.queue}: waits per tenant, {len(recorded.jobs):,} jobs")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 def _slug(name: str) -> str:

@@ -54,14 +54,14 @@ async def change_tenant(request: Request, board: Dashboard, form: FormData) -> R
     tenant_id = pages.tenant_param(request)
     current = await board.read(data.tenant_stats, board.app, name, tenant_id)
     action = _text(form, "action")
-    change = read_action(action) or read_tenant_form(_fields(form), current)
+    change = read_action(action) or read_tenant_form(form_fields(form), current)
     if change.errors:
         return await pages.tenant_page(
             request,
             name,
             tenant_id,
             errors=change.errors,
-            form=_fields(form),
+            form=form_fields(form),
             status_code=400,
         )
     done = "unchanged"
@@ -187,5 +187,6 @@ def _text(form: FormData, key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _fields(form: FormData) -> dict[str, str]:
+def form_fields(form: FormData) -> dict[str, str]:
+    """The settings form's fields, as typed (a missing one empty)."""
     return {key: _text(form, key) for key in ("weight", "max_running", "rate", "burst")}

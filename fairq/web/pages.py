@@ -97,10 +97,11 @@ async def tenant_page(
     done: str | None = None,
     errors: dict[str, str] | None = None,
     form: dict[str, str] | None = None,
+    whatif: dict[str, object] | None = None,
     status_code: int = 200,
 ) -> Response:
     """One tenant: its row, the change form (signed in), its dead jobs. Also re-shown with
-    ``errors`` when a change was refused."""
+    ``errors`` when a change was refused, or with a replay of its form (fairq/web/whatif.py)."""
     board = dashboard(request)
     _, report = await board.report(name)
     row = None if report is None else data.tenant_row(report, tenant_id)
@@ -115,6 +116,7 @@ async def tenant_page(
         "done": done,
         "errors": errors or {},
         "form": shown,
+        "whatif": whatif,
     }
     return board.render(request, "tenant.html", context, status_code=status_code)
 

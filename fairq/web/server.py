@@ -39,7 +39,7 @@ from fairq.backends.sqlite.url import path_from_url
 from fairq.errors import ConfigError, FairqError
 from fairq.reports.queues import QueueReport
 from fairq.urls import redact_url
-from fairq.web import actions, api, data, pages
+from fairq.web import actions, api, data, pages, whatif
 from fairq.web.format import FILTERS
 from fairq.web.security import Access, weak_token
 from fairq.web.sessions import DEFAULT_LIFETIME
@@ -189,6 +189,7 @@ def routes() -> list[BaseRoute]:
         Route("/queues/{queue}", pages.queue),
         Route("/queues/{queue}/tenant", pages.tenant),
         Route("/queues/{queue}/tenant", actions.change_tenant, methods=["POST"]),
+        Route("/queues/{queue}/tenant/whatif", whatif.what_if, methods=["POST"]),
         Route("/jobs", pages.job),
         Route("/jobs/cancel", actions.cancel, methods=["POST"]),
         Route("/dead", pages.dead),

@@ -25,6 +25,7 @@ from fairq.backends.postgres import (
     beats,
     cancelling,
     figures,
+    history,
     inspect,
     kept,
     locks,
@@ -73,6 +74,8 @@ from fairq.contract import (
     GetQueueParams,
     HeartbeatParams,
     HeartbeatResult,
+    HistoryPage,
+    HistoryParams,
     JobCost,
     JobCostsParams,
     JobType,
@@ -539,6 +542,9 @@ class PostgresBackend:
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         return self.db.run(lambda cur: inspect.list_dead(cur, self.q, params))
+
+    def history(self, params: HistoryParams) -> HistoryPage:
+        return history.read(self.db, self.schema, params)
 
     def cancel(self, params: CancelParams) -> CancelResult:
         """cancelling.py: under the jobs' queues' exclusive locks."""

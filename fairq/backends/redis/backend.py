@@ -41,6 +41,8 @@ from fairq.contract import (
     GetQueueParams,
     HeartbeatParams,
     HeartbeatResult,
+    HistoryPage,
+    HistoryParams,
     JobCost,
     JobCostsParams,
     JobType,
@@ -71,7 +73,7 @@ from fairq.figures import FiguresParams, TenantFigures
 from fairq.job import JobInfo
 from fairq.policy.throttle import Routing
 
-from . import calls, cluster, figures, reads, slots, throttling
+from . import calls, cluster, figures, history, reads, slots, throttling
 from .checks import check_types
 from .connection import RedisOptions, check_eviction, check_version, parse_url
 from .consuming import Consumer
@@ -341,6 +343,9 @@ class RedisBackend:
 
     def job_costs(self, params: JobCostsParams) -> list[JobCost]:
         return self._store.drive(reads.job_costs(self.layout, params))
+
+    def history(self, params: HistoryParams) -> HistoryPage:
+        return self._store.drive(history.read(self.layout, params))
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         with self._store.translated():

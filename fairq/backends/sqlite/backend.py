@@ -23,6 +23,7 @@ from fairq.backends.sqlite import (
     cancelling,
     costs,
     figures,
+    history,
     leases,
     maintenance,
     producing,
@@ -51,6 +52,8 @@ from fairq.contract import (
     GetQueueParams,
     HeartbeatParams,
     HeartbeatResult,
+    HistoryPage,
+    HistoryParams,
     JobCost,
     JobCostsParams,
     JobType,
@@ -256,6 +259,9 @@ class SQLiteBackend:
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         return self._store.read(lambda db: admin.list_dead(db, params))
+
+    def history(self, params: HistoryParams) -> HistoryPage:
+        return self._store.read(lambda db: history.read(db, params))
 
     def requeue(self, params: RequeueParams) -> int:
         return self._store.write(lambda db: admin.requeue(db, params.ids, self._at(params.now)))

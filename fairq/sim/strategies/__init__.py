@@ -7,14 +7,16 @@ Tenant weights come from the workload (its plans) and go to the strategies that 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
+from fairq.contract import QueueSettings
 from fairq.errors import ConfigError
 from fairq.policy.rate import Rate
 from fairq.policy.shards import Sharding
 from fairq.sim.engine import Strategy
 from fairq.sim.strategies import lottery
 from fairq.sim.strategies.decayed import DecayedActivity
-from fairq.sim.strategies.fairq import Fairq
+from fairq.sim.strategies.fairq import Fairq, Own
 from fairq.sim.strategies.fifo import Fifo
 from fairq.sim.strategies.iteration import Iteration
 from fairq.sim.strategies.lottery import Lottery
@@ -27,18 +29,30 @@ Weights = Mapping[str, float]
 Settings = dict[str, float]
 
 
-def _fairq(weights: Weights, s: Settings) -> Strategy:
-    rate = Rate(int(s.pop("rate")), s.pop("per", 1.0)) if "rate" in s else None
+def _fairq(
+    weights: Weights,
+    s: Settings,
+    base: QueueSettings | None = None,
+    own: Mapping[str, Own] | None = None,
+) -> Strategy:
+    """``base``: the queue's settings (a replay's), which the spec's own settings override."""
+    base = base or QueueSettings(queue="sim")
+    rate = Rate(int(s.pop("rate")), s.pop("per", 1.0)) if "rate" in s else base.rate
     cap = s.pop("max_running", None)
-    half_life = s.pop("half_life", None)
+    half_life = s.pop("half_life", base.half_life)
     shards = s.pop("shards", None)
     size = s.pop("shard_size", 2.0)
+    settings = replace(
+        base,
+        max_running=base.max_running if cap is None else int(cap),
+        rate=rate,
+        half_life=half_life,
+    )
     return Fairq(
         slice=s.pop("slice", None),
         weights=weights,
-        max_running=None if cap is None else int(cap),
-        rate=rate,
-        half_life=half_life,
+        settings=settings,
+        own=own,
         shards=None if shards is None else Sharding(_whole(shards), _whole(size)),
     )
 
@@ -96,14 +110,24 @@ STRATEGIES: dict[str, tuple[Callable[[Weights, Settings], Strategy], str, str]] 
 }
 
 
-def build(spec: str, weights: Weights) -> Strategy:
-    """The strategy a spec names: ``name`` or ``name:key=value,key=value``."""
+def build(
+    spec: str,
+    weights: Weights,
+    *,
+    queue: QueueSettings | None = None,
+    own: Mapping[str, Own] | None = None,
+) -> Strategy:
+    """The strategy a spec names: ``name`` or ``name:key=value,key=value``. ``queue`` and
+    ``own``: the settings a store keeps (a replay's), which fairq runs under."""
     name, _, rest = spec.strip().partition(":")
     found = STRATEGIES.get(name)
     if found is None:
         raise ConfigError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}")
     settings = _settings(spec, rest)
-    strategy = found[0](weights, settings)
+    if name == "fairq":
+        strategy = _fairq(weights, settings, queue, own)
+    else:
+        strategy = found[0](weights, settings)
     if settings:
         raise ConfigError(
             f"strategy {name!r} has no setting {', '.join(sorted(settings))}; "

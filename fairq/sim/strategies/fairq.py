@@ -20,11 +20,12 @@ worker ``i`` serves shard ``i % shards`` only (a pool per shard), fairly within 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from fairq.contract import (
     AckManyParams,
+    Backend,
     DequeueParams,
     EnqueueParams,
     MaintainParams,
@@ -44,8 +45,22 @@ from fairq.sim.engine import Part, SimJob
 _QUEUE = "sim"
 
 
+@dataclass(frozen=True, kw_only=True)
+class Own:
+    """A tenant's own settings (None: the queue's), as ``Backend.set_tenant`` stores them."""
+
+    weight: float | None = None
+    max_running: int | None = None
+    rate: Rate | None = None
+
+
 class Fairq:
-    """Start-time fair queuing per tenant, with the model's weights, caps, rates, half-life."""
+    """Start-time fair queuing per tenant, with the model's weights, caps, rates, half-life.
+
+    ``settings``: the queue's own (its ``queue`` name is replaced), instead of ``max_running``,
+    ``rate`` and ``half_life``; ``own``: tenants' own settings, as a store keeps them (a
+    replay's, fairq/sim/replay.py), on top of ``weights``. ``store``: opens the store that
+    schedules (a real one records a history on the virtual clock: tests/sim)."""
 
     def __init__(
         self,
@@ -57,6 +72,9 @@ class Fairq:
         shards: Sharding | None = None,
         slice: float | None = None,
         name: str = "fairq",
+        settings: QueueSettings | None = None,
+        own: Mapping[str, Own] | None = None,
+        store: Callable[[], Backend] = ReferenceModel,
     ) -> None:
         if slice is not None and not slice > 0:
             raise ConfigError(f"slice must be a positive number of seconds, got {slice}")
@@ -66,16 +84,20 @@ class Fairq:
         self._last: set[int] = set()  # jobs whose current run ends them
         self._sharding = shards
         self._queues = [_QUEUE] if shards is None else shards.queues(_QUEUE)
-        self._weights = dict(weights or {})
-        self._settings = QueueSettings(
-            queue=_QUEUE, max_running=max_running, rate=rate, half_life=half_life
-        )
-        self._model = ReferenceModel()
+        self._own = {t: Own(weight=w) for t, w in (weights or {}).items()} | dict(own or {})
+        if settings is None:
+            settings = QueueSettings(
+                queue=_QUEUE, max_running=max_running, rate=rate, half_life=half_life
+            )
+        self._settings = replace(settings, queue=_QUEUE)
+        self._rated = settings.rate is not None or any(o.rate for o in self._own.values())
+        self._store = store
+        self._model: Backend = ReferenceModel()
         self._jobs: dict[str, SimJob] = {}
         self._tokens: dict[int, str] = {}
 
     def start(self, workers: int, rng: random.Random) -> None:
-        self._model = ReferenceModel()
+        self._model = self._store()
         self._jobs.clear()
         self._tokens.clear()
         self._left.clear()
@@ -88,9 +110,16 @@ class Fairq:
         for queue in self._queues:
             settings = replace(self._settings, queue=queue)
             self._model.set_queue(SetQueueParams(settings=settings, now=0.0))
-            for tenant, weight in sorted(self._weights.items()):
+            for tenant, own in sorted(self._own.items()):
                 self._model.set_tenant(
-                    TenantSettingsParams(queue=queue, tenant=tenant, now=0.0, weight=weight)
+                    TenantSettingsParams(
+                        queue=queue,
+                        tenant=tenant,
+                        now=0.0,
+                        weight=own.weight,
+                        max_running=own.max_running,
+                        rate=own.rate,
+                    )
                 )
 
     def submit(self, jobs: Sequence[SimJob], now: float) -> None:
@@ -106,6 +135,7 @@ class Fairq:
                     queue=_QUEUE,
                     tenant=job.tenant,
                     payload="",
+                    priority=job.priority,
                     run_at=now,
                     max_attempts=1,
                     lease_timeout=MAX_SECONDS,
@@ -124,7 +154,7 @@ class Fairq:
         """One ``dequeue`` for all the idle workers: the contract makes a batch of ``limit``
         the same as that many single dequeues at the same ``now``. With nothing waiting there
         is nothing to ask (unless rate limits are on: the model ends them as it dequeues)."""
-        if not self._jobs and self._settings.rate is None:
+        if not self._jobs and not self._rated:
             return []
         if self._sharding is not None:
             return self._take_per_shard(idle, now)
@@ -165,7 +195,7 @@ class Fairq:
 
     def wake_at(self, now: float) -> float | None:
         """A rate-limited tenant becomes eligible again with no event of its own."""
-        if self._settings.rate is None:
+        if not self._rated:
             return None
         due = self._model.maintain(MaintainParams(now=now, queues=self._queues)).next_due
         return due if due is not None and due < now + MAX_SECONDS / 2 else None
