@@ -1,12 +1,17 @@
 """Throughput on PostgreSQL: fairq vs pgqueuer vs procrastinate, measured in one run.
 
 Each system gets N no-op jobs enqueued (its own batch API), then W worker processes of its
-standard worker drain them; the clock runs from starting the workers until the last job is
-done. fairq runs with fairness on: jobs are spread over --tenants tenants and every dequeue
-picks the fairest tenant. Every run starts from a freshly created database. Prints the median
-jobs/s over --runs runs and the ratio to fairq. --queues N spreads fairq's jobs over N queues
-(every tenant in each); with --dedicated, worker i serves queue i only, so dispatches of
-different queues run side by side where those of one queue take turns on its lock.
+standard worker drain them, each with C jobs in flight (pgqueuer: batches of C); the clock
+runs from the first finished job to the last, so the workers' start-up is not counted (as
+benchmarks/redis_throughput.py does). fairq runs with fairness on: jobs are spread over
+--tenants tenants and every dequeue picks the fairest tenant. Every run starts from a freshly
+created database. The shapes W x C (--shapes) run one after another, the systems alternated
+within each; for each it prints the median jobs/s over --runs runs, the same-run ratios to the
+first system, and CPU per job of the workers and of the server processes over the same span.
+The default shapes are 1 x 1 and 2 x 1 (a few processes with one slot each, where every job is
+one call) and 2 x 10. --queues N spreads fairq's jobs over N queues (every tenant in each);
+with --dedicated, worker i serves queue i only, so dispatches of different queues run side by
+side where those of one queue take turns on its lock.
 
 Setup (once): bash benchmarks/peers_pg/setup.sh
 Run:          benchmarks/peers_pg/.venv/bin/python benchmarks/postgres_throughput.py
@@ -41,10 +46,10 @@ DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/fairq_bench"
 class Result:
     system: str
     enqueue_s: float
-    drain_s: float
-    jobs: int
-    client_cpu_s: float  # the worker processes' CPU time while draining
-    server_cpu_s: float  # the CPU time of the database's server processes while draining
+    drain_s: float  # from the first finished job to the last
+    jobs: int  # the jobs finished in that span
+    client_cpu_s: float  # the worker processes' CPU time in that span
+    server_cpu_s: float  # the CPU time of the database's server processes in that span
 
     @property
     def rate(self) -> float:
@@ -152,9 +157,9 @@ def fairq_workers(args: argparse.Namespace, index: int) -> list[str]:
             "--concurrency", str(args.concurrency), "--queues", ",".join(served)]  # fmt: skip
 
 
-# the tenants' counters (what `fairq stats` reads): count(*) over the succeeded jobs, polled
-# every 20 ms, read every succeeded job's index entry each time (8,300 a poll on average over a
-# 20,000-job drain), work for the server that is not fairq's
+# the jobs succeeded so far: the sum of the tenants' counters (what `fairq stats` reads), a read
+# of the few tenant rows per poll (a count(*) of the succeeded jobs would read every one's index
+# entry each time: work for the server that is not fairq's)
 FAIRQ_DONE = "SELECT coalesce(sum(succeeded), 0) FROM fairq.tenants"
 
 
@@ -255,7 +260,6 @@ def measure(name: str, args: argparse.Namespace) -> Result:
     subprocess.run([sys.executable, "-c", code], env=env(args.url), check=True, cwd=HERE)
     enqueue_s = time.perf_counter() - started
     done_sql = system.done_sql % args.jobs if "%d" in system.done_sql else system.done_sql
-    started = time.perf_counter()
     procs = [
         subprocess.Popen(
             system.workers(args, index),
@@ -267,18 +271,27 @@ def measure(name: str, args: argparse.Namespace) -> Result:
         for index in range(args.workers)
     ]
     try:
-        servers: set[int] = set()
-        while count(args.url, done_sql) < args.jobs:
-            if any(proc.poll() is not None for proc in procs):
-                raise RuntimeError(f"a {name} worker exited early")
-            servers.update(server_pids(args.url))  # connections opened while draining
-            time.sleep(0.02)
-        drain_s = time.perf_counter() - started
-        client_cpu = cpu_seconds([proc.pid for proc in procs])
-        server_cpu = cpu_seconds(sorted(servers))
+        servers: set[int] = set()  # the connections opened while draining
+
+        def wait_for(target: int) -> tuple[float, int]:
+            """When the count of finished jobs first reached ``target``, and what it was."""
+            while (done := count(args.url, done_sql)) < target:
+                if any(proc.poll() is not None for proc in procs):
+                    raise RuntimeError(f"a {name} worker exited early")
+                servers.update(server_pids(args.url))
+                time.sleep(0.02)
+            return time.perf_counter(), done
+
+        first, done0 = wait_for(1)
+        servers.update(server_pids(args.url))
+        client0 = cpu_seconds([proc.pid for proc in procs])
+        server0 = {pid: cpu_seconds([pid]) for pid in servers}
+        last, _ = wait_for(args.jobs)
+        client_cpu = cpu_seconds([proc.pid for proc in procs]) - client0
+        server_cpu = sum(max(cpu_seconds([pid]) - server0.get(pid, 0.0), 0.0) for pid in servers)
     finally:
         stop(procs)
-    return Result(name, enqueue_s, drain_s, args.jobs, client_cpu, server_cpu)
+    return Result(name, enqueue_s, last - first, args.jobs - done0, client_cpu, server_cpu)
 
 
 def load() -> str:
@@ -286,38 +299,28 @@ def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default=os.environ.get("FAIRQ_BENCH_POSTGRES_URL", DEFAULT_URL))
-    parser.add_argument("--jobs", type=int, default=20_000)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=2, help="worker processes per system")
-    parser.add_argument("--concurrency", type=int, default=10, help="jobs in flight per worker")
-    parser.add_argument("--tenants", type=int, default=10, help="fairq tenants (fairness on)")
-    parser.add_argument(
-        "--queues", type=int, default=1,
-        help="fairq queues the jobs are spread over (each tenant has jobs in each); every "
-        "worker serves all of them unless --dedicated",
-    )  # fmt: skip
-    parser.add_argument(
-        "--dedicated", action="store_true",
-        help="fairq worker i serves queue i only (queues: dispatches of different queues run "
-        "side by side, those of one queue take turns)",
-    )  # fmt: skip
-    parser.add_argument("--systems", default=",".join(available()))
-    args = parser.parse_args()
-    names = args.systems.split(",")
-    if len(names) < len(SYSTEMS):
-        print("(peers missing from this Python: run bash benchmarks/peers_pg/setup.sh and use "
-              "benchmarks/peers_pg/.venv/bin/python for the comparison)", flush=True)  # fmt: skip
+def shape(text: str) -> tuple[int, int]:
+    """``WxC``: W worker processes with C jobs in flight each."""
+    workers, _, concurrency = text.partition("x")
+    try:
+        return int(workers), int(concurrency)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"shape {text!r}: write worker processes x jobs in flight, as in 2x10"
+        ) from None
+
+
+def run_shape(names: list[str], args: argparse.Namespace) -> None:
+    """Every system, alternated, --runs times at one shape; then the shape's table."""
     results: dict[str, list[Result]] = {name: [] for name in names}
     for run in range(args.runs):
         for name in names:
             result = measure(name, args)
             results[name].append(result)
-            print(f"run {run + 1}: {name:14} {result.rate:8.0f} jobs/s "
-                  f"(drain {result.drain_s:.2f} s, enqueue {result.enqueue_s:.2f} s; CPU per "
-                  f"job: workers {result.client_cpu_s / result.jobs * 1e6:.0f} µs, server "
+            print(f"{args.workers}x{args.concurrency} run {run + 1}: {name:14} "
+                  f"{result.rate:8.0f} jobs/s (drain {result.drain_s:.2f} s, enqueue "
+                  f"{result.enqueue_s:.2f} s; CPU per job: workers "
+                  f"{result.client_cpu_s / result.jobs * 1e6:.0f} µs, server "
                   f"{result.server_cpu_s / result.jobs * 1e6:.0f} µs; load {load()})",
                   flush=True)  # fmt: skip
     base = statistics.median(r.rate for r in results[names[0]])
@@ -339,7 +342,52 @@ def main() -> None:
             f"{r.rate / results[names[0]][n].rate:.2f}" for n, r in enumerate(results[name])
         )
         print(f"| {name} | {median:.0f} | {listed} | {median / base:.2f}x | {same} | "
-              f"{client:.0f} | {server:.0f} |")  # fmt: skip
+              f"{client:.0f} | {server:.0f} |", flush=True)  # fmt: skip
+    print(flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default=os.environ.get("FAIRQ_BENCH_POSTGRES_URL", DEFAULT_URL))
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--shapes", type=lambda text: [shape(part) for part in text.split(",")],
+        default=[(1, 1), (2, 1), (2, 10)],
+        help="worker processes x jobs in flight per worker, one after another (default "
+        "1x1,2x1,2x10)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--workers", type=int, help="worker processes: one shape, with --concurrency"
+    )
+    parser.add_argument("--concurrency", type=int, help="jobs in flight per worker (default 10)")
+    parser.add_argument("--tenants", type=int, default=10, help="fairq tenants (fairness on)")
+    parser.add_argument(
+        "--queues", type=int, default=1,
+        help="fairq queues the jobs are spread over (each tenant has jobs in each); every "
+        "worker serves all of them unless --dedicated",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dedicated", action="store_true",
+        help="fairq worker i serves queue i only (queues: dispatches of different queues run "
+        "side by side, those of one queue take turns)",
+    )  # fmt: skip
+    parser.add_argument("--systems", default=",".join(available()))
+    args = parser.parse_args()
+    names = args.systems.split(",")
+    if unknown := [name for name in names if name not in SYSTEMS]:
+        parser.error(f"--systems: unknown {', '.join(unknown)}; known: {', '.join(SYSTEMS)}")
+    if missing := [name for name in SYSTEMS if name not in available()]:
+        print(f"({', '.join(missing)} missing from this Python: run bash "
+              "benchmarks/peers_pg/setup.sh and use benchmarks/peers_pg/.venv/bin/python for "
+              "the comparison)", flush=True)  # fmt: skip
+        if absent := [name for name in names if name in missing]:
+            parser.error(f"--systems names {', '.join(absent)}, not installed in this Python")
+    shapes = args.shapes
+    if args.workers is not None or args.concurrency is not None:
+        shapes = [(args.workers or 2, args.concurrency or 10)]
+    for args.workers, args.concurrency in shapes:
+        run_shape(names, args)
 
 
 if __name__ == "__main__":

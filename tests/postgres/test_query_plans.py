@@ -361,8 +361,8 @@ def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBac
     assert any("DELETE FROM" in text and ".inbox" in text for text in statements)
     # ack_held's move of its jobs into succeeded_jobs
     assert any("INSERT INTO" in text and ".succeeded_jobs" in text for text in statements)
-    # ack_many's jobs locked in seq order (its queues held shared), then moved set-wise
-    assert any("ORDER BY x.seq FOR UPDATE" in text for text in statements)
+    # ack_many's jobs found by id and locked in seq order (its queues held shared), then moved
+    assert any("ORDER BY y.seq) o" in text for text in statements)
     assert any("DELETE FROM" in text for text in statements)
     assert any("FROM unnest(v_rows) AS d" in text for text in statements)  # succeeded_runs' update
     assert any("FROM unnest(p_pending) AS d" in text for text in statements)  # dispatch's flush

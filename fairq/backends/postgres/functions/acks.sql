@@ -44,10 +44,19 @@ BEGIN
         RETURN;
     END IF;
     -- only running jobs: a stale token's job, ready again, may be the head a dispatch is
-    -- about to start, and must not be held here while this ack waits for a tenant
-    PERFORM 1 FROM {schema}.jobs x
-    WHERE x.id = ANY(p_ids) AND x.state = 'running' AND x.queue <> ALL(p_exclusive)
-    ORDER BY x.seq FOR UPDATE;
+    -- about to start, and must not be held here while this ack waits for a tenant. Each job
+    -- found by id, then locked by its seq, in seq order. The state is tested as "IS TRUE" so
+    -- that the planner cannot use jobs_running (whose predicate it is): the generic plans of
+    -- this step read all of that index, every running job, on each call (270 buffers for 10
+    -- jobs in tests/postgres/test_cached_plans.py)
+    PERFORM 1
+    FROM (SELECT y.seq FROM unnest(p_ids) AS p(id)
+          CROSS JOIN LATERAL (SELECT y.seq FROM {schema}.jobs y WHERE y.id = p.id OFFSET 0) y
+          ORDER BY y.seq) o
+    CROSS JOIN LATERAL (
+        SELECT 1 FROM {schema}.jobs x
+        WHERE x.seq = o.seq AND (x.state = 'running') IS TRUE AND x.queue <> ALL(p_exclusive)
+        FOR UPDATE) l;
     p_now := {schema}.event_time(p_now);  -- the locks are held: the event's time (clock.sql)
     -- each token's job found by id alone (a cached plan that joined the tokens to jobs on state
     -- and deadline read jobs_running for the whole queue, every running job on every call: 318
@@ -220,7 +229,8 @@ CREATE FUNCTION {schema}.ack_many(
     p_ids text[], p_leases integer[], p_now double precision, p_seed bigint,
     p_channel_salt text
 ) RETURNS text[]
-LANGUAGE plpgsql SET enable_seqscan = off AS $$  -- see dequeue.sql
+LANGUAGE plpgsql  -- see dequeue.sql
+SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);  -- see dequeue.sql
     PERFORM pg_advisory_xact_lock_shared(s.k)

@@ -17,10 +17,13 @@
 --   scan looks cheapest and stays in the plan after a flood. Without it, the job lookup of
 --   lock_ack_dequeue read 385 buffers a call after a flood of 20,000 jobs, where every
 --   statement reads at most 200 with it (tests/postgres/test_cached_plans.py).
--- No plan_cache_mode = force_generic_plan any more (schema 9 set it, as custom plans were made
--- again on many calls): benchmarks/postgres_throughput.py, 20,000 no-op jobs, three alternated
--- runs of each, fairq's server CPU per job 125/128/126 µs with it, 125/125/122 µs without;
--- drain 5,837/4,341/4,759 against 6,045/5,985/5,644 jobs/s.
+-- * plan_cache_mode = force_generic_plan: each statement is planned once per session. With
+--   the default, a statement that takes arrays or a LIMIT from a variable is planned again on
+--   almost every call (its custom plan looks cheaper than the generic one), and at one job per
+--   call (a worker with one slot) that planning was most of the server's work: under callgrind
+--   (benchmarks/postgres_callgrind.py --limit 1), 9.87 M instructions per job without it, 4.23 M
+--   with it. A clean-up (schema 9 -> functions/) dropped it after measuring at batches of 10
+--   only, where the planning is shared by ten jobs.
 
 -- The locks of a dispatch (and of the acks before it), in one pass per kind, in ascending key
 -- order (queries.sql), before any row:
@@ -133,7 +136,7 @@ CREATE FUNCTION {schema}.dequeue(
     l_started_at double precision, l_deadline double precision,
     l_lease_timeout double precision, l_cost double precision,
     l_ready_at double precision, l_headers text
-) LANGUAGE plpgsql SET enable_seqscan = off AS $$  -- see the top of this file
+) LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$  -- see the top of this file
 DECLARE
     v_locks record;
 BEGIN
@@ -211,7 +214,7 @@ CREATE FUNCTION {schema}.ack_dequeue(
     l_started_at double precision, l_deadline double precision,
     l_lease_timeout double precision, l_cost double precision,
     l_ready_at double precision, l_headers text
-) LANGUAGE plpgsql SET enable_seqscan = off AS $$  -- see the top of this file
+) LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$  -- see the top of this file
 DECLARE
     v_locks record;
     v_acked record;
