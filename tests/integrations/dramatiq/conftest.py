@@ -3,8 +3,9 @@ store on SQLite, Redis or PostgreSQL.
 
 Each test gets a broker namespace of its own in ``$FAIRQ_TEST_BROKER_URL`` (its keys are
 deleted afterwards; the database is never flushed) and a fresh store: a SQLite file, a key
-prefix in ``$FAIRQ_TEST_REDIS_URL``, or a schema in ``$FAIRQ_TEST_POSTGRES_URL`` (dropped).
-A server that cannot be reached fails the tests, never skips them.
+prefix in ``$FAIRQ_TEST_REDIS_URL``, or an empty schema in ``$FAIRQ_TEST_POSTGRES_URL``
+(emptied or dropped afterwards: tests/postgres/_store.py). A server that cannot be reached
+fails the tests, never skips them.
 """
 
 from __future__ import annotations
@@ -20,12 +21,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psycopg
 import pytest
 import redis
 from dramatiq_tasks import Actors, build
 
-from fairq.backends.postgres.sql import quote_ident
 from fairq.job import JobInfo, JobState
 
 HERE = Path(__file__).resolve().parent
@@ -210,10 +209,13 @@ def store_url(kind: str, tmp_path: Path) -> Iterator[str]:
             client.delete(*keys)
         client.close()
     else:
-        schema = f"fq_dramatiq_{uuid.uuid4().hex[:12]}"
-        yield f"{POSTGRES_URL}{'&' if '?' in POSTGRES_URL else '?'}schema={schema}"
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
+        from postgres._store import open_disposable, with_option
+
+        backend = open_disposable(POSTGRES_URL, clock="store")  # given back when closed
+        try:
+            yield with_option(POSTGRES_URL, "schema", backend.schema)
+        finally:
+            backend.close()
 
 
 @pytest.fixture
