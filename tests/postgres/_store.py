@@ -58,7 +58,12 @@ class DisposableBackend(PostgresBackend):
     """A PostgresBackend in a schema of its own that disappears on ``close``: dropped, or
     emptied and lent again when ``open_disposable`` lent it."""
 
+    closed = False
+
     def close(self) -> None:
+        if self.closed:
+            return  # once lent again, the schema is another store's
+        self.closed = True
         try:
             super().close()
         finally:
@@ -160,8 +165,6 @@ def _give_back(schema: str, server: str) -> None:
     if schema not in _made:
         drop_schema(schema, server)
         return
-    if schema in _free.get(server, []):
-        return  # closed twice
     try:
         with psycopg.connect(server, autocommit=True) as conn:
             conn.execute("SET lock_timeout = '5s'")  # a killed peer's session may still hold it
