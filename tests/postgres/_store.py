@@ -143,8 +143,14 @@ SELECT md5(string_agg(item, ',' ORDER BY item)) FROM (
 # tens of milliseconds a table, so the others are left as they are, empty.
 _WRITTEN = """
 SELECT format('%%I.%%I', schemaname, tablename) FROM pg_tables
-WHERE schemaname = %(ns)s AND tablename NOT IN ('fairq_migrations', 'fairq_functions')
+WHERE schemaname = %(schema)s AND tablename NOT IN ('fairq_migrations', 'fairq_functions')
     AND pg_relation_size(format('%%I.%%I', schemaname, tablename)) > 0
+"""
+# Every sequence used starts again, as a new schema's would (one may serve another table: the
+# inbox takes its numbers from the jobs' sequence).
+_RESTART_SEQUENCES = """
+SELECT setval(format('%%I.%%I', schemaname, sequencename), start_value, false)
+FROM pg_sequences WHERE schemaname = %(schema)s AND last_value IS NOT NULL
 """
 
 
@@ -172,9 +178,10 @@ def _give_back(schema: str, server: str) -> None:
                 "SELECT 1 FROM pg_stats WHERE schemaname = %s LIMIT 1", [schema]
             ).fetchone()
             if analyzed is None and _fingerprint(conn, schema) == _made[schema][1]:
-                written = conn.execute(_WRITTEN, {"ns": schema}).fetchall()
+                written = conn.execute(_WRITTEN, {"schema": schema}).fetchall()
                 if written:
-                    conn.execute(f"TRUNCATE {', '.join(t for (t,) in written)} RESTART IDENTITY")
+                    conn.execute(f"TRUNCATE {', '.join(t for (t,) in written)}")
+                conn.execute(_RESTART_SEQUENCES, {"schema": schema})
                 _free.setdefault(server, []).append(schema)
                 return
     except psycopg.Error:
