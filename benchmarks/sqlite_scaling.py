@@ -2,7 +2,7 @@
 
 For 10, 1,000 and 100,000 tenants, each with a backlog, time dequeue followed by ack (one
 job, one transaction each) on a temporary file, and print µs per pair (p50, p99, mean) and the
-ratio of the largest to the smallest. The budget (docs: design.md §5) is O(log T): flat within
+ratio of the largest to the smallest. The budget (docs/benchmarks.md) is O(log T): flat within
 about 2x.
 
     python benchmarks/sqlite_scaling.py           # 5,000 timed pairs per size

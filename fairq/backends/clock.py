@@ -1,11 +1,12 @@
 """Whose clock stamps an event: the store's (the default) or the caller's.
 
-The time of an event is the time the store performs it (design §3a). A call built before a
-wait — for a lock, a reconnect, a re-send after an outage — carries a ``now`` that is already
-past when the store acts on it: a lease handed out at that ``now`` started in the past, and a
-run's charge includes the wait. So every store, by default, performs each event at
-``max(now, its own clock)``, read once it holds the event's locks (SQLite: after ``BEGIN
-IMMEDIATE``; Redis: the server's ``TIME``; PostgreSQL: ``clock_timestamp()`` after the locks).
+The time of an event is the time the store performs it (docs/internals/scheduler.md, "Why
+these rules"). A call built before a wait — for a lock, a reconnect, a re-send after an outage —
+carries a ``now`` that is already past when the store acts on it: a lease handed out at that
+``now`` started in the past, and a run's charge includes the wait. So every store, by default,
+performs each event at ``max(now, its own clock)``, read once it holds the event's locks
+(SQLite: after ``BEGIN IMMEDIATE``; Redis: the server's ``TIME``; PostgreSQL:
+``clock_timestamp()`` after the locks).
 
 ``?clock=caller`` keeps the caller's ``now`` exactly. It is for a virtual clock: the
 conformance suite and the simulator drive every store on one, so its times are small numbers

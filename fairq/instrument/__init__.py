@@ -1,9 +1,9 @@
 """The instrumentation seam: hooks around a job's life, and the time of every store call.
 
 Logging, metrics and tracing plug in here; stores and the worker neither log a job's end nor
-count on their own (design §3a). A plug-in is a ``Middleware`` whose hooks it overrides; the
-others cost nothing (the dispatcher, ``fairq.instrument.hooks``, calls only what is
-overridden). Register plug-ins on the App: ``App(url, middleware=[PrometheusMetrics()])`` or
+count on their own (docs/observability.md). A plug-in is a ``Middleware`` whose hooks it
+overrides; the others cost nothing (the dispatcher, ``fairq.instrument.hooks``, calls only what
+is overridden). Register plug-ins on the App: ``App(url, middleware=[PrometheusMetrics()])`` or
 ``app.add_middleware(...)``, before a worker starts.
 
 Who calls what, and on which thread:

@@ -9,9 +9,11 @@ check of determinism and of the invariants.)
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from hypothesis import settings
@@ -52,6 +54,8 @@ from fairq.errors import FairqError
 from fairq.job import JobInfo, JobState, Lease, NewJob, Progress
 from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
+
+from .conftest import BACKENDS
 
 TENANTS = ["a", "b", "c:d"]
 QUEUES = ["default", "other"]
@@ -435,8 +439,19 @@ def _ack_and_dequeue(
     return list(result.acks.acked), list(result.acks.lost), dequeued
 
 
-def test_every_store_agrees_with_the_reference(make_backend: Callable[[], Backend]) -> None:
+def test_every_store_agrees_with_the_reference(kind: str, tmp_path: Path) -> None:
+    """Each example opens a fresh store and closes it at its end (a PostgreSQL store's schema
+    is then emptied for the next: tests/postgres/_store.py)."""
+    numbers = itertools.count()
+
     class Machine(StoreAgreesWithModel):
-        make_store = staticmethod(make_backend)
+        @staticmethod
+        def make_store() -> Backend:
+            directory = tmp_path / f"store{next(numbers)}"
+            directory.mkdir()
+            return BACKENDS[kind](directory)
+
+        def teardown(self) -> None:
+            self.store.close()
 
     run_state_machine_as_test(Machine, settings=SETTINGS)

@@ -32,7 +32,7 @@ def wait_for(condition: Callable[[], T], what: str, timeout: float = DEADLINE) -
             return result
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+        time.sleep(0.02)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """One fresh store URL of each kind, for tests that run real worker processes on every store:
 a SQLite file in the test's directory, a Redis key prefix of its own, a PostgreSQL schema of its
-own (dropped at the end)."""
+own (emptied or dropped at the end: tests/postgres/_store.py)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ def fresh_url(kind: str, tmp_path: Path) -> Iterator[str]:
         base = os.environ.get("FAIRQ_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
         yield f"{base}?prefix=p{uuid.uuid4().hex[:8]}"
     else:
-        from postgres._store import drop_schema, fresh_schema, server_url, with_option
+        from postgres._store import open_disposable, server_url, with_option
 
-        schema = fresh_schema()
-        yield with_option(server_url(), "schema", schema)
-        drop_schema(schema)
+        backend = open_disposable(clock="store")  # an empty schema, given back when closed
+        try:
+            yield with_option(server_url(), "schema", backend.schema)
+        finally:
+            backend.close()

@@ -213,10 +213,10 @@ def _redis(tmp: Path) -> tuple[str, Callable[[], None]]:
 
 
 def _postgres(tmp: Path) -> tuple[str, Callable[[], None]]:
-    from postgres._store import drop_schema, fresh_schema, server_url, with_option
+    from postgres._store import open_disposable, server_url, with_option
 
-    schema = fresh_schema()
-    return with_option(server_url(), "schema", schema), lambda: drop_schema(schema)
+    backend = open_disposable(clock="store")  # an empty schema, given back when closed
+    return with_option(server_url(), "schema", backend.schema), backend.close
 
 
 STORES = {"sqlite": _sqlite, "redis": _redis, "postgres": _postgres}

@@ -4,8 +4,9 @@
 Each test gets a broker namespace of its own in ``$FAIRQ_TEST_BROKER_URL`` (its keys are
 deleted afterwards; the database is never flushed), or queues of its own in RabbitMQ at
 ``$FAIRQ_TEST_AMQP_URL`` (deleted afterwards), and a fresh store: a SQLite file, a key
-prefix in ``$FAIRQ_TEST_REDIS_URL``, or a schema in ``$FAIRQ_TEST_POSTGRES_URL`` (dropped).
-A server that cannot be reached fails the tests, never skips them.
+prefix in ``$FAIRQ_TEST_REDIS_URL``, or an empty schema in ``$FAIRQ_TEST_POSTGRES_URL``
+(emptied or dropped afterwards: tests/postgres/_store.py). A server that cannot be reached
+fails the tests, never skips them.
 """
 
 from __future__ import annotations
@@ -22,13 +23,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psycopg
 import pytest
 import redis
 from dramatiq_tasks import QUEUE, Actors, build, queue
 from integrations import amqp
 
-from fairq.backends.postgres.sql import quote_ident
 from fairq.job import JobInfo, JobState
 
 HERE = Path(__file__).resolve().parent
@@ -235,10 +234,13 @@ def store_url(kind: str, tmp_path: Path) -> Iterator[str]:
             client.delete(*keys)
         client.close()
     else:
-        schema = f"fq_dramatiq_{uuid.uuid4().hex[:12]}"
-        yield f"{POSTGRES_URL}{'&' if '?' in POSTGRES_URL else '?'}schema={schema}"
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
+        from postgres._store import open_disposable, with_option
+
+        backend = open_disposable(POSTGRES_URL, clock="store")  # given back when closed
+        try:
+            yield with_option(POSTGRES_URL, "schema", backend.schema)
+        finally:
+            backend.close()
 
 
 @pytest.fixture

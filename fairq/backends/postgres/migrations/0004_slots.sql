@@ -1,4 +1,4 @@
--- fairq PostgreSQL schema, version 3: tenant slots (fairq/policy/slots.py), the leased places
+-- fairq PostgreSQL schema, version 4: tenant slots (fairq/policy/slots.py), the leased places
 -- a guard in a peer broker's worker takes before it runs a job. One row per slot held, found
 -- by its nonce (the middle of its token); slots_place counts a (queue, tenant)'s slots and
 -- finds its expired ones (tenant_key: sha256 of the tenant, as in tenants), slots_deadline

@@ -179,8 +179,8 @@ local function max2(a, b) if b > a then return b end return a end
 -- Python's min(a, b): the first argument unless the second is strictly less.
 local function min2(a, b) if b < a then return b end return a end
 
--- The time of the running call's event, from its `now` argument (design §3a: the time of an
--- event is the time the store performs it). '>N' (clock=store, the default, and every
+-- The time of the running call's event, from its `now` argument (the time of an event is the
+-- time the store performs it: docs/internals/scheduler.md, "Why these rules"). '>N' (clock=store, the default, and every
 -- dequeue pipelined behind a wait: waiting.py) is max(N, the server's clock): N was the
 -- sender's clock when it built the call, stale by the time a call that waited for a
 -- reconnect, a re-send or a BLPOP runs; the server's clock is not, and taking the later of
