@@ -41,7 +41,7 @@ def test_jobs_leave_in_fair_weighted_order(app: App) -> None:
     declare(app)
     for tenant, weight in (("a", 1), ("b", 3), ("c", 6)):
         app.set_tenant("relayed", tenant, weight=weight)
-    app.enqueue_many(app.jobs["work"].call(t, n, seconds=0.05) for t in "abc" for n in range(30))
+    app.enqueue_many(app.jobs["work"].call(t, n, seconds=0.2) for t in "abc" for n in range(30))
     peer = Peer(app, slots=1)
     relay = start_relay(app, peer, ["relayed"], in_flight=1)
     try:
@@ -51,8 +51,9 @@ def test_jobs_leave_in_fair_weighted_order(app: App) -> None:
         peer.close()
     order = [lease.tenant for lease in peer.started]
     # Fairness is charged in real run time (each ack corrects the estimate), so a round is
-    # 1:3:6 give or take the one job whose real time tipped a tie (jobs of 50 ms each, so
-    # the machine's own stalls do not decide the order).
+    # 1:3:6 give or take the one job whose real time tipped a tie. Jobs of 200 ms, so that a
+    # stall of the machine's (100-200 ms seen under CI's load, with 50 ms jobs: a heavy
+    # tenant's stalled job then cost as much as two of another's) shifts one start at most.
     for start in range(0, 30, 10):
         got = Counter(order[start : start + 10])
         for tenant, share in (("a", 1), ("b", 3), ("c", 6)):
