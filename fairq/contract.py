@@ -24,6 +24,14 @@ from fairq.errors import ConfigError
 from fairq.figures import FiguresParams as FiguresParams  # re-exported with the other params
 from fairq.figures import TenantFigures as TenantFigures
 from fairq.job import JobInfo, JobState, Lease, NewJob, StoredJob
+from fairq.peerparams import AcquireSlotParams as AcquireSlotParams  # re-exported as well
+from fairq.peerparams import ReleaseSlotsParams as ReleaseSlotsParams
+from fairq.peerparams import ReleaseSlotsResult as ReleaseSlotsResult
+from fairq.peerparams import RenewSlotsParams as RenewSlotsParams
+from fairq.peerparams import RenewSlotsResult as RenewSlotsResult
+from fairq.peerparams import RouteParams as RouteParams
+from fairq.peerparams import RouteResult as RouteResult
+from fairq.peerparams import SlotResult as SlotResult
 from fairq.policy.bounds import (
     check_max_in_flight,
     check_max_running,
@@ -40,12 +48,6 @@ from fairq.recorded import HistoryParams as HistoryParams
 from fairq.recorded import RecordedJob as RecordedJob
 from fairq.results import JobResult
 from fairq.signatures import JobSignature
-from fairq.slotparams import AcquireSlotParams as AcquireSlotParams  # re-exported as well
-from fairq.slotparams import ReleaseSlotsParams as ReleaseSlotsParams
-from fairq.slotparams import ReleaseSlotsResult as ReleaseSlotsResult
-from fairq.slotparams import RenewSlotsParams as RenewSlotsParams
-from fairq.slotparams import RenewSlotsResult as RenewSlotsResult
-from fairq.slotparams import SlotResult as SlotResult
 
 
 class Keep(Enum):
@@ -461,43 +463,6 @@ class PublishJobTypesParams:
 class ThrottleWindowsParams:
     keys: Sequence[tuple[str, str]]  # (job name, tenant)
     now: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class RouteParams:
-    """Count one enqueue of job ``name`` for ``tenant`` and choose its queue, storing no job:
-    the throttle decision of a native enqueue, for a job that goes to a peer's broker.
-
-    ``queue`` is the job's declared (home) queue; ``rules`` its throttle rules, least to most
-    restrictive (no rules: ``queue``, nothing counted). The window is the very one native
-    enqueues of the same job name and tenant record in (``throttle_windows`` shows it), so
-    routed and native enqueues count together. Which enqueues are counted is the caller's
-    rule, as ``App.enqueue``'s: a job given an explicit queue, or a retry, is not routed.
-    """
-
-    name: str
-    tenant: str
-    queue: str
-    rules: Sequence[Throttle]
-    now: float
-
-    def __post_init__(self) -> None:
-        """Refuse what no store can count, before any store sees it."""
-        if not isinstance(self.name, str) or not self.name:
-            raise ConfigError(f"name must be a job name (a non-empty str), got {self.name!r}")
-        object.__setattr__(self, "tenant", check_tenant(self.tenant))  # an int: its text
-        check_queue_name(self.queue)
-        if isinstance(self.rules, (str, bytes, Throttle)) or not isinstance(self.rules, Sequence):
-            raise ConfigError(f"rules must be a list of fairq.Throttle, got {self.rules!r}")
-        for rule in self.rules:
-            if not isinstance(rule, Throttle):
-                raise ConfigError(f"rules must be fairq.Throttle objects, got {rule!r}")
-        object.__setattr__(self, "rules", tuple(self.rules))
-
-
-@dataclass(frozen=True, kw_only=True)
-class RouteResult:
-    queue: str  # the home queue, or the last matching rule's
 
 
 @dataclass(frozen=True, kw_only=True)

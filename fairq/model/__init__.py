@@ -39,7 +39,6 @@ from fairq.contract import (
     MaintainParams,
     MaintainResult,
     PublishJobTypesParams,
-    RecordedJob,
     ReleaseParams,
     ReleaseSlotsParams,
     ReleaseSlotsResult,
@@ -473,36 +472,6 @@ class ReferenceModel(Cancels):
             tenant.limited_until = None
             rules.refresh(queue, tenant, now)
 
-    def _first_running(self, queue: Queue) -> Job | None:
-        while queue.running:
-            deadline, seq, lease = queue.running[0]
-            job = self._by_seq.get(seq)
-            if (
-                job is not None
-                and job.state is JobState.RUNNING
-                and job.leases == lease
-                and job.deadline == deadline
-            ):
-                return job
-            heapq.heappop(queue.running)
-        return None
-
-    def _next_due(self, names: Sequence[str]) -> float | None:
-        due: list[float] = []
-        for name in names:
-            queue = self._queues.get(name)
-            if queue is None:
-                continue
-            if queue.scheduled:
-                due.append(queue.scheduled[0][0])
-            job = self._first_running(queue)
-            if job is not None and job.deadline is not None:
-                due.append(job.deadline)
-            limited = rules.next_limited(queue)
-            if limited is not None:
-                due.append(limited)
-        return min(due, default=None)
-
     # -- settings --------------------------------------------------------------------------
 
     def set_queue(self, params: SetQueueParams) -> None:
@@ -558,40 +527,15 @@ class ReferenceModel(Cancels):
 
     def job_costs(self, params: JobCostsParams) -> list[JobCost]:
         with self._changed:
-            return sorted(
-                (
-                    JobCost(queue=queue.name, name=name, runs=runs, estimate=mean)
-                    for queue in self._queues.values()
-                    if params.queue is None or queue.name == params.queue
-                    for name, (runs, mean) in queue.costs.items()
-                ),
-                key=lambda c: (c.queue, c.name),
-            )
+            return self._costs(params)
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         with self._changed:
             return self._dead(params)
 
     def history(self, params: HistoryParams) -> HistoryPage:
-        """The queue's jobs in enqueue order (seq), the cursor the last seq of the page."""
         with self._changed:
-            after = -1 if params.cursor is None else int(params.cursor)
-            found = sorted(
-                (
-                    j
-                    for j in self._jobs.values()
-                    if j.queue == params.queue
-                    and j.seq > after
-                    and params.since <= j.enqueued_at < params.until
-                ),
-                key=lambda j: j.seq,
-            )
-            page = found[: params.limit]
-            more = len(found) > params.limit
-            return HistoryPage(
-                jobs=[RecordedJob.of(j) for j in page],
-                cursor=str(page[-1].seq) if more else None,
-            )
+            return self._history(params)
 
     def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
         with self._changed:

@@ -1,17 +1,27 @@
-"""The model's state and the reads over it: stats, dead jobs, settings, throttle windows."""
+"""The model's state and the reads over it: stats, dead jobs, learned costs, a queue's history,
+settings, throttle windows."""
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Sequence
+
 from fairq.contract import (
     GetQueueParams,
+    HistoryPage,
+    HistoryParams,
+    JobCost,
+    JobCostsParams,
     JobType,
     ListDeadParams,
     QueueSettings,
+    RecordedJob,
     StatsParams,
     TenantStats,
     ThrottleWindowsParams,
 )
 from fairq.job import JobInfo, JobState
+from fairq.model import rules
 from fairq.model.state import Job, Queue, Tenant
 from fairq.policy import history
 
@@ -68,6 +78,66 @@ class Reads:
         ]
         dead.sort(key=lambda j: (j.finished_at or 0.0, j.seq))
         return [j.info() for j in dead[: params.limit]]
+
+    def _costs(self, params: JobCostsParams) -> list[JobCost]:
+        return sorted(
+            (
+                JobCost(queue=queue.name, name=name, runs=runs, estimate=mean)
+                for queue in self._queues.values()
+                if params.queue is None or queue.name == params.queue
+                for name, (runs, mean) in queue.costs.items()
+            ),
+            key=lambda c: (c.queue, c.name),
+        )
+
+    def _history(self, params: HistoryParams) -> HistoryPage:
+        """The queue's jobs in enqueue order (seq), the cursor the last seq of the page."""
+        after = -1 if params.cursor is None else int(params.cursor)
+        found = sorted(
+            (
+                j
+                for j in self._jobs.values()
+                if j.queue == params.queue
+                and j.seq > after
+                and params.since <= j.enqueued_at < params.until
+            ),
+            key=lambda j: j.seq,
+        )
+        page = found[: params.limit]
+        return HistoryPage(
+            jobs=[RecordedJob.of(j) for j in page],
+            cursor=str(page[-1].seq) if len(found) > params.limit else None,
+        )
+
+    def _first_running(self, queue: Queue) -> Job | None:
+        while queue.running:
+            deadline, seq, lease = queue.running[0]
+            job = self._by_seq.get(seq)
+            if (
+                job is not None
+                and job.state is JobState.RUNNING
+                and job.leases == lease
+                and job.deadline == deadline
+            ):
+                return job
+            heapq.heappop(queue.running)
+        return None
+
+    def _next_due(self, names: Sequence[str]) -> float | None:
+        due: list[float] = []
+        for name in names:
+            queue = self._queues.get(name)
+            if queue is None:
+                continue
+            if queue.scheduled:
+                due.append(queue.scheduled[0][0])
+            job = self._first_running(queue)
+            if job is not None and job.deadline is not None:
+                due.append(job.deadline)
+            limited = rules.next_limited(queue)
+            if limited is not None:
+                due.append(limited)
+        return min(due, default=None)
 
     def _window_times(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
         found: dict[tuple[str, str], list[float]] = {}

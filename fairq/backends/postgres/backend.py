@@ -33,6 +33,7 @@ from fairq.backends.postgres import (
     results,
     settings,
     slots,
+    sweeps,
     throttling,
     unique,
 )
@@ -47,7 +48,7 @@ from fairq.backends.postgres.keys import (
     schema_seed,
 )
 from fairq.backends.postgres.migrate import ensure_schema
-from fairq.backends.postgres.records import JobRow, QueueRow, Row
+from fairq.backends.postgres.records import JobRow, Row
 from fairq.backends.postgres.sql import queries_for
 from fairq.backends.postgres.steps import PgSteps, Sql, run
 from fairq.backends.postgres.transactional import InboxWriter, binding, bound_connection
@@ -236,7 +237,7 @@ class PostgresBackend:
         events = Events(cur, self.q)
         now = args["now"]
         assert isinstance(now, float | int)
-        _, expired = self._maintain(cur, events, names, float(now))
+        _, expired = sweeps.sweep(cur, self.q, events, names, float(now))
         figures.write(cur, self.q, events.figures, float(now))
         self._notify(cur, events.woken)
         return expired, cur.execute(self.q["dispatch"], args).fetchall()
@@ -424,7 +425,7 @@ class PostgresBackend:
                 names = list(dict.fromkeys(params.queues))
             now = self._lock(cur, names, exclusive=True, now=params.now)
             events = Events(cur, self.q)
-            promoted, expired = self._maintain(cur, events, names, now)
+            promoted, expired = sweeps.sweep(cur, self.q, events, names, now)
             pruned = 0
             if params.retention is not None:
                 pruned = pruning.prune(cur, self.q, now - params.retention, now)
@@ -442,47 +443,6 @@ class PostgresBackend:
             )
 
         return self.db.run(work)
-
-    def _maintain(
-        self, cur: Cursor[Row], events: Events, names: list[str], now: float
-    ) -> tuple[int, list[ExpiredLease]]:
-        """Take in the inbox; then per queue promote due scheduled jobs, expire overdue leases,
-        and end rate limits that are over."""
-        state = cur.execute(self.q["queues_dispatch_state"], {"names": names, "now": now})
-        due = {row["name"]: row for row in state.fetchall()}
-        for name in names:
-            if name in due and due[name]["inbox_due"]:
-                (taken,) = cur.execute(self.q["take_in"], {"queue": name, "now": now}).fetchall()
-                if taken["taken"]:
-                    events.woken.add(name)
-        if any(due[name]["inbox_due"] for name in due):
-            state = cur.execute(self.q["queues_dispatch_state"], {"names": names, "now": now})
-            due = {row["name"]: row for row in state.fetchall()}
-        promoted = 0
-        expired: list[ExpiredLease] = []
-        for name in names:
-            row = due.get(name)
-            if row is None:
-                continue
-            events.queues[name] = QueueRow.from_row(row)
-            if row["promote_due"]:
-                for job in cur.execute(
-                    self.q["jobs_due_scheduled"], {"queue": name, "now": now}
-                ).fetchall():
-                    events.promote(JobRow.from_row(job), now)
-                    promoted += 1
-            if row["expire_due"]:
-                for job in cur.execute(
-                    self.q["jobs_overdue_running"], {"queue": name, "now": now}
-                ).fetchall():
-                    expired.append(events.expire(JobRow.from_row(job), now))
-            if row["unlimit_due"]:
-                for limited in cur.execute(
-                    self.q["tenants_limited_due"], {"queue": name, "now": now}
-                ).fetchall():
-                    if (held := events.find_tenant(limited["id"])) is not None:
-                        events.unlimit(held, now)
-        return promoted, expired
 
     # -- settings --------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
-"""The slot guard's operations in the Backend contract (``acquire_slot``, ``renew_slots``,
-``release_slots``; rules in fairq/policy/slots.py): a peer's worker takes a tenant's slot
-before it runs a job, so the tenant's cap holds outside fairq's own workers. Re-exported by
-fairq.contract with every other operation's params; kept here so the contract stays one
-readable module.
+"""The operations the peers' side asks of the Backend contract. ``route``: the throttle
+decision of a native enqueue for a job bound for a peer's broker. The slot guard
+(``acquire_slot``, ``renew_slots``, ``release_slots``; rules in fairq/policy/slots.py): a
+peer's worker takes a tenant's slot before it runs a job, so the tenant's cap holds outside
+fairq's own workers. Re-exported by fairq.contract with every other operation's params; kept
+here so the contract stays one readable module.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from fairq.errors import ConfigError
 from fairq.policy.bounds import check_int, check_seconds, check_tenant
 from fairq.policy.queues import check_queue_name
+from fairq.policy.throttle import Throttle
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,3 +85,40 @@ class ReleaseSlotsParams:
 class ReleaseSlotsResult:
     released: Sequence[str] = ()  # tokens whose slot was held and is free now, in order
     lost: Sequence[str] = ()  # expired, already released or unknown: nothing to give back
+
+
+@dataclass(frozen=True, kw_only=True)
+class RouteParams:
+    """Count one enqueue of job ``name`` for ``tenant`` and choose its queue, storing no job:
+    the throttle decision of a native enqueue, for a job that goes to a peer's broker.
+
+    ``queue`` is the job's declared (home) queue; ``rules`` its throttle rules, least to most
+    restrictive (no rules: ``queue``, nothing counted). The window is the very one native
+    enqueues of the same job name and tenant record in (``throttle_windows`` shows it), so
+    routed and native enqueues count together. Which enqueues are counted is the caller's
+    rule, as ``App.enqueue``'s: a job given an explicit queue, or a retry, is not routed.
+    """
+
+    name: str
+    tenant: str
+    queue: str
+    rules: Sequence[Throttle]
+    now: float
+
+    def __post_init__(self) -> None:
+        """Refuse what no store can count, before any store sees it."""
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"name must be a job name (a non-empty str), got {self.name!r}")
+        object.__setattr__(self, "tenant", check_tenant(self.tenant))  # an int: its text
+        check_queue_name(self.queue)
+        if isinstance(self.rules, (str, bytes, Throttle)) or not isinstance(self.rules, Sequence):
+            raise ConfigError(f"rules must be a list of fairq.Throttle, got {self.rules!r}")
+        for rule in self.rules:
+            if not isinstance(rule, Throttle):
+                raise ConfigError(f"rules must be fairq.Throttle objects, got {rule!r}")
+        object.__setattr__(self, "rules", tuple(self.rules))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RouteResult:
+    queue: str  # the home queue, or the last matching rule's
