@@ -54,6 +54,8 @@ MEASURED = 100
 WINDOWS = 5  # the most windows judged: the first, and more after stalls (5 s each)
 POINTS = 5.0
 STALL = 2.0
+UNEQUAL = {"light": 1.0, "mid": 3.0, "heavy": 6.0}  # 10/30/60 %: waits of 20, 6.7, 3.3 releases
+EQUAL = {"a": 1.0, "b": 1.0, "c": 1.0}  # twice the fair gap: 6 releases (8 starts)
 
 
 @dataclass(frozen=True)
@@ -202,3 +204,13 @@ def _charge(info: JobInfo | None) -> float | None:
     if info is None or info.started_at is None or info.finished_at is None:
         return None
     return info.finished_at - info.started_at
+
+
+def judged(
+    started: tuple[Callable[[int], Runs], Callable[[], None]], weights: Mapping[str, float]
+) -> None:
+    """A peer's test, once its ``start`` has backlogged ``weights`` and started the worker:
+    the shares and waits (printed, then judged), and that the first runs started at claims."""
+    measure, claimed = started
+    print("", *check(measure, weights), sep="\n")
+    claimed()

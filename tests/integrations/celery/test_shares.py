@@ -13,7 +13,19 @@ from collections.abc import Callable
 
 import pytest
 
-from ..shares import MEASURED, SLOTS, WARM_UP, WINDOWS, WORK, Runs, check, claimed_after, measurer
+from ..shares import (
+    EQUAL,
+    MEASURED,
+    SLOTS,
+    UNEQUAL,
+    WARM_UP,
+    WINDOWS,
+    WORK,
+    Runs,
+    claimed_after,
+    judged,
+    measurer,
+)
 from .conftest import Setup, wait_for
 
 # charged real run time: other test processes stall runs (see shares.py)
@@ -46,20 +58,11 @@ def start(
 
 def test_weights_1_3_6_give_their_shares_at_two_slots(setup: Setup) -> None:
     """10/30/60 % of the jobs after the warm-up, each within 5 points; no tenant waits more
-    than twice its fair gap: 20, 6.7 and 3.3 releases (2 more starts)."""
-    weights = {"light": 1.0, "mid": 3.0, "heavy": 6.0}
-    measure, claimed = start(setup, weights)
-    print("", *check(measure, weights), sep="\n")
-    claimed()
+    than twice its fair gap (tests/integrations/shares.py)."""
+    judged(start(setup, UNEQUAL), UNEQUAL)
 
 
 def test_equal_weights_take_turns_at_two_slots(setup: Setup) -> None:
-    """Three tenants of equal weight. The issue's bound read literally, "2 x (tenants / slots)
-    starts", is 3 here: a strict round robin, which fairq does not keep, since it charges each
-    run's measured time and tenants whose tags differ by a millisecond swap places in a round
-    (measured: 4-5 in the release order, through every peer on every store). So this holds them
-    to twice the fair gap, 6 releases (8 starts): 2 x (tenants / slots) in job lengths."""
-    weights = {"a": 1.0, "b": 1.0, "c": 1.0}
-    measure, claimed = start(setup, weights)
-    print("", *check(measure, weights), sep="\n")
-    claimed()
+    """Three tenants of equal weight take turns: none waits more than twice its fair gap
+    (why not the literal "2 x (tenants / slots) starts": tests/integrations/shares.py)."""
+    judged(start(setup, EQUAL), EQUAL)

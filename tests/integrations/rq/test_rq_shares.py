@@ -15,14 +15,16 @@ import pytest
 import rq_tasks
 from conftest import Processes, released, wait_for
 from integrations.shares import (
+    EQUAL,
     MEASURED,
     SLOTS,
+    UNEQUAL,
     WARM_UP,
     WINDOWS,
     WORK,
     Runs,
-    check,
     claimed_after,
+    judged,
     measurer,
 )
 from redis import Redis
@@ -63,22 +65,13 @@ def test_weights_1_3_6_give_their_shares_at_two_slots(
     app: App, processes: Processes, queue_name: str, key: str, broker: Redis
 ) -> None:
     """10/30/60 % of the jobs after the warm-up, each within 5 points; no tenant waits more
-    than twice its fair gap: 20, 6.7 and 3.3 releases (2 more starts)."""
-    weights = {"light": 1.0, "mid": 3.0, "heavy": 6.0}
-    measure, claimed = start(app, processes, queue_name, key, broker, weights)
-    print("", *check(measure, weights), sep="\n")
-    claimed()
+    than twice its fair gap (tests/integrations/shares.py)."""
+    judged(start(app, processes, queue_name, key, broker, UNEQUAL), UNEQUAL)
 
 
 def test_equal_weights_take_turns_at_two_slots(
     app: App, processes: Processes, queue_name: str, key: str, broker: Redis
 ) -> None:
-    """Three tenants of equal weight. The issue's bound read literally, "2 x (tenants / slots)
-    starts", is 3 here: a strict round robin, which fairq does not keep, since it charges each
-    run's measured time and tenants whose tags differ by a millisecond swap places in a round
-    (measured: 4-5 in the release order, through every peer on every store). So this holds them
-    to twice the fair gap, 6 releases (8 starts): 2 x (tenants / slots) in job lengths."""
-    weights = {"a": 1.0, "b": 1.0, "c": 1.0}
-    measure, claimed = start(app, processes, queue_name, key, broker, weights)
-    print("", *check(measure, weights), sep="\n")
-    claimed()
+    """Three tenants of equal weight take turns: none waits more than twice its fair gap
+    (why not the literal "2 x (tenants / slots) starts": tests/integrations/shares.py)."""
+    judged(start(app, processes, queue_name, key, broker, EQUAL), EQUAL)
