@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from fairq.contract import JobType
+from fairq.contract.jobtypes import JobSignature, positional_params
 from fairq.errors import ConfigError, JobArgumentsError, MissingTenant
 from fairq.policy.bounds import (
     MAX_INT,
@@ -29,7 +30,7 @@ from fairq.policy.bounds import (
 from fairq.policy.queues import check_queue_name
 from fairq.policy.shards import Sharding, parse_shards, shard_name
 from fairq.policy.throttle import Throttle, check_rules
-from fairq.signatures import Binder, JobSignature, positional_params
+from fairq.signatures import Binder
 
 
 class Enqueuer(Protocol):
