@@ -19,171 +19,118 @@ their params beside the steps the stores share for them. Import every name from 
 
 from __future__ import annotations
 
-from fairq.cancel import (
-    CancelOutcome as CancelOutcome,
-)
-from fairq.cancel import (
-    CancelParams as CancelParams,
-)
-from fairq.cancel import (
-    CancelResult as CancelResult,
-)
+from fairq.cancel import CancelOutcome, CancelParams, CancelResult
 from fairq.contract.inspection import (
-    GetJobsParams as GetJobsParams,
+    GetJobsParams,
+    JobCostsParams,
+    ListDeadParams,
+    RequeueParams,
+    StatsParams,
+    TenantStats,
+    ThrottleWindowsParams,
 )
-from fairq.contract.inspection import (
-    JobCostsParams as JobCostsParams,
-)
-from fairq.contract.inspection import (
-    ListDeadParams as ListDeadParams,
-)
-from fairq.contract.inspection import (
-    RequeueParams as RequeueParams,
-)
-from fairq.contract.inspection import (
-    StatsParams as StatsParams,
-)
-from fairq.contract.inspection import (
-    TenantStats as TenantStats,
-)
-from fairq.contract.inspection import (
-    ThrottleWindowsParams as ThrottleWindowsParams,
-)
-from fairq.contract.jobtypes import (
-    JobSignature as JobSignature,
-)
-from fairq.contract.jobtypes import (
-    JobType as JobType,
-)
-from fairq.contract.jobtypes import (
-    PublishJobTypesParams as PublishJobTypesParams,
-)
-from fairq.contract.jobtypes import (
-    positional_params as positional_params,
-)
+from fairq.contract.jobtypes import JobSignature, JobType, PublishJobTypesParams, positional_params
 from fairq.contract.peers import (
-    AcquireSlotParams as AcquireSlotParams,
+    AcquireSlotParams,
+    ReleaseSlotsParams,
+    ReleaseSlotsResult,
+    RenewSlotsParams,
+    RenewSlotsResult,
+    RouteParams,
+    RouteResult,
+    SlotResult,
 )
-from fairq.contract.peers import (
-    ReleaseSlotsParams as ReleaseSlotsParams,
-)
-from fairq.contract.peers import (
-    ReleaseSlotsResult as ReleaseSlotsResult,
-)
-from fairq.contract.peers import (
-    RenewSlotsParams as RenewSlotsParams,
-)
-from fairq.contract.peers import (
-    RenewSlotsResult as RenewSlotsResult,
-)
-from fairq.contract.peers import (
-    RouteParams as RouteParams,
-)
-from fairq.contract.peers import (
-    RouteResult as RouteResult,
-)
-from fairq.contract.peers import (
-    SlotResult as SlotResult,
-)
-from fairq.contract.protocol import (
-    Backend as Backend,
-)
+from fairq.contract.protocol import Backend
 from fairq.contract.runs import (
-    AckAndDequeueParams as AckAndDequeueParams,
-)
-from fairq.contract.runs import (
-    AckAndDequeueResult as AckAndDequeueResult,
-)
-from fairq.contract.runs import (
-    AckManyParams as AckManyParams,
-)
-from fairq.contract.runs import (
-    AckManyResult as AckManyResult,
-)
-from fairq.contract.runs import (
-    CheckpointParams as CheckpointParams,
-)
-from fairq.contract.runs import (
-    CheckpointResult as CheckpointResult,
-)
-from fairq.contract.runs import (
-    DequeueParams as DequeueParams,
-)
-from fairq.contract.runs import (
-    DequeueResult as DequeueResult,
-)
-from fairq.contract.runs import (
-    EnqueueParams as EnqueueParams,
-)
-from fairq.contract.runs import (
-    EnqueueResult as EnqueueResult,
-)
-from fairq.contract.runs import (
-    ExpiredLease as ExpiredLease,
-)
-from fairq.contract.runs import (
-    FailParams as FailParams,
-)
-from fairq.contract.runs import (
-    HeartbeatParams as HeartbeatParams,
-)
-from fairq.contract.runs import (
-    HeartbeatResult as HeartbeatResult,
-)
-from fairq.contract.runs import (
-    MaintainParams as MaintainParams,
-)
-from fairq.contract.runs import (
-    MaintainResult as MaintainResult,
-)
-from fairq.contract.runs import (
-    ReleaseParams as ReleaseParams,
-)
-from fairq.contract.runs import (
-    WaitParams as WaitParams,
-)
-from fairq.contract.runs import (
-    no_wait as no_wait,
-)
-from fairq.contract.runs import (
-    waited_first as waited_first,
+    AckAndDequeueParams,
+    AckAndDequeueResult,
+    AckManyParams,
+    AckManyResult,
+    CheckpointParams,
+    CheckpointResult,
+    DequeueParams,
+    DequeueResult,
+    EnqueueParams,
+    EnqueueResult,
+    ExpiredLease,
+    FailParams,
+    HeartbeatParams,
+    HeartbeatResult,
+    MaintainParams,
+    MaintainResult,
+    ReleaseParams,
+    WaitParams,
+    no_wait,
+    waited_first,
 )
 from fairq.contract.settings import (
-    KEEP as KEEP,
+    KEEP,
+    GetQueueParams,
+    Keep,
+    OwnSettings,
+    QueueSettings,
+    SetQueueParams,
+    TenantSettingsParams,
 )
-from fairq.contract.settings import (
-    GetQueueParams as GetQueueParams,
-)
-from fairq.contract.settings import (
-    Keep as Keep,
-)
-from fairq.contract.settings import (
-    OwnSettings as OwnSettings,
-)
-from fairq.contract.settings import (
-    QueueSettings as QueueSettings,
-)
-from fairq.contract.settings import (
-    SetQueueParams as SetQueueParams,
-)
-from fairq.contract.settings import (
-    TenantSettingsParams as TenantSettingsParams,
-)
-from fairq.figures import (
-    FiguresParams as FiguresParams,
-)
-from fairq.figures import (
-    TenantFigures as TenantFigures,
-)
-from fairq.policy.cost import (
-    JobCost as JobCost,
-)
-from fairq.recorded import (
-    HistoryPage as HistoryPage,
-)
-from fairq.recorded import (
-    HistoryParams as HistoryParams,
-)
-from fairq.recorded import (
-    RecordedJob as RecordedJob,
-)
+from fairq.figures import FiguresParams, TenantFigures
+from fairq.policy.cost import JobCost
+from fairq.recorded import HistoryPage, HistoryParams, RecordedJob
+
+__all__ = [
+    "KEEP",
+    "AckAndDequeueParams",
+    "AckAndDequeueResult",
+    "AckManyParams",
+    "AckManyResult",
+    "AcquireSlotParams",
+    "Backend",
+    "CancelOutcome",
+    "CancelParams",
+    "CancelResult",
+    "CheckpointParams",
+    "CheckpointResult",
+    "DequeueParams",
+    "DequeueResult",
+    "EnqueueParams",
+    "EnqueueResult",
+    "ExpiredLease",
+    "FailParams",
+    "FiguresParams",
+    "GetJobsParams",
+    "GetQueueParams",
+    "HeartbeatParams",
+    "HeartbeatResult",
+    "HistoryPage",
+    "HistoryParams",
+    "JobCost",
+    "JobCostsParams",
+    "JobSignature",
+    "JobType",
+    "Keep",
+    "ListDeadParams",
+    "MaintainParams",
+    "MaintainResult",
+    "OwnSettings",
+    "PublishJobTypesParams",
+    "QueueSettings",
+    "RecordedJob",
+    "ReleaseParams",
+    "ReleaseSlotsParams",
+    "ReleaseSlotsResult",
+    "RenewSlotsParams",
+    "RenewSlotsResult",
+    "RequeueParams",
+    "RouteParams",
+    "RouteResult",
+    "SetQueueParams",
+    "SlotResult",
+    "StatsParams",
+    "TenantFigures",
+    "TenantSettingsParams",
+    "TenantStats",
+    "ThrottleWindowsParams",
+    "WaitParams",
+    "no_wait",
+    "positional_params",
+    "waited_first",
+]

@@ -29,11 +29,11 @@ from collections.abc import AsyncGenerator, Callable, Coroutine, Generator, Sequ
 from typing import Any
 
 from fairq.app import App, JobDefinition
+from fairq.app.iteration import IterativeJob
 from fairq.contract import Backend, FailParams
 from fairq.current import RUNNING
 from fairq.errors import JobCancelled, LeaseError
 from fairq.instrument import JobEnd, Outcome
-from fairq.iteration import IterativeJob
 from fairq.job import JobState, Lease, decode_payload
 from fairq.policy.retry import backoff
 from fairq.results import JobResult, encode_result

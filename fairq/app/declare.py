@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
+from fairq.app.signatures import Binder
 from fairq.contract import JobType
 from fairq.contract.jobtypes import JobSignature, positional_params
 from fairq.errors import ConfigError, JobArgumentsError, MissingTenant
@@ -30,7 +31,6 @@ from fairq.policy.bounds import (
 from fairq.policy.queues import check_queue_name
 from fairq.policy.shards import Sharding, parse_shards, shard_name
 from fairq.policy.throttle import Throttle, check_rules
-from fairq.signatures import Binder
 
 
 class Enqueuer(Protocol):

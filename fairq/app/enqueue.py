@@ -15,19 +15,19 @@ from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from fairq.app.declare import Call, JobDefinition, argument, check_priority, run_at
+from fairq.app.signatures import check_published_call
 from fairq.backends.steps import Steps, drive
 from fairq.contract import EnqueueParams, EnqueueResult, JobType
-from fairq.declare import Call, JobDefinition, argument, check_priority, run_at
 from fairq.errors import ConfigError, MissingTenant, UnknownJob
 from fairq.job import NewJob, Unique, encode_payload
 from fairq.policy.bounds import check_seconds, check_tenant
 from fairq.policy.queues import check_queue_name
 from fairq.policy.throttle import Throttle
 from fairq.policy.unique import arguments_key, check_key
-from fairq.signatures import check_published_call
 
 if TYPE_CHECKING:
-    from fairq.app import App
+    from fairq.app.app import App
 
 log = logging.getLogger("fairq")
 
