@@ -13,7 +13,8 @@ wait), ``iteration`` and ``periodic`` (iterative and cron-scheduled jobs), ``uns
 from __future__ import annotations
 
 from fairq.app.app import DEFAULT_URL, App, resolve_url
-from fairq.app.declare import BoundOptions, Call, JobDefinition, Options
+from fairq.app.calls import Call, Options
+from fairq.app.declare import BoundOptions, JobDefinition
 from fairq.policy.bounds import MAX_TENANT_CHARS
 
 __all__ = [

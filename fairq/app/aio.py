@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from fairq.app import params
-from fairq.app.declare import Call, call_by_name
+from fairq.app.calls import Call, call_by_name
 from fairq.app.enqueue import Wanted, enqueueing
 from fairq.app.waiting import Pause, check_timeout, result_of
 from fairq.backends.aio import AsyncStore, open_async_store

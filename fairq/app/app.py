@@ -2,7 +2,8 @@
 
 An ``App`` is bound to one store URL. Producers and workers build the same ``App`` (usually by
 importing the module that declares the jobs); a worker runs it with ``fairq worker module:app``.
-Declarations and their checks live in ``fairq.app.declare``; this module enqueues and inspects.
+Declarations and their checks live in ``fairq.app.declare``, each enqueue call's checks in
+``fairq.app.checks``; this module enqueues and inspects.
 """
 
 from __future__ import annotations
@@ -18,15 +19,14 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from fairq.app import params
 from fairq.app.aio import AsyncMethods, AsyncState
+from fairq.app.calls import Call, call_by_name
 from fairq.app.declare import (
-    Call,
     JobDefinition,
     QueueDeclaration,
     TenantRule,
     TenantWeights,
     UniqueRule,
     WeightsFn,
-    call_by_name,
     declare_sharding,
     job_rules,
 )

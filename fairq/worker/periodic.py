@@ -26,8 +26,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from fairq.app.declare import Call, Options
-from fairq.app.enqueue import new_job, store
+from fairq.app.calls import Call, Options
+from fairq.app.checks import new_job
+from fairq.app.enqueue import store
 from fairq.app.periodic import Schedule
 from fairq.contract import GetJobsParams
 from fairq.errors import DuplicateJob

@@ -47,7 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra onl
         "fairq.integrations.django needs Django: pip install 'fairq[django]'"
     ) from exc
 
-from fairq.app.declare import BoundOptions, Call, JobDefinition
+from fairq.app import BoundOptions, Call, JobDefinition
 from fairq.app.enqueue import performed, prepared, stored
 from fairq.backends.steps import drive
 from fairq.errors import ConfigError
