@@ -11,6 +11,7 @@ from fairq.startup import catch_early as _catch_early  # isort: skip
 _catch_early()
 
 from fairq.app import App, Call, JobDefinition, Options
+from fairq.app.iteration import IterativeJob
 from fairq.contract import KEEP, Backend, CancelOutcome, QueueSettings, TenantStats
 from fairq.current import JobContext, NoCurrentJob, current_job
 from fairq.errors import (
@@ -34,7 +35,6 @@ from fairq.errors import (
     StoreUnavailable,
     UnknownJob,
 )
-from fairq.iteration import IterativeJob
 from fairq.job import JobInfo, JobState, Lease, Progress
 from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle

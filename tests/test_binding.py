@@ -1,5 +1,5 @@
 """A declared job's calls are bound once per declaration's reading of its signature
-(``fairq.signatures.Binder``): every call gets exactly what ``inspect`` gives, the arguments by
+(``fairq.app.signatures.Binder``): every call gets exactly what ``inspect`` gives, the arguments by
 name with defaults filled in, or inspect's own TypeError, which enqueue reports."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from fairq import App
+from fairq.app.signatures import Binder
 from fairq.errors import JobArgumentsError
 from fairq.job import decode_payload
-from fairq.signatures import Binder
 
 
 def plain(tenant: str, n: int, note: str = "none", *, unused: None = None) -> None: ...

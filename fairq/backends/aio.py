@@ -2,7 +2,7 @@
 
 An ``AsyncStore`` answers the calls an async web app makes (enqueue, the job types it needs
 to enqueue by name, settings, inspection) with the very params and results of the Backend
-contract (fairq/contract.py): it is the same contract, awaited. Each store is built over the
+contract (fairq/contract/): it is the same contract, awaited. Each store is built over the
 App's blocking store of the same URL:
 
 * ``Offloaded`` runs each call of the blocking store in one thread of its own, so the event

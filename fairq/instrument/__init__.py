@@ -54,7 +54,7 @@ class Outcome(str, Enum):
     LEASE_LOST = "lease_lost"  # the job ended, but its lease had already gone back
     HANDED_BACK = "handed_back"  # released unfinished; the attempt does not count
     SLICE_ENDED = "slice_ended"  # an iterative job used up its time slice: handed back, to
-    # resume from its checkpoint once its tenant's turn comes again (fairq.iteration)
+    # resume from its checkpoint once its tenant's turn comes again (fairq.app.iteration)
     ERROR = "error"  # the store could not record the outcome; the lease will expire
     CANCELLED = "cancelled"  # stopped on a cancel request (fairq.cancel); never runs again
 

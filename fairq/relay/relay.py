@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
+from fairq.app.declare import TenantWeights
 from fairq.contract import (
     Backend,
     DequeueParams,
@@ -52,7 +53,6 @@ from fairq.contract import (
     HeartbeatParams,
     SetQueueParams,
 )
-from fairq.declare import TenantWeights
 from fairq.errors import ConfigError, FairqError
 from fairq.job import Lease
 from fairq.policy.bounds import check_int, check_seconds

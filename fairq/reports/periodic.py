@@ -1,14 +1,17 @@
 """The periodic jobs an App declares, as ``fairq stats`` shows them: the next tick, and the
-last tick whose job the store has (found by id: a tick's job id names it, fairq/periodic.py).
+last tick whose job the store has (found by id: a tick's job id names it, fairq/app/periodic.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fairq.contract import Backend, GetJobsParams
-from fairq.periodic import Schedule
+
+if TYPE_CHECKING:  # the App's schedules; reports sit below the App
+    from fairq.app.periodic import Schedule
 
 #: Ticks looked back for a schedule's last job (its newest tick first).
 LOOKBACK = 5

@@ -1,4 +1,4 @@
-"""One run (a slice) of an iterative job (``fairq.iteration``) on the worker.
+"""One run (a slice) of an iterative job (``fairq.app.iteration``) on the worker.
 
 A run starts from the job's stored progress (``JobInfo.progress``: one read per slice) and
 ends in one of five ways:
@@ -30,11 +30,11 @@ from dataclasses import replace
 from enum import Enum
 from typing import Any
 
+from fairq.app.iteration import IterativeJob
 from fairq.contract import Backend, CheckpointParams, GetJobsParams, ReleaseParams
 from fairq.errors import CursorError, JobCancelled, LeaseError
 from fairq.instrument import JobEnd, Outcome
 from fairq.instrument.hooks import Hooks
-from fairq.iteration import IterativeJob
 from fairq.job import Progress
 from fairq.worker.joblog import describe, job_fields
 from fairq.worker.lost import why_lost

@@ -3,7 +3,7 @@
 Every worker serving a schedule's queue runs it (``fairq worker --no-periodic`` opts out), so
 the schedule goes on while any one worker is up, and no process of its own has to be kept
 alive. At a tick each of them enqueues the tick's job; the store keeps one, by the tick's
-unique key (fairq/periodic.py), and the others get its id.
+unique key (fairq/app/periodic.py), and the others get its id.
 
 Missed ticks. At start and at each wake only the latest tick is enqueued, and only while it is
 at most its grace old (``misfire_grace``; by default until the next tick): a tick is never
@@ -26,11 +26,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from fairq.app.calls import Call, Options
+from fairq.app.checks import new_job
+from fairq.app.enqueue import store
+from fairq.app.periodic import Schedule
 from fairq.contract import GetJobsParams
-from fairq.declare import Call, Options
 from fairq.errors import DuplicateJob
-from fairq.newjobs import new_job, store
-from fairq.periodic import Schedule
 from fairq.worker.joblog import describe, trace_of
 
 if TYPE_CHECKING:

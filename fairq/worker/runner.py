@@ -3,7 +3,9 @@
 A success is buffered in ``RunningJobs`` (its slot held) for the fetch loop, which stores the
 acks in batches (``completions``); failures are stored one by one with ``fail``. An ``async
 def`` job's success is buffered from the event loop; its failure is stored by the fairq-report
-thread, so that no store call blocks the loop.
+thread, so that no store call blocks the loop. Each kind of run (a plain job, an iterative job's
+slice) is written once as steps (fairq/backends/steps.py): the hooks, the timing, the result,
+the cursor loop; a ``def`` job's are driven on its job thread, an ``async def`` job's awaited.
 
 A job declared with ``result_ttl`` has its return value encoded (fairq/results.py) and kept
 with its ack; a value that cannot be kept fails the attempt, as an exception would. A job asked
@@ -26,14 +28,16 @@ import logging
 import time
 import traceback
 from collections.abc import AsyncGenerator, Callable, Coroutine, Generator, Sequence
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
 
 from fairq.app import App, JobDefinition
+from fairq.app.iteration import IterativeJob
+from fairq.backends.steps import Steps, adrive, drive
 from fairq.contract import Backend, FailParams
 from fairq.current import RUNNING
 from fairq.errors import JobCancelled, LeaseError
 from fairq.instrument import JobEnd, Outcome
-from fairq.iteration import IterativeJob
 from fairq.job import JobState, Lease, decode_payload
 from fairq.policy.retry import backoff
 from fairq.results import JobResult, encode_result
@@ -54,6 +58,25 @@ STOPS = (JobCancelled, asyncio.CancelledError)
 OUTCOMES = {JobState.DEAD: Outcome.DEAD, JobState.CANCELLED: Outcome.CANCELLED}
 Shape = tuple[str, int, frozenset[str]]
 MAX_SHAPES = 1024  # a job taking **kwargs fits endless shapes: remember only so many
+
+
+class Step(Enum):
+    """What a run asks of its driver (``JobRunner._run_sync`` on a job thread, ``_run_async``
+    on the event loop; fairq.backends.steps): the one thing each does its own way."""
+
+    CALL = "call"  # call the job's function (the reply: its return value)
+    START = "start"  # an iterative job: read its cursor, start its items from it
+    NEXT = "next"  # its next cursor (the reply: END when its items ended)
+    SAVE = "save"  # store its progress (the reply: SliceRun.save's)
+    FINISH = "finish"  # store its last progress (SliceRun.finish)
+    CLOSE = "close"  # close its items
+
+
+#: The reply to ``Step.NEXT`` once an iterative job's items ended.
+END = object()
+T = TypeVar("T")
+#: How a run ended: its error (None: it returned), how long it ran, and what its steps returned.
+Ran = tuple[BaseException | None, float, T | None]
 
 
 class JobRunner:
@@ -191,7 +214,7 @@ class JobRunner:
         finally:
             self.running.done(entry.lease.token)
 
-    # -- running --------------------------------------------------------------------------
+    # -- running: each kind of run written once as steps, driven on a thread or awaited -------
 
     def _run_sync(
         self,
@@ -200,23 +223,14 @@ class JobRunner:
         args: list[Any],
         kwargs: dict[str, Any],
     ) -> None:
-        hooks = self.hooks if self.hooks.wants_run else None
-        if hooks is not None:
-            hooks.before_run(entry.lease)
-        started = time.monotonic()
-        error: BaseException | None = None
-        running = RUNNING.set(entry)
-        try:
-            value = definition.fn(*args, **kwargs)
-            if definition.result_ttl is not None:
-                entry.result = self._result(entry, definition.result_ttl, value)
-        except BaseException as exc:  # any way out of the job is its outcome
-            error = exc
-        finally:
-            RUNNING.reset(running)
-        duration = time.monotonic() - started
-        if hooks is not None:
-            hooks.after_run(entry.lease, error, duration)
+        def call(_: Step) -> Any:
+            running = RUNNING.set(entry)
+            try:
+                return definition.fn(*args, **kwargs)
+            finally:
+                RUNNING.reset(running)
+
+        error, duration, _ = drive(self._timed(entry, definition), call)
         self._finish(entry, definition, error, duration)
 
     async def _run_async(
@@ -226,28 +240,16 @@ class JobRunner:
         args: list[Any],
         kwargs: dict[str, Any],
     ) -> None:
-        hooks = self.hooks if self.hooks.wants_run else None
-        if hooks is not None:
-            hooks.before_run(entry.lease)
-        started = time.monotonic()
-        error: BaseException | None = None
-        RUNNING.set(entry)  # the task's own context: nothing to reset
-        try:
+        async def call(_: Step) -> Any:
+            RUNNING.set(entry)  # the task's own context: nothing to reset
             self._stop_if_asked(entry)
-            value = await definition.fn(*args, **kwargs)
-            if definition.result_ttl is not None:
-                entry.result = self._result(entry, definition.result_ttl, value)
-        except BaseException as exc:  # includes CancelledError: the job did not finish
-            error = exc
-        duration = time.monotonic() - started
-        if hooks is not None:
-            hooks.after_run(entry.lease, error, duration)
+            return await definition.fn(*args, **kwargs)
+
+        error, duration, _ = await adrive(self._timed(entry, definition), call)
         if error is None:  # only buffered for the next ack: no store call blocks the loop
             self._finish(entry, definition, error, duration)
         else:
             self._reporter.submit(lambda: self._finish(entry, definition, error, duration))
-
-    # -- iterative jobs (fairq/worker/iteration.py) ------------------------------------------
 
     def _iterate(
         self,
@@ -256,35 +258,29 @@ class JobRunner:
         args: list[Any],
         kwargs: dict[str, Any],
     ) -> None:
+        """An iterative job's slice (fairq/worker/iteration.py) on a job thread."""
         run = SliceRun(self.backend, self.running, self.hooks, self.clock, entry, definition)
-        hooks = self.hooks if self.hooks.wants_run else None
-        if hooks is not None:
-            hooks.before_run(entry.lease)
-        started = time.monotonic()
-        error: BaseException | None = None
-        stop: Stop | None = None
-        running = RUNNING.set(entry)
-        try:
-            items = definition.iterate(run.resume(), *args, **kwargs)
-            assert isinstance(items, Generator)
+        items: Generator[Any, None, None] | None = None
+
+        def perform(step: Step) -> Any:
+            nonlocal items
+            running = RUNNING.set(entry)
             try:
-                for cursor in items:
-                    stop = run.advance(cursor)
-                    if stop is Stop.CHECKPOINT:
-                        stop = run.save()
-                    if stop is not None:
-                        break
+                if step is Step.START:
+                    started = definition.iterate(run.resume(), *args, **kwargs)
+                    assert isinstance(started, Generator)
+                    items = started
+                    return None
+                assert items is not None
+                if step is Step.NEXT:
+                    return next(items, END)
+                if step is Step.CLOSE:
+                    return items.close()
+                return run.save() if step is Step.SAVE else run.finish()
             finally:
-                items.close()
-            if stop is None:
-                run.finish()
-        except BaseException as exc:  # any way out of the job is its outcome
-            error = exc
-        finally:
-            RUNNING.reset(running)
-        duration = time.monotonic() - started
-        if hooks is not None:
-            hooks.after_run(entry.lease, error, duration)
+                RUNNING.reset(running)
+
+        error, duration, stop = drive(self._timed(entry, definition, self._slice(run)), perform)
         if stop is None or error is not None:
             self._finish(entry, definition, error, duration)
         else:
@@ -299,33 +295,28 @@ class JobRunner:
     ) -> None:
         """As ``_iterate``; its store calls run on threads, never on the event loop."""
         run = SliceRun(self.backend, self.running, self.hooks, self.clock, entry, definition)
-        hooks = self.hooks if self.hooks.wants_run else None
-        if hooks is not None:
-            hooks.before_run(entry.lease)
-        started = time.monotonic()
-        error: BaseException | None = None
-        stop: Stop | None = None
-        RUNNING.set(entry)  # the task's own context: nothing to reset
-        try:
-            self._stop_if_asked(entry)
-            items = definition.iterate(await asyncio.to_thread(run.resume), *args, **kwargs)
-            assert isinstance(items, AsyncGenerator)
-            try:
-                async for cursor in items:
-                    stop = run.advance(cursor)
-                    if stop is Stop.CHECKPOINT:
-                        stop = await asyncio.to_thread(run.save)
-                    if stop is not None:
-                        break
-            finally:
-                await items.aclose()
-            if stop is None:
-                await asyncio.to_thread(run.finish)
-        except BaseException as exc:  # includes CancelledError: handed back at a shutdown
-            error = exc
-        duration = time.monotonic() - started
-        if hooks is not None:
-            hooks.after_run(entry.lease, error, duration)
+        items: AsyncGenerator[Any, None] | None = None
+
+        async def perform(step: Step) -> Any:
+            nonlocal items
+            if step is Step.START:
+                RUNNING.set(entry)  # the task's own context: nothing to reset
+                self._stop_if_asked(entry)
+                cursor = await asyncio.to_thread(run.resume)
+                started = definition.iterate(cursor, *args, **kwargs)
+                assert isinstance(started, AsyncGenerator)
+                items = started
+                return None
+            assert items is not None
+            if step is Step.NEXT:
+                return await anext(items, END)
+            if step is Step.CLOSE:
+                return await items.aclose()
+            return await asyncio.to_thread(run.save if step is Step.SAVE else run.finish)
+
+        error, duration, stop = await adrive(
+            self._timed(entry, definition, self._slice(run)), perform
+        )
         if error is None and stop is None:
             self._finish(entry, definition, error, duration)
         elif error is not None:
@@ -333,6 +324,55 @@ class JobRunner:
         elif stop is not None:
             ended = stop
             self._reporter.submit(lambda: run.hand_back(ended, duration))
+
+    @staticmethod
+    def _slice(run: SliceRun) -> Steps[Step, Stop | None]:
+        """One slice of an iterative job: its items from the stored cursor, a checkpoint when
+        due, until they end (then the last progress is stored) or the slice stops (``Stop``)."""
+        stop: Stop | None = None
+        yield Step.START
+        try:
+            while (cursor := (yield Step.NEXT)) is not END:
+                stop = run.advance(cursor)
+                if stop is Stop.CHECKPOINT:
+                    stop = yield Step.SAVE
+                if stop is not None:
+                    break
+        finally:
+            yield Step.CLOSE
+        if stop is None:
+            yield Step.FINISH
+        return stop
+
+    def _timed(
+        self,
+        entry: Running,
+        definition: JobDefinition[Any, Any],
+        steps: Steps[Step, T] | None = None,
+    ) -> Steps[Step, Ran[T]]:
+        """A run between the seam's ``before_run`` and ``after_run``, timed: a plain job's (it
+        asks once, for the call itself, and keeps its return value), or an iterative job's
+        ``steps``. Returns how it ended (None: it returned), how long it ran, and what the
+        steps returned."""
+        hooks = self.hooks if self.hooks.wants_run else None
+        if hooks is not None:
+            hooks.before_run(entry.lease)
+        started = time.monotonic()
+        error: BaseException | None = None
+        result: T | None = None
+        try:
+            if steps is not None:
+                result = yield from steps
+            else:
+                value = yield Step.CALL
+                if definition.result_ttl is not None:
+                    entry.result = self._result(entry, definition.result_ttl, value)
+        except BaseException as exc:  # any way out of the job is its outcome (cancelled too)
+            error = exc
+        duration = time.monotonic() - started
+        if hooks is not None:
+            hooks.after_run(entry.lease, error, duration)
+        return error, duration, result
 
     # -- results and cancel requests ---------------------------------------------------------
 

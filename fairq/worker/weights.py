@@ -15,8 +15,8 @@ import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 
+from fairq.app.declare import TenantWeights
 from fairq.contract import Backend, StatsParams, TenantSettingsParams
-from fairq.declare import TenantWeights
 from fairq.worker.joblog import describe, trace_of
 
 log = logging.getLogger("fairq.worker")

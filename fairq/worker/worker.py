@@ -44,8 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any
 
-from fairq import unseen_queues
-from fairq.app import App
+from fairq.app import App, unseen_queues
 from fairq.contract import Backend, ReleaseParams
 from fairq.errors import ConfigError, FairqError, LeaseError
 from fairq.instrument import JobEnd, Outcome

@@ -17,9 +17,9 @@ from fairq.contract import (
     TenantStats,
     WaitParams,
 )
+from fairq.contract.jobtypes import JobSignature
 from fairq.errors import DuplicateJob
 from fairq.job import JobState
-from fairq.signatures import JobSignature
 
 from .helpers import (
     Q,

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from fairq import App, JobState
+from fairq.app.periodic import Schedule
 from fairq.contract import AckManyParams, DequeueParams
 from fairq.errors import ConfigError, JobArgumentsError
-from fairq.periodic import Schedule
 from fairq.worker.periodic import PeriodicScheduler
 
 T0 = 1_800_000_000.0  # a multiple of 300: a tick of "*/5 * * * *"

@@ -21,10 +21,10 @@ from fairq.contract import (
     StatsParams,
     TenantStats,
 )
+from fairq.contract.jobtypes import JobSignature
 from fairq.job import JobInfo, JobState, decode_headers
 from fairq.policy import history
 from fairq.policy.throttle import Throttle
-from fairq.signatures import JobSignature
 
 
 def queue_names(cur: Cursor[Row], q: Queries) -> list[str]:

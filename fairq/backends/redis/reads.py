@@ -23,9 +23,9 @@ from fairq.contract import (
     StatsParams,
     TenantStats,
 )
+from fairq.contract.jobtypes import JobSignature
 from fairq.job import JobInfo, Progress
 from fairq.policy.throttle import Throttle
-from fairq.signatures import JobSignature
 
 from .keys import TID_WIDTH, Layout
 from .records import (

@@ -19,10 +19,10 @@ from fairq.contract import (
     TenantSettingsParams,
     TenantStats,
 )
+from fairq.contract.jobtypes import JobSignature
 from fairq.job import JobInfo, JobState
 from fairq.policy import history
 from fairq.policy.throttle import Throttle
-from fairq.signatures import JobSignature
 
 # -- settings ------------------------------------------------------------------------------------
 

@@ -169,7 +169,7 @@ def refuse_unseen_queue(app: App, queue: str, allowed: bool) -> None:
     changed) unless ``--new-queue`` says it is meant."""
     if allowed:
         return
-    from fairq import unseen_queues
+    from fairq.app import unseen_queues
 
     # no SQLite file yet: every queue is new to the store, and asking it would make the file
     store = check_url(app.url) != "sqlite" or path_from_url(app.url).exists()

@@ -41,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra onl
     ) from exc
 
 from fairq.app import App
-from fairq.declare import JobDefinition
+from fairq.app.declare import JobDefinition
 from fairq.errors import ConfigError, MissingTenant
 from fairq.integrations.celery.calls import signature_holder
 from fairq.integrations.celery.publish import CeleryPublisher

@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from fairq.declare import check_tenant_rule
+from fairq.app.declare import check_tenant_rule
 from fairq.errors import ConfigError, JobArgumentsError, MissingTenant
 
 

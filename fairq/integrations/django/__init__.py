@@ -47,10 +47,10 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra onl
         "fairq.integrations.django needs Django: pip install 'fairq[django]'"
     ) from exc
 
+from fairq.app import BoundOptions, Call, JobDefinition
+from fairq.app.enqueue import performed, prepared, stored
 from fairq.backends.steps import drive
-from fairq.declare import BoundOptions, Call, JobDefinition
 from fairq.errors import ConfigError
-from fairq.newjobs import performed, prepared, stored
 
 if TYPE_CHECKING:
     from psycopg import Connection

@@ -39,7 +39,7 @@ except ImportError as exc:  # pragma: no cover - depends on what is installed
     ) from exc
 
 from fairq.app import App
-from fairq.declare import JobDefinition, TenantRule
+from fairq.app.declare import JobDefinition, TenantRule
 from fairq.errors import ConfigError, MissingTenant
 from fairq.integrations.dramatiq.peer import SLOTS_OPTION, RoutedActor, SlotGuard
 from fairq.integrations.dramatiq.publish import DramatiqPublisher

@@ -14,9 +14,9 @@ from typing import Any, ParamSpec, TypeVar
 import redis
 from rq import get_current_job
 
-from fairq.app import App
+from fairq.app import App, Call, JobDefinition, Options
+from fairq.app.declare import TenantRule
 from fairq.backends import check_url, needs_extra
-from fairq.declare import Call, JobDefinition, Options, TenantRule
 from fairq.errors import ConfigError, JobArgumentsError
 from fairq.integrations.rq.calls import aware
 from fairq.integrations.rq.guard import GuardedTask, run_in_slot

@@ -26,10 +26,10 @@ from typing import Any
 from rq import Queue, get_current_job
 from rq.job import Job, Retry
 
+from fairq.app.declare import JobDefinition
 from fairq.contract import (
     RouteParams,
 )
-from fairq.declare import JobDefinition
 from fairq.errors import ConfigError, MissingTenant
 from fairq.integrations.slots import SlotKeeper
 from fairq.policy.bounds import check_tenant

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fairq.app import App
-from fairq.declare import JobDefinition
+from fairq.app.declare import JobDefinition
 from fairq.errors import ConfigError
 from fairq.job import JobInfo
 

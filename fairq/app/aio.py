@@ -1,9 +1,9 @@
 """The App's asyncio methods, mixed into ``fairq.App``.
 
 Each is its blocking twin with the store awaited, sharing everything else: ``aenqueue_many``
-drives the very enqueue operation ``enqueue_many`` does (``fairq.newjobs.enqueueing``: the
+drives the very enqueue operation ``enqueue_many`` does (``fairq.app.enqueue.enqueueing``: the
 checks, the hooks, the store's requests), and the settings and inspection calls build their
-params with ``fairq.params``, as the blocking ones do. So a bad argument gets the same error
+params with ``fairq.app.params``, as the blocking ones do. So a bad argument gets the same error
 from both, raised before the store is touched.
 
 The async store (fairq/backends/aio.py) is opened on the first async call, in that call's
@@ -20,21 +20,21 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from fairq import params
+from fairq.app import params
+from fairq.app.calls import Call, call_by_name
+from fairq.app.enqueue import Wanted, enqueueing
+from fairq.app.waiting import Pause, check_timeout, result_of
 from fairq.backends.aio import AsyncStore, open_async_store
 from fairq.backends.steps import adrive
 from fairq.cancel import CancelOutcome
 from fairq.contract import KEEP, EnqueueParams, GetJobsParams, Keep, TenantFigures, TenantStats
-from fairq.declare import Call, call_by_name
 from fairq.errors import ConfigError
 from fairq.instrument.timing import TimedAsyncStore
 from fairq.job import JobInfo
-from fairq.newjobs import Wanted, enqueueing
 from fairq.policy.rate import Rate
-from fairq.waiting import Pause, check_timeout, result_of
 
 if TYPE_CHECKING:
-    from fairq.app import App
+    from fairq.app.app import App
 
 log = logging.getLogger("fairq")
 

@@ -1,6 +1,7 @@
 """What an App declares: jobs, queues, weight callbacks, and the checks on each declaration.
 
-Kept apart from ``fairq.app`` (which enqueues and inspects) so each module has one job. Every
+Kept apart from ``fairq.app.app`` (which enqueues and inspects) and ``fairq.app.checks`` (which
+checks each enqueue call against these declarations) so each module has one job. Every
 check raises ``ConfigError`` (or ``InvalidTenant``) at the call that declared the bad value, with
 a message that names the fix: a mistake found at import time is cheaper than one found by a
 worker at 3 a.m.
@@ -10,26 +11,26 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 import string
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
+from fairq.app import checks
+from fairq.app.calls import NO_OPTIONS, Call, Options
+from fairq.app.signatures import Binder
 from fairq.contract import JobType
-from fairq.errors import ConfigError, JobArgumentsError, MissingTenant
+from fairq.contract.jobtypes import JobSignature, positional_params
+from fairq.errors import ConfigError
 from fairq.policy.bounds import (
-    MAX_INT,
     check_int,
     check_seconds,
-    seconds,
 )
 from fairq.policy.queues import check_queue_name
 from fairq.policy.shards import Sharding, parse_shards, shard_name
 from fairq.policy.throttle import Throttle, check_rules
-from fairq.signatures import Binder, JobSignature, positional_params
 
 
 class Enqueuer(Protocol):
@@ -49,39 +50,6 @@ TenantRule = str | Callable[..., object] | None
 UniqueRule = str | Callable[..., object] | None
 #: ``(tenants with pending work) -> {tenant: weight}``; 0 pauses a tenant.
 WeightsFn = Callable[[list[str]], Mapping[str, float]]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Options:
-    """Per-enqueue overrides of a job's declaration."""
-
-    tenant: str | int | None = None
-    queue: str | None = None
-    delay: float | timedelta | None = None
-    run_at: float | datetime | None = None
-    priority: int = 0
-    #: Small str metadata stored with the job and given back in its leases (a trace context).
-    headers: Mapping[str, str] | None = None
-    #: A unique key (docs/unique.md): while a job with the same key in the same queue and
-    #: tenant is scheduled, ready or running, enqueueing stores nothing and returns its id.
-    unique_key: str | None = None
-    #: How long the key may hold at most (seconds or a timedelta); with no ``unique_key``, the
-    #: key is the declared one, else a digest of the job's name and arguments.
-    unique_for: float | timedelta | None = None
-
-
-#: A call's options when none are given (``job.enqueue``): one, since it never changes.
-NO_OPTIONS = Options()
-
-
-@dataclass(frozen=True)
-class Call:
-    """One job call waiting to be enqueued (see ``App.enqueue_many``)."""
-
-    name: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    options: Options
 
 
 @dataclass(frozen=True)
@@ -249,54 +217,15 @@ class JobDefinition(Generic[P, R]):
         return BoundOptions(self, Options(**options))
 
     def check_arguments(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-        """Refuse at enqueue a call that could never run on a worker; else its arguments by
-        parameter name, defaults filled in."""
-        try:
-            return self.binder.bind(args, kwargs)
-        except TypeError as exc:
-            raise JobArgumentsError(f"arguments do not fit job {self.name!r}: {exc}") from None
+        """Refuse a call that could never run on a worker; else its arguments by parameter
+        name, defaults filled in (fairq.app.checks.bind)."""
+        return checks.bind(self, args, kwargs)
 
     def tenant_of(
         self, args: Sequence[Any], kwargs: dict[str, Any], bound: Mapping[str, Any]
     ) -> object:
-        """The tenant its rule finds in a call's arguments (``bound``: them by name, from
-        ``check_arguments``; a callable rule gets them as they were passed)."""
-        rule = self.tenant_rule
-        if rule is None:
-            return None
-        if callable(rule):
-            try:
-                return rule(*args, **kwargs)
-            except Exception as exc:
-                raise MissingTenant(
-                    f"job {self.name!r} has no tenant: its tenant function raised "
-                    f"{type(exc).__name__}: {exc}; pass arguments it can read the tenant from, "
-                    "or the tenant itself (tenant=… when enqueueing)"
-                ) from exc
-        return bound.get(rule)
-
-    def unique_key_of(
-        self, args: Sequence[Any], kwargs: dict[str, Any], bound: Mapping[str, Any]
-    ) -> object:
-        """The declared unique key of a call (None: no rule, the arguments' digest)."""
-        rule = self.unique_key
-        if rule is None:
-            return None
-        what = "function" if callable(rule) else f"template {rule!r}"
-        try:
-            key = rule(*args, **kwargs) if callable(rule) else rule.format_map(bound)
-        except Exception as exc:  # a template's {arg.attr} or {arg[i]} may fail as well
-            raise ConfigError(
-                f"job {self.name!r}: its unique_key {what} raised {type(exc).__name__}: "
-                f"{exc}; pass arguments it can read the key from, or unique_key=… when "
-                "enqueueing"
-            ) from exc
-        if key is None:  # silently keying by the arguments instead would hide the mistake
-            raise ConfigError(
-                f"job {self.name!r}: its unique_key function returned None; return the key "
-                "(a str), or enqueue with unique_key=… to name it"
-            )
-        return key
+        """The tenant its rule finds in a call's arguments (fairq.app.checks.rule_tenant)."""
+        return checks.rule_tenant(self, args, kwargs, bound)
 
     @functools.cached_property
     def job_type(self) -> JobType:
@@ -330,35 +259,7 @@ class BoundOptions(Generic[P]):
         return (await self.definition.app.aenqueue_many([self.call(*args, **kwargs)]))[0]
 
 
-def call_by_name(
-    name: str, args: Sequence[Any], kwargs: dict[str, Any] | None, options: dict[str, Any]
-) -> Call:
-    """``App.enqueue``'s (and ``aenqueue``'s) call of a job named ``name``."""
-    if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
-        raise JobArgumentsError(
-            f"args must be a list or tuple of positional arguments, got {args!r}"
-        )
-    return Call(
-        name, tuple(args), dict(kwargs or {}), Options(**options) if options else NO_OPTIONS
-    )
-
-
 # -- checks ---------------------------------------------------------------------------------
-
-
-def argument(spec: JobType, args: Sequence[Any], kwargs: dict[str, Any]) -> object:
-    """The tenant argument of a published job (no function to bind against)."""
-    name = spec.tenant_arg
-    if name is None:
-        return None
-    if name in kwargs:
-        return kwargs[name]
-    positional = list(spec.params)
-    if name in positional:
-        index = positional.index(name)
-        if index < len(args):
-            return args[index]
-    return None
 
 
 def check_tenant_rule(rule: TenantRule, signature: inspect.Signature, name: str) -> TenantRule:
@@ -415,28 +316,3 @@ def check_unique(
             f"of the job; its arguments are: {', '.join(signature.parameters) or '(none)'}"
         )
     return window, unique_key
-
-
-def check_priority(priority: object) -> int:
-    return check_int("priority", priority, least=-MAX_INT - 1)
-
-
-def run_at(opts: Options, now: float) -> float:
-    if opts.delay is not None and opts.run_at is not None:
-        raise ConfigError("give delay or run_at, not both")
-    if opts.delay is not None:
-        delay = seconds("delay", opts.delay)
-        if not 0 <= delay < float("inf"):
-            raise ConfigError(f"delay must be a non-negative number of seconds, got {delay!r}")
-        return now + delay
-    if opts.run_at is not None:
-        if isinstance(opts.run_at, datetime):
-            if opts.run_at.tzinfo is None:
-                raise ConfigError("run_at must be timezone-aware (e.g. datetime.now(timezone.utc))")
-            return opts.run_at.timestamp()
-        if isinstance(opts.run_at, bool) or not isinstance(opts.run_at, (int, float)):
-            raise ConfigError(f"run_at must be a datetime or epoch seconds, got {opts.run_at!r}")
-        if not math.isfinite(opts.run_at):
-            raise ConfigError(f"run_at must be a finite number of epoch seconds, got {opts.run_at}")
-        return float(opts.run_at)
-    return now

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, Protocol, TypedDict, TypeVar
 
-from fairq.declare import (
+from fairq.app.declare import (
     Enqueuer,
     JobDefinition,
     QueueDeclaration,

@@ -2,8 +2,7 @@
 decision of a native enqueue for a job bound for a peer's broker. The slot guard
 (``acquire_slot``, ``renew_slots``, ``release_slots``; rules in fairq/policy/slots.py): a
 peer's worker takes a tenant's slot before it runs a job, so the tenant's cap holds outside
-fairq's own workers. Re-exported by fairq.contract with every other operation's params; kept
-here so the contract stays one readable module.
+fairq's own workers.
 """
 
 from __future__ import annotations

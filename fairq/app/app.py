@@ -2,7 +2,8 @@
 
 An ``App`` is bound to one store URL. Producers and workers build the same ``App`` (usually by
 importing the module that declares the jobs); a worker runs it with ``fairq worker module:app``.
-Declarations and their checks live in ``fairq.declare``; this module enqueues and inspects.
+Declarations and their checks live in ``fairq.app.declare``, each enqueue call's checks in
+``fairq.app.checks``; this module enqueues and inspects.
 """
 
 from __future__ import annotations
@@ -16,8 +17,23 @@ from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
-from fairq import params
-from fairq.asyncapi.app import AsyncMethods, AsyncState
+from fairq.app import params
+from fairq.app.aio import AsyncMethods, AsyncState
+from fairq.app.calls import Call, call_by_name
+from fairq.app.declare import (
+    JobDefinition,
+    QueueDeclaration,
+    TenantRule,
+    TenantWeights,
+    UniqueRule,
+    WeightsFn,
+    declare_sharding,
+    job_rules,
+)
+from fairq.app.enqueue import enqueueing, performed
+from fairq.app.iteration import Declarer, IterativeJob, IterativeSettings, IterFn
+from fairq.app.periodic import Schedule, declare_schedules
+from fairq.app.waiting import Pause, Wanted, check_timeout, result_of
 from fairq.backends import check_url, open_backend
 from fairq.backends.clock import Clock
 from fairq.backends.steps import drive
@@ -31,31 +47,13 @@ from fairq.contract import (
     TenantFigures,
     TenantStats,
 )
-from fairq.declare import (
-    BoundOptions,
-    Call,
-    JobDefinition,
-    Options,
-    QueueDeclaration,
-    TenantRule,
-    TenantWeights,
-    UniqueRule,
-    WeightsFn,
-    call_by_name,
-    declare_sharding,
-    job_rules,
-)
 from fairq.errors import ConfigError
 from fairq.instrument import Middleware
 from fairq.instrument.hooks import Hooks, check_middleware
 from fairq.instrument.logs import JobLog
 from fairq.instrument.timing import TimedBackend
-from fairq.iteration import Declarer, IterativeJob, IterativeSettings, IterFn
 from fairq.job import DEFAULT_MAX_PAYLOAD_BYTES, JobInfo
-from fairq.newjobs import enqueueing, performed
-from fairq.periodic import Schedule, declare_schedules
 from fairq.policy.bounds import (
-    MAX_TENANT_CHARS,
     check_seconds,
     check_tenant,
     check_weight,
@@ -65,21 +63,9 @@ from fairq.policy.rate import Rate
 from fairq.policy.throttle import Throttle
 from fairq.reports import tenant_report
 from fairq.reports.verdicts import TenantReport
-from fairq.waiting import Pause, Wanted, check_timeout, result_of
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11's
     from typing_extensions import Unpack
-
-__all__ = [
-    "DEFAULT_URL",
-    "MAX_TENANT_CHARS",
-    "App",
-    "BoundOptions",
-    "Call",
-    "JobDefinition",
-    "Options",
-    "resolve_url",
-]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -137,7 +123,7 @@ class App(AsyncMethods):
         self.jobs: dict[str, JobDefinition[Any, Any]] = {}
         self.queues: dict[str, QueueDeclaration] = {}
         self.weight_callbacks: dict[str, TenantWeights] = {}
-        self.schedules: dict[str, Schedule] = {}  # periodic jobs, by name (fairq.periodic)
+        self.schedules: dict[str, Schedule] = {}  # periodic jobs, by name (fairq.app.periodic)
         self._backend = backend
         self._timed: Backend | None = None
         self._lock = threading.Lock()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from fairq.app import App
+from fairq.app.app import App
 from fairq.contract import GetQueueParams, QueueSettings, StatsParams
 
 

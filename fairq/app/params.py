@@ -1,7 +1,7 @@
 """The App's settings and inspection calls, checked and made into the store's params.
 
 Written once for ``App.set_tenant`` … and their async twins (``App.aset_tenant`` …,
-fairq/asyncapi/app.py), so both refuse the same bad arguments with the same errors.
+fairq/app/aio.py), so both refuse the same bad arguments with the same errors.
 """
 
 from __future__ import annotations

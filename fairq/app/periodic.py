@@ -27,7 +27,7 @@ from fairq.job import Unique, encode_payload
 from fairq.policy.bounds import check_seconds, check_tenant
 
 if TYPE_CHECKING:
-    from fairq.declare import JobDefinition
+    from fairq.app.declare import JobDefinition
 
 #: How much longer than its grace a tick's key holds: room for the clocks of workers and
 #: store to disagree, so a late worker still finds the key.
