@@ -268,7 +268,7 @@ class Consumer:
         results: Mapping[str, JobResult] | None = None,
         options: Sequence[Arg] = (),
     ) -> list[tuple[str, str]]:
-        """Run a per-lease script (``each_held`` in _lib_jobs.lua) over ``tokens``, one call
+        """Run a per-lease script (``each_held`` in _lib_leases.lua) over ``tokens``, one call
         per group: each token's answer, '' for a lost lease (one whose job is not routed too).
         ``results``: ack_many.lua's; ``options``: heartbeat.lua's."""
         routed = self._routed(tokens)
