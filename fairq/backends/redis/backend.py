@@ -73,10 +73,10 @@ from fairq.figures import FiguresParams, TenantFigures
 from fairq.job import JobInfo
 from fairq.policy.throttle import Routing
 
-from . import calls, cluster, figures, history, reads, slots, throttling
+from . import calls, cluster, figures, history, inspect, slots, throttling
 from .checks import check_types
-from .connection import RedisOptions, check_eviction, check_version, parse_url
 from .consuming import Consumer
+from .db import check_eviction, check_version
 from .directory import Directory
 from .plumbing import Call, Store, grouped, runs
 from .producing import Producer
@@ -89,8 +89,9 @@ from .records import (
     rate_from,
     text,
 )
-from .requests import Blocking, FCall, RedisSteps
 from .scripts import Arg
+from .steps import Blocking, FCall, RedisSteps
+from .url import RedisOptions, parse_url
 from .waiting import ClusterWaiter, Waiter
 
 T = TypeVar("T")
@@ -221,7 +222,7 @@ class RedisBackend:
         queues only pruned joining the call of their group; on a Cluster the ids pruned then
         leave the directory."""
         with self._store.translated():
-            known = reads.queue_names(self.client, self.layout)
+            known = inspect.queue_names(self.client, self.layout)
         asked = known if params.queues is None else list(dict.fromkeys(params.queues))
         pruned_only = [q for q in known if q not in asked] if params.retention is not None else []
         others = grouped(self.layout, pruned_only)
@@ -284,7 +285,7 @@ class RedisBackend:
 
     def get_queue(self, params: GetQueueParams) -> QueueSettings:
         with self._store.translated():
-            return reads.get_queue(self.client, self.layout, params.queue)
+            return inspect.get_queue(self.client, self.layout, params.queue)
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
         return self._store.drive(self.set_tenant_steps(params))
@@ -317,17 +318,17 @@ class RedisBackend:
     def publish_job_types(self, params: PublishJobTypesParams) -> None:
         types = params.types
         if types:
-            mapping = {t.name: reads.job_type_json(t) for t in types}
+            mapping = {t.name: inspect.job_type_json(t) for t in types}
             with self._store.translated():
                 self.client.hset(self.layout.types, mapping=mapping)
 
     def job_types(self) -> dict[str, JobType]:
-        return self._store.drive(reads.job_types(self.layout))
+        return self._store.drive(inspect.job_types(self.layout))
 
     # -- inspection ------------------------------------------------------------------------
 
     def stats(self, params: StatsParams) -> list[TenantStats]:
-        return self._store.drive(reads.stats(self.layout, params))
+        return self._store.drive(inspect.stats(self.layout, params))
 
     def figures(self, params: FiguresParams) -> list[TenantFigures]:
         with self._store.translated():
@@ -339,21 +340,21 @@ class RedisBackend:
     def get_jobs_steps(self, params: GetJobsParams) -> RedisSteps[list[JobInfo]]:
         ids = list(params.ids)
         located = yield from self._directory.locate_steps(ids)
-        return (yield from reads.get_jobs(self.layout, located, ids))
+        return (yield from inspect.get_jobs(self.layout, located, ids))
 
     def job_costs(self, params: JobCostsParams) -> list[JobCost]:
-        return self._store.drive(reads.job_costs(self.layout, params))
+        return self._store.drive(inspect.job_costs(self.layout, params))
 
     def history(self, params: HistoryParams) -> HistoryPage:
         return self._store.drive(history.read(self.layout, params))
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         with self._store.translated():
-            return reads.list_dead(self.client, self.layout, params)
+            return inspect.list_dead(self.client, self.layout, params)
 
     def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
         with self._store.translated():
-            names = reads.queue_names(self.client, self.layout)
+            names = inspect.queue_names(self.client, self.layout)
             return throttling.windows(self.client, self.layout, names, params)
 
     def requeue(self, params: RequeueParams) -> int:

@@ -9,8 +9,8 @@ from typing import Any
 from fairq.figures import FiguresParams, Key, TenantFigures, figures_from
 from fairq.policy import histogram
 
+from .inspect import queue_names
 from .keys import Layout
-from .reads import queue_names
 from .records import text
 
 

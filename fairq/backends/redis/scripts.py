@@ -24,7 +24,7 @@ from redis.client import Pipeline
 
 from fairq.policy import cost, histogram
 
-from .connection import REPLY_TTL_MS
+from .db import REPLY_TTL_MS
 from .keys import FIGURES_TTL, LAYOUT, QUEUE_PARTS
 
 Arg = str | bytes | int | float

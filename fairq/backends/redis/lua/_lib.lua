@@ -116,7 +116,7 @@ end
 -- Layout.reply_key) and to ARGV a new call id per logical call (the same on a re-sending).
 -- The key keeps the id and the reply, JSON-encoded (cjson keeps bytes as they are; numbers
 -- in replies are counts and block numbers, well within its 14 digits), for
--- REPLY_TTL ms (the library's header, from connection.py: longer than redis-py's retries
+-- REPLY_TTL ms (the library's header, from db.py: longer than redis-py's retries
 -- last); a call that finds its own id there returns that reply and changes nothing.
 -- The body sees KEYS and ARGV without the two. A stored reply goes through `replay` when
 -- given (called with KEYS and ARGV set, like the body): what it returns is the answer, for
