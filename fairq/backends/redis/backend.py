@@ -7,8 +7,9 @@ keys.py for the layout and lua/_lib.lua for the stored records. Enqueueing jobs 
 rules is the one operation in two scripts: the window's record + decide (route.lua, in the
 home queue's Cluster slot), then the store (enqueue.lua, in the chosen queue's); throttling.py
 says why and what that gives up. Every call whose re-sending by redis-py would change the
-outcome is sent once (``Store.run_once``). Enqueue (producing.py), the settings and some reads
-are written as steps (fairq.backends.steps), which the asyncio store (aio.py) drives too.
+outcome is sent once (``Store.run_once``). Enqueue (producing.py), the settings (settings.py)
+and some reads are written as steps (fairq.backends.steps), which the asyncio store (aio.py)
+drives too; maintenance is maintenance.py.
 
 On a single Redis each operation is one script call. On a Redis Cluster (``?cluster=1``) a
 script touches one slot, so an operation over queues of several slots is one call per slot
@@ -78,9 +79,7 @@ from .db import check_eviction, check_version
 from .directory import Directory
 from .plumbing import Call, Store
 from .producing import Producer
-from .records import (
-    text,
-)
+from .records import text
 from .scripts import Arg
 from .steps import RedisSteps
 from .url import RedisOptions, parse_url
