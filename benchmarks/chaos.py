@@ -363,7 +363,7 @@ def clean_up(url: str, work: Path) -> None:
     if url.startswith("redis"):
         import redis
 
-        from fairq.backends.redis.connection import parse_url
+        from fairq.backends.redis.url import parse_url
 
         opts = parse_url(url)
         client = redis.Redis.from_url(opts.client_url)

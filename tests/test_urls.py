@@ -88,6 +88,6 @@ def test_every_store_refuses_an_unknown_query_parameter_before_connecting(
 )
 def test_the_client_librarys_own_parameters_still_pass(url: str) -> None:
     from fairq.backends.postgres.url import parse_url as parse_postgres
-    from fairq.backends.redis.connection import parse_url as parse_redis
+    from fairq.backends.redis.url import parse_url as parse_redis
 
     (parse_postgres if url.startswith("postgresql") else parse_redis)(url)

@@ -153,7 +153,7 @@ def open_async_store(sync: Backend) -> AsyncStore:
 
         if isinstance(sync, RedisBackend):
             if sync.options.cluster or sync.options.wait_replicas:
-                return Offloaded(sync)  # a Cluster's steps block (redis/requests.py: Blocking)
+                return Offloaded(sync)  # a Cluster's steps block (redis/steps.py: Blocking)
             from fairq.backends.redis.aio import AsyncRedisStore
 
             return AsyncRedisStore(sync)

@@ -54,7 +54,8 @@ def _remove_sqlite(path: Path) -> None:
 
 def _remove_redis(url: str) -> None:
     with needs_extra("redis"):
-        from fairq.backends.redis.connection import open_client, parse_url
+        from fairq.backends.redis.db import open_client
+        from fairq.backends.redis.url import parse_url
     options = parse_url(url)
     client = open_client(options)
     try:

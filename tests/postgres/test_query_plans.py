@@ -14,8 +14,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from fairq.backends.postgres.enqueueing import arguments as enqueue_arguments
 from fairq.backends.postgres.keys import channel_salt, queue_channel, schema_seed
+from fairq.backends.postgres.producing import arguments as enqueue_arguments
 from fairq.backends.postgres.records import tenant_key
 from fairq.backends.postgres.throttling import window_key
 from fairq.contract import (

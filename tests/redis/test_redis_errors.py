@@ -10,9 +10,10 @@ from redis_helpers import keys_of, new_job
 
 from fairq.backends import open_backend
 from fairq.backends.redis import RedisBackend
-from fairq.backends.redis.connection import MIN_VERSION, check_version, parse_url, redact
+from fairq.backends.redis.db import MIN_VERSION, check_version
 from fairq.backends.redis.keys import LAYOUT
 from fairq.backends.redis.records import TenantRecord
+from fairq.backends.redis.url import parse_url, redact
 from fairq.contract import EnqueueParams, StatsParams
 from fairq.errors import ConfigError, PayloadTooLarge, SchemaError, StoreUnavailable
 

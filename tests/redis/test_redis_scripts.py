@@ -10,7 +10,7 @@ import redis
 from redis_helpers import new_job
 
 from fairq.backends.redis import RedisBackend
-from fairq.backends.redis.scripts import NAMES, library
+from fairq.backends.redis.scripts import NAMES, NEEDS, LibraryError, library, parts
 from fairq.contract import AckManyParams, DequeueParams, EnqueueParams, GetJobsParams
 
 CONTRACT = ("KEYS:", "ARGV:", "Touches:", "Returns:")
@@ -24,6 +24,32 @@ def test_every_operation_opens_with_its_contract(name: str) -> None:
     for word in CONTRACT:
         assert f"-- {word}" in source, f"{name}.lua does not state its {word}"
     assert re.search(rf"^register(_once)?\('{name}', function\(\)$", source, re.M)
+
+
+@pytest.mark.parametrize("name", [name for name in NEEDS if name not in NAMES])
+def test_every_helper_part_opens_with_what_it_holds(name: str) -> None:
+    source = (resources.files("fairq.backends.redis") / "lua" / f"{name}.lua").read_text()
+    assert source.startswith(f"-- {name}.lua: ")
+
+
+def test_each_file_of_the_library_comes_after_the_files_it_needs() -> None:
+    order = parts(NEEDS, set(NEEDS))
+    assert sorted(order) == sorted(NEEDS)
+    for name, needed in NEEDS.items():
+        assert all(order.index(other) < order.index(name) for other in needed), name
+    needs = {"op": ("_lib_b",), "_lib_b": ("_lib_a",), "_lib_a": ()}
+    assert parts(needs, set(needs)) == ["_lib_a", "_lib_b", "op"]
+
+
+def test_a_library_file_missing_unlisted_or_in_a_circle_is_named() -> None:
+    needs: dict[str, tuple[str, ...]] = {"op": ("_lib_gone",), "_lib_gone": ()}
+    with pytest.raises(LibraryError, match=r"lua/_lib_gone.lua, which lua/op.lua needs, is miss"):
+        parts(needs, {"op"})
+    with pytest.raises(LibraryError, match=r"lua/stray.lua is not in scripts.NEEDS"):
+        parts(needs, {"op", "_lib_gone", "stray"})
+    circle = {"op": ("_lib_a",), "_lib_a": ("_lib_b",), "_lib_b": ("_lib_a",)}
+    with pytest.raises(LibraryError, match=r"circle: _lib_a -> _lib_b -> _lib_a"):
+        parts(circle, set(circle))
 
 
 def test_the_library_is_reloaded_after_function_flush(

@@ -8,7 +8,7 @@ import pytest
 
 from fairq import App
 from fairq.backends.redis import RedisBackend
-from fairq.backends.redis.connection import parse_url
+from fairq.backends.redis.url import parse_url
 from fairq.errors import ConfigError
 
 from .servers import LocalCluster

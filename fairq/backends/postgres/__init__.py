@@ -11,7 +11,7 @@
   transaction holds, within a stated bound of the exact fair order (exact for one dispatch at
   a time: docs/internals/scheduler.md, "Parallel dispatch"). Dequeue and ack are one round trip
   each (functions/*.sql).
-* **Enqueue.** One statement for every caller (enqueueing.py, functions/enqueue.sql), which never
+* **Enqueue.** One statement for every caller (producing.py, functions/enqueue.sql), which never
   waits for a dispatch: a job whose tenant another transaction holds waits in the inbox until
   whoever holds that tenant next takes it in.
 * **Enqueue in your transaction.** ``backend.enqueue_in(conn, params)``, or

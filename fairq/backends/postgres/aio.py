@@ -1,7 +1,7 @@
 """``AsyncPostgresStore``: the PostgreSQL store's asyncio face (fairq/backends/aio.py).
 
 Enqueue, set_tenant, job_types, get_jobs and stats run the very operations of
-``PostgresBackend`` (enqueueing.py, its ``set_tenant_steps``, inspect.py's ``*_steps``;
+``PostgresBackend`` (producing.py, its ``set_tenant_steps``, inspect.py's ``*_steps``;
 fairq.backends.postgres.steps) in one transaction
 on a connection of psycopg's ``AsyncConnectionPool``; this module is their transport: the
 pool, the transaction, reconnecting, and the same errors as db.py. A statement that waits (on

@@ -29,16 +29,15 @@ from fairq.backends.postgres import (
     inspect,
     kept,
     locks,
+    maintenance,
     pruning,
     results,
     settings,
     slots,
-    sweeps,
     throttling,
     unique,
 )
 from fairq.backends.postgres.db import Database, Pool
-from fairq.backends.postgres.enqueueing import Enqueue
 from fairq.backends.postgres.events import Events
 from fairq.backends.postgres.keys import (
     WAKE,
@@ -48,6 +47,7 @@ from fairq.backends.postgres.keys import (
     schema_seed,
 )
 from fairq.backends.postgres.migrate import ensure_schema
+from fairq.backends.postgres.producing import Enqueue
 from fairq.backends.postgres.records import JobRow, Row
 from fairq.backends.postgres.sql import queries_for
 from fairq.backends.postgres.steps import PgSteps, Sql, run
@@ -141,7 +141,7 @@ class PostgresBackend:
         self.db = Database(self.url, pool=pool)
         self.seed = schema_seed(self.schema)
         self._waiter = Waiter(self.url, self._channel, self._channel(WAKE))
-        #: The enqueue operation (enqueueing.py), which the asyncio store (aio.py) and an
+        #: The enqueue operation (producing.py), which the asyncio store (aio.py) and an
         #: enqueue in the caller's transaction (transactional.py) run too.
         self.enqueueing = Enqueue(self.q, self.schema)
         self._inbox = InboxWriter(self.q, self.enqueueing)
@@ -155,7 +155,7 @@ class PostgresBackend:
     def enqueue(self, params: EnqueueParams) -> EnqueueResult:
         """A plain batch is one statement, one round trip (functions/enqueue.sql); jobs with
         throttle rules, shards or unique keys do what they need first, in the same transaction
-        (enqueueing.py)."""
+        (producing.py)."""
         jobs = list(params.jobs)
         check_distinct(jobs)
         if not jobs:
@@ -237,7 +237,7 @@ class PostgresBackend:
         events = Events(cur, self.q)
         now = args["now"]
         assert isinstance(now, float | int)
-        _, expired = sweeps.sweep(cur, self.q, events, names, float(now))
+        _, expired = maintenance.sweep(cur, self.q, events, names, float(now))
         figures.write(cur, self.q, events.figures, float(now))
         self._notify(cur, events.woken)
         return expired, cur.execute(self.q["dispatch"], args).fetchall()
@@ -425,7 +425,7 @@ class PostgresBackend:
                 names = list(dict.fromkeys(params.queues))
             now = self._lock(cur, names, exclusive=True, now=params.now)
             events = Events(cur, self.q)
-            promoted, expired = sweeps.sweep(cur, self.q, events, names, now)
+            promoted, expired = maintenance.sweep(cur, self.q, events, names, now)
             pruned = 0
             if params.retention is not None:
                 pruned = pruning.prune(cur, self.q, now - params.retention, now)

@@ -11,7 +11,7 @@ Two ways in, one mechanism::
 
 Each enqueue runs in a SAVEPOINT on the caller's connection, so a refused enqueue (a duplicate
 id) raises DuplicateJob and rolls back only itself: the caller's transaction stays usable.
-It is the enqueue every caller runs (enqueueing.py, functions/enqueue.sql), told to put every
+It is the enqueue every caller runs (producing.py, functions/enqueue.sql), told to put every
 job into the ``inbox`` table and touch nothing else — no queue lock, no tenant row — because
 those locks would be held until the caller commits and stall every worker of the queue. A job
 with throttle rules records its enqueue in its window first and goes to the queue the rules
@@ -37,7 +37,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 
 from fairq.backends._sql import Queries
-from fairq.backends.postgres import enqueueing as enqueuing
+from fairq.backends.postgres import producing
 from fairq.backends.postgres.db import invalid_text
 from fairq.backends.postgres.steps import run
 from fairq.contract import EnqueueResult
@@ -70,7 +70,7 @@ class InboxWriter:
     """Writes enqueues into the inbox on a caller's connection (taken in later by whoever
     holds each tenant next: functions/enqueue.sql)."""
 
-    def __init__(self, q: Queries, enqueueing: enqueuing.Enqueue) -> None:
+    def __init__(self, q: Queries, enqueueing: producing.Enqueue) -> None:
         self.q = q
         self.enqueueing = enqueueing
 
@@ -87,7 +87,7 @@ class InboxWriter:
         except psycopg.DataError as exc:
             raise invalid_text(exc) from None
         except psycopg.errors.UniqueViolation as exc:
-            raise enqueuing.refused(exc, usable=True) from None
+            raise producing.refused(exc, usable=True) from None
 
 
 def _join_callers_transaction(conn: Connection[Any]) -> None:

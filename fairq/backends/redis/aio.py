@@ -1,15 +1,15 @@
 """``AsyncRedisStore``: the Redis store's asyncio face (fairq/backends/aio.py).
 
 Enqueue, set_tenant, set_queue, job_types, get_jobs and stats run the very operations of
-``RedisBackend`` (its ``*_steps`` and reads.py, fairq.backends.steps) over a ``redis.asyncio``
+``RedisBackend`` (its ``*_steps`` and inspect.py, fairq.backends.steps) over a ``redis.asyncio``
 client; this module is their transport and nothing else. The client retries a lost
-connection as the blocking one does (connection.py), and a call that must not run twice is
+connection as the blocking one does (db.py), and a call that must not run twice is
 sent with a reply key of its own (``register_once`` in _lib.lua): each call in flight holds
 one caller id, taken from a free list, so two coroutines never share one and the keys stay as
 few as the calls ever in flight at once. The other calls go through a thread (``Offloaded``).
 
 A single Redis only: on a Redis Cluster (or with ``wait_replicas``) an enqueue's steps include
-blocking work across slots (requests.py: ``Blocking``), so ``open_async_store`` gives such a
+blocking work across slots (steps.py: ``Blocking``), so ``open_async_store`` gives such a
 store ``Offloaded`` itself, every call in its thread.
 """
 
@@ -37,11 +37,11 @@ from fairq.contract import (
 from fairq.errors import ConfigError
 from fairq.job import JobInfo
 
-from . import reads
+from . import inspect
 from .backend import RedisBackend
-from .connection import RETRIES, backoff, client_settings, translated
-from .requests import Batch, Blocking, RedisSteps, Request, once_args
+from .db import RETRIES, backoff, client_settings, translated
 from .scripts import library
+from .steps import Batch, Blocking, RedisSteps, Request, once_args
 
 T = TypeVar("T")
 
@@ -79,13 +79,13 @@ class AsyncRedisStore(Offloaded):
         await self._drive(self.redis.set_queue_steps(params))
 
     async def job_types(self) -> dict[str, JobType]:
-        return await self._drive(reads.job_types(self.redis.layout))
+        return await self._drive(inspect.job_types(self.redis.layout))
 
     async def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
         return await self._drive(self.redis.get_jobs_steps(params))
 
     async def stats(self, params: StatsParams) -> list[TenantStats]:
-        return await self._drive(reads.stats(self.redis.layout, params))
+        return await self._drive(inspect.stats(self.redis.layout, params))
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -7,8 +7,9 @@ keys.py for the layout and lua/_lib.lua for the stored records. Enqueueing jobs 
 rules is the one operation in two scripts: the window's record + decide (route.lua, in the
 home queue's Cluster slot), then the store (enqueue.lua, in the chosen queue's); throttling.py
 says why and what that gives up. Every call whose re-sending by redis-py would change the
-outcome is sent once (``Store.run_once``). Enqueue (producing.py), the settings and some reads
-are written as steps (fairq.backends.steps), which the asyncio store (aio.py) drives too.
+outcome is sent once (``Store.run_once``). Enqueue (producing.py), the settings (settings.py)
+and some reads are written as steps (fairq.backends.steps), which the asyncio store (aio.py)
+drives too; maintenance is maintenance.py.
 
 On a single Redis each operation is one script call. On a Redis Cluster (``?cluster=1``) a
 script touches one slot, so an operation over queues of several slots is one call per slot
@@ -18,7 +19,6 @@ claimed in the directory first (directory.py). docs/redis.md states what that gi
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, TypeVar
 
 from fairq.contract import (
@@ -46,7 +46,6 @@ from fairq.contract import (
     JobCost,
     JobCostsParams,
     JobType,
-    Keep,
     ListDeadParams,
     MaintainParams,
     MaintainResult,
@@ -73,24 +72,17 @@ from fairq.figures import FiguresParams, TenantFigures
 from fairq.job import JobInfo
 from fairq.policy.throttle import Routing
 
-from . import calls, cluster, figures, history, reads, slots, throttling
+from . import calls, cluster, figures, history, inspect, maintenance, settings, slots, throttling
 from .checks import check_types
-from .connection import RedisOptions, check_eviction, check_version, parse_url
 from .consuming import Consumer
+from .db import check_eviction, check_version
 from .directory import Directory
-from .plumbing import Call, Store, grouped, runs
+from .plumbing import Call, Store
 from .producing import Producer
-from .records import (
-    QueueDefaults,
-    TenantRecord,
-    num,
-    oldest_ready_at,
-    rate_arg,
-    rate_from,
-    text,
-)
-from .requests import Blocking, FCall, RedisSteps
+from .records import text
 from .scripts import Arg
+from .steps import RedisSteps
+from .url import RedisOptions, parse_url
 from .waiting import ClusterWaiter, Waiter
 
 T = TypeVar("T")
@@ -217,117 +209,40 @@ class RedisBackend:
     # -- maintenance -----------------------------------------------------------------------
 
     def maintain(self, params: MaintainParams) -> MaintainResult:
-        """maintain.lua per run of queues of one group (one call on a single Redis), the
-        queues only pruned joining the call of their group; on a Cluster the ids pruned then
-        leave the directory."""
-        with self._store.translated():
-            known = reads.queue_names(self.client, self.layout)
-        asked = known if params.queues is None else list(dict.fromkeys(params.queues))
-        pruned_only = [q for q in known if q not in asked] if params.retention is not None else []
-        others = grouped(self.layout, pruned_only)
-        parts = [(r, others.pop(self.layout.group(r[0]), [])) for r in runs(self.layout, asked)]
-        parts += [([], queues) for queues in others.values()]
-        retention = "" if params.retention is None else num(params.retention)
-        made: list[tuple[Call, dict[str, int]]] = []
-        for maintained, pruned in parts:
-            blocks = calls.blocks([*maintained, *pruned])
-            shared = [] if self.layout.cluster else [self.layout.directory]
-            keys = [*shared, *self._store.keys(blocks, params.now)]
-            args: list[Arg] = [self._store.at(params.now), retention, len(maintained), len(shared)]
-            made.append((("maintain", None, keys, args), blocks))
-        replies = self._store.run_all([call for call, _ in made]) if made else []
-        result = MaintainResult()
-        gone: list[str] = []
-        for (_, blocks), reply in zip(made, replies, strict=True):
-            due = text(reply[2])
-            names = {block: name for name, block in blocks.items()}
-            next_due = float(due) if due else None
-            if result.next_due is not None and (next_due is None or result.next_due < next_due):
-                next_due = result.next_due
-            result = MaintainResult(
-                promoted=result.promoted + int(reply[0]),
-                expired=[*result.expired, *calls.expired(names, reply[3])],
-                pruned=result.pruned + int(reply[1]),
-                next_due=next_due,
-            )
-            gone += [text(i) for i in reply[4]]
-        if gone:
-            with self._store.translated():
-                self._directory.release(gone)
-        return result
+        return maintenance.maintain(self._store, self._directory, params)
 
     # -- settings --------------------------------------------------------------------------
-
-    def _settings_keys(self, queue: str, now: float) -> RedisSteps[tuple[list[str], int]]:
-        """A settings script's keys, and how many of them are shared by queues: the queues set
-        first on a single Redis (the script adds the queue); on a Cluster the queue is
-        registered here."""
-        keys = yield from self._store.keys_steps({queue: 1}, now)
-        if self.layout.cluster:
-            yield Blocking(partial(self._store.register, [queue]))
-            return keys, 0
-        return [self.layout.queues, *keys], 1
 
     def set_queue(self, params: SetQueueParams) -> None:
         self._store.drive(self.set_queue_steps(params))
 
     def set_queue_steps(self, params: SetQueueParams) -> RedisSteps[None]:
-        settings = params.settings
-        cap = "" if settings.max_running is None else str(settings.max_running)
-        rate = rate_arg(settings.rate).split(",") if settings.rate else ["", "", ""]
-        half_life = "" if settings.half_life is None else num(settings.half_life)
-        in_flight = "" if settings.max_in_flight is None else str(settings.max_in_flight)
-        keys, shared = yield from self._settings_keys(settings.queue, params.now)
-        args: list[Arg] = [settings.queue, num(settings.weight), cap, *rate, half_life]
-        args += [num(settings.max_debt), self._store.at(params.now), in_flight, shared]
-        yield FCall("set_queue", keys, args)
+        return settings.set_queue(self._store, params)
 
     def get_queue(self, params: GetQueueParams) -> QueueSettings:
         with self._store.translated():
-            return reads.get_queue(self.client, self.layout, params.queue)
+            return inspect.get_queue(self.client, self.layout, params.queue)
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
         return self._store.drive(self.set_tenant_steps(params))
 
     def set_tenant_steps(self, params: TenantSettingsParams) -> RedisSteps[TenantStats]:
-        keys, shared = yield from self._settings_keys(params.queue, params.now)
-        args: list[Arg] = [
-            params.queue,
-            params.tenant,
-            calls.setting(params.weight, num),
-            calls.setting(params.max_running, str),
-            "keep" if isinstance(params.rate, Keep) else rate_arg(params.rate),
-            self._store.at(params.now),
-            shared,
-        ]
-        raw, oldest, *meta = yield FCall("set_tenant", keys, args)
-        weight, cap, rate, half_life, max_debt, now = (text(v) for v in meta)
-        defaults = QueueDefaults(
-            weight=float(weight),
-            cap=int(cap) if cap else None,
-            rate=rate_from(*rate.split(",")) if rate else None,
-            half_life=float(half_life) if half_life else None,
-            max_debt=float(max_debt),
-        )
-        oldest_at = oldest_ready_at(oldest or None)
-        return TenantRecord.parse(raw).stats(
-            params.queue, params.tenant, defaults, oldest_at, float(now)
-        )
+        return settings.set_tenant(self._store, params)
 
     def publish_job_types(self, params: PublishJobTypesParams) -> None:
         types = params.types
         if types:
-            mapping = {t.name: reads.job_type_json(t) for t in types}
+            mapping = {t.name: inspect.job_type_json(t) for t in types}
             with self._store.translated():
                 self.client.hset(self.layout.types, mapping=mapping)
 
     def job_types(self) -> dict[str, JobType]:
-        return self._store.drive(reads.job_types(self.layout))
+        return self._store.drive(inspect.job_types(self.layout))
 
     # -- inspection ------------------------------------------------------------------------
 
     def stats(self, params: StatsParams) -> list[TenantStats]:
-        return self._store.drive(reads.stats(self.layout, params))
+        return self._store.drive(inspect.stats(self.layout, params))
 
     def figures(self, params: FiguresParams) -> list[TenantFigures]:
         with self._store.translated():
@@ -339,21 +254,21 @@ class RedisBackend:
     def get_jobs_steps(self, params: GetJobsParams) -> RedisSteps[list[JobInfo]]:
         ids = list(params.ids)
         located = yield from self._directory.locate_steps(ids)
-        return (yield from reads.get_jobs(self.layout, located, ids))
+        return (yield from inspect.get_jobs(self.layout, located, ids))
 
     def job_costs(self, params: JobCostsParams) -> list[JobCost]:
-        return self._store.drive(reads.job_costs(self.layout, params))
+        return self._store.drive(inspect.job_costs(self.layout, params))
 
     def history(self, params: HistoryParams) -> HistoryPage:
         return self._store.drive(history.read(self.layout, params))
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
         with self._store.translated():
-            return reads.list_dead(self.client, self.layout, params)
+            return inspect.list_dead(self.client, self.layout, params)
 
     def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
         with self._store.translated():
-            names = reads.queue_names(self.client, self.layout)
+            names = inspect.queue_names(self.client, self.layout)
             return throttling.windows(self.client, self.layout, names, params)
 
     def requeue(self, params: RequeueParams) -> int:

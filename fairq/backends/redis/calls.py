@@ -54,7 +54,7 @@ Routed = tuple[str, str | None, str, str]  # token, queue (None: unknown), job i
 
 
 def held_args(routed: Sequence[Routed], blocks: dict[str, int]) -> list[Arg]:
-    """The per-token arguments of ``each_held`` (_lib_jobs.lua) for the routed tokens."""
+    """The per-token arguments of ``each_held`` (_lib_leases.lua) for the routed tokens."""
     args: list[Arg] = []
     for _, queue, job_id, attempt in routed:
         if queue is not None:
@@ -75,7 +75,7 @@ def answers(routed: Sequence[Routed], reply: Sequence[Any]) -> list[tuple[str, s
 
 #: Values per expired lease in a reply: block, job id, job name, tenant, attempt, deadline,
 #: dead (1, or 2: cancelled, or 0), claimed (1, or 0: a relayed job's hold lapsed):
-#: ``expire`` in _lib_jobs.lua.
+#: ``expire`` in _lib_maintenance.lua.
 EXPIRED_FIELDS = 8
 
 

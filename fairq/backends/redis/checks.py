@@ -9,7 +9,7 @@ from fairq.errors import SchemaError
 
 from .keys import LAYOUT, Layout
 from .records import OLD_LAYOUT, text
-from .requests import Batch, RedisSteps, read
+from .steps import Batch, RedisSteps, read
 
 
 def check_types(

@@ -26,16 +26,10 @@ from redis.exceptions import ClusterDownError, MovedError, RedisClusterException
 
 from fairq.errors import ConfigError, StoreUnavailable
 
-from .connection import (
-    BACKOFF_CAP,
-    CONNECT_TIMEOUT,
-    READ_TIMEOUT,
-    RETRIES,
-    RedisOptions,
-    retry,
-)
+from .db import BACKOFF_CAP, CONNECT_TIMEOUT, READ_TIMEOUT, RETRIES, retry
 from .keys import key_slot
 from .scripts import Library, missing
+from .url import RedisOptions
 
 
 class NotReplicated(StoreUnavailable):

@@ -43,7 +43,7 @@ from fairq.errors import LeaseExpired, LeaseNotFound
 from fairq.job import JobInfo, Lease
 from fairq.results import JobResult
 
-from . import calls, reads
+from . import calls, inspect
 from .directory import Directory
 from .plumbing import Call, Store, runs
 from .records import JobRecord, job_info, lease, num, text
@@ -268,7 +268,7 @@ class Consumer:
         results: Mapping[str, JobResult] | None = None,
         options: Sequence[Arg] = (),
     ) -> list[tuple[str, str]]:
-        """Run a per-lease script (``each_held`` in _lib_jobs.lua) over ``tokens``, one call
+        """Run a per-lease script (``each_held`` in _lib_leases.lua) over ``tokens``, one call
         per group: each token's answer, '' for a lost lease (one whose job is not routed too).
         ``results``: ack_many.lua's; ``options``: heartbeat.lua's."""
         routed = self._routed(tokens)
@@ -317,7 +317,7 @@ class Consumer:
         record = JobRecord.parse(reply[1])
         assert queue is not None  # _end raised otherwise
         info = job_info(job_id, queue, record, reply[2], text(reply[3]), text(reply[4]))
-        return reads.with_progress(info, reply[5] or None)
+        return inspect.with_progress(info, reply[5] or None)
 
     def release(self, params: ReleaseParams) -> None:
         queue, job_id, attempt = self._route(params.token)

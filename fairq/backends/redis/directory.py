@@ -40,7 +40,7 @@ from .calls import duplicate
 from .cluster import NotReplicated, Send
 from .plumbing import Store
 from .records import text
-from .requests import Batch, RedisSteps
+from .steps import Batch, RedisSteps
 
 
 def candidates(job: NewJob) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """Reading the Redis store's figures (fairq/figures.py): one hash per (queue, time slot),
 ``Layout.figures_key``, written by the Lua functions (``figure`` and ``flush`` in
-_lib_jobs.lua) and expiring on their own; a field is ``tid:<kind><bucket>``."""
+_lib_figures.lua, _lib_flush.lua) and expiring on their own; a field is ``tid:<kind><bucket>``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 from fairq.figures import FiguresParams, Key, TenantFigures, figures_from
 from fairq.policy import histogram
 
+from .inspect import queue_names
 from .keys import Layout
-from .reads import queue_names
 from .records import text
 
 

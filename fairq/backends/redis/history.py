@@ -17,7 +17,7 @@ from fairq.recorded import HistoryPage, HistoryParams, RecordedJob
 
 from .keys import Layout
 from .records import JobRecord, decode_body, text
-from .requests import Batch, RedisSteps
+from .steps import Batch, RedisSteps
 
 
 def read(layout: Layout, params: HistoryParams) -> RedisSteps[HistoryPage]:

@@ -23,11 +23,12 @@ from fairq.backends.steps import drive
 
 from . import cluster
 from .checks import types_checked
-from .connection import RedisOptions, open_client, translated
+from .db import open_client, translated
 from .keys import Layout
 from .records import num
-from .requests import Batch, Blocking, FCall, RedisSteps, Request, once_args, run_batch
 from .scripts import Arg, library
+from .steps import Batch, Blocking, FCall, RedisSteps, Request, once_args, run_batch
+from .url import RedisOptions
 
 T = TypeVar("T")
 

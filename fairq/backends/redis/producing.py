@@ -25,8 +25,8 @@ from . import calls, cluster, throttling
 from .directory import Directory
 from .plumbing import Call, Store
 from .records import text
-from .requests import Blocking, FCall, RedisSteps
 from .scripts import Arg
+from .steps import Blocking, FCall, RedisSteps
 
 
 class Producer:

@@ -257,7 +257,7 @@ def lease(job_id: str, queue: str, raw: bytes, body: bytes, tenant: str) -> Leas
     )
 
 
-#: A learned cost's stored value (a ``costs`` field: COST_FORMAT in _lib_jobs.lua).
+#: A learned cost's stored value (a ``costs`` field: COST_FORMAT in _lib_costs.lua).
 COST_FORMAT = ">Hd"
 
 

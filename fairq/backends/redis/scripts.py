@@ -1,9 +1,11 @@
 """The Lua operations: one Redis Functions library, loaded once, called with FCALL.
 
-The library is ``_lib.lua``, ``_lib_tenants.lua``, ``_lib_jobs.lua``, ``_lib_slots.lua`` and
-``_lib_unique.lua`` (shared helpers, created once when the library is loaded rather than on
-every call, which is what EVALSHA of a self-contained script paid for) followed by one file per
-operation, each registering its function. The library's name carries a hash of its source
+The library is one Lua chunk made of the files in ``lua/``: helper parts (``_lib*.lua``, each
+one step's local functions, created once when the library is loaded rather than on every call,
+which is what EVALSHA of a self-contained script paid for) and one file per operation, each
+registering its function. A file sees only the locals of the files before it, so ``NEEDS``
+names, for every file, the files whose locals it calls, and ``parts`` puts each after what it
+needs. The library's name carries a hash of its source
 (``fairq_<hash>``, functions ``fairq_<hash>_<op>``), so two fairq versions sharing a Redis each
 call their own code; ``FUNCTION LOAD REPLACE`` makes loading idempotent. When the server does
 not know the function (restart without persistence, ``FUNCTION FLUSH``, failover) we load the
@@ -22,31 +24,84 @@ from redis.client import Pipeline
 
 from fairq.policy import cost, histogram
 
-from .connection import REPLY_TTL_MS
+from .db import REPLY_TTL_MS
 from .keys import FIGURES_TTL, LAYOUT, QUEUE_PARTS
 
 Arg = str | bytes | int | float
 
-_LIBS = ("_lib.lua", "_lib_tenants.lua", "_lib_jobs.lua", "_lib_slots.lua", "_lib_unique.lua")
-NAMES = (
-    "enqueue",
-    "dequeue",
-    "ack_many",
-    "ack_dequeue",  # after the two it calls
-    "fail",
-    "release",
-    "heartbeat",
-    "checkpoint",
-    "maintain",
-    "set_queue",
-    "set_tenant",
-    "requeue",
-    "cancel",
-    "route",
-    "acquire_slot",
-    "renew_slots",
-    "release_slots",
-)
+#: Every file of the library (``lua/<name>.lua``) and the files whose locals it calls; a file
+#: that needs one needs what that one needs too, so only direct uses are listed. Helpers
+#: first, then the operations (``ack_dequeue`` calls the locals of the two it joins).
+NEEDS: dict[str, tuple[str, ...]] = {
+    "_lib": (),
+    "_lib_tenants": ("_lib",),
+    "_lib_figures": (),
+    "_lib_jobs": ("_lib_tenants",),
+    "_lib_costs": ("_lib_jobs",),
+    "_lib_flush": ("_lib_tenants", "_lib_costs"),
+    "_lib_leases": ("_lib_jobs", "_lib_figures", "_lib_costs", "_lib_flush"),
+    "_lib_dispatch": ("_lib_jobs", "_lib_figures", "_lib_costs"),
+    "_lib_maintenance": ("_lib_leases", "_lib_flush"),
+    "_lib_slots": ("_lib_tenants",),
+    "_lib_unique": ("_lib",),
+    "enqueue": ("_lib_jobs", "_lib_unique", "_lib_flush"),
+    "dequeue": ("_lib_maintenance", "_lib_dispatch", "_lib_leases"),
+    "ack_many": ("_lib_leases",),
+    "ack_dequeue": ("ack_many", "dequeue"),
+    "fail": ("_lib_leases",),
+    "release": ("_lib_leases", "_lib_figures"),
+    "heartbeat": ("_lib_leases",),
+    "checkpoint": ("_lib_leases",),
+    "maintain": ("_lib_maintenance",),
+    "set_queue": ("_lib_flush",),
+    "set_tenant": ("_lib_jobs", "_lib_flush"),
+    "requeue": ("_lib_jobs", "_lib_flush"),
+    "cancel": ("_lib_jobs", "_lib_flush"),
+    "route": ("_lib",),
+    "acquire_slot": ("_lib_slots",),
+    "renew_slots": ("_lib_slots",),
+    "release_slots": ("_lib_slots",),
+}
+#: The operations: the files that register a function, each under its file's name.
+NAMES = tuple(name for name in NEEDS if not name.startswith("_lib"))
+
+
+class LibraryError(Exception):
+    """The library's files and ``NEEDS`` disagree (a fault of this package, not of its user)."""
+
+
+def parts(needs: dict[str, tuple[str, ...]], files: set[str]) -> list[str]:
+    """The files of ``needs`` in loading order: each after the files it needs, otherwise in the
+    order of ``needs``. ``files`` are the names present; every one must be in ``needs``, and
+    every one ``needs`` names must be present."""
+    unlisted = sorted(files - needs.keys())
+    if unlisted:
+        raise LibraryError(
+            f"lua/{unlisted[0]}.lua is not in scripts.NEEDS: add it with the files it needs"
+        )
+    order: list[str] = []
+    visiting: list[str] = []
+
+    def visit(name: str, wanted_by: str) -> None:
+        if name in order:
+            return
+        if name in visiting:
+            cycle = " -> ".join([*visiting[visiting.index(name) :], name])
+            raise LibraryError(f"the library's files need each other in a circle: {cycle}")
+        if name not in files:
+            raise LibraryError(
+                f"lua/{name}.lua, which {wanted_by} needs, is missing: restore it or drop "
+                f"it from scripts.NEEDS"
+            )
+        visiting.append(name)
+        for needed in needs.get(name, ()):
+            visit(needed, f"lua/{name}.lua")
+        visiting.pop()
+        order.append(name)
+
+    for name in needs:
+        visit(name, "scripts.NEEDS")
+    return order
 
 
 def _read(filename: str) -> str:
@@ -125,4 +180,9 @@ def missing(exc: redis.ResponseError) -> bool:
 @cache
 def library() -> Library:
     """The operations library (read from the package once per process)."""
-    return Library("\n".join(_read(name) for name in (*_LIBS, *(f"{n}.lua" for n in NAMES))))
+    files = {
+        entry.name.removesuffix(".lua")
+        for entry in (resources.files("fairq.backends.redis") / "lua").iterdir()
+        if entry.name.endswith(".lua")
+    }
+    return Library("\n".join(_read(f"{name}.lua") for name in parts(NEEDS, files)))

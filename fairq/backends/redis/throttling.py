@@ -25,8 +25,8 @@ from fairq.policy import throttle
 from . import calls
 from .keys import Layout
 from .records import num, text
-from .requests import Batch, FCall, RedisSteps
 from .scripts import Arg
+from .steps import Batch, FCall, RedisSteps
 
 #: ``RedisBackend._run_once``: run(function, queue whose slot keeps the reply, keys, args).
 Run = Callable[[str, str, list[str], Sequence[Arg]], Any]

@@ -32,8 +32,9 @@ from redis.client import Pipeline
 from redis.exceptions import RedisClusterException
 
 from .cluster import open_cluster
-from .connection import RedisOptions, open_client
+from .db import open_client
 from .keys import Layout
+from .url import RedisOptions
 
 #: The longest single BLPOP; longer waits are made of several.
 SLICE = 5.0

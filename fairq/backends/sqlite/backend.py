@@ -1,9 +1,10 @@
 """``SQLiteBackend``: the Backend protocol on one SQLite file, for one machine.
 
 Each method is one short transaction on the backend's connection; the rules themselves live
-in the modules it calls (leases, maintenance, producing, admin). Several processes may share
-the file: SQLite serialises their write transactions, and ``BEGIN IMMEDIATE`` makes each one
-atomic from its first read, so the read-modify-write of tags cannot interleave.
+in the modules it calls (producing, consuming, maintenance, settings, inspect: the layout
+every store shares, docs/internals/stores.md). Several processes may share the file: SQLite
+serialises their write transactions, and ``BEGIN IMMEDIATE`` makes each one atomic from its
+first read, so the read-modify-write of tags cannot interleave.
 """
 
 from __future__ import annotations
@@ -19,19 +20,20 @@ from typing import TypeVar
 
 from fairq.backends.clock import Clock
 from fairq.backends.sqlite import (
-    admin,
     cancelling,
+    consuming,
     costs,
     figures,
     history,
-    leases,
+    inspect,
     maintenance,
     producing,
+    settings,
     slots,
     throttling,
 )
-from fairq.backends.sqlite.schema import connect, prepare
-from fairq.backends.sqlite.store import Store
+from fairq.backends.sqlite.db import Store
+from fairq.backends.sqlite.migrate import connect, prepare
 from fairq.backends.sqlite.url import path_from_url
 from fairq.contract import (
     AckAndDequeueParams,
@@ -150,7 +152,9 @@ class SQLiteBackend:
 
         def work(db: sqlite3.Connection) -> tuple[DequeueResult, tuple[int, int]]:
             at = self._at(params.now)
-            found = figures.flushed(db, at, lambda db: leases.dequeue(db, replace(params, now=at)))
+            found = figures.flushed(
+                db, at, lambda db: consuming.dequeue(db, replace(params, now=at))
+            )
             return found, self._store.version_within(db)
 
         result, version = self._store.write(work)
@@ -160,7 +164,7 @@ class SQLiteBackend:
     def ack_many(self, params: AckManyParams) -> AckManyResult:
         if not params.tokens:
             return AckManyResult()
-        ack = partial(leases.ack_many, tokens=params.tokens, results=params.results)
+        ack = partial(consuming.ack_many, tokens=params.tokens, results=params.results)
         return self._store.write(lambda db: self._recorded(db, params.now, ack))
 
     def ack_and_dequeue(self, params: AckAndDequeueParams) -> AckAndDequeueResult:
@@ -170,34 +174,34 @@ class SQLiteBackend:
             tokens, results = params.acks.tokens, params.acks.results
             at = self._at(params.acks.now)
             learned = costs.Costs(db)  # the dispatches charge what the acks just taught
-            acked = leases.ack_many(db, tokens, at, results, learned) if tokens else None
+            acked = consuming.ack_many(db, tokens, at, results, learned) if tokens else None
             dequeue = replace(params.dequeue, now=self._at(params.dequeue.now))
             return AckAndDequeueResult(
-                acks=acked or AckManyResult(), dequeue=leases.dequeue(db, dequeue, learned)
+                acks=acked or AckManyResult(), dequeue=consuming.dequeue(db, dequeue, learned)
             )
 
         return self._store.write(lambda db: figures.flushed(db, self._at(params.dequeue.now), both))
 
     def fail(self, params: FailParams) -> JobInfo:
         fail = partial(
-            leases.fail, token=params.token, error=params.error, retry_at=params.retry_at
+            consuming.fail, token=params.token, error=params.error, retry_at=params.retry_at
         )
         return self._store.write(lambda db: self._recorded(db, params.now, fail))
 
     def release(self, params: ReleaseParams) -> None:
         def work(db: sqlite3.Connection, now: float) -> None:
-            leases.release(db, replace(params, now=now))
+            consuming.release(db, replace(params, now=now))
 
         self._store.write(lambda db: self._recorded(db, params.now, work))
 
     def heartbeat(self, params: HeartbeatParams) -> HeartbeatResult:
         return self._store.write(
-            lambda db: leases.heartbeat(db, replace(params, now=self._at(params.now)))
+            lambda db: consuming.heartbeat(db, replace(params, now=self._at(params.now)))
         )
 
     def checkpoint(self, params: CheckpointParams) -> CheckpointResult:
         return self._store.write(
-            lambda db: leases.checkpoint(db, replace(params, now=self._at(params.now)))
+            lambda db: consuming.checkpoint(db, replace(params, now=self._at(params.now)))
         )
 
     def maintain(self, params: MaintainParams) -> MaintainResult:
@@ -233,38 +237,40 @@ class SQLiteBackend:
     # -- settings --------------------------------------------------------------------------------
 
     def set_queue(self, params: SetQueueParams) -> None:
-        self._store.write(lambda db: admin.set_queue(db, replace(params, now=self._at(params.now))))
+        self._store.write(
+            lambda db: settings.set_queue(db, replace(params, now=self._at(params.now)))
+        )
 
     def get_queue(self, params: GetQueueParams) -> QueueSettings:
-        return self._store.read(lambda db: admin.get_queue(db, params.queue))
+        return self._store.read(lambda db: settings.get_queue(db, params.queue))
 
     def set_tenant(self, params: TenantSettingsParams) -> TenantStats:
         return self._store.write(
-            lambda db: admin.set_tenant(db, replace(params, now=self._at(params.now)))
+            lambda db: settings.set_tenant(db, replace(params, now=self._at(params.now)))
         )
 
     # -- inspection ------------------------------------------------------------------------------
 
     def stats(self, params: StatsParams) -> list[TenantStats]:
-        return self._store.read(lambda db: admin.stats(db, params))
+        return self._store.read(lambda db: inspect.stats(db, params))
 
     def figures(self, params: FiguresParams) -> list[TenantFigures]:
         return self._store.read(lambda db: figures.read(db, params))
 
     def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
-        return self._store.read(lambda db: admin.get_jobs(db, params.ids))
+        return self._store.read(lambda db: inspect.get_jobs(db, params.ids))
 
     def job_costs(self, params: JobCostsParams) -> list[JobCost]:
         return self._store.read(lambda db: costs.read(db, params))
 
     def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
-        return self._store.read(lambda db: admin.list_dead(db, params))
+        return self._store.read(lambda db: inspect.list_dead(db, params))
 
     def history(self, params: HistoryParams) -> HistoryPage:
         return self._store.read(lambda db: history.read(db, params))
 
     def requeue(self, params: RequeueParams) -> int:
-        return self._store.write(lambda db: admin.requeue(db, params.ids, self._at(params.now)))
+        return self._store.write(lambda db: inspect.requeue(db, params.ids, self._at(params.now)))
 
     def cancel(self, params: CancelParams) -> CancelResult:
         return CancelResult(
@@ -279,10 +285,10 @@ class SQLiteBackend:
     # -- job declarations --------------------------------------------------------------------------
 
     def publish_job_types(self, params: PublishJobTypesParams) -> None:
-        self._store.write(lambda db: admin.publish_job_types(db, params.types))
+        self._store.write(lambda db: inspect.publish_job_types(db, params.types))
 
     def job_types(self) -> dict[str, JobType]:
-        return self._store.read(admin.job_types)
+        return self._store.read(inspect.job_types)
 
     # -- waiting and closing -----------------------------------------------------------------------
 

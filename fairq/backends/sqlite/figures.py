@@ -2,7 +2,7 @@
 gathered in a Tally and added in one ``executemany`` at its end (``flushed``), so a batch
 dequeue or ack costs one more statement, not one per job.
 
-The steps that dispatch and end runs (leases.py, events.py) add to the tally of the
+The steps that dispatch and end runs (consuming.py, events.py) add to the tally of the
 transaction running on their connection (``tally``); a write runs under the store's lock, one
 at a time per connection, so the connection names the transaction.
 """
@@ -20,7 +20,7 @@ from fairq.policy import histogram
 
 T = TypeVar("T")
 
-# Per connection (fairq.backends.sqlite.schema.Connection, weakly referenced: an entry goes with
+# Per connection (fairq.backends.sqlite.migrate.Connection, weakly referenced: an entry goes with
 # its connection): the running write's tally (by tenant id), and the first slot it last pruned to.
 _open: WeakKeyDictionary[sqlite3.Connection, Tally[int]] = WeakKeyDictionary()
 _pruned: WeakKeyDictionary[sqlite3.Connection, int] = WeakKeyDictionary()

@@ -1,5 +1,5 @@
 -- Named queries of the SQLite backend. Each block runs inside a transaction opened by
--- fairq/backends/sqlite/store.py. Job states are literals, never parameters, so that the
+-- fairq/backends/sqlite/db.py. Job states are literals, never parameters, so that the
 -- partial indexes (WHERE state = '…') apply; tests/sqlite/test_query_plans.py checks that no
 -- query on the enqueue/dequeue/ack/maintain paths scans jobs or tenants.
 

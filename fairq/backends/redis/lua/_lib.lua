@@ -3,8 +3,9 @@
 -- scripts.py builds the library: a header naming it (it defines LIBRARY, the library name,
 -- LAYOUT, the record layout version from keys.py, QUEUE_KEYS, the keys of a queue's block,
 -- REPLY_TTL, see `register_once`, and the learned-cost rule's COST_WINDOW, COST_TRUSTED and
--- COST_OUTLIER from fairq/policy/cost.py), this file, _lib_tenants.lua, _lib_jobs.lua,
--- _lib_slots.lua, _lib_unique.lua, then one file per operation. Each operation file
+-- COST_OUTLIER from fairq/policy/cost.py), this file, the helper parts of the other steps
+-- (_lib_tenants.lua, _lib_jobs.lua, _lib_leases.lua, ...: scripts.NEEDS orders them), then
+-- one file per operation. Each operation file
 -- registers one function with `register` or `register_once` below and states its own
 -- contract (KEYS, ARGV, keys touched, return value). The helpers are created once, when the
 -- library is loaded, not per call.
@@ -63,7 +64,7 @@
 --                    keep a result, pruned with it once it expires (not by the retention)
 --   costs     hash   job name (exact bytes) -> struct.pack('>Hd', runs, mean): the learned
 --                    run time of the queue's jobs of that name (fairq/policy/cost.py), written
---                    by the end of a claimed run (`learn` in _lib_jobs.lua), read by dispatch
+--                    by the end of a claimed run (`learn` in _lib_costs.lua), read by dispatch
 --   fig       hash   the figures of the call's time slot (not one key of a fixed name: the
 --                    caller names the slot's key, keys.py figures_key): field tid .. ':' ..
 --                    kind .. bucket -> count, kind w (wait), r (run time) or o (outcome);
@@ -96,7 +97,7 @@ local LONG = '--------------------------------------------------'  -- 50 bytes
 -- helpers read them as a script would (Redis runs one call at a time). server_now is the
 -- server's clock as the call first read it (`now_of`), nil until then. learned holds the
 -- learned costs the call read or changed, by costs key and job name (`learned_of` in
--- _lib_jobs.lua): each is read once per call, and a dispatch charges what an ack earlier
+-- _lib_costs.lua): each is read once per call, and a dispatch charges what an ack earlier
 -- in the same call just learned.
 local KEYS, ARGV, server_now, learned = {}, {}, nil, {}
 
@@ -115,7 +116,7 @@ end
 -- Layout.reply_key) and to ARGV a new call id per logical call (the same on a re-sending).
 -- The key keeps the id and the reply, JSON-encoded (cjson keeps bytes as they are; numbers
 -- in replies are counts and block numbers, well within its 14 digits), for
--- REPLY_TTL ms (the library's header, from connection.py: longer than redis-py's retries
+-- REPLY_TTL ms (the library's header, from db.py: longer than redis-py's retries
 -- last); a call that finds its own id there returns that reply and changes nothing.
 -- The body sees KEYS and ARGV without the two. A stored reply goes through `replay` when
 -- given (called with KEYS and ARGV set, like the body): what it returns is the answer, for

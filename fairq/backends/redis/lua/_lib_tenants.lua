@@ -1,5 +1,6 @@
--- The tenants of a queue: records, eligibility index, tags (continues _lib.lua; the library
--- is one source, so locals of _lib.lua are in scope here).
+-- _lib_tenants.lua: the tenants of a queue: records, eligibility index, tags. Part of the one
+-- library scripts.py loads (NEEDS there says which parts come before it); it only defines
+-- locals.
 
 -- -- tenants --------------------------------------------------------------------------------
 
@@ -246,4 +247,4 @@ local function forget(q, t)
   if q.pending[t.tid] ~= nil then q.pending[t.tid], q.npending = nil, q.npending - 1 end
 end
 
--- -- end of _lib_tenants.lua (continued by _lib_jobs.lua) ----------------------
+-- -- end of _lib_tenants.lua --------------------------------------------------------------

@@ -10,7 +10,7 @@
 --       claimed (left as it is); or '' when the lease is lost (expired or unknown; nothing is
 --       changed for it). Sent again: see `register_once` below.
 --
--- Charging as they run (fairness.charge_progress, `extend` in _lib_jobs.lua): when a claimed
+-- Charging as they run (fairness.charge_progress, `extend` in _lib_leases.lua): when a claimed
 -- job has run longer than it was charged, the difference / w moves its tenant's F (and
 -- usage), and an eligible tenant is retagged; a paused tenant (w = 0) is not charged. An
 -- unclaimed job (DequeueParams.hold: waiting in a peer's broker) is charged nothing: a claim

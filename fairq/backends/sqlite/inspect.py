@@ -1,4 +1,4 @@
-"""Settings, inspection, dead jobs and job declarations: the operator's side, not hot paths."""
+"""Inspection, dead jobs and job declarations: the operator's side, not hot paths."""
 
 from __future__ import annotations
 
@@ -6,74 +6,19 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from fairq.backends.sqlite.events import make_ready, resettle
-from fairq.backends.sqlite.producing import tenant_id
-from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow, rate_columns
+from fairq.backends.sqlite.events import make_ready
+from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import (
     JobType,
     ListDeadParams,
-    QueueSettings,
-    SetQueueParams,
     StatsParams,
-    TenantSettingsParams,
     TenantStats,
 )
 from fairq.contract.jobtypes import JobSignature
 from fairq.job import JobInfo, JobState
 from fairq.policy import history
 from fairq.policy.throttle import Throttle
-
-# -- settings ------------------------------------------------------------------------------------
-
-
-def set_queue(db: sqlite3.Connection, params: SetQueueParams) -> None:
-    """Store the defaults and resettle every tenant of the queue (one loop): effective
-    settings, rate hold and eligibility may all change, even for tenants with their own."""
-    settings = params.settings
-    db.execute(
-        Q["queue_set_defaults"],
-        {
-            "name": settings.queue,
-            "weight": settings.weight,
-            "max_running": settings.max_running,
-            **rate_columns(settings.rate, "rate_"),
-            "half_life": settings.half_life,
-            "max_debt": settings.max_debt,
-            "max_in_flight": settings.max_in_flight,
-        },
-    )
-    queue = QueueRow.get(db, settings.queue)
-    for row in db.execute(Q["tenants_of_queue"], {"queue": settings.queue}).fetchall():
-        tenant = TenantRow.load(db, row["id"])
-        resettle(tenant, queue, params.now)
-        tenant.save(db)
-
-
-def get_queue(db: sqlite3.Connection, name: str) -> QueueSettings:
-    queue = QueueRow.load(db, name)
-    if queue is None:
-        return QueueSettings(queue=name)
-    return QueueSettings(
-        queue=name,
-        weight=queue.weight,
-        max_running=queue.max_running,
-        rate=queue.rate,
-        half_life=queue.half_life,
-        max_debt=queue.max_debt,
-        max_in_flight=queue.max_in_flight,
-    )
-
-
-def set_tenant(db: sqlite3.Connection, params: TenantSettingsParams) -> TenantStats:
-    db.execute(Q["queue_ensure"], {"name": params.queue})
-    tenant = TenantRow.load(db, tenant_id(db, params.queue, params.tenant))
-    params.apply_to(tenant)
-    queue = QueueRow.get(db, params.queue)
-    resettle(tenant, queue, params.now)
-    tenant.save(db)
-    return _stats_of(db, tenant, queue, params.now)
-
 
 # -- inspection ----------------------------------------------------------------------------------
 
@@ -86,10 +31,10 @@ def stats(db: sqlite3.Connection, params: StatsParams) -> list[TenantStats]:
     if len(tenants) > 1:  # one pass over the ready jobs, not a query per tenant
         found = db.execute(Q["tenants_oldest_ready"], {"queue": params.queue})
         oldest = {row["tenant_id"]: float(row["oldest"]) for row in found}
-    return [_stats_of(db, t, queues[t.queue], params.now, oldest) for t in tenants]
+    return [stats_of(db, t, queues[t.queue], params.now, oldest) for t in tenants]
 
 
-def _stats_of(
+def stats_of(
     db: sqlite3.Connection,
     tenant: TenantRow,
     queue: QueueRow,

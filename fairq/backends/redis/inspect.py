@@ -39,7 +39,7 @@ from .records import (
     oldest_ready_at,
     text,
 )
-from .requests import Batch, RedisSteps, read
+from .steps import Batch, RedisSteps, read
 
 DEAD_PAGE = 500
 

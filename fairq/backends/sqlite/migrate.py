@@ -10,8 +10,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+from fairq.backends.sqlite.db import Store, retry_while_locked
 from fairq.backends.sqlite.sql import LATEST_VERSION, Q, migrations
-from fairq.backends.sqlite.store import Store, retry_while_locked
 from fairq.errors import SchemaError, StoreUnavailable
 
 SQLITE_HEADER = b"SQLite format 3\x00"
