@@ -27,8 +27,8 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: functions only over an older release, and refuses a schema whose functions come from a newer
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
-FUNCTIONS_RELEASE = 11
-FUNCTIONS_DIGEST = "a58833b1f9af1f54bd3d5629da6ef4b38b6099061be7c4752e809628d2db69be"
+FUNCTIONS_RELEASE = 12
+FUNCTIONS_DIGEST = "623650f7ccfde9a8d77e4f443e96f19d8d602e7abfc5349b8c18987a36a03676"
 
 
 @dataclass(frozen=True)
