@@ -1,6 +1,6 @@
 -- Acks, server-side: one algorithm for ack, ack_many and ack_and_dequeue.
 --
--- Locks, in the order of queries.sql: the queues (advisory, shared, or exclusive for the
+-- Locks, in the order of queries/locks.sql: the queues (advisory, shared, or exclusive for the
 -- queues an ack_and_dequeue dispatches from), then the jobs by seq, then their tenants by id.
 -- Under a queue's exclusive lock nobody else writes its jobs or tenants (every writer takes
 -- the queue lock first, at least shared), so their rows need no row lock: ack_held locks only
@@ -241,7 +241,7 @@ BEGIN
 END
 $$;
 
--- ack_many: the queues' shared locks (by key, as queries.sql), then ack_held.
+-- ack_many: the queues' shared locks (by key, as queries/locks.sql), then ack_held.
 CREATE FUNCTION {schema}.ack_many(
     p_ids text[], p_leases integer[], p_now double precision, p_seed bigint,
     p_channel_salt text

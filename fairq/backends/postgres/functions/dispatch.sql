@@ -142,8 +142,8 @@ END
 $$;
 
 -- One queue's rounds, up to p_limit picks; p_mine: dispatch's p_pending, of which the rows of
--- p_queue are candidates of the first round (flushed: written). How many tenants a round reads (k = what is left to
--- hand out, at most 64; the parallel-dispatch bound):
+-- p_queue are candidates of the first round (flushed: written). How many tenants a round
+-- reads (k = what is left to hand out, at most 64; the parallel-dispatch bound):
 -- * alone: the k smallest eligible tenants it can lock, and at most k picks among them: exact,
 --   as one dispatch at a time always was. A tenant not read has a key at or above the k-th one
 --   read, and while fewer than k picks are made, some tenant read is still unpicked, with a key
@@ -202,7 +202,8 @@ BEGIN
                  CASE WHEN c.scanned < v_read THEN p_limit  -- every free tenant was read
                       WHEN v_read = v_want THEN c.fresh
                       ELSE v_want END,                     -- half of them: see the top
-                 p_limit - cardinality(seqs), coalesce(v_room - cardinality(seqs), p_limit))::integer,
+                 p_limit - cardinality(seqs),
+                 coalesce(v_room - cardinality(seqs), p_limit))::integer,
              c.cands, c.starts, c.heads, c.prios, c.charges);
         PERFORM {schema}.write_round(p_queue, p.cands, p.picked, c.mine);
         seqs := seqs || p.seqs;

@@ -1,4 +1,4 @@
--- Enqueue: one statement for every caller (queries.sql: enqueue; enqueueing.py builds its
+-- Enqueue: one statement for every caller (queries/enqueue.sql: enqueue; enqueueing.py builds its
 -- arguments and reads its reply). A job goes one of two ways:
 -- * stored: its tenant row is free. The call takes it (FOR UPDATE SKIP LOCKED: an enqueue
 --   never waits for a tenant), first takes in that tenant's jobs still in the inbox (they
