@@ -179,7 +179,10 @@ BEGIN
         v_rows[i] := t;
         v_ended[i] := v_ended[i] + 1;
     END LOOP;
-    PERFORM {schema}.write_tenants(v_rows, p_defer);
+    UPDATE {schema}.tenants x  -- as write_tenants (inline: the acks' one call per job)
+    SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
+        usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept
+    FROM unnest(v_rows) AS d WHERE x.id = d.id AND d.queue <> ALL(p_defer);
     IF v_capped THEN
         PERFORM {schema}.runs_freed(v_rows, v_ended, v_caps, p_channel_salt);
     END IF;
@@ -228,8 +231,9 @@ END
 $$;
 
 -- Tenant rows as a step left them in memory (held by this transaction), written back: the
--- columns runs and picks change; the rows of the queues in p_except are left out (the caller
--- writes them later, with its own changes).
+-- columns the acks' run ends change; the rows of the queues in p_except are left out (the
+-- caller writes them later, with its own changes). dispatch's (p_pending); succeeded_runs
+-- writes its rows with the same statement inline.
 CREATE FUNCTION {schema}.write_tenants(p_rows {schema}.tenants[], p_except text[])
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
