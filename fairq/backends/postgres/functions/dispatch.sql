@@ -205,7 +205,7 @@ BEGIN
                  p_limit - cardinality(seqs),
                  coalesce(v_room - cardinality(seqs), p_limit))::integer,
              c.cands, c.starts, c.heads, c.prios, c.charges);
-        PERFORM {schema}.write_round(p_queue, p.cands, p.picked, c.mine);
+        v_count := {schema}.write_round(p_queue, p.cands, p.picked, c.mine);
         seqs := seqs || p.seqs;
         names := names || p.names;
         charges := charges || p.charged;
@@ -335,9 +335,11 @@ $$;
 -- The round's tenants, as the picks (and acks: p_mine) left them, held since they were read;
 -- the ones neither picked from nor of p_mine are not written. A slot is never taken over a
 -- cap: a row whose running would pass its stored max_running is refused, and the call fails.
+-- Returns how many were written (called as an expression, not PERFORM: a plpgsql PERFORM
+-- runs a query through the executor, an expression's call does not).
 CREATE FUNCTION {schema}.write_round(
     p_queue text, p_cands {schema}.tenants[], p_picked integer[], p_mine boolean[]
-) RETURNS void LANGUAGE plpgsql AS $$
+) RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
     v_changed integer := 0;
     v_written integer;
@@ -361,6 +363,7 @@ BEGIN
     IF v_written < v_changed THEN
         RAISE EXCEPTION 'fairq: a tenant of queue % refused a slot over its cap', p_queue;
     END IF;
+    RETURN v_written;
 END
 $$;
 

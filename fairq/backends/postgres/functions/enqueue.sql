@@ -238,9 +238,10 @@ $$;
 -- (queue lock keys) and channel salt, and p_inbox for an enqueue in the caller's transaction.
 -- Returns each job's queue. In steps: the jobs read, the locks taken and the event's time
 -- (here); their tenants held (hold_for_enqueue); the jobs of the tenants held stored
--- (store_held), the others put in the inbox (box_jobs); the id check (check_ids); the
+-- (store_held), the others put in the inbox (box_jobs); the id check (stored_elsewhere); the
 -- wake-ups. When every tenant is free and there, six statements of small plans (their
--- start-up is most of an enqueue's cost) and three calls of these steps.
+-- start-up is most of an enqueue's cost) and three calls of these steps, each called as an
+-- expression (a plpgsql PERFORM would run a query through the executor for the call).
 CREATE FUNCTION {schema}.enqueue(
     p_jobs json, p_now double precision, p_seed bigint, p_salt text, p_inbox boolean
 ) RETURNS text[] LANGUAGE plpgsql
@@ -254,9 +255,10 @@ DECLARE
     v_run_ats double precision[];
     v_held bigint[];          -- per job: its tenant row if held here, else NULL
     h record;                 -- the tenants held (hold_for_enqueue)
+    v_n integer;
+    v_stored text[];          -- ids stored elsewhere
 BEGIN
-    -- the queues' locks, shared, in key order, and the event's time once they are held
-    -- (none for an enqueue into the inbox)
+    -- the queues' locks (shared, key order), then the event's time (none into the inbox)
     SELECT a.jobs, a.ids, a.queues, a.run_ats, CASE WHEN p_inbox THEN p_now ELSE (
                SELECT {schema}.event_time(p_now)
                FROM (SELECT count(*) FROM (
@@ -281,13 +283,17 @@ BEGIN
         h := {schema}.hold_for_enqueue(v_jobs, v_queues);
         v_held := h.held;
         IF cardinality(array_remove(v_held, NULL)) > 0 THEN
-            PERFORM {schema}.store_held(v_jobs, v_held, v_queues, p_now, h.unstarted);
+            v_n := {schema}.store_held(v_jobs, v_held, v_queues, p_now, h.unstarted);
         END IF;
     END IF;
     IF array_position(v_held, NULL) IS NOT NULL THEN
         PERFORM {schema}.box_jobs(v_jobs, v_held, p_now);
     END IF;
-    PERFORM {schema}.check_ids(v_ids, v_held);
+    v_stored := {schema}.stored_elsewhere(v_ids, v_held);
+    IF v_stored IS NOT NULL THEN
+        RAISE unique_violation USING MESSAGE = 'fairq: a job id is already stored',
+            DETAIL = array_to_string(v_stored, ', ');
+    END IF;
     -- wake the queues' workers when this commits: a ready job, or one to take in
     PERFORM pg_notify('fairq_' || substr(md5(p_salt || w.queue), 1, 24), '')
     FROM (SELECT DISTINCT u.queue
@@ -331,10 +337,13 @@ $$;
 -- the tags of one that had none (p_unstarted), which may be eligible now, follow
 -- (entered_start; a statement of its own: the one before is most of an enqueue's cost, and
 -- this one would add a third to it).
+-- Returns how many tenants the jobs were counted into.
 CREATE FUNCTION {schema}.store_held(
     p_jobs {schema}.inbox[], p_held bigint[], p_queues text[], p_now double precision,
     p_unstarted boolean
-) RETURNS void LANGUAGE plpgsql AS $$
+) RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    v_counted integer;
 BEGIN
     IF EXISTS (SELECT 1 FROM {schema}.inbox i WHERE i.queue = ANY(p_queues)) THEN
         PERFORM {schema}.take_in(
@@ -366,6 +375,7 @@ BEGIN
           WHERE p_held[u.ordinality] IS NOT NULL
           GROUP BY 1) a
     WHERE t.id = a.tenant_id;
+    GET DIAGNOSTICS v_counted = ROW_COUNT;
     IF p_unstarted THEN
         UPDATE {schema}.tenants t
         SET start_tag = {schema}.entered_start(
@@ -377,6 +387,7 @@ BEGIN
         FROM {schema}.queues q
         WHERE t.id = ANY(p_held) AND t.start_tag IS NULL AND q.name = t.queue;
     END IF;
+    RETURN v_counted;
 END
 $$;
 
@@ -398,15 +409,14 @@ BEGIN
 END
 $$;
 
--- Ids stored elsewhere (see the top), refused with unique_violation naming each: any id in
--- succeeded_jobs, a stored job's (p_held[i] not NULL) in the inbox, an inbox row's in jobs
--- (looked for first, then listed).
-CREATE FUNCTION {schema}.check_ids(p_ids text[], p_held bigint[]) RETURNS void
+-- Ids stored elsewhere (see the top), each as "id (where)", or NULL when there is none: any
+-- id in succeeded_jobs, a stored job's (p_held[i] not NULL) in the inbox, an inbox row's in
+-- jobs (looked for first, then listed); enqueue() refuses them with unique_violation.
+CREATE FUNCTION {schema}.stored_elsewhere(p_ids text[], p_held bigint[]) RETURNS text[]
 LANGUAGE plpgsql AS $$
 DECLARE
     v_direct text[] := p_ids;  -- the ids stored in jobs, and put in the inbox
     v_boxed text[] := ARRAY[]::text[];
-    v_stored text[];
 BEGIN
     IF array_position(p_held, NULL) IS NOT NULL THEN
         v_direct := ARRAY(SELECT u.id FROM unnest(p_ids, p_held) AS u(id, held)
@@ -418,9 +428,9 @@ BEGIN
             OR EXISTS (SELECT 1 FROM {schema}.inbox x WHERE x.id = ANY(v_direct))
             OR (cardinality(v_boxed) > 0
                 AND EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.id = ANY(v_boxed)))) THEN
-        RETURN;
+        RETURN NULL;
     END IF;
-    SELECT array_agg(format('%s (%s)', d.id, d.place) ORDER BY d.id) INTO v_stored FROM (
+    RETURN (SELECT array_agg(format('%s (%s)', d.id, d.place) ORDER BY d.id) FROM (
         SELECT s.id, 'succeeded' AS place FROM {schema}.succeeded_jobs s
         WHERE s.id = ANY(p_ids)
         UNION ALL
@@ -428,9 +438,6 @@ BEGIN
         WHERE x.id = ANY(v_direct)
         UNION ALL
         SELECT j.id, 'queued, running or dead' FROM {schema}.jobs j
-        WHERE j.id = ANY(v_boxed)) d;
-    RAISE unique_violation USING
-        MESSAGE = 'fairq: a job id is already stored',
-        DETAIL = array_to_string(v_stored, ', ');
+        WHERE j.id = ANY(v_boxed)) d);
 END
 $$;
