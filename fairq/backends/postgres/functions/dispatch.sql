@@ -6,7 +6,7 @@
 --   dispatch            the call: take-in, each queue in turn, the picks started, V, missed
 --   dispatch_queue      one queue's rounds: how many tenants a round reads (the bound)
 --   lock_candidates     a round's tenants, read in key order and locked; fresh or changed
---   take_picks          the picks among them, in memory (head_of / next_head: the heads)
+--   take_picks          the picks among them, in memory (next_head: the next heads)
 --   write_round         the round's tenants written, each once
 --   start_picks         the jobs started and their waits counted; each queue's V
 --
@@ -22,34 +22,31 @@
 -- while the tables were tiny must still be a key lookup once they are large.
 --
 -- Cost: a step is a plpgsql call of its own (tens of thousands of instructions each, paid
--- once per call and round, not per job); the steps of every pick (fairness.sql, head_of,
--- next_head) are SQL functions the planner inlines, so a pick costs no call.
-
--- A head job as a dispatch sees it: its priority while it is ready (NULL: not ready), and the
--- estimate it is charged (fairq.policy.cost.estimate): its declared cost, or once its (queue,
--- name) has a sample and it learns its cost, the learned mean (job_costs, costs.sql). Inlined
--- (a set-returning SQL function): read by the head's key alone, the fence (OFFSET 0) keeping
--- it so (without it, 1,095 buffers once in six runs of tests/postgres/test_cached_plans.py).
-CREATE FUNCTION {schema}.head_of(p_queue text, p_seq bigint)
-RETURNS TABLE (priority integer, charge double precision) LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN j.state = 'ready' THEN j.priority END,
-           CASE WHEN j.learn_cost AND c.runs > 0 THEN c.mean ELSE j.cost END
-    FROM (SELECT x.state, x.priority, x.cost, x.name, x.learn_cost FROM {schema}.jobs x
-          WHERE x.seq = p_seq OFFSET 0) j
-    LEFT JOIN {schema}.job_costs c
-      ON j.learn_cost AND c.key = {schema}.cost_key(p_queue, j.name)
-$$;
+-- once per call and round, not per job, and called as an expression: a PERFORM would run a
+-- query through the executor for it); the steps of every pick (fairness.sql, next_head) are
+-- SQL functions the planner inlines, so a pick costs no call.
+--
+-- Each job is charged its estimate (fairq.policy.cost.estimate): its declared cost, or once
+-- its (queue, name) has a sample and it learns its cost, the learned mean (job_costs,
+-- costs.sql), read once per name per round (lock_candidates: known, means), or by next_head
+-- for a name the round had not read.
 
 -- The head after a pick: the first ready job after the picked one in (priority DESC, seq)
 -- order, found from it onwards (its priority first, then the lower ones), so the index
 -- entries of jobs already handed out (dead until vacuum reaches them, and all before it) are
--- not walked again; with the estimate it is charged (head_of). No row: the tenant has none.
+-- not walked again; with the estimate it is charged: the mean p_means[k] of its name when it
+-- is p_known[k], else read (a name the round had not read). No row: the tenant has none. An
+-- SQL function the planner inlines into take_picks' statement.
 CREATE FUNCTION {schema}.next_head(
-    p_queue text, p_tenant bigint, p_priority integer, p_after bigint
+    p_queue text, p_tenant bigint, p_priority integer, p_after bigint, p_known text[],
+    p_means double precision[]
 ) RETURNS TABLE (seq bigint, priority integer, charge double precision)
 LANGUAGE sql STABLE AS $$
-    SELECT n.seq, n.priority,
-           CASE WHEN n.learn_cost AND c.runs > 0 THEN c.mean ELSE n.cost END
+    SELECT n.seq, n.priority, CASE WHEN n.learn_cost THEN coalesce(
+               p_means[array_position(p_known, n.name)],
+               (SELECT c.mean FROM {schema}.job_costs c
+                WHERE c.key = {schema}.cost_key(p_queue, n.name)),
+               n.cost) ELSE n.cost END
     FROM ((SELECT r.seq, r.priority, r.cost, r.name, r.learn_cost FROM {schema}.jobs r
            WHERE r.tenant_id = p_tenant AND r.state = 'ready'
              AND r.priority = p_priority AND r.seq > p_after
@@ -59,8 +56,6 @@ LANGUAGE sql STABLE AS $$
            WHERE r.tenant_id = p_tenant AND r.state = 'ready' AND r.priority < p_priority
            ORDER BY r.priority DESC, r.seq LIMIT 1)
           LIMIT 1) n
-    LEFT JOIN {schema}.job_costs c
-      ON n.learn_cost AND c.key = {schema}.cost_key(p_queue, n.name)
 $$;
 
 -- p_alone names the queues this call dispatches alone: held exclusive (a queue with a cap on
@@ -204,7 +199,8 @@ BEGIN
                       ELSE v_want END,                     -- half of them: see the top
                  p_limit - cardinality(seqs),
                  coalesce(v_room - cardinality(seqs), p_limit))::integer,
-             c.cands, c.starts, c.heads, c.prios, c.charges);
+             c.known, c.means, c.cands, c.starts, c.heads, c.prios, c.costs, c.jobs,
+             c.learns);
         v_count := {schema}.write_round(p_queue, p.cands, p.picked, c.mine);
         seqs := seqs || p.seqs;
         names := names || p.names;
@@ -212,36 +208,41 @@ BEGIN
         vclock := coalesce(p.vclock, vclock);
         flushed := true;
         p_mine := NULL;  -- candidates of the first round only
-        EXIT WHEN NOT p_alone;      -- beside others: one round, its tenants held (above)
-        EXIT WHEN c.scanned < v_read;  -- every eligible tenant was read: none is left
+        EXIT WHEN NOT p_alone OR c.scanned < v_read;  -- one round, or until all were read
     END LOOP;
 END
 $$;
 
 -- A round's candidates: the first p_read eligible tenants of the queue no other transaction
 -- holds, locked (its scan skips p_mine, whose stored keys are stale), then the rows of p_mine
--- of the queue, in the key
--- order each was seen in; each with its head (head_of). Fresh: its key as locked is the one the
--- scan read (so is its head job, which this statement's snapshot shows as it is); p_mine are
--- held, so fresh. A candidate whose key changed between the round's snapshot and its lock
--- (another dispatch picked from it and committed meanwhile, so its key grew; or a job of it
--- became ready) is held but not picked from (starts: NULL): its new key says nothing about the
--- tenants the round did not read, and its new head may be a job this statement's snapshot does
--- not show. Alone, the next round reads it again; beside others, the call hands out fewer jobs.
--- fresh: the fresh ones scanned; scanned: the ones scanned.
+-- of the queue, in the key order each was seen in; each with its head (read by its key alone,
+-- the fence, OFFSET 0, keeping it so: without it, 1,095 buffers once in six runs of
+-- tests/postgres/test_cached_plans.py): costs, jobs (names), learns. Fresh: its key as locked
+-- is the one the scan read (so is its head job, which this statement's snapshot shows as it
+-- is); p_mine are held, so fresh. A candidate whose key changed between the round's snapshot
+-- and its lock (another dispatch picked from it and committed meanwhile, so its key grew; or a
+-- job of it became ready) is held but not picked from (starts: NULL): its new key says nothing
+-- about the tenants the round did not read, and its new head may be a job this statement's
+-- snapshot does not show. Alone, the next round reads it again; beside others, the call hands
+-- out fewer jobs. fresh: the fresh ones scanned; scanned: the ones scanned. known, means: the
+-- learned mean of each name among the heads that learn their cost and has a sample (one read
+-- per name).
 CREATE FUNCTION {schema}.lock_candidates(
     p_queue text, p_read integer, p_mine {schema}.tenants[], OUT cands {schema}.tenants[],
     OUT starts double precision[], OUT heads bigint[], OUT prios integer[],
-    OUT charges double precision[], OUT mine boolean[], OUT fresh integer, OUT scanned integer
+    OUT costs double precision[], OUT jobs text[], OUT learns boolean[], OUT mine boolean[],
+    OUT fresh integer, OUT scanned integer, OUT known text[], OUT means double precision[]
 ) LANGUAGE plpgsql AS $$
 BEGIN
     SELECT array_agg(c.x ORDER BY c.ord),
            array_agg(CASE WHEN c.fresh THEN (c.x).start_tag END ORDER BY c.ord),
            array_agg((c.x).head_seq ORDER BY c.ord), array_agg(c.priority ORDER BY c.ord),
-           array_agg(c.charge ORDER BY c.ord), array_agg(c.mine ORDER BY c.ord),
+           array_agg(c.cost ORDER BY c.ord), array_agg(c.name ORDER BY c.ord),
+           array_agg(c.learn_cost ORDER BY c.ord), array_agg(c.mine ORDER BY c.ord),
            count(*) FILTER (WHERE c.fresh AND NOT c.mine), count(*) FILTER (WHERE NOT c.mine)
-    INTO cands, starts, heads, prios, charges, mine, fresh, scanned
-    FROM (SELECT s.x, s.mine, h.priority, h.charge,
+    INTO cands, starts, heads, prios, costs, jobs, learns, mine, fresh, scanned
+    FROM (SELECT s.x, s.mine, CASE WHEN h.state = 'ready' THEN h.priority END AS priority,
+                 h.cost, h.name, h.learn_cost,
                  row_number() OVER (ORDER BY s.seen_start, s.seen_head) AS ord,
                  coalesce(((s.x).start_tag, (s.x).head_seq)
                           = (s.seen_start, s.seen_head), false) AS fresh
@@ -259,38 +260,44 @@ BEGIN
                 UNION ALL
                 SELECT m, m.start_tag, m.head_seq, true FROM unnest(p_mine) AS m
                 WHERE m.queue = p_queue) s
-          LEFT JOIN LATERAL {schema}.head_of(p_queue, (s.x).head_seq) h ON true) c;
+          LEFT JOIN LATERAL (
+              SELECT j.priority, j.cost, j.name, j.learn_cost, j.state FROM {schema}.jobs j
+              WHERE j.seq = (s.x).head_seq OFFSET 0) h ON true) c;
     FOR i IN 1..coalesce(cardinality(cands), 0) LOOP
         IF starts[i] IS NOT NULL AND prios[i] IS NULL THEN
             RAISE EXCEPTION 'fairq: an eligible tenant''s head job in % is not ready', p_queue;
         END IF;
     END LOOP;
+    SELECT array_agg(c.name), array_agg(c.mean) INTO known, means
+    FROM {schema}.job_costs c
+    WHERE c.key = ANY(ARRAY(SELECT DISTINCT {schema}.cost_key(p_queue, u.name)
+                            FROM unnest(jobs, learns) AS u(name, learns) WHERE u.learns));
 END
 $$;
 
 -- Up to p_most picks among a round's candidates, in memory, each from the candidate with the
--- smallest (start, head) (starts NULL: not to be picked): V = S; F = S + estimate / w; usage,
--- GCRA and S = F while still eligible (fairness.sql); the next head (next_head). Returns the
--- candidates as the picks left them, the picks per candidate, the jobs, their tenants and
--- estimates, and the new V (NULL: no pick).
+-- smallest (start, head) (starts NULL: not to be picked): V = S; F = S + estimate / w (the
+-- head's cost, or when it learns (learns) the mean p_means[k] of its name p_known[k]); usage,
+-- GCRA and S = F while still eligible (fairness.sql); the next head (next_head, charged as
+-- it is read). Returns the candidates as the picks left them, the picks per candidate, the
+-- jobs, their tenants and estimates (NULL: none), and the new V (NULL: no pick).
 CREATE FUNCTION {schema}.take_picks(
     p_queue text, p_now double precision, p_half_life double precision, p_most integer,
-    INOUT cands {schema}.tenants[], INOUT starts double precision[], INOUT heads bigint[],
-    INOUT prios integer[], INOUT charges double precision[], OUT picked integer[],
-    OUT seqs bigint[], OUT names text[], OUT charged double precision[],
-    OUT vclock double precision
+    p_known text[], p_means double precision[], INOUT cands {schema}.tenants[],
+    INOUT starts double precision[], INOUT heads bigint[], INOUT prios integer[],
+    INOUT costs double precision[], INOUT jobs text[], INOUT learns boolean[],
+    OUT picked integer[], OUT seqs bigint[], OUT names text[],
+    OUT charged double precision[], OUT vclock double precision
 ) LANGUAGE plpgsql AS $$
 DECLARE
     t {schema}.tenants%ROWTYPE;
     b integer;  -- the candidate picked from
+    v_charge double precision;
     v_finish double precision;
     v_next record;
 BEGIN
     picked := array_fill(0, ARRAY[cardinality(cands)]);
-    seqs := ARRAY[]::bigint[];
-    names := ARRAY[]::text[];
-    charged := ARRAY[]::double precision[];
-    WHILE cardinality(seqs) < p_most LOOP
+    WHILE coalesce(cardinality(seqs), 0) < p_most LOOP
         b := NULL;
         FOR i IN 1..cardinality(cands) LOOP
             IF starts[i] IS NOT NULL
@@ -303,11 +310,13 @@ BEGIN
         IF t.head_seq IS NULL THEN
             RAISE EXCEPTION 'fairq: eligible tenant row % has no head job', t.id;
         END IF;
+        v_charge := CASE WHEN learns[b] THEN coalesce(
+            p_means[array_position(p_known, jobs[b])], costs[b]) ELSE costs[b] END;
         seqs := seqs || t.head_seq;
         names := names || t.tenant;
-        charged := charged || charges[b];
+        charged := charged || v_charge;
         vclock := t.start_tag;
-        v_finish := t.start_tag + charges[b] / t.weight;
+        v_finish := t.start_tag + v_charge / t.weight;
         t.usage := {schema}.usage_after(
             t.usage, t.usage_at, p_now, p_half_life, v_finish - t.finish_tag);
         t.usage_at := GREATEST(t.usage_at, p_now);
@@ -320,13 +329,14 @@ BEGIN
         t.start_tag := CASE WHEN {schema}.eligible(
             t.ready, t.running, t.max_running, t.weight, t.limited_until) THEN v_finish END;
         SELECT n.seq, n.priority, n.charge INTO v_next
-        FROM {schema}.next_head(p_queue, t.id, prios[b], t.head_seq) n;
+        FROM {schema}.next_head(p_queue, t.id, prios[b], t.head_seq, p_known, p_means) n;
         t.head_seq := v_next.seq;
         cands[b] := t;
         starts[b] := t.start_tag;
         heads[b] := t.head_seq;
         prios[b] := v_next.priority;
-        charges[b] := v_next.charge;
+        costs[b] := v_next.charge;  -- its estimate, final
+        learns[b] := false;
         picked[b] := picked[b] + 1;
     END LOOP;
 END
