@@ -29,7 +29,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
 FUNCTIONS_RELEASE = 12
-FUNCTIONS_DIGEST = "8b5279af77d9c33c21e59fe1012fd751418bcae19956ac7da03bc3400881215b"
+FUNCTIONS_DIGEST = "a79b64f1b922eab2b046d54f6365bcea0bcd3235408b853316b113d182547377"
 
 
 @dataclass(frozen=True)

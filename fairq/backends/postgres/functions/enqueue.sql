@@ -236,12 +236,16 @@ $$;
 -- true when left out, as an older fairq's enqueue leaves it), read once
 -- into an array of inbox rows with their seqs drawn; the caller's now, the schema's seed
 -- (queue lock keys) and channel salt, and p_inbox for an enqueue in the caller's transaction.
--- Returns each job's queue. In steps: the jobs read, the locks taken and the event's time
--- (here); their tenants held (hold_for_enqueue); the jobs of the tenants held stored
--- (store_held), the others put in the inbox (box_jobs); the id check (stored_elsewhere); the
--- wake-ups. When every tenant is free and there, six statements of small plans (their
--- start-up is most of an enqueue's cost) and three calls of these steps, each called as an
--- expression (a plpgsql PERFORM would run a query through the executor for the call).
+-- Returns each job's queue. In steps: the jobs read (in the array's order, no sort: a
+-- function scan read by one aggregate, and so are their seqs), the queues' locks taken
+-- (shared, in key order) and then the event's time (none into the inbox); their tenants held
+-- (hold_for_enqueue); the jobs of the tenants held stored (store_held), the others put in the
+-- inbox (box_jobs); the id check: here when every job was stored (its one statement), else
+-- stored_elsewhere, which also lists them; the wake-ups of the queues' workers when this
+-- commits (a ready job, or one to take in). When every tenant is free and there, six
+-- statements of small plans (their start-up is most of an enqueue's cost) and two calls of
+-- these steps, each called as an expression (a plpgsql PERFORM would run a query through the
+-- executor for the call).
 CREATE FUNCTION {schema}.enqueue(
     p_jobs json, p_now double precision, p_seed bigint, p_salt text, p_inbox boolean
 ) RETURNS text[] LANGUAGE plpgsql
@@ -258,7 +262,6 @@ DECLARE
     v_n integer;
     v_stored text[];          -- ids stored elsewhere
 BEGIN
-    -- the queues' locks (shared, key order), then the event's time (none into the inbox)
     SELECT a.jobs, a.ids, a.queues, a.run_ats, CASE WHEN p_inbox THEN p_now ELSE (
                SELECT {schema}.event_time(p_now)
                FROM (SELECT count(*) FROM (
@@ -274,8 +277,6 @@ BEGIN
                      AS jobs,
                  array_agg(j.id) AS ids, array_agg(j.queue) AS queues,
                  array_agg(j.run_at) AS run_ats
-          -- the rows come in the array's order (no sort: a function scan read by one
-          -- aggregate), and so do their seqs
           FROM json_populate_recordset(NULL::{schema}.inbox, p_jobs) AS j) a;
     IF p_inbox THEN
         v_held := array_fill(NULL::bigint, ARRAY[cardinality(v_ids)]);
@@ -289,12 +290,15 @@ BEGIN
     IF array_position(v_held, NULL) IS NOT NULL THEN
         PERFORM {schema}.box_jobs(v_jobs, v_held, p_now);
     END IF;
-    v_stored := {schema}.stored_elsewhere(v_ids, v_held);
-    IF v_stored IS NOT NULL THEN
-        RAISE unique_violation USING MESSAGE = 'fairq: a job id is already stored',
-            DETAIL = array_to_string(v_stored, ', ');
+    IF array_position(v_held, NULL) IS NOT NULL
+       OR EXISTS (SELECT 1 FROM {schema}.succeeded_jobs s WHERE s.id = ANY(v_ids))
+       OR EXISTS (SELECT 1 FROM {schema}.inbox x WHERE x.id = ANY(v_ids)) THEN
+        v_stored := {schema}.stored_elsewhere(v_ids, v_held);
+        IF v_stored IS NOT NULL THEN
+            RAISE unique_violation USING MESSAGE = 'fairq: a job id is already stored',
+                DETAIL = array_to_string(v_stored, ', ');
+        END IF;
     END IF;
-    -- wake the queues' workers when this commits: a ready job, or one to take in
     PERFORM pg_notify('fairq_' || substr(md5(p_salt || w.queue), 1, 24), '')
     FROM (SELECT DISTINCT u.queue
           FROM unnest(v_queues, v_run_ats, v_held) AS u(queue, run_at, held)
