@@ -16,7 +16,9 @@ drain on connections of its own; the difference of the two totals over N is the 
 more job, without connecting, planning and other fixed costs. fairq: one connection calls
 ``ack_dequeue`` as a busy worker does (the acks of the batch before, the next batch of
 ``--limit``), 10 tenants. pgqueuer (where installed): its worker, batch size ``--limit``,
-every backend it opened during the drain counted. Both run against fresh schemas. --hook FILE
+every backend it opened during the drain counted. Both run against fresh schemas. --enqueue:
+fairq only, single-job ``enqueue()`` calls on one connection (N, then 2N) instead of the drains:
+an enqueue's cost per call. --hook FILE
 runs an SQL file on fairq's schema after its migrations (``{schema}`` in it is replaced): a
 way to price a part of the hot path by removing or doubling it.
 """
@@ -37,6 +39,11 @@ import postgres_job_cost as job_cost
 import postgres_throughput as throughput
 import psycopg
 from psycopg import sql
+
+from fairq.backends.postgres import PostgresBackend
+from fairq.backends.postgres.enqueueing import arguments as enqueue_arguments
+from fairq.backends.postgres.sql import queries_for
+from fairq.job import NewJob
 
 TENANTS = 10
 
@@ -67,6 +74,28 @@ def fairq_drain(url: str, out: str, jobs: int, limit: int, hook: str | None = No
             pid = conn.info.backend_pid
             done, _ = job_cost.drain_plain(conn, schema, limit, combined=True)
         assert done == jobs, (done, jobs)
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+    return instructions(out, pid)
+
+
+def fairq_enqueues(url: str, out: str, jobs: int, limit: int) -> int:
+    """Instructions of one connection making ``jobs`` single-job enqueue() calls (``limit``
+    is the drains' and not used)."""
+    schema = f"fq_cg_{uuid.uuid4().hex[:8]}"
+    PostgresBackend(url, schema=schema).close()  # migrated, its queries read
+    statement = queries_for(schema)["enqueue"]
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            pid = conn.info.backend_pid
+            for n in range(jobs):
+                job = NewJob(
+                    id=f"j{n}", name="task", queue="default", tenant=f"t{n % TENANTS}",
+                    payload="{}", priority=0, run_at=0.0, max_attempts=3, lease_timeout=60.0,
+                    cost=1.0,
+                )  # fmt: skip
+                conn.execute(statement, enqueue_arguments([job], 1.0, schema=schema))
     finally:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
@@ -126,7 +155,14 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=10, help="jobs per call / batch size")
     parser.add_argument("--systems", default="fairq,pgqueuer")
     parser.add_argument("--hook", help="an SQL file run on fairq's schema before its drains")
+    parser.add_argument(
+        "--enqueue", action="store_true", help="fairq's single-job enqueue() calls instead"
+    )
     args = parser.parse_args()
+    if args.enqueue:
+        cost = per_job(fairq_enqueues, args)
+        print(f"fairq     {cost:12,.0f} instructions per single-job enqueue() call")
+        return
     drains = {"fairq": partial(fairq_drain, hook=args.hook), "pgqueuer": pgqueuer_drain}
     results = {name: per_job(drains[name], args) for name in args.systems.split(",")}
     base = results.get("fairq")

@@ -69,8 +69,8 @@ def _statement_buffers(
 
 def _head_lookup_buffers(backend: DisposableBackend, conn: psycopg.Connection[Any]) -> int:
     """dispatch's lookup of the next head (since schema 8 its own statement, before the
-    tenant is written)."""
-    return _statement_buffers(backend, conn, "r.seq > t.head_seq")
+    tenant is written; dispatch.sql: next_head, inlined into take_picks' statement)."""
+    return _statement_buffers(backend, conn, "next_head(p_queue")
 
 
 def _due_check_buffers(backend: DisposableBackend, conn: psycopg.Connection[Any]) -> int:

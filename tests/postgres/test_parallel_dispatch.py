@@ -231,9 +231,9 @@ def test_the_check_catches_a_server_dispatch_that_breaks_the_rule() -> None:
         broken = fill_schema(dispatch.script, store.schema).replace(
             "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION"
         )
-        by_key = "ORDER BY e.start_tag, e.head_seq\n                        LIMIT v_read"
+        by_key = "ORDER BY e.start_tag, e.head_seq\n                 LIMIT p_read"
         assert broken.count(by_key) == 1
-        broken = broken.replace(by_key, "ORDER BY random()\n                        LIMIT v_read")
+        broken = broken.replace(by_key, "ORDER BY random()\n                 LIMIT p_read")
         with psycopg.connect(server_url(), autocommit=True, **CALLER_CLOCK) as conn:
             conn.execute(broken)
         fill(store, tenants, 7)

@@ -5,7 +5,7 @@ dequeue, dispatch, every ack, ack-and-dequeue — are plpgsql functions (functio
 statement and one round trip each; the other events (fail, release, heartbeat, maintenance,
 settings, requeue) run in Python on rows the transaction holds (events.py, through
 fairq.policy.tenant). Both compute every tag as the same double the reference model does.
-queries.sql explains the locks that make concurrent calls behave as some serial order of them
+queries/locks.sql explains the locks that make concurrent calls behave as some serial order of them
 (dispatches of one queue within the bound of docs/internals/scheduler.md, "Parallel
 dispatch"); an event's time is the later of the caller's ``now`` and the server's clock once
 those locks are held (clock.sql).

@@ -3,7 +3,7 @@ tenant, and say which jobs have a cancel request (fairq/cancel.py). With ``claim
 job's run starts; with ``hold``, the relay keeps the jobs no worker claimed yet
 (``HeartbeatParams``).
 
-Locks, in the order of queries.sql: the jobs' queues (shared), the jobs in seq order, the
+Locks, in the order of queries/locks.sql: the jobs' queues (shared), the jobs in seq order, the
 tenants of the runs charged in id order (a claim or a hold charges nothing, so it holds no
 tenant a dispatch would have to skip); the event's time is read once all are held.
 """

@@ -1,7 +1,7 @@
 """Cancels on PostgreSQL (fairq/cancel.py), in one transaction, in Python on locked rows (as
 requeue: an operator's call, not a hot path), through the same transitions as every event.
 
-Locks, in the order of queries.sql: the queues of the jobs named, exclusive (as maintenance:
+Locks, in the order of queries/locks.sql: the queues of the jobs named, exclusive (as maintenance:
 dispatches and enqueues run under the shared lock, take tenant rows without waiting and take
 a tenant's inbox rows in while they hold it, so only the exclusive lock keeps them all out
 while a cancel locks job rows, then tenants, and takes rows out of the inbox: no cycle of

@@ -1,6 +1,6 @@
 """Names derived from (schema, queue): advisory lock keys, NOTIFY channels; and lease tokens.
 
-Both are computed by SQL too (queries.sql, the server-side functions in migrations/), so they
+Both are computed by SQL too (queries/*.sql, the server-side functions in functions/), so they
 are defined by expressions PostgreSQL evaluates: a queue's lock key is
 ``hashtextextended(queue, seed)`` with a per-schema ``seed``, and its channel is ``fairq_`` +
 24 hex digits of ``md5(salt || queue)``. Different schemas never share a lock or a channel.

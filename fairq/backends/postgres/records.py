@@ -21,7 +21,7 @@ from fairq.policy.rate import Rate
 from fairq.policy.tenant import SettledQueue
 
 Row = dict[str, Any]
-#: Takes the shared locks of the queues named (in key order, queries.sql) for the transaction
+#: Takes the shared locks of the queues named (in key order, queries/locks.sql) for the transaction
 #: of the cursor given; returns the event's time once they are held (functions/clock.sql).
 Lock = Callable[[Cursor[Row], Sequence[str], float], float]
 

@@ -136,7 +136,7 @@ CREATE INDEX jobs_dead ON {schema}.jobs (finished_at, seq) WHERE state = 'dead';
 -- pruned by succeeded_jobs_results, not by the retention. The queue of a succeeded job is
 -- its tenant row's: a tenant is kept while it has succeeded jobs (kept). An id is unique across both tables: an enqueue inserts into jobs
 -- first (waiting for an ack moving the same id), then looks its ids up here in a new
--- statement, which sees that ack's row (queries.sql: succeeded_ids, jobs_drop_if_succeeded).
+-- statement, which sees that ack's row (queries/jobs.sql: succeeded_ids, jobs_drop_if_succeeded).
 CREATE TABLE {schema}.succeeded_jobs (
     id           text PRIMARY KEY,
     seq          bigint NOT NULL,

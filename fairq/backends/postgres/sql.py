@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -27,8 +28,8 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: functions only over an older release, and refuses a schema whose functions come from a newer
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
-FUNCTIONS_RELEASE = 11
-FUNCTIONS_DIGEST = "a58833b1f9af1f54bd3d5629da6ef4b38b6099061be7c4752e809628d2db69be"
+FUNCTIONS_RELEASE = 12
+FUNCTIONS_DIGEST = "a79b64f1b922eab2b046d54f6365bcea0bcd3235408b853316b113d182547377"
 
 
 @dataclass(frozen=True)
@@ -74,22 +75,39 @@ def fill_schema(text: str, schema: str) -> str:
     return text.replace("{schema}", quote_ident(schema))
 
 
-#: The named SQL blocks, one set read from these files.
-QUERY_FILES = ("queries.sql", "queries_outcomes.sql")
-
-
 @cache
 def _raw_queries() -> Queries:
-    text = "\n\n".join(read_resource(PACKAGE, name) for name in QUERY_FILES)
-    return parse_queries(text, f"{PACKAGE}/{'+'.join(QUERY_FILES)}")
+    """The named blocks of every file of queries/ (one file per step), as one set."""
+    names = sorted(e.name for e in files(PACKAGE).joinpath("queries").iterdir())
+    return merge_queries(
+        (name, read_resource(PACKAGE, f"queries/{name}")) for name in names if name.endswith(".sql")
+    )
+
+
+def merge_queries(texts: Iterable[tuple[str, str]]) -> Queries:
+    """The named blocks of several files, (file name, text), as one set: a name is unique
+    across the files, and one defined twice is refused naming both files."""
+    where: dict[str, str] = {}
+    blocks: dict[str, str] = {}
+    for name, text in texts:
+        found = parse_queries(text, f"queries/{name}")
+        for query in found:
+            if query in where:
+                raise ValueError(
+                    f"query {query!r} is defined in queries/{where[query]} and in "
+                    f"queries/{name} ({PACKAGE}): give one of them another name"
+                )
+            where[query] = name
+            blocks[query] = found[query]
+    return Queries(f"{PACKAGE}/queries/*.sql", blocks)
 
 
 @cache
 def queries_for(schema: str) -> Queries:
-    """The named blocks of queries.sql with ``{schema}`` filled in."""
+    """The named blocks of queries/ with ``{schema}`` filled in."""
     raw = _raw_queries()
     text = "\n\n".join(f"-- name: {name}\n{raw[name]}" for name in raw)
-    return parse_queries(fill_schema(text, schema), f"{PACKAGE}/queries.sql")
+    return parse_queries(fill_schema(text, schema), f"{PACKAGE}/queries/*.sql")
 
 
 @cache

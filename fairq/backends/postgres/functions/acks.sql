@@ -1,42 +1,26 @@
 -- Acks, server-side: one algorithm for ack, ack_many and ack_and_dequeue.
 --
--- Locks, in the order of queries.sql: the queues (advisory, shared, or exclusive for the
+-- Locks, in the order of queries/locks.sql: the queues (advisory, shared, or exclusive for the
 -- queues an ack_and_dequeue dispatches from), then the jobs by seq, then their tenants by id.
 -- Under a queue's exclusive lock nobody else writes its jobs or tenants (every writer takes
 -- the queue lock first, at least shared), so their rows need no row lock: ack_held locks only
 -- the rows of queues held shared, where a heartbeat or another ack may write them meanwhile.
 
--- F after a run: F + (max(ended - started, MIN_CHARGE) - charged) / w, unchanged while w = 0
--- (fairness.finish_after_run). An SQL function, so the planner inlines it.
-CREATE FUNCTION {schema}.finish_after_run(
-    p_finish double precision, p_weight double precision, p_started double precision,
-    p_charged double precision, p_ended double precision
-) RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN p_weight > 0
-        THEN p_finish + (GREATEST(p_ended - p_started, 0.001::double precision) - p_charged)
-             / p_weight
-        ELSE p_finish END
-$$;
-
 -- Acks of several leases, exactly as acking each (id, lease) in the order given: one status
 -- per token, 'ok', 'not_found' (unknown, not running, another lease, or acked earlier in the
 -- batch) or 'expired'; nothing changes for a token that is not 'ok'. The caller holds the
 -- queue locks: exclusive for p_exclusive, shared for the other queues of the jobs named.
--- Each acked job moves to succeeded_jobs and its run ends (succeeded_runs); a claimed run's
--- charge is a sample of its (queue, name)'s learned cost (costs.sql: learn_costs, after the
--- tenants, so that a dispatch in the same call charges what the acks taught).
+-- Each acked job moves to succeeded_jobs (move_acked) and its run ends (succeeded_runs); a
+-- claimed run's charge is a sample of its (queue, name)'s learned cost (costs.sql:
+-- learn_costs, after the tenants, so that a dispatch in the same call charges what the acks
+-- taught).
 CREATE FUNCTION {schema}.ack_held(
     p_ids text[], p_leases integer[], p_now double precision, p_exclusive text[],
     p_channel_salt text, p_defer text[], OUT statuses text[], OUT pending {schema}.tenants[]
 )
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_tenants bigint[];           -- per acked job, in token order: its tenant, start, charge
-    v_started double precision[];
-    v_charged double precision[];
-    v_queues text[];              -- the claimed runs' samples, in token order
-    v_names text[];
-    v_samples double precision[];
+    m record;  -- the jobs moved (move_acked)
 BEGIN
     pending := ARRAY[]::{schema}.tenants[];
     IF coalesce(cardinality(p_ids), 0) = 0 THEN
@@ -58,11 +42,42 @@ BEGIN
         WHERE x.seq = o.seq AND (x.state = 'running') IS TRUE AND x.queue <> ALL(p_exclusive)
         FOR UPDATE) l;
     p_now := {schema}.event_time(p_now);  -- the locks are held: the event's time (clock.sql)
-    -- each token's job found by id alone (a cached plan that joined the tokens to jobs on state
-    -- and deadline read jobs_running for the whole queue, every running job on every call: 318
-    -- buffers with 5,000 leases held, tests/postgres/test_cached_plans.py); a token is 'ok'
-    -- when it holds its running job's lease before the deadline and no earlier token of the
-    -- batch acked that job. The 'ok' jobs move in one statement.
+    m := {schema}.move_acked(p_ids, p_leases, p_now);
+    statuses := m.statuses;
+    IF m.tenants IS NOT NULL THEN
+        pending := {schema}.succeeded_runs(
+            m.tenants, m.started, m.charged, p_now, p_exclusive, p_channel_salt, p_defer);
+        -- each run's time in the figures (succeeded: no outcome row, fairq/figures.py), once
+        -- its tenant is held: a tenant's figures are written only by whoever holds it, in key
+        -- order (written before the tenants were locked, they made a cycle of waits with a
+        -- fail of another of the tenant's jobs)
+        INSERT INTO {schema}.figures AS f (slot, tenant_id, kind, bucket, count)
+        SELECT {schema}.fig_slot(p_now), r.tenant_id, 'r',
+               {schema}.fig_bucket(p_now - r.started_at) AS bucket, count(*)
+        FROM unnest(m.tenants, m.started) AS r(tenant_id, started_at)
+        GROUP BY r.tenant_id, bucket
+        ORDER BY r.tenant_id, bucket
+        ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count;
+    END IF;
+    IF m.samples IS NOT NULL THEN
+        PERFORM {schema}.learn_costs(m.queues, m.names, m.samples);
+    END IF;
+END
+$$;
+
+-- The acks' jobs moved to succeeded_jobs, the jobs locked (ack_held). Each token's job found
+-- by id alone (a cached plan that joined the tokens to jobs on state and deadline read
+-- jobs_running for the whole queue, every running job on every call: 318 buffers with 5,000
+-- leases held, tests/postgres/test_cached_plans.py); a token is 'ok' when it holds its running
+-- job's lease before the deadline and no earlier token of the batch acked that job. The 'ok'
+-- jobs move in one statement. Returns each token's status, and per 'ok' token, in token
+-- order, its job's tenant, start and charge; per claimed run, its queue, name and sample.
+CREATE FUNCTION {schema}.move_acked(
+    p_ids text[], p_leases integer[], p_now double precision, OUT statuses text[],
+    OUT tenants bigint[], OUT started double precision[], OUT charged double precision[],
+    OUT queues text[], OUT names text[], OUT samples double precision[]
+) LANGUAGE plpgsql AS $$
+BEGIN
     WITH found AS MATERIALIZED (
         SELECT p.ord, j.seq, j.tenant_id, j.started_at, j.charged, j.queue, j.name,
                j.claimed, CASE
@@ -98,26 +113,8 @@ BEGIN
            array_agg(f.name ORDER BY f.ord) FILTER (WHERE f.status = 'ok' AND f.claimed),
            array_agg(GREATEST(p_now - f.started_at, 0.001::double precision) ORDER BY f.ord)
                FILTER (WHERE f.status = 'ok' AND f.claimed)
-    INTO statuses, v_tenants, v_started, v_charged, v_queues, v_names, v_samples
+    INTO statuses, tenants, started, charged, queues, names, samples
     FROM found f;
-    IF v_tenants IS NOT NULL THEN
-        pending := {schema}.succeeded_runs(
-            v_tenants, v_started, v_charged, p_now, p_exclusive, p_channel_salt, p_defer);
-        -- each run's time in the figures (succeeded: no outcome row, fairq/figures.py), once
-        -- its tenant is held: a tenant's figures are written only by whoever holds it, in key
-        -- order (written before the tenants were locked, they made a cycle of waits with a
-        -- fail of another of the tenant's jobs)
-        INSERT INTO {schema}.figures AS f (slot, tenant_id, kind, bucket, count)
-        SELECT {schema}.fig_slot(p_now), r.tenant_id, 'r',
-               {schema}.fig_bucket(p_now - r.started_at) AS bucket, count(*)
-        FROM unnest(v_tenants, v_started) AS r(tenant_id, started_at)
-        GROUP BY r.tenant_id, bucket
-        ORDER BY r.tenant_id, bucket
-        ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count;
-    END IF;
-    IF v_samples IS NOT NULL THEN
-        PERFORM {schema}.learn_costs(v_queues, v_names, v_samples);
-    END IF;
 END
 $$;
 
@@ -125,12 +122,9 @@ $$;
 -- p_charged[k], and ended at p_now), applied one after another in the order given: each
 -- tenant row is read once (locked first, in id order, unless its queue is in p_exclusive),
 -- changed in memory and written once. The arithmetic is fairq.policy.tenant.end_run then
--- retag: F = finish_after_run(…); usage = max(decayed(usage, usage_at, now) + (F_new - F_old),
--- 0); running - 1; S = max(F, V) if eligible. A freed slot that makes a capped tenant with
--- ready jobs eligible again wakes its queue's workers. A queue with a cap on its leased jobs
--- (max_in_flight) counts the runs ended off its in_flight, its row locked in name order after
--- the tenants; one that goes from full to not full wakes its workers. An uncapped queue's row
--- is not written: acks of one queue under its shared lock must not queue up on that row.
+-- retag (fairness.sql): F = finish_after_run(…); usage = max(decayed(usage, usage_at, now) +
+-- (F_new - F_old), 0); running - 1; S = max(F, V) if eligible (set after each run: the last
+-- one stands). Tenants or queues with a cap: runs_freed.
 --
 -- The tenants of the queues in p_defer are not written but returned, locked and as the runs
 -- left them: ack_dequeue's dispatch writes them (dispatch.sql), once for the ack and its own
@@ -142,19 +136,15 @@ CREATE FUNCTION {schema}.succeeded_runs(
 ) RETURNS {schema}.tenants[]
 LANGUAGE plpgsql AS $$
 DECLARE
-    -- the tenants (position i: the i-th in id order) as the runs leave them
-    v_rows {schema}.tenants[];
-    v_ids bigint[];
+    v_rows {schema}.tenants[];  -- the tenants (position i: the i-th in id order) as the
+    v_ids bigint[];             -- runs leave them, with the runs ended of each
     v_ended bigint[];
     v_half_life double precision[];
     v_vclock double precision[];
-    v_caps integer[];             -- the queue's max_in_flight; NULL: no cap
-    v_queues text[];
+    v_caps integer[];           -- the queue's max_in_flight; NULL: no cap
+    v_capped boolean;           -- a tenant or queue among them has a cap
     t {schema}.tenants%ROWTYPE;
     v_new double precision;
-    v_left bigint;
-    v_cap integer;
-    r record;
     i integer;
 BEGIN
     PERFORM 1 FROM {schema}.tenants x
@@ -163,8 +153,9 @@ BEGIN
     SELECT array_agg(x ORDER BY x.id), array_agg(x.id ORDER BY x.id),
            array_agg(coalesce(q.half_life, 60.0::double precision) ORDER BY x.id),
            array_agg(q.vclock ORDER BY x.id), array_agg(q.max_in_flight ORDER BY x.id),
-           array_agg(x.queue ORDER BY x.id), array_fill(0::bigint, ARRAY[count(*)::integer])
-    INTO v_rows, v_ids, v_half_life, v_vclock, v_caps, v_queues, v_ended
+           array_fill(0::bigint, ARRAY[count(*)::integer]),
+           bool_or(x.max_running IS NOT NULL OR q.max_in_flight IS NOT NULL)
+    INTO v_rows, v_ids, v_half_life, v_vclock, v_caps, v_ended, v_capped
     FROM {schema}.tenants x LEFT JOIN {schema}.queues q ON q.name = x.queue
     WHERE x.id = ANY(p_tenants);
     FOR k IN 1..cardinality(p_tenants) LOOP
@@ -175,56 +166,86 @@ BEGIN
         END IF;
         v_new := {schema}.finish_after_run(
             t.finish_tag, t.weight, p_started[k], p_charged[k], p_now);
-        t.usage := GREATEST(
-            {schema}.decayed(t.usage, t.usage_at, p_now, v_half_life[i])
-            + (v_new - t.finish_tag),
-            0.0::double precision);
+        t.usage := {schema}.usage_after(
+            t.usage, t.usage_at, p_now, v_half_life[i], v_new - t.finish_tag);
         t.usage_at := GREATEST(t.usage_at, p_now);
         t.finish_tag := v_new;
         t.running := t.running - 1;
         t.succeeded := t.succeeded + 1;
         t.kept := t.kept + 1;
+        t.start_tag := CASE WHEN {schema}.eligible(
+            t.ready, t.running, t.max_running, t.weight, t.limited_until)
+            THEN GREATEST(t.finish_tag, v_vclock[i]) END;
         v_rows[i] := t;
         v_ended[i] := v_ended[i] + 1;
     END LOOP;
-    FOR i IN 1..cardinality(v_ids) LOOP
-        t := v_rows[i];
-        t.start_tag := CASE
-            WHEN t.ready > 0 AND (t.max_running IS NULL OR t.running < t.max_running)
-                 AND t.weight > 0 AND t.limited_until IS NULL
-            THEN GREATEST(t.finish_tag, v_vclock[i]) END;
-        v_rows[i] := t;
-        IF t.ready > 0 AND t.weight > 0 AND t.limited_until IS NULL
-           AND t.max_running IS NOT NULL AND t.running < t.max_running
-           AND NOT t.running + v_ended[i] < t.max_running THEN
-            PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || t.queue), 1, 24), '');
-        END IF;
-    END LOOP;
-    UPDATE {schema}.tenants x
+    UPDATE {schema}.tenants x  -- as write_tenants (inline: the acks' one call per job)
     SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
         usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept
-    FROM unnest(v_rows) AS d
-    WHERE x.id = d.id AND d.queue <> ALL(p_defer);
-    IF cardinality(array_remove(v_caps, NULL)) > 0 THEN  -- a capped queue among them
-        FOR r IN
-            SELECT e.queue, sum(e.ended)::bigint AS ended
-            FROM unnest(v_queues, v_ended, v_caps) AS e(queue, ended, cap)
-            WHERE e.cap IS NOT NULL
-            GROUP BY e.queue ORDER BY e.queue
-        LOOP
-            UPDATE {schema}.queues SET in_flight = in_flight - r.ended
-            WHERE name = r.queue AND max_in_flight IS NOT NULL
-            RETURNING in_flight, max_in_flight INTO v_left, v_cap;
-            IF v_left < v_cap AND v_left + r.ended >= v_cap THEN
-                PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || r.queue), 1, 24), '');
-            END IF;
-        END LOOP;
+    FROM unnest(v_rows) AS d WHERE x.id = d.id AND d.queue <> ALL(p_defer);
+    IF v_capped THEN
+        PERFORM {schema}.runs_freed(v_rows, v_ended, v_caps, p_channel_salt);
     END IF;
     RETURN ARRAY(SELECT d FROM unnest(v_rows) AS d WHERE d.queue = ANY(p_defer) ORDER BY d.id);
 END
 $$;
 
--- ack_many: the queues' shared locks (by key, as queries.sql), then ack_held.
+-- After runs ended (succeeded_runs: p_rows as they left them, p_ended[i] runs of p_rows[i],
+-- p_caps[i] its queue's max_in_flight): a freed slot that makes a capped tenant with ready
+-- jobs eligible again wakes its queue's workers. A queue with a cap on its leased jobs
+-- (max_in_flight) counts the runs ended off its in_flight, its row locked in name order after
+-- the tenants; one that goes from full to not full wakes its workers. An uncapped queue's row
+-- is not written: acks of one queue under its shared lock must not queue up on that row.
+CREATE FUNCTION {schema}.runs_freed(
+    p_rows {schema}.tenants[], p_ended bigint[], p_caps integer[], p_channel_salt text
+) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    t {schema}.tenants%ROWTYPE;
+    r record;
+    v_left bigint;
+    v_cap integer;
+BEGIN
+    FOR i IN 1..cardinality(p_rows) LOOP
+        t := p_rows[i];
+        IF {schema}.eligible(t.ready, t.running, t.max_running, t.weight, t.limited_until)
+           AND t.max_running IS NOT NULL AND NOT t.running + p_ended[i] < t.max_running THEN
+            PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || t.queue), 1, 24), '');
+        END IF;
+    END LOOP;
+    FOR r IN
+        SELECT d.queue, sum(e.ended)::bigint AS ended
+        FROM unnest(p_rows) WITH ORDINALITY AS d
+        JOIN unnest(p_ended, p_caps) WITH ORDINALITY AS e(ended, cap, ord)
+          ON e.ord = d.ordinality
+        WHERE e.cap IS NOT NULL
+        GROUP BY d.queue ORDER BY d.queue
+    LOOP
+        UPDATE {schema}.queues SET in_flight = in_flight - r.ended
+        WHERE name = r.queue AND max_in_flight IS NOT NULL
+        RETURNING in_flight, max_in_flight INTO v_left, v_cap;
+        IF v_left < v_cap AND v_left + r.ended >= v_cap THEN
+            PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || r.queue), 1, 24), '');
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- Tenant rows as a step left them in memory (held by this transaction), written back: the
+-- columns the acks' run ends change; the rows of the queues in p_except are left out (the
+-- caller writes them later, with its own changes). dispatch's (p_pending); succeeded_runs
+-- writes its rows with the same statement inline.
+CREATE FUNCTION {schema}.write_tenants(p_rows {schema}.tenants[], p_except text[])
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE {schema}.tenants x
+    SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
+        usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept
+    FROM unnest(p_rows) AS d
+    WHERE x.id = d.id AND d.queue <> ALL(p_except);
+END
+$$;
+
+-- ack_many: the queues' shared locks (by key, as queries/locks.sql), then ack_held.
 CREATE FUNCTION {schema}.ack_many(
     p_ids text[], p_leases integer[], p_now double precision, p_seed bigint,
     p_channel_salt text

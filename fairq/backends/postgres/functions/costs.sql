@@ -1,6 +1,6 @@
 -- Learned job costs (fairq/policy/cost.py; docs/internals/scheduler.md, "Learned cost"): each
 -- (queue, job name)'s row of job_costs, (runs, mean), the estimate a dispatch charges
--- (dispatch.sql reads it once per name per call).
+-- (dispatch.sql reads it once per name per round: lock_candidates, next_head).
 --
 -- A queue's acks would all write the rows of its few job names: a hot row, which would make
 -- the acks of a queue (and the dispatches that follow them in ack_and_dequeue) wait for each

@@ -8,7 +8,7 @@
 -- which at-least-once delivery allows. Enqueues, migrations and settings commit durably.
 --
 -- Queue locks: pg_advisory_xact_lock(hashtextextended(queue, seed)), where the caller passes
--- the schema's seed; queries.sql (lock_queues_*) takes the very same keys.
+-- the schema's seed; queries/locks.sql (lock_queues_*) takes the very same keys.
 --
 -- Planner settings of the entry points (dequeue, ack_dequeue, and ack, ack_many in acks.sql),
 -- which every function they call runs under:
@@ -26,7 +26,7 @@
 --   only, where the planning is shared by ten jobs.
 
 -- The locks of a dispatch (and of the acks before it), in one pass per kind, in ascending key
--- order (queries.sql), before any row:
+-- order (queries/locks.sql), before any row:
 -- * the queue locks: exclusive for a queue dispatched from that has a cap on its leased jobs
 --   (max_in_flight: its room is read and written under that lock, one dispatch at a time, as
 --   are its acks' counts), shared for the other queues dispatched from and for the queues of
@@ -157,8 +157,8 @@ END
 $$;
 
 -- The queue locks of ack_and_dequeue's slow path, in one pass in ascending key order
--- (queries.sql): exclusive for the queues it dequeues from, shared for the other queues of the
--- jobs it acks. Taken in two steps (the acks' shared locks, then the dispatch's exclusive ones)
+-- (queries/locks.sql): exclusive for the queues it dequeues from, shared for the other
+-- queues of the jobs it acks. Taken in two steps (the acks' shared locks, then the dispatch's exclusive ones)
 -- they could wait in a cycle with a dispatch of several queues.
 CREATE FUNCTION {schema}.lock_ack_dequeue(p_queues text[], p_ids text[], p_seed bigint)
 RETURNS void LANGUAGE plpgsql AS $$

@@ -1,5 +1,5 @@
 -- Queries of kept results, cancellation and unique keys (results.py, kept.py, cancelling.py,
--- unique.py): read with queries.sql as one set of named blocks (sql.py).
+-- unique.py).
 
 -- name: results_keep
 -- The results an ack keeps (fairq/results.py), in its transaction, for the ids it acked:
