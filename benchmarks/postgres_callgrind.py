@@ -41,7 +41,7 @@ import psycopg
 from psycopg import sql
 
 from fairq.backends.postgres import PostgresBackend
-from fairq.backends.postgres.enqueueing import arguments as enqueue_arguments
+from fairq.backends.postgres.producing import arguments as enqueue_arguments
 from fairq.backends.postgres.sql import queries_for
 from fairq.job import NewJob
 

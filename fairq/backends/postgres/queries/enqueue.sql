@@ -2,7 +2,7 @@
 -- {schema} is replaced by the quoted schema name; queries/locks.sql gives the lock order.
 
 -- name: enqueue
--- Every enqueue, in one statement (functions/enqueue.sql; enqueueing.py builds the arguments and
+-- Every enqueue, in one statement (functions/enqueue.sql; producing.py builds the arguments and
 -- reads the reply). The jobs come as one JSON text: any batch is one parameter to send.
 SELECT {schema}.enqueue(
     %(jobs)s::json, %(now)s::double precision, %(seed)s::bigint, %(salt)s::text,

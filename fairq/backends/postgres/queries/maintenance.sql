@@ -1,4 +1,4 @@
--- Named queries of maintenance (maintenance.py, sweeps.py, pruning.py): what is due, and
+-- Named queries of maintenance (maintenance.py, pruning.py): what is due, and
 -- what is pruned.
 -- {schema} is replaced by the quoted schema name; queries/locks.sql gives the lock order.
 
