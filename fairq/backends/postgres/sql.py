@@ -27,8 +27,8 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: functions only over an older release, and refuses a schema whose functions come from a newer
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
-FUNCTIONS_RELEASE = 11
-FUNCTIONS_DIGEST = "a58833b1f9af1f54bd3d5629da6ef4b38b6099061be7c4752e809628d2db69be"
+FUNCTIONS_RELEASE = 12
+FUNCTIONS_DIGEST = "56eba06ea1af164bcb3196b0c83117e824795b9dc825fc0343e6779f5a5a70f5"
 
 
 @dataclass(frozen=True)
