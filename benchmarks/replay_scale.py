@@ -110,7 +110,7 @@ def main() -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     found = whatif.fidelity(runs[0], runs[1])
     print(
-        f"{len(recorded.jobs):,} jobs of {len(recorded.weights):,} tenants, "
+        f"{recorded.count:,} jobs of {len(recorded.weights):,} tenants, "
         f"{recorded.workers()} workers: read {read:.1f} s ({read_cpu:.1f} s CPU), "
         f"read + replay {total:.1f} s ({total_cpu:.1f} s CPU; budget 60 s), "
         f"peak memory {peak:,.0f} MiB"

@@ -80,13 +80,29 @@ def run(
     for spec in specs:  # a bad strategy is refused before the store is read
         build(spec, {})
     recorded = _read(url, queue, start, end)
+    try:
+        _answer(recorded, changes, specs, workers, export_to, hash_tenants, as_json, plot)
+    finally:
+        recorded.close()
+
+
+def _answer(
+    recorded: Recorded,
+    changes: whatif.Changes,
+    specs: list[str],
+    workers: int | None,
+    export_to: Path | None,
+    hash_tenants: bool,
+    as_json: bool,
+    plot: Path | None,
+) -> None:
     whatif.check_tenants(changes, recorded)
     if export_to is not None:
         count = export(recorded, export_to, hash_tenants=hash_tenants, salt=os.urandom(8).hex())
         err_console().print(f"wrote {count:,} jobs to {export_to}")
     elif hash_tenants:
         raise ConfigError("--hash-tenants hashes the tenants of an --export; give --export too")
-    runs = _replay(recorded, changes, specs, workers)
+    runs = _replay(recorded, changes, specs, workers, keep=plot is not None)
     if as_json:
         click.echo(json.dumps(whatif.to_json(recorded, changes, runs), indent=2))
     else:
@@ -122,10 +138,19 @@ def _read(url: str, queue: str, since: float, until: float) -> Recorded:
 
 
 def _replay(
-    recorded: Recorded, changes: whatif.Changes, specs: list[str], workers: int | None
+    recorded: Recorded,
+    changes: whatif.Changes,
+    specs: list[str],
+    workers: int | None,
+    *,
+    keep: bool,
 ) -> list[whatif.Run]:
-    with run_bars(len(recorded.jobs)) as progress:
-        return whatif.replay(recorded, changes, specs, workers=workers, progress=progress)
+    """The runs; ``keep``: with their records, which the plots need (memory then grows with
+    the window)."""
+    with run_bars(recorded.count) as progress:
+        return whatif.replay(
+            recorded, changes, specs, workers=workers, progress=progress, records=keep
+        )
 
 
 @contextmanager

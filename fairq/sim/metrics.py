@@ -342,13 +342,24 @@ def _windowed(
 ) -> _Windowed:
     backlogged: dict[int, list[str]] = defaultdict(list)
     service: dict[str, dict[int, float]] = {}
-    present: dict[int, list[str]] = defaultdict(list)  # tenants served in each window
     for tenant, records in by_tenant.items():
         service[tenant] = served(records, window)
-        for w in service[tenant]:
-            present[w].append(tenant)
         for w in backlogged_windows(records, window):
             backlogged[w].append(tenant)
+    return windowed(backlogged, service, weights)
+
+
+def windowed(
+    backlogged: Mapping[int, list[str]],
+    service: Mapping[str, Mapping[int, float]],
+    weights: Mapping[str, float],
+) -> _Windowed:
+    """The fairness figures from each window's backlogged tenants and each tenant's
+    worker-seconds per window (module docstring)."""
+    present: dict[int, list[str]] = defaultdict(list)  # tenants served in each window
+    for tenant, amounts in service.items():
+        for w in amounts:
+            present[w].append(tenant)
     jain: list[float] = []
     ginis: list[float] = []
     errors: list[float] = []
