@@ -133,5 +133,6 @@ def _peak() -> float:
     """The process's largest resident set so far, MiB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
+
 if __name__ == "__main__":
     main()

@@ -204,14 +204,14 @@ class Timeline:
         self._ends: list[float] = []  # a heap
         self._at = -math.inf
 
-    def add(self, job: SimJob, start: float | None, finish: float | None) -> None:
-        if job.arrival > self._at:
-            self._at = job.arrival
-            self._flush(job.arrival)  # the starts before it: later ones start later still
+    def add(self, tenant: str, arrival: float, start: float | None, finish: float) -> None:
+        if arrival > self._at:
+            self._at = arrival
+            self._flush(arrival)  # the starts before it: later ones start later still
         if self.waiting is not None:
-            self.waiting(job.tenant, 1, job.arrival)
-        if start is not None and finish is not None:
-            heapq.heappush(self._starts, (start, finish, job.tenant))
+            self.waiting(tenant, 1, arrival)
+        if start is not None:
+            heapq.heappush(self._starts, (start, finish, tenant))
 
     def close(self) -> None:
         self._flush(math.inf)
@@ -299,34 +299,31 @@ def _summed(
 ) -> Recorded:
     """The trace's figures, in one pass over it: the pool, the window, what to note."""
     origin = next(iter(trace.rows()))[0]
-    count = ran = 0
-    flags = [0, 0]  # jobs estimated, jobs retried
+    count = ran = estimated = retried = 0
     tenants: set[str] = set()
     work = ran_work = 0.0
     end = ran_end = -math.inf
     first_start = math.inf
     timeline = Timeline()
-
-    def counted(rows: Iterable[list[Any]]) -> Iterator[list[Any]]:
-        for row in rows:
-            flags[0] += row[10]
-            flags[1] += row[11]
-            yield row
-
-    for page in _entries(counted(trace.rows()), origin, PAGE):
-        for job, start, finish in page:
-            count += 1
-            tenants.add(job.tenant)
-            work += job.duration
-            end = max(end, job.arrival + job.duration)
-            timeline.add(job, start, finish)
-            if start is not None and finish is not None:
-                ran += 1
-                ran_work += job.duration
-                ran_end = max(ran_end, finish)
-                first_start = min(first_start, start)
+    for row in trace.rows():  # as _entries reads them, without making the jobs
+        arrival, _, _, _, tenant, _, _, duration, _, started, guessed, again = row
+        arrival -= origin
+        count += 1
+        estimated += guessed
+        retried += again
+        tenants.add(tenant)
+        work += duration
+        end = max(end, arrival + duration)
+        if started is None:
+            timeline.add(tenant, arrival, None, 0.0)
+            continue
+        start = max(started - origin, arrival)
+        timeline.add(tenant, arrival, start, start + duration)
+        ran += 1
+        ran_work += duration
+        ran_end = max(ran_end, start + duration)
+        first_start = min(first_start, start)
     timeline.close()
-    estimated, retried = flags
     if ran:  # fairq.sim.metrics.default_window over the recorded runs (or, none: the jobs)
         window = max(10 * ran_work / ran, ran_end / 2000, 1e-6)
     else:

@@ -236,8 +236,10 @@ def replay(
     timeline = Timeline(actual.tally.waiting)
     for page in recorded.pages():
         for job, start, finish in page:
-            timeline.add(job, start, finish)
-            if start is not None and finish is not None:
+            if start is None or finish is None:
+                timeline.add(job.tenant, job.arrival, None, 0.0)
+            else:
+                timeline.add(job.tenant, job.arrival, start, finish)
                 actual.keep(Record(job, start, finish, 0))
         for plan in plans[1:]:
             assert plan.simulation is not None

@@ -138,9 +138,7 @@ def _copy(n: int, state: JobState, finished: float | None) -> RecordedJob:
 
 
 @pytest.mark.parametrize("run", [2, 100])
-def test_a_job_read_twice_keeps_its_later_copy(
-    run: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_job_read_twice_keeps_its_later_copy(run: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """A store may give a job that moved during the read twice (fairq/recorded.py): running,
     then succeeded; in memory or across spilled runs, the later copy is the one kept."""
     monkeypatch.setattr(replay_module, "RUN", run)
