@@ -326,15 +326,20 @@ def served(records: Sequence[Record], window: float) -> dict[int, float]:
     amounts: dict[int, float] = defaultdict(float)
     for r in records:
         for start, end in r.parts or ((r.start, r.finish),):
-            first, last = math.floor(start / window), math.floor(end / window)
-            if first == last:  # the common case: within one window
-                amounts[first] += end - start
-                continue
-            for w in range(first, last + 1):
-                overlap = min(end, (w + 1) * window) - max(start, w * window)
-                if overlap > 0:
-                    amounts[w] += overlap
+            spread(amounts, start, end, window)
     return amounts
+
+
+def spread(amounts: dict[int, float], start: float, end: float, window: float) -> None:
+    """Add the run from ``start`` to ``end`` to the worker-seconds of each window it spans."""
+    first, last = math.floor(start / window), math.floor(end / window)
+    if first == last:  # the common case: within one window
+        amounts[first] += end - start
+        return
+    for w in range(first, last + 1):
+        overlap = min(end, (w + 1) * window) - max(start, w * window)
+        if overlap > 0:
+            amounts[w] += overlap
 
 
 def _windowed(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from fairq.policy.metrics import Waits
 from fairq.sim.engine import Record
-from fairq.sim.metrics import Figures, windowed
+from fairq.sim.metrics import Figures, spread, windowed
 
 #: A histogram bucket spans a factor of GROWTH; a value is read as its bucket's geometric
 #: middle, so within sqrt(GROWTH) - 1 (0.5 %) of any value in it.
@@ -116,14 +116,7 @@ class Tally:
         amounts, window = self.service[tenant], self.window
         for begin, end in record.parts or ((start, record.finish),):
             self.busy += end - begin
-            first, last = math.floor(begin / window), math.floor(end / window)
-            if first == last:  # the common case: within one window
-                amounts[first] += end - begin
-                continue
-            for w in range(first, last + 1):
-                overlap = min(end, (w + 1) * window) - max(begin, w * window)
-                if overlap > 0:
-                    amounts[w] += overlap
+            spread(amounts, begin, end, window)
 
     def waiting(self, tenant: str, change: int, now: float) -> None:
         """A change of the tenant's jobs waiting, in time order (+1s first at an instant):
