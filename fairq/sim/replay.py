@@ -90,7 +90,8 @@ class Trace:
         self._rows.sort()
 
     def rows(self) -> Iterator[list[Any]]:
-        """The rows in arrival order, each job once (its last copy read)."""
+        """The rows in arrival order, each job once (its last copy read). One reading at a
+        time: readings of a spilled trace share its files' positions."""
         if self._files:
             for spilled in self._files:
                 spilled.seek(0)
