@@ -43,6 +43,7 @@ from fairq.sim.strategies.fairq import Own
 
 PAGE = 10_000  # jobs per history page: a page is held whole while it is converted
 RUN = 100_000  # jobs sorted in memory at once: a longer window is sorted in runs on disk
+CHUNK = 1_000  # rows a line of a run's file
 UNFINISHED = (JobState.SCHEDULED, JobState.READY, JobState.RUNNING)
 Progress = Callable[[int], None]  # called with the jobs read so far
 _EVER = 1e18  # a window that holds every job a store can have
@@ -53,7 +54,8 @@ Entry = tuple[SimJob, float | None, float | None]
 
 class Trace:
     """A window's jobs, sorted into arrival order with memory bounded by ``RUN``: each
-    ``RUN`` rows read are sorted and written to a temporary file (JSON lines), and reading
+    ``RUN`` rows read are sorted and written to a temporary file (JSON, ``CHUNK`` rows a
+    line), and reading
     merges the files. A window of at most ``RUN`` jobs stays in memory. A job read twice (a
     store may give a job that moved during the read again, fairq/recorded.py) keeps its
     later copy: its copies sort next to each other (by arrival, enqueue time, id, then the
@@ -79,7 +81,11 @@ class Trace:
         spilled = tempfile.TemporaryFile(  # noqa: SIM115 (kept open to be read; close())
             "w+", encoding="utf-8", prefix="fairq-trace-"
         )
-        spilled.writelines(json.dumps(row, separators=(",", ":")) + "\n" for row in self._rows)
+        rows = self._rows  # a line holds CHUNK rows: far fewer calls than a line a row
+        spilled.writelines(
+            json.dumps(rows[at : at + CHUNK], separators=(",", ":")) + "\n"
+            for at in range(0, len(rows), CHUNK)
+        )
         self._files.append(spilled)
         self._rows = []
 
@@ -95,7 +101,7 @@ class Trace:
         if self._files:
             for spilled in self._files:
                 spilled.seek(0)
-            merged: Iterable[list[Any]] = heapq.merge(*(map(json.loads, f) for f in self._files))
+            merged: Iterable[list[Any]] = heapq.merge(*map(_read_back, self._files))
         else:
             merged = self._rows
         held: list[Any] | None = None
@@ -110,6 +116,11 @@ class Trace:
         for spilled in self._files:
             spilled.close()
         self._files = []
+
+
+def _read_back(spilled: IO[str]) -> Iterator[list[Any]]:
+    for line in spilled:
+        yield from json.loads(line)
 
 
 @dataclass(frozen=True, kw_only=True)
