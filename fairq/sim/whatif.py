@@ -236,9 +236,7 @@ def replay(
     timeline = Timeline(actual.tally.waiting)
     for page in recorded.pages():
         for job, start, finish in page:
-            if start is None or finish is None:
-                timeline.add(job.tenant, job.arrival, None, 0.0)
-            else:
+            if start is not None and finish is not None:  # the actual run: what started
                 timeline.add(job.tenant, job.arrival, start, finish)
                 actual.keep(Record(job, start, finish, 0))
         for plan in plans[1:]:

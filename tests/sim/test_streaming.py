@@ -167,3 +167,35 @@ def test_replayed_figures_need_no_records_but_keep_them_when_asked() -> None:
     assert [len(run.records) for run in kept] == [400, 400, 400]
     assert [run.figures for run in lean] == [run.figures for run in kept]
     assert dataclasses.asdict(lean[0].figures) == dataclasses.asdict(kept[0].figures)
+
+
+def test_the_actual_runs_figures_are_those_of_what_started() -> None:
+    """Jobs still waiting when the store is read are not part of the actual run: its folded
+    figures are the figures of the recorded runs alone (they would keep a tenant backlogged
+    to the end)."""
+    from fairq.contract import EnqueueParams
+    from fairq.job import NewJob
+    from fairq.model import ReferenceModel
+
+    store = ReferenceModel()
+    record(store, busy_day(), workers=4)
+    waiting = [
+        NewJob(id=f"late-{n}", name="task", queue=QUEUE, tenant=f"t{n % 2}", payload="{}",
+               run_at=0.0, max_attempts=1, lease_timeout=60.0, cost=1.0)
+        for n in range(6)
+    ]  # fmt: skip
+    store.enqueue(EnqueueParams(jobs=waiting, now=20.0))
+    recorded = read_history(store, QUEUE, 0.0, 1e6)
+    assert recorded.estimated == 6 and len(recorded.actual) == 400
+    actual = whatif.replay(recorded, whatif.Changes(), ["fairq"])[0].figures
+    exact = figures(
+        recorded.actual,
+        workers=recorded.pool,
+        weights=recorded.weights,
+        window=recorded.window,
+        whole=False,
+    )
+    assert actual.windows == exact.windows > 0
+    assert actual.jain_mean == pytest.approx(exact.jain_mean, rel=1e-9)
+    assert actual.contended_share == pytest.approx(exact.contended_share, rel=1e-9)
+    assert actual.makespan == pytest.approx(exact.makespan, rel=1e-9)
