@@ -40,7 +40,7 @@ def fidelity_on(url: str, scenario: Scenario, work_dir: Path) -> None:
     found = whatif.fidelity(actual, as_is)
     assert found is not None
     print(
-        f"\n{redact_url(url).split('://')[0]}: {len(recorded.jobs):,} jobs, "
+        f"\n{redact_url(url).split('://')[0]}: {recorded.count:,} jobs, "
         f"{recorded.workers()} workers seen; makespan real {actual.figures.makespan:.2f} s, "
         f"replayed {as_is.figures.makespan:.2f} s (ratio {found.makespan:.2f}); "
         f"fidelity error {found.error:.1%}"

@@ -17,7 +17,9 @@ Wall time and CPU time are both printed: on a shared machine the CPU time is the
 from __future__ import annotations
 
 import argparse
+import cProfile
 import multiprocessing
+import pstats
 import random
 import resource
 import time
@@ -91,6 +93,7 @@ def main() -> None:
     parser.add_argument("--tenants", type=int, default=1_000)
     parser.add_argument("--workers", type=int, default=256)
     parser.add_argument("--store", type=Path, default=Path("/tmp/fairq-replay-1m.db"))
+    parser.add_argument("--profile", action="store_true", help="print cProfile's top 25")
     args = parser.parse_args()
     if not args.store.exists():
         started = time.perf_counter()
@@ -101,22 +104,34 @@ def main() -> None:
         child.join()
         print(f"filled {args.store} in {time.perf_counter() - started:.0f} s")
     store = SQLiteBackend(args.store)
+    profiler = cProfile.Profile() if args.profile else None
+    if profiler is not None:
+        profiler.enable()
     started, cpu = time.perf_counter(), time.process_time()
     recorded = read_history(store, QUEUE, 0.0, 1e12)
     read, read_cpu = time.perf_counter() - started, time.process_time() - cpu
+    read_peak = _peak()
     runs = whatif.replay(recorded, whatif.Changes(), ["fairq"])
     total, total_cpu = time.perf_counter() - started, time.process_time() - cpu
+    if profiler is not None:
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+    recorded.close()
     store.close()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     found = whatif.fidelity(runs[0], runs[1])
     print(
-        f"{len(recorded.jobs):,} jobs of {len(recorded.weights):,} tenants, "
+        f"{recorded.count:,} jobs of {len(recorded.weights):,} tenants, "
         f"{recorded.workers()} workers: read {read:.1f} s ({read_cpu:.1f} s CPU), "
         f"read + replay {total:.1f} s ({total_cpu:.1f} s CPU; budget 60 s), "
-        f"peak memory {peak:,.0f} MiB"
+        f"peak memory {read_peak:,.0f} MiB after the read, {_peak():,.0f} MiB in all"
     )
     if found is not None:
         print(f"fidelity of the as-is replay: error {found.error:.1%}")
+
+
+def _peak() -> float:
+    """The process's largest resident set so far, MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 if __name__ == "__main__":

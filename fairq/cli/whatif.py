@@ -12,7 +12,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -79,23 +79,23 @@ def run(
     changes = whatif.read_changes(sets, set_queue)
     for spec in specs:  # a bad strategy is refused before the store is read
         build(spec, {})
-    recorded = _read(url, queue, start, end)
-    whatif.check_tenants(changes, recorded)
-    if export_to is not None:
-        count = export(recorded, export_to, hash_tenants=hash_tenants, salt=os.urandom(8).hex())
-        err_console().print(f"wrote {count:,} jobs to {export_to}")
-    elif hash_tenants:
-        raise ConfigError("--hash-tenants hashes the tenants of an --export; give --export too")
-    runs = _replay(recorded, changes, specs, workers)
-    if as_json:
-        click.echo(json.dumps(whatif.to_json(recorded, changes, runs), indent=2))
-    else:
-        out_console().print(whatif.tables(recorded, changes, runs))
-    if plot is not None:
-        from fairq.sim.plots import write_replay_plots
+    with closing(_read(url, queue, start, end)) as recorded:  # closing: its temporary files
+        whatif.check_tenants(changes, recorded)
+        if export_to is not None:
+            count = export(recorded, export_to, hash_tenants=hash_tenants, salt=os.urandom(8).hex())
+            err_console().print(f"wrote {count:,} jobs to {export_to}")
+        elif hash_tenants:
+            raise ConfigError("--hash-tenants hashes the tenants of an --export; give --export too")
+        runs = _replay(recorded, changes, specs, workers, keep=plot is not None)
+        if as_json:
+            click.echo(json.dumps(whatif.to_json(recorded, changes, runs), indent=2))
+        else:
+            out_console().print(whatif.tables(recorded, changes, runs))
+        if plot is not None:
+            from fairq.sim.plots import write_replay_plots
 
-        for path in write_replay_plots(recorded, runs, plot):
-            err_console().print(f"wrote {path}")
+            for path in write_replay_plots(recorded, runs, plot):
+                err_console().print(f"wrote {path}")
 
 
 def _read(url: str, queue: str, since: float, until: float) -> Recorded:
@@ -122,10 +122,19 @@ def _read(url: str, queue: str, since: float, until: float) -> Recorded:
 
 
 def _replay(
-    recorded: Recorded, changes: whatif.Changes, specs: list[str], workers: int | None
+    recorded: Recorded,
+    changes: whatif.Changes,
+    specs: list[str],
+    workers: int | None,
+    *,
+    keep: bool,
 ) -> list[whatif.Run]:
-    with run_bars(len(recorded.jobs)) as progress:
-        return whatif.replay(recorded, changes, specs, workers=workers, progress=progress)
+    """The runs; ``keep``: with their records, which the plots need (memory then grows with
+    the window)."""
+    with run_bars(recorded.count) as progress:
+        return whatif.replay(
+            recorded, changes, specs, workers=workers, progress=progress, records=keep
+        )
 
 
 @contextmanager

@@ -14,8 +14,9 @@ every part. An ``Outage`` takes workers out for a while (a hung pool): they take
 from __future__ import annotations
 
 import heapq
+import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Protocol, TypeVar
@@ -112,6 +113,172 @@ class Strategy(Protocol):
 
 _Run = TypeVar("_Run", bound="SimJob | Part")
 Progress = Callable[[int], None]  # called with the number of jobs finished so far
+Sink = Callable[[Record], None]  # takes each record as its job finishes
+
+
+class Waiting(Protocol):
+    """Told, in time order, each change of a tenant's jobs waiting (arrived, or handed back
+    between two parts, and not running): +1 when one becomes ready, -1 when one starts. At
+    one instant the +1s come first."""
+
+    def __call__(self, tenant: str, change: int, now: float) -> None: ...
+
+
+class Simulation:
+    """One run fed incrementally: ``feed`` jobs in arrival order, page by page, then ``close``.
+    Each record goes to ``sink`` as its job finishes, so a run holds only the jobs waiting or
+    running (and the strategy's state), never the whole trace: fed page by page or all at
+    once, the run is the same."""
+
+    def __init__(
+        self,
+        strategy: Strategy,
+        *,
+        workers: int,
+        seed: int,
+        sink: Sink,
+        outages: Sequence[Outage] = (),
+        waiting: Waiting | None = None,
+    ) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        for outage in outages:
+            if max(outage.workers) >= workers:
+                raise ValueError(f"an outage names worker {max(outage.workers)} of {workers}")
+        strategy.start(workers, random.Random(seed))
+        self.strategy = strategy
+        self.sink = sink
+        self.outages = outages
+        self.waiting = waiting
+        self.fed = self.finished = 0
+        self._events: list[tuple[float, int, int, object]] = []
+        self._seq = 0
+        for outage in outages:  # the instant a pool comes back, its idle workers are offered
+            self._events.append((outage.end, _WAKE, self._seq, None))
+            self._seq += 1
+        heapq.heapify(self._events)
+        self._idle = list(range(workers))  # kept in ascending order
+        self._running: dict[int, tuple[SimJob, float, bool]] = {}  # worker -> job, start, last
+        self._left: dict[int, float] = {}  # job id -> seconds left, for jobs run in parts
+        self._spans: dict[int, list[tuple[float, float]]] = {}  # job id -> its parts so far
+        self._woken: set[float] = set()
+        self._instant: list[SimJob] = []  # the latest instant's arrivals, not yet submitted
+        self._at = -math.inf
+
+    def feed(self, jobs: Iterable[SimJob]) -> None:
+        """More arrivals, in arrival order, none before the last fed. An instant's arrivals
+        reach the strategy as one batch: the last instant waits for the next feed (or close)."""
+        for job in jobs:
+            if job.arrival != self._at:
+                if job.arrival < self._at:
+                    raise ValueError(
+                        f"job {job.id} arrives at {job.arrival}, before {self._at}: feed jobs "
+                        "in arrival order"
+                    )
+                self._submit()
+                self._at = job.arrival
+            self._instant.append(job)
+            self.fed += 1
+
+    def close(self) -> int:
+        """Run to the end; the jobs run. RuntimeError when the strategy held some forever."""
+        self._submit()
+        while self._events:
+            self._step(None)
+        if self.finished != self.fed:
+            raise RuntimeError(
+                f"{self.strategy.name} ran {self.finished} of {self.fed} jobs: it held the "
+                "rest forever"
+            )
+        return self.finished
+
+    def _submit(self) -> None:
+        if not self._instant:
+            return
+        batch, self._instant = self._instant, []
+        at = batch[0].arrival
+        events = self._events
+        while events and events[0][0] < at:
+            self._step(None)
+        self._step(batch)
+
+    def _step(self, batch: list[SimJob] | None) -> None:
+        """One instant: its arrivals (``batch``) or the next event's time, every event of
+        that instant, then the idle workers offered."""
+        events, strategy, waiting = self._events, self.strategy, self.waiting
+        if batch is not None:
+            now = batch[0].arrival
+            strategy.submit(batch, now)
+            if waiting is not None:
+                for job in batch:
+                    waiting(job.tenant, 1, now)
+        else:
+            now = events[0][0]
+        freed = False
+        pop = heapq.heappop
+        idle, running, spans = self._idle, self._running, self._spans
+        while events and events[0][0] == now:
+            _, kind, _, payload = pop(events)
+            if kind == _FINISH:
+                assert isinstance(payload, int)
+                job, started, last = running.pop(payload)
+                strategy.finished(job, payload, now)
+                idle.append(payload)
+                freed = True
+                if job.id in spans:
+                    spans[job.id].append((started, now))
+                    if not last:
+                        if waiting is not None:
+                            waiting(job.tenant, 1, now)  # ready again for its next part
+                        continue
+                    parts = tuple(spans.pop(job.id))
+                    del self._left[job.id]
+                    record = Record(job, parts[0][0], now, payload, parts)
+                else:
+                    record = Record(job, started, now, payload)
+                self.finished += 1
+                self.sink(record)
+            else:
+                self._woken.discard(now)
+        if idle:
+            if freed:
+                idle.sort()
+            outages = self.outages
+            offered = [w for w in idle if not _out(outages, w, now)] if outages else idle
+            handed = strategy.take(offered, now) if offered else ()
+            if handed:
+                self._hand(offered, handed, now)
+        wake = strategy.wake_at(now)
+        if wake is not None and wake > now and wake not in self._woken:
+            self._woken.add(wake)
+            heapq.heappush(events, (wake, _WAKE, self._seq, None))
+            self._seq += 1
+
+    def _hand(
+        self, offered: Sequence[int], handed: Sequence[SimJob | Part | None], now: float
+    ) -> None:
+        busy: set[int] = set()
+        left, spans, waiting = self._left, self._spans, self.waiting
+        for worker, given in zip(offered, handed, strict=False):
+            if given is None:
+                continue
+            if isinstance(given, Part):
+                job = given.job
+                remaining = left.get(job.id, job.duration)
+                run, last = min(given.seconds, remaining), given.seconds >= remaining
+                if not (last and job.id not in spans):  # a whole run needs no parts
+                    spans.setdefault(job.id, [])
+                    left[job.id] = remaining - run
+            else:
+                job, run, last = given, given.duration, True
+            if waiting is not None:
+                waiting(job.tenant, -1, now)
+            self._running[worker] = (job, now, last)
+            heapq.heappush(self._events, (now + run, _FINISH, self._seq, worker))
+            self._seq += 1
+            busy.add(worker)
+        if busy:
+            self._idle = [w for w in self._idle if w not in busy]
 
 
 def simulate(
@@ -124,97 +291,22 @@ def simulate(
     progress: Progress | None = None,
     progress_every: int = 10_000,
 ) -> list[Record]:
-    """Run ``jobs`` (in arrival order) through ``strategy`` on ``workers`` workers.
+    """Run ``jobs`` (in any order: ties keep theirs) through ``strategy`` on ``workers``
+    workers, all at once (``Simulation`` takes them page by page).
 
     Returns one record per job, in finishing order. A strategy that never hands out some job
     (it holds work forever) raises RuntimeError rather than reporting a partial run.
     """
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    for outage in outages:
-        if max(outage.workers) >= workers:
-            raise ValueError(f"an outage names worker {max(outage.workers)} of {workers}")
-    strategy.start(workers, random.Random(seed))
-    arrivals = _instants(jobs)  # read in order: the heap holds only finishes and wake-ups
-    events: list[tuple[float, int, int, object]] = []
-    seq = 0
-    for outage in outages:  # the instant a pool comes back, its idle workers are offered
-        events.append((outage.end, _WAKE, seq, None))
-        seq += 1
-    heapq.heapify(events)
-    idle = list(range(workers))  # kept in ascending order
-    running: dict[int, tuple[SimJob, float, bool]] = {}  # worker -> job, start, ends the job
-    left: dict[int, float] = {}  # job id -> seconds left, for jobs run in parts
-    spans: dict[int, list[tuple[float, float]]] = {}  # job id -> its parts so far
     records: list[Record] = []
-    woken: set[float] = set()
-    pop, push = heapq.heappop, heapq.heappush
-    next_arrival = 0
-    while events or next_arrival < len(arrivals):
-        if next_arrival < len(arrivals) and (
-            not events or arrivals[next_arrival][0] <= events[0][0]
-        ):
-            now, batch = arrivals[next_arrival]
-            next_arrival += 1
-            strategy.submit(batch, now)
-        else:
-            now = events[0][0]
-        freed = False
-        while events and events[0][0] == now:
-            _, kind, _, payload = pop(events)
-            if kind == _FINISH:
-                assert isinstance(payload, int)
-                job, started, last = running.pop(payload)
-                strategy.finished(job, payload, now)
-                idle.append(payload)
-                freed = True
-                if job.id in spans:
-                    spans[job.id].append((started, now))
-                    if not last:
-                        continue
-                    parts = tuple(spans.pop(job.id))
-                    del left[job.id]
-                    records.append(Record(job, parts[0][0], now, payload, parts))
-                else:
-                    records.append(Record(job, started, now, payload))
-                if progress is not None and len(records) % progress_every == 0:
-                    progress(len(records))
-            else:
-                woken.discard(now)
-        if idle:
-            if freed:
-                idle.sort()
-            offered = [w for w in idle if not _out(outages, w, now)] if outages else idle
-            handed = strategy.take(offered, now) if offered else ()
-            if handed:
-                busy: set[int] = set()
-                for worker, given in zip(offered, handed, strict=False):
-                    if given is None:
-                        continue
-                    if isinstance(given, Part):
-                        job = given.job
-                        remaining = left.get(job.id, job.duration)
-                        run, last = min(given.seconds, remaining), given.seconds >= remaining
-                        if not (last and job.id not in spans):  # a whole run needs no parts
-                            spans.setdefault(job.id, [])
-                            left[job.id] = remaining - run
-                    else:
-                        job, run, last = given, given.duration, True
-                    running[worker] = (job, now, last)
-                    push(events, (now + run, _FINISH, seq, worker))
-                    seq += 1
-                    busy.add(worker)
-                if busy:
-                    idle = [w for w in idle if w not in busy]
-        wake = strategy.wake_at(now)
-        if wake is not None and wake > now and wake not in woken:
-            woken.add(wake)
-            push(events, (wake, _WAKE, seq, None))
-            seq += 1
-    if len(records) != len(jobs):
-        raise RuntimeError(
-            f"{strategy.name} ran {len(records)} of {len(jobs)} jobs: it held the rest forever"
-        )
+
+    def keep(record: Record) -> None:
+        records.append(record)
+        if progress is not None and len(records) % progress_every == 0:
+            progress(len(records))
+
+    run = Simulation(strategy, workers=workers, seed=seed, sink=keep, outages=outages)
+    run.feed(sorted(jobs, key=attrgetter("arrival")))  # stable: ties keep their order
+    run.close()
     if progress is not None:
         progress(len(records))
     return records
@@ -222,17 +314,6 @@ def simulate(
 
 def _out(outages: Sequence[Outage], worker: int, now: float) -> bool:
     return any(outage.holds(worker, now) for outage in outages)
-
-
-def _instants(jobs: Sequence[SimJob]) -> list[tuple[float, list[SimJob]]]:
-    """The jobs grouped by arrival time, in arrival order (ties in the order given)."""
-    grouped: list[tuple[float, list[SimJob]]] = []
-    for job in sorted(jobs, key=attrgetter("arrival")):  # stable: ties keep their order
-        if grouped and grouped[-1][0] == job.arrival:
-            grouped[-1][1].append(job)
-        else:
-            grouped.append((job.arrival, [job]))
-    return grouped
 
 
 def one_pool(

@@ -326,15 +326,20 @@ def served(records: Sequence[Record], window: float) -> dict[int, float]:
     amounts: dict[int, float] = defaultdict(float)
     for r in records:
         for start, end in r.parts or ((r.start, r.finish),):
-            first, last = math.floor(start / window), math.floor(end / window)
-            if first == last:  # the common case: within one window
-                amounts[first] += end - start
-                continue
-            for w in range(first, last + 1):
-                overlap = min(end, (w + 1) * window) - max(start, w * window)
-                if overlap > 0:
-                    amounts[w] += overlap
+            spread(amounts, start, end, window)
     return amounts
+
+
+def spread(amounts: dict[int, float], start: float, end: float, window: float) -> None:
+    """Add the run from ``start`` to ``end`` to the worker-seconds of each window it spans."""
+    first, last = math.floor(start / window), math.floor(end / window)
+    if first == last:  # the common case: within one window
+        amounts[first] += end - start
+        return
+    for w in range(first, last + 1):
+        overlap = min(end, (w + 1) * window) - max(start, w * window)
+        if overlap > 0:
+            amounts[w] += overlap
 
 
 def _windowed(
@@ -342,13 +347,24 @@ def _windowed(
 ) -> _Windowed:
     backlogged: dict[int, list[str]] = defaultdict(list)
     service: dict[str, dict[int, float]] = {}
-    present: dict[int, list[str]] = defaultdict(list)  # tenants served in each window
     for tenant, records in by_tenant.items():
         service[tenant] = served(records, window)
-        for w in service[tenant]:
-            present[w].append(tenant)
         for w in backlogged_windows(records, window):
             backlogged[w].append(tenant)
+    return windowed(backlogged, service, weights)
+
+
+def windowed(
+    backlogged: Mapping[int, list[str]],
+    service: Mapping[str, Mapping[int, float]],
+    weights: Mapping[str, float],
+) -> _Windowed:
+    """The fairness figures from each window's backlogged tenants and each tenant's
+    worker-seconds per window (module docstring)."""
+    present: dict[int, list[str]] = defaultdict(list)  # tenants served in each window
+    for tenant, amounts in service.items():
+        for w in amounts:
+            present[w].append(tenant)
     jain: list[float] = []
     ginis: list[float] = []
     errors: list[float] = []

@@ -30,11 +30,12 @@ from fairq.errors import ConfigError
 from fairq.policy.bounds import check_int, check_seconds, check_weight
 from fairq.policy.rate import Rate
 from fairq.sim.compare import Outcome
-from fairq.sim.engine import Outage, Record, simulate
-from fairq.sim.metrics import Figures, default_window, figures
-from fairq.sim.replay import Recorded
+from fairq.sim.engine import Outage, Record, Simulation
+from fairq.sim.metrics import Figures
+from fairq.sim.replay import Recorded, Timeline
 from fairq.sim.strategies import build
 from fairq.sim.strategies.fairq import Own
+from fairq.sim.tally import Tally
 
 ACTUAL, AS_IS = "actual", "as-is"
 NONE = "none"
@@ -163,7 +164,8 @@ def weights_of(
 
 @dataclass(frozen=True, kw_only=True)
 class Run:
-    """One run's records and figures, with what it ran under."""
+    """One run's figures, with what it ran under; its records only when kept (``replay``'s
+    ``records``: plots, tests), since a run of a long window does not hold them."""
 
     name: str
     workers: int
@@ -171,12 +173,28 @@ class Run:
     records: list[Record]
     figures: Figures
     tenants: dict[str, TenantRow]
+    mean_run: float  # the mean run time of its jobs
 
     def outcome(self) -> Outcome:
         return Outcome(strategy=self.name, records=self.records, figures=self.figures, held=[])
 
 
 Progress = Callable[[str, int], None]  # (run, jobs finished so far)
+
+
+@dataclass
+class _Plan:
+    name: str
+    workers: int
+    weights: dict[str, float]
+    tally: Tally
+    records: list[Record] | None
+    simulation: Simulation | None = None  # None: the actual run, as recorded
+
+    def keep(self, record: Record) -> None:
+        self.tally.add(record)
+        if self.records is not None:
+            self.records.append(record)
 
 
 def replay(
@@ -186,61 +204,86 @@ def replay(
     *,
     workers: int | None = None,
     progress: Progress | None = None,
+    records: bool = False,
 ) -> list[Run]:
-    """``actual``, ``as-is`` and one ``what-if`` per strategy (none when nothing changes)."""
+    """``actual``, ``as-is`` and one ``what-if`` per strategy (none when nothing changes),
+    all in one pass over the trace, a page at a time: every run is fed each page before the
+    next is read, and folds its records into its figures as its jobs finish (``Tally``), so
+    memory does not grow with the window. ``records``: keep every run's records too."""
     pool = recorded.workers()
-    window = default_window(recorded.actual or recorded_as_records(recorded))
     settings, own = changed(recorded, changes)
     weights = weights_of(recorded, settings, own)
-    plans = [(AS_IS, build("fairq", recorded.weights, queue=recorded.settings, own=recorded.own),
-              pool, recorded.weights)]  # fmt: skip
-    built = [build(spec, weights, queue=settings, own=own) for spec in strategies]
-    for strategy in built:
+    plans = [_Plan(ACTUAL, pool, recorded.weights, Tally(window=recorded.window,
+                   weights=recorded.weights), [] if records else None)]  # fmt: skip
+    runs = [(AS_IS, build("fairq", recorded.weights, queue=recorded.settings, own=recorded.own),
+             pool, recorded.weights)]  # fmt: skip
+    for strategy in [build(spec, weights, queue=settings, own=own) for spec in strategies]:
         if changes or (workers or pool) != pool or strategy.name != "fairq":
-            plans.append((f"what-if {strategy.name}", strategy, workers or pool, weights))
-    runs = [_run(ACTUAL, recorded.actual, pool, recorded.weights, window)]
-    for name, strategy, size, given in plans:
-
-        def report(done: int, name: str = name) -> None:
-            if progress is not None:
-                progress(name, done)
-
-        records = simulate(
-            recorded.jobs,
+            runs.append((f"what-if {strategy.name}", strategy, workers or pool, weights))
+    for name, strategy, size, given in runs:
+        plan = _Plan(name, size, given, Tally(window=recorded.window, weights=given),
+                     [] if records else None)  # fmt: skip
+        plan.simulation = Simulation(
             strategy,
             workers=size,
             seed=SEED,
+            sink=plan.keep,
             outages=pool_start(recorded, size),
-            progress=report,
-            progress_every=50_000,
+            waiting=plan.tally.waiting,
         )
-        runs.append(_run(name, records, size, given, window))
-    return runs
+        plans.append(plan)
+    actual = plans[0]
+    timeline = Timeline(actual.tally.waiting)
+    for page in recorded.pages():
+        for job, start, finish in page:
+            if start is not None and finish is not None:  # the actual run: what started
+                timeline.add(job.tenant, job.arrival, start, finish)
+                actual.keep(Record(job, start, finish, 0))
+        for plan in plans[1:]:
+            assert plan.simulation is not None
+            plan.simulation.feed([job for job, _, _ in page])
+        if progress is not None:
+            for plan in plans[1:]:
+                progress(plan.name, plan.tally.jobs)
+    timeline.close()
+    for plan in plans[1:]:
+        assert plan.simulation is not None
+        plan.simulation.close()
+        if progress is not None:
+            progress(plan.name, plan.tally.jobs)
+    return [_run(plan) for plan in plans]
 
 
 def pool_start(recorded: Recorded, workers: int) -> list[Outage]:
     """The replay's workers take no job before the first recorded start: the real pool was not
     up yet, or busy with jobs of before the window, which the replay does not have."""
-    first = min((r.start for r in recorded.actual), default=0.0)
+    first = recorded.first_start if math.isfinite(recorded.first_start) else 0.0
     return [Outage(frozenset(range(workers)), 0.0, first)] if first > 0 else []
 
 
-def recorded_as_records(recorded: Recorded) -> list[Record]:
-    """The jobs as if each started on arrival: only for a window when nothing started."""
-    return [Record(j, j.arrival, j.arrival + j.duration, 0) for j in recorded.jobs]
-
-
-def _run(
-    name: str, records: list[Record], workers: int, weights: dict[str, float], window: float
-) -> Run:
-    found = figures(records, workers=workers, weights=weights, window=window, whole=False)
+def _run(plan: _Plan) -> Run:
+    tally = plan.tally
+    found = tally.figures(plan.workers)
+    firsts = tally.first_starts()
+    rows = {
+        t: TenantRow(
+            jobs=w.jobs,
+            p50=w.p50,
+            p99=w.p99,
+            max=w.max,
+            share=found.contended_share.get(t, 0.0),
+            first_start=firsts[t],
+        )
+        for t, w in found.per_tenant.items()
+    }
     return Run(
-        name=name,
-        workers=workers,
-        weights=weights,
-        records=records,
+        name=plan.name,
+        workers=plan.workers,
+        weights=plan.weights,
+        records=plan.records or [],
         figures=found,
-        tenants=per_tenant(records, found),
+        tenants=rows,
+        mean_run=tally.busy / tally.jobs if tally.jobs else 0.0,
     )
 
 
@@ -255,28 +298,6 @@ class TenantRow:
     max: float
     share: float  # of the worker time while two or more tenants were backlogged
     first_start: float  # from the tenant's first arrival to its first start
-
-
-def per_tenant(records: Sequence[Record], found: Figures) -> dict[str, TenantRow]:
-    first_arrival: dict[str, float] = {}
-    first_start: dict[str, float] = {}
-    for r in records:
-        t = r.job.tenant
-        if r.job.arrival < first_arrival.get(t, math.inf):
-            first_arrival[t] = r.job.arrival
-        if r.start < first_start.get(t, math.inf):
-            first_start[t] = r.start
-    return {
-        t: TenantRow(
-            jobs=w.jobs,
-            p50=w.p50,
-            p99=w.p99,
-            max=w.max,
-            share=found.contended_share.get(t, 0.0),
-            first_start=first_start[t] - first_arrival[t],
-        )
-        for t, w in found.per_tenant.items()
-    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,10 +316,9 @@ class Fidelity:
 
 def fidelity(actual: Run, as_is: Run) -> Fidelity | None:
     real, sim = actual.figures, as_is.figures
-    if not actual.records:
+    if not actual.figures.jobs:
         return None
-    mean = sum(r.job.duration for r in actual.records) / len(actual.records)
-    floor = max(mean, 1e-6)
+    floor = max(actual.mean_run, 1e-6)
     pairs = [
         (real.makespan, sim.makespan, floor),
         (real.waits.p50, sim.waits.p50, floor),
@@ -334,7 +354,7 @@ def to_json(recorded: Recorded, changes: Changes, runs: Sequence[Run]) -> dict[s
             "since": recorded.since,
             "until": recorded.until,
             "origin": recorded.origin,
-            "jobs": len(recorded.jobs),
+            "jobs": recorded.count,
             "tenants": len(recorded.weights),
             "changes": list(changes.given),
             "notes": recorded.notes,
@@ -372,7 +392,7 @@ def _clean(value: Any) -> Any:
 def tables(recorded: Recorded, changes: Changes, runs: Sequence[Run]) -> Group:
     """The runs side by side, the fidelity line, then the busiest tenants run by run."""
     summary = Table(
-        title=f"queue {recorded.queue}: {len(recorded.jobs):,} jobs of "
+        title=f"queue {recorded.queue}: {recorded.count:,} jobs of "
         f"{len(recorded.weights):,} tenants replayed"
         + (f" with {' '.join(changes.given)}" if changes.given else ""),
         caption="waits in seconds; Jain/Gini over backlogged windows (—: never two tenants "

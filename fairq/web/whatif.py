@@ -85,7 +85,7 @@ def _replay(app: App, queue: str, tenant: str, changes: whatif.Changes) -> dict[
         runs.append(runs[1])
     found = whatif.fidelity(runs[0], runs[1])
     return {
-        "jobs": len(recorded.jobs),
+        "jobs": recorded.count,
         "workers": runs[1].workers,
         "changes": ", ".join(changes.given),
         "error": None if found is None else found.error,

@@ -45,7 +45,7 @@ def test_the_as_is_replay_finds_every_recorded_wait_again(kind: str, tmp_path: P
     assert recorded.estimated == 0 and recorded.notes == []
     expected = sorted((r.job.tenant, r.job.arrival, r.wait) for r in ran)
     assert sorted((r.job.tenant, r.job.arrival, r.wait) for r in recorded.actual) == expected
-    runs = whatif.replay(recorded, whatif.Changes(), ["fairq"])
+    runs = whatif.replay(recorded, whatif.Changes(), ["fairq"], records=True)
     assert [run.name for run in runs] == [whatif.ACTUAL, whatif.AS_IS]
     assert sorted((r.job.tenant, r.job.arrival, r.wait) for r in runs[1].records) == expected
     found = whatif.fidelity(runs[0], runs[1])

@@ -33,7 +33,8 @@ def what_if(
 ) -> dict[str, whatif.Run]:  # fmt: skip
     changes = whatif.read_changes(sets, queue)
     whatif.check_tenants(changes, trace)
-    return {run.name: run for run in whatif.replay(trace, changes, strategies, workers=workers)}
+    runs = whatif.replay(trace, changes, strategies, workers=workers, records=True)
+    return {run.name: run for run in runs}
 
 
 def test_a_cap_of_one_runs_a_tenants_jobs_one_after_another() -> None:

@@ -29,7 +29,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
 FUNCTIONS_RELEASE = 12
-FUNCTIONS_DIGEST = "a79b64f1b922eab2b046d54f6365bcea0bcd3235408b853316b113d182547377"
+FUNCTIONS_DIGEST = "841746223d634fc6db588ecf960099352f2edbfc2b220bdf8a5efcf0ff7c8d63"
 
 
 @dataclass(frozen=True)

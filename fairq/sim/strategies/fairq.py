@@ -43,6 +43,10 @@ from fairq.policy.shards import Sharding
 from fairq.sim.engine import Part, SimJob
 
 _QUEUE = "sim"
+#: Every PRUNE_EVERY acks the model deletes the jobs that ended PRUNE_AFTER seconds ago or
+#: more (four half-lives, when longer): a tenant with no job left is then forgotten, and
+#: comes back as a new one, as in a store with that retention (fairq.policy.tenant.forgettable).
+PRUNE_EVERY, PRUNE_AFTER = 10_000, 60.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,12 +96,18 @@ class Fairq:
         self._settings = replace(settings, queue=_QUEUE)
         self._rated = settings.rate is not None or any(o.rate for o in self._own.values())
         self._store = store
+        # the simulator's own model forgets its finished jobs as a store's retention does, so
+        # a long run holds only its recent ones (a real store records what it ran: kept)
+        self._prunes = store is ReferenceModel
+        self._retention = max(PRUNE_AFTER, 4 * (self._settings.half_life or 0.0))
+        self._acked = 0
         self._model: Backend = ReferenceModel()
         self._jobs: dict[str, SimJob] = {}
         self._tokens: dict[int, str] = {}
 
     def start(self, workers: int, rng: random.Random) -> None:
         self._model = self._store()
+        self._acked = 0
         self._jobs.clear()
         self._tokens.clear()
         self._left.clear()
@@ -189,6 +199,10 @@ class Fairq:
         if self._slice is None or job.id in self._last:
             self._last.discard(job.id)
             self._model.ack_many(AckManyParams(tokens=[token], now=now))
+            self._acked += 1
+            if self._prunes and self._acked % PRUNE_EVERY == 0:
+                params = MaintainParams(now=now, queues=self._queues, retention=self._retention)
+                self._model.maintain(params)
         else:
             self._model.release(ReleaseParams(token=token, now=now))
             self._jobs[str(job.id)] = job

@@ -227,6 +227,9 @@ BEGIN
         v_acked := {schema}.ack_held(
             p_ids, p_leases, p_ack_now, v_locks.exclusive, p_channel_salt, p_queues);
         statuses := v_acked.statuses;
+        -- the runs it starts start once the acks' runs ended (their slots): the acks took
+        -- their own time, later than p_now (ack_held), so the dispatch takes the time again
+        p_now := {schema}.event_time(p_now);
     END IF;
     RETURN NEXT;
     IF NOT due THEN

@@ -1,4 +1,4 @@
--- Enqueue: one statement for every caller (queries/enqueue.sql: enqueue; enqueueing.py builds its
+-- Enqueue: one statement for every caller (queries/enqueue.sql: enqueue; producing.py builds its
 -- arguments and reads its reply). A job goes one of two ways:
 -- * stored: its tenant row is free. The call takes it (FOR UPDATE SKIP LOCKED: an enqueue
 --   never waits for a tenant), first takes in that tenant's jobs still in the inbox (they
@@ -232,7 +232,7 @@ END
 $$;
 
 -- Every enqueue (see the top). p_jobs: the jobs, in order, as a JSON array of objects with the
--- inbox's columns (one text parameter for any batch: enqueueing.py's arguments; learn_cost
+-- inbox's columns (one text parameter for any batch: producing.py's arguments; learn_cost
 -- true when left out, as an older fairq's enqueue leaves it), read once
 -- into an array of inbox rows with their seqs drawn; the caller's now, the schema's seed
 -- (queue lock keys) and channel salt, and p_inbox for an enqueue in the caller's transaction.
