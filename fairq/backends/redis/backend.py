@@ -212,6 +212,7 @@ class RedisBackend:
         return ReleaseSlotsResult(
             released=[token for token, answer in pairs if answer],
             lost=[token for token, answer in pairs if not answer],
+            wake=[answer[1:] for answer in answers if len(answer) > 1],
         )
 
     # -- maintenance -----------------------------------------------------------------------
