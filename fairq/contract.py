@@ -32,6 +32,7 @@ from fairq.peerparams import RenewSlotsResult as RenewSlotsResult
 from fairq.peerparams import RouteParams as RouteParams
 from fairq.peerparams import RouteResult as RouteResult
 from fairq.peerparams import SlotResult as SlotResult
+from fairq.peerparams import Woken as Woken
 from fairq.policy.bounds import (
     check_max_in_flight,
     check_max_running,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from fairq.errors import ConfigError
 from fairq.policy import slots
@@ -106,7 +107,14 @@ class ReleaseSlotsParams:
 class ReleaseSlotsResult:
     released: Sequence[str] = ()  # tokens whose slot was held and is free now, in order
     lost: Sequence[str] = ()  # expired, already released or unknown: nothing to give back
-    wake: Sequence[str] = ()  # parked jobs to publish again now (``park``), oldest first
+    wake: Sequence[Woken] = ()  # parked jobs to publish again now, oldest first
+
+
+class Woken(NamedTuple):
+    """A parked job a release woke: its place in line (its copies carry it) and its park text."""
+
+    place: str
+    park: str
 
 
 @dataclass(frozen=True, kw_only=True)

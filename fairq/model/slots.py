@@ -15,6 +15,7 @@ from fairq.contract import (
     ReleaseSlotsResult,
     RenewSlotsResult,
     SlotResult,
+    Woken,
 )
 from fairq.policy import slots
 
@@ -84,7 +85,7 @@ class SlotTable:
     def release(self, tokens: Sequence[str], now: float) -> ReleaseSlotsResult:
         released: list[str] = []
         lost: list[str] = []
-        wake: list[str] = []
+        wake: list[Woken] = []
         for token in tokens:
             found = self._find(token, now)
             if found is None:
@@ -95,15 +96,15 @@ class SlotTable:
                 wake += self._wake(found[0], now)
         return ReleaseSlotsResult(released=released, lost=lost, wake=wake)
 
-    def _wake(self, place: tuple[str, str], now: float) -> list[str]:
+    def _wake(self, place: tuple[str, str], now: float) -> list[Woken]:
         """The park text of the oldest wakeable waiter of ``place``, now woken (or none)."""
         line = [(w.since, n, w) for n, (at, w) in self._waiters.items() if at == place]
         line = [entry for entry in line if not entry[2].woken]
         if not line:
             return []
-        first = min(line, key=lambda entry: entry[:2])[2]
+        _, waiter, first = min(line, key=lambda entry: entry[:2])
         first.woken, first.touched = True, now
-        return [first.park]
+        return [Woken(waiter, first.park)]
 
     def sweep(self, now: float) -> None:
         """Forget every expired slot, and lines nobody came back to (maintenance)."""

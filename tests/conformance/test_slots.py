@@ -281,12 +281,19 @@ def test_a_release_wakes_the_oldest_parked_job_once(backend: Backend) -> None:
     first, second = park(backend, "job-1", 1.0), park(backend, "job-2", 2.0)
     assert first.waiter and second.waiter and first.waiter != second.waiter
     assert (first.token, first.gone, first.free_at) == (None, False, LEASE)
+    text = 'job-3: {"args": [1]}'  # any text, colons too
+    park(backend, text, 2.5)
     released = backend.release_slots(ReleaseSlotsParams(tokens=[held], now=3.0))
-    assert (list(released.released), list(released.wake)) == ([held], ["job-1"])
+    assert (list(released.released), [w.park for w in released.wake]) == ([held], ["job-1"])
     again = token(acquire(backend, now=3.5, limit=1))  # a new job took the freed slot first
     woken = backend.release_slots(ReleaseSlotsParams(tokens=[again], now=4.0))
-    assert list(woken.wake) == ["job-2"]  # job-1 is woken already: not handed out twice
-    assert list(backend.release_slots(ReleaseSlotsParams(tokens=[again], now=4.5)).wake) == []
+    assert list(woken.wake) == [(second.waiter, "job-2")]  # job-1 is woken already
+    third = token(acquire(backend, now=4.2, limit=1))
+    assert [
+        w.park for w in backend.release_slots(ReleaseSlotsParams(tokens=[third], now=4.5)).wake
+    ] == [text]
+    fourth = token(acquire(backend, now=4.6, limit=1))
+    assert list(backend.release_slots(ReleaseSlotsParams(tokens=[fourth], now=5.0)).wake) == []
 
 
 def test_a_parked_job_runs_once_whichever_copy_comes_first(backend: Backend) -> None:
@@ -307,12 +314,12 @@ def test_a_refused_copy_keeps_its_place_and_can_be_woken_again(backend: Backend)
     older = park(backend, "job-1", 1.0).waiter
     park(backend, "job-2", 2.0)
     released = backend.release_slots(ReleaseSlotsParams(tokens=[held], now=3.0))
-    assert list(released.wake) == ["job-1"]
+    assert list(released.wake) == [(older, "job-1")]
     other = token(acquire(backend, now=3.1, limit=1))  # a new job wins the race for the slot
     again = park(backend, "job-1 again", 3.2, waiter=older)  # the woken copy is refused
     assert (again.granted, again.gone, again.waiter) == (False, False, older)
     freed = backend.release_slots(ReleaseSlotsParams(tokens=[other], now=4.0))
-    assert list(freed.wake) == ["job-1 again"]  # first in line still, with its new text
+    assert list(freed.wake) == [(older, "job-1 again")]  # first in line still, with its new text
 
 
 def test_an_acquire_without_park_text_parks_nothing(backend: Backend) -> None:

@@ -569,7 +569,7 @@ WHERE place = (SELECT place FROM {schema}.slot_waiters
                WHERE queue = %(queue)s AND tenant_key = %(key)s AND tenant = %(tenant)s
                  AND NOT woken
                ORDER BY since, place LIMIT 1)
-RETURNING park
+RETURNING place, park
 
 -- name: waiters_prune
 -- Maintenance: lines nobody came back to for PARK_TTL (a timed copy touches its row).

@@ -17,7 +17,13 @@ from psycopg import Cursor
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import Row, tenant_key
-from fairq.contract import AcquireSlotParams, ReleaseSlotsResult, RenewSlotsResult, SlotResult
+from fairq.contract import (
+    AcquireSlotParams,
+    ReleaseSlotsResult,
+    RenewSlotsResult,
+    SlotResult,
+    Woken,
+)
 from fairq.policy import slots
 
 #: How many expired slots one maintenance deletes at most (the rest go next time).
@@ -36,8 +42,8 @@ def acquire(cur: Cursor[Row], q: Queries, seed: int, params: AcquireSlotParams) 
     (locked,) = cur.execute(q["slots_lock"], {"keys": [lock], "now": params.now}).fetchall()
     key = slots.new_slot(params.queue, params.tenant)
     place = {"queue": params.queue, "tenant": params.tenant, "key": tenant_key(params.tenant)}
-    waiter = {**place, "place": params.waiter}
-    if params.waiter is not None and not cur.execute(q["waiter_get"], waiter).fetchall():
+    asked = {**place, "place": params.waiter}
+    if params.waiter is not None and not cur.execute(q["waiter_get"], asked).fetchall():
         return SlotResult(gone=True)
     args = {
         **place,
@@ -85,7 +91,7 @@ def release(
     released: list[str] = []
     lost: list[str] = []
     gone: set[str] = set()
-    wake: list[str] = []
+    wake: list[Woken] = []
     for token, row in zip(tokens, held, strict=True):
         if row is None or row["nonce"] in gone:
             lost.append(token)
@@ -93,7 +99,10 @@ def release(
         gone.add(row["nonce"])
         released.append(token)
         place = {"queue": row["queue"], "tenant": row["tenant"], "key": tenant_key(row["tenant"])}
-        wake += [w["park"] for w in cur.execute(q["waiter_wake"], {**place, "now": now})]
+        wake += [
+            Woken(w["place"], w["park"])
+            for w in cur.execute(q["waiter_wake"], {**place, "now": now})
+        ]
     if gone:
         cur.execute(q["slots_delete"], {"nonces": sorted(gone)})
     return ReleaseSlotsResult(released=released, lost=lost, wake=wake)

@@ -315,7 +315,7 @@ UPDATE slot_waiters SET woken = 1, touched = :now
 WHERE place = (SELECT place FROM slot_waiters
                WHERE queue = :queue AND tenant = :tenant AND woken = 0
                ORDER BY since, place LIMIT 1)
-RETURNING park
+RETURNING place, park
 
 -- name: waiters_prune
 -- Maintenance: lines nobody came back to for PARK_TTL (a timed copy touches its row).

@@ -12,14 +12,20 @@ import sqlite3
 from collections.abc import Sequence
 
 from fairq.backends.sqlite.sql import Q
-from fairq.contract import AcquireSlotParams, ReleaseSlotsResult, RenewSlotsResult, SlotResult
+from fairq.contract import (
+    AcquireSlotParams,
+    ReleaseSlotsResult,
+    RenewSlotsResult,
+    SlotResult,
+    Woken,
+)
 from fairq.policy import slots
 
 
 def acquire(db: sqlite3.Connection, params: AcquireSlotParams) -> SlotResult:
     place = {"queue": params.queue, "tenant": params.tenant}
-    waiter = {**place, "place": params.waiter}
-    if params.waiter is not None and db.execute(Q["waiter_get"], waiter).fetchone() is None:
+    asked = {**place, "place": params.waiter}
+    if params.waiter is not None and db.execute(Q["waiter_get"], asked).fetchone() is None:
         return SlotResult(gone=True)
     db.execute(Q["slots_drop_expired"], {**place, "now": params.now})
     held = db.execute(Q["slots_held"], place).fetchone()
@@ -63,7 +69,7 @@ def renew(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> RenewSlo
 def release(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> ReleaseSlotsResult:
     released: list[str] = []
     lost: list[str] = []
-    wake: list[str] = []
+    wake: list[Woken] = []
     for token in tokens:
         row = _held(db, token, now)
         if row is None:
@@ -74,7 +80,7 @@ def release(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> Releas
         place = {"queue": row["queue"], "tenant": row["tenant"], "now": now}
         woken = db.execute(Q["waiter_wake"], place).fetchone()
         if woken is not None:
-            wake.append(woken["park"])
+            wake.append(Woken(woken["place"], woken["park"]))
     return ReleaseSlotsResult(released=released, lost=lost, wake=wake)
 
 

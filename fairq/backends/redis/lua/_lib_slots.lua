@@ -68,14 +68,16 @@ local function waiter_park(waiting, waiters, place, park, now, ttl_ms)
   redis.call('PEXPIRE', waiters, ttl_ms)
 end
 
--- The park text of the oldest wakeable parked job, now woken (no longer wakeable, still
--- parked), or '' when none waits.
+-- The place and park text (place .. ':' .. text) of the oldest wakeable parked job, now woken
+-- (no longer wakeable, still parked), or '' when none waits.
 local function waiter_wake(waiting, waiters)
   while true do
     local first = redis.call('ZPOPMIN', waiting)
     if #first == 0 then return '' end
     local known = redis.call('HGET', waiters, first[1])
-    if known then return string.sub(known, string.len(string.match(known, '^[^:]*')) + 2) end
+    if known then
+      return first[1] .. string.sub(known, string.len(string.match(known, '^[^:]*')) + 1)
+    end
   end
 end
 

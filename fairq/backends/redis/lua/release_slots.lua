@@ -6,8 +6,8 @@
 --       4p - 3 to 4p), its nonce.
 -- Touches: the slot keys (deleted when no slot is left); the waiting zset.
 -- Returns: one string per token, in order: '' when its slot was not held (expired, released
---       before, unknown), else '=' followed by the park text of the parked job it woke
---       (nothing after '=' when none waited). Sent again: the first reply.
+--       before, unknown), else '=' followed by the place and park text (place:text) of the
+--       parked job it woke (nothing after '=' when none waited). Sent again: the first reply.
 
 register_once('release_slots', function()
   local now = now_of(ARGV[1])
