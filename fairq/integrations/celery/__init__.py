@@ -25,6 +25,7 @@ Without the relay, ``fair.router`` (router.py) throttles by re-routing and
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -46,7 +47,7 @@ from fairq.errors import ConfigError, MissingTenant
 from fairq.integrations.celery.calls import signature_holder
 from fairq.integrations.celery.publish import CeleryPublisher
 from fairq.integrations.celery.router import FairRouter
-from fairq.integrations.celery.slots import SlotTask
+from fairq.integrations.celery.slots import SlotTask, wake
 from fairq.integrations.slots import SlotKeeper
 from fairq.job import JobState
 from fairq.policy.throttle import Throttle
@@ -251,7 +252,9 @@ class FairCelery:
         )
         #: Throttling without the relay: ``celery_app.conf.task_routes = (fair.router,)``.
         self.router = FairRouter(self)
-        self.slots = SlotKeeper(self.runs.backend, self.app.clock)
+        self.slots = SlotKeeper(
+            self.runs.backend, self.app.clock, functools.partial(wake, celery_app)
+        )
         self._declared: set[str] = set()
 
     def task(

@@ -19,7 +19,7 @@ from fairq.backends import check_url, needs_extra
 from fairq.declare import Call, JobDefinition, Options, TenantRule
 from fairq.errors import ConfigError, JobArgumentsError
 from fairq.integrations.rq.calls import aware
-from fairq.integrations.rq.guard import GuardedTask, run_in_slot
+from fairq.integrations.rq.guard import GuardedTask, run_in_slot, wake
 from fairq.integrations.rq.guard import register as register_guarded
 from fairq.integrations.rq.publish import RQPublisher
 from fairq.integrations.rq.queue import FairQueue
@@ -230,7 +230,8 @@ class FairRQ:
         if self._keeper is None:
             with self._lock:
                 if self._keeper is None:
-                    self._keeper = SlotKeeper(self.runs.backend, self.app.clock)
+                    wakes = functools.partial(wake, self.connection, self.serializer)
+                    self._keeper = SlotKeeper(self.runs.backend, self.app.clock, wakes)
         return self._keeper
 
     # -- enqueueing (FairQueue calls these) -------------------------------------------------
