@@ -24,22 +24,22 @@ else:
     broker = RedisBroker(url=URL)
 dramatiq.set_broker(broker)
 fair = FairDramatiq(broker, url=f"{URL}?prefix=slotbench")
-fair.app.queue("slotbench-slow")
+fair.app.queue("slotbench_dq-slow")
 _client = counter()
-NEVER = [Throttle(threshold=10**9, per=3600, queue="slotbench-slow")]  # counted, never matched
+NEVER = [Throttle(threshold=10**9, per=3600, queue="slotbench_dq-slow")]  # counted, never matched
 
 
-@dramatiq.actor(queue_name="slotbench", max_retries=0)
+@dramatiq.actor(queue_name="slotbench_dq", max_retries=0)
 def plain_drain(tenant: str, seconds: float) -> None:
     drain_job(_client, seconds)
 
 
-@fair.routed_actor(tenant="tenant", queue_name="slotbench", slots=True)
+@fair.routed_actor(tenant="tenant", queue_name="slotbench_dq", slots=True)
 def slot_drain(tenant: str, seconds: float) -> None:
     drain_job(_client, seconds)
 
 
-@fair.routed_actor(tenant="tenant", queue_name="slotbench", throttle=NEVER)
+@fair.routed_actor(tenant="tenant", queue_name="slotbench_dq", throttle=NEVER)
 def routed_drain(tenant: str, seconds: float) -> None:
     drain_job(_client, seconds)
 
@@ -48,14 +48,14 @@ ACTORS = {"plain": plain_drain, "slots": slot_drain, "router": routed_drain, "ca
 SLOTS = 2
 WORKER = [
     sys.executable, "-m", "dramatiq", "slots_dramatiq_jobs", "--processes", "1", "--threads",
-    str(SLOTS), "--queues", "slotbench",
+    str(SLOTS), "--queues", "slotbench_dq",
 ]  # fmt: skip
 ENV = {"dramatiq_queue_prefetch": str(SLOTS), "dramatiq_worker_timeout": "100"}
 
 
 def prepare() -> None:
     """The capped tenant's cap: 1 running job in the queue."""
-    fair.app.set_tenant("slotbench", "capped", max_running=1)
+    fair.app.set_tenant("slotbench_dq", "capped", max_running=1)
 
 
 def send(mode: str, tenant: str, seconds: float) -> None:
