@@ -19,7 +19,7 @@ from fairq import App, MissingTenant
 from fairq.cli.loader import rebind
 from fairq.contract import AcquireSlotParams, ReleaseSlotsParams
 from fairq.integrations.rq import DEFERRED_KEY
-from fairq.integrations.rq.guard import WAITER_KEY, WOKEN_KEY
+from fairq.integrations.rq.slots import WAITER_KEY, WOKEN_KEY
 
 HOME, SLOW = rq_guarded.HOME, rq_guarded.SLOW
 
