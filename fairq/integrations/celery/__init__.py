@@ -52,7 +52,6 @@ from fairq.relay import RelayedRuns
 __all__ = ["CeleryPublisher", "FairCelery", "FairRouter", "FairTask", "SlotTask"]
 
 
-
 class FairCelery:
     """Fair tasks of one Celery app, stored in one fairq store (``url``, or ``app``: a fairq
     App of your own). What ``fairq relay module:attribute`` runs from (a RelaySource)."""
