@@ -39,6 +39,7 @@ from fairq.contract.peers import (
     RouteParams,
     RouteResult,
     SlotResult,
+    Woken,
 )
 from fairq.contract.protocol import Backend
 from fairq.contract.runs import (
@@ -130,6 +131,7 @@ __all__ = [
     "TenantStats",
     "ThrottleWindowsParams",
     "WaitParams",
+    "Woken",
     "no_wait",
     "positional_params",
     "waited_first",

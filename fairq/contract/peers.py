@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from fairq.errors import ConfigError
+from fairq.policy import slots
 from fairq.policy.bounds import check_int, check_seconds, check_tenant
 from fairq.policy.queues import check_queue_name
 from fairq.policy.throttle import Throttle
@@ -26,6 +28,14 @@ class AcquireSlotParams:
     to the next acquire), else there is none and every acquire is granted. Slots share that
     setting with native jobs, not their count: a slot does not hold back a dequeue, nor the
     reverse. ``holder`` (a worker id) is kept with the slot. Rules: fairq/policy/slots.py.
+
+    Parking (so a freed slot starts a waiting job at once, not after a back-off): a refused
+    acquire given ``park`` (what the peer needs to publish the job again) keeps it in the
+    (queue, tenant)'s line and answers its place (``SlotResult.waiter``); every later copy of
+    that job passes ``waiter``. A copy whose place is gone (another copy took a slot) gets
+    ``gone`` and must not run; a copy that takes a slot leaves the line; a refused one keeps
+    its place and becomes wakeable again. ``release_slots`` hands back the oldest wakeable
+    parked job of each slot it frees (``ReleaseSlotsResult.wake``).
     """
 
     queue: str
@@ -34,6 +44,8 @@ class AcquireSlotParams:
     lease: float
     now: float
     limit: int | None = None
+    waiter: str | None = None
+    park: str | None = None
 
     def __post_init__(self) -> None:
         """Refuse what some store cannot hold, naming the argument (fairq.policy.bounds)."""
@@ -46,6 +58,14 @@ class AcquireSlotParams:
         object.__setattr__(self, "lease", check_seconds("lease", self.lease))
         if self.limit is not None:
             check_int("limit (or None: the tenant's max_running)", self.limit)
+        if self.waiter is not None and not slots.is_waiter(self.waiter):
+            raise ConfigError(
+                f"waiter must be a place a refused acquire answered, got {self.waiter!r}"
+            )
+        if self.park is not None and (not isinstance(self.park, str) or not self.park):
+            raise ConfigError(
+                f"park must be a non-empty str (the job to publish), got {self.park!r}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +76,8 @@ class SlotResult:
     token: str | None = None
     deadline: float | None = None
     free_at: float | None = None
+    waiter: str | None = None  # refused and parked: the job's place in line (copies carry it)
+    gone: bool = False  # the ``waiter`` passed is no longer parked: this copy must not run
 
     @property
     def granted(self) -> bool:
@@ -84,6 +106,14 @@ class ReleaseSlotsParams:
 class ReleaseSlotsResult:
     released: Sequence[str] = ()  # tokens whose slot was held and is free now, in order
     lost: Sequence[str] = ()  # expired, already released or unknown: nothing to give back
+    wake: Sequence[Woken] = ()  # parked jobs to publish again now, oldest first
+
+
+class Woken(NamedTuple):
+    """A parked job a release woke: its place in line (its copies carry it) and its park text."""
+
+    place: str
+    park: str
 
 
 @dataclass(frozen=True, kw_only=True)

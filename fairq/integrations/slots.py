@@ -6,6 +6,13 @@ lease, so a killed worker's slot frees when it runs out. This keeper takes the s
 every slot this process holds (every third of the shortest lease) while its jobs run, and gives
 it back when the job ends. It is fork-safe: ``store`` returns the calling process's own store
 connection, and a forked child (a prefork pool's, an RQ work horse) starts its own thread.
+
+A job refused a slot is parked in the store (``park``: what the peer needs to publish it
+again) and also sent again for later by its peer (the timed copy, so it comes back on its own
+even if nobody wakes it). The process that releases a slot publishes the oldest parked job of
+that tenant at once (``wake``, the peer's publish), so a freed slot starts the next waiting job
+within the peer's own latency. Every copy carries the job's place in line; the store lets the
+first copy to get a slot run and tells any later one that it is ``gone``.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from fairq.contract import (
     ReleaseSlotsParams,
     RenewSlotsParams,
     SlotResult,
+    Woken,
 )
 from fairq.worker.joblog import describe
 
@@ -32,10 +40,14 @@ class SlotKeeper:
     """Takes, renews and gives back tenant slots for the jobs of this process."""
 
     def __init__(
-        self, store: Callable[[], Backend], clock: Callable[[], float] = time.time
+        self,
+        store: Callable[[], Backend],
+        clock: Callable[[], float] = time.time,
+        wake: Callable[[Woken], None] | None = None,
     ) -> None:
         self._store = store
         self.clock = clock
+        self._wake = wake  # the peer's publish of a parked job a release woke
         self._held: dict[str, float] = {}  # token -> its lease (seconds)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
@@ -43,10 +55,20 @@ class SlotKeeper:
         self._closed = False
 
     def acquire(
-        self, queue: str, tenant: str, holder: str, lease: float, limit: int | None = None
+        self,
+        queue: str,
+        tenant: str,
+        holder: str,
+        lease: float,
+        limit: int | None = None,
+        *,
+        waiter: str | None = None,
+        park: str | None = None,
     ) -> SlotResult:
         """A slot of ``tenant`` in ``queue``, held (and renewed) until ``release``; or the
-        refusal (``token`` None, ``free_at``: when the earliest held slot's lease ends)."""
+        refusal (``token`` None, ``free_at``: when the earliest held slot's lease ends;
+        ``waiter``: the job's place in line when ``park`` was given); or ``gone``: the
+        ``waiter`` given left the line, another copy of this job ran (AcquireSlotParams)."""
         result = self._store().acquire_slot(
             AcquireSlotParams(
                 queue=queue,
@@ -55,6 +77,8 @@ class SlotKeeper:
                 lease=lease,
                 now=self.clock(),
                 limit=limit,
+                waiter=waiter,
+                park=park,
             )
         )
         if result.token is not None:
@@ -69,15 +93,32 @@ class SlotKeeper:
         return result
 
     def release(self, token: str | None) -> None:
-        """Give a slot back (a failure is logged: the slot then frees when its lease ends)."""
+        """Give a slot back and publish the parked job it wakes (a failure is logged: the slot
+        then frees when its lease ends; the parked job comes back with its timed copy)."""
         if token is None:
             return
         with self._lock:
             self._held.pop(token, None)
         try:
-            self._store().release_slots(ReleaseSlotsParams(tokens=[token], now=self.clock()))
+            result = self._store().release_slots(
+                ReleaseSlotsParams(tokens=[token], now=self.clock())
+            )
         except Exception as exc:
             log.error("a tenant slot was not given back (%s); it frees at its lease", describe(exc))
+            return
+        for woken in result.wake:
+            self.publish(woken)
+
+    def publish(self, woken: Woken) -> None:
+        if self._wake is None:
+            return
+        try:
+            self._wake(woken)
+        except Exception as exc:
+            log.error(
+                "a job waiting for a tenant slot was not woken (%s); its timed copy brings it back",
+                describe(exc),
+            )
 
     def close(self) -> None:
         """Stop renewing (at worker shutdown); slots still held free at their leases."""
@@ -114,3 +155,27 @@ class SlotKeeper:
                     "longer than the lease); the cap may be exceeded until they end",
                     len(lapsed),
                 )
+
+
+def turn(result: SlotResult, woken: bool) -> str:
+    """What a guard does with a job after its acquire: ``run`` (it holds a slot), ``drop``
+    (another copy ran; or a woken copy refused: back in line, its timed copy still on its
+    way) or ``defer`` (send a timed copy carrying ``result.waiter``)."""
+    if result.token is not None:
+        return "run"
+    if result.gone or woken:
+        return "drop"
+    return "defer"
+
+
+def fallback(result: SlotResult, deferrals: int, now: float, first: float, most: float) -> float:
+    """Seconds until the timed copy of a job refused a slot is due. A parked job is woken by
+    the release of a slot, so its timed copy only covers a release that never comes (the
+    holder died: its slot frees at its lease end, ``free_at``; or the waker died before it
+    sent the job); an unparked one backs off ``first`` doubling to ``most`` (``deferrals``
+    so far), never past ``free_at``."""
+    free_in = None if result.free_at is None else max(result.free_at - now, first)
+    if result.waiter is not None and free_in is not None:
+        return free_in
+    backoff = min(most, first * 2.0 ** min(deferrals, 16))
+    return backoff if free_in is None else min(backoff, free_in)

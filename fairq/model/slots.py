@@ -2,7 +2,7 @@
 
 Slots are kept per (queue, tenant) only while some are held, so a tenant that holds none
 costs nothing; expired slots go at the tenant's next acquire, at a release or renew naming
-them, and at maintenance.
+them, and at maintenance. Jobs parked for a slot wait in a line per (queue, tenant).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from fairq.contract import (
     ReleaseSlotsResult,
     RenewSlotsResult,
     SlotResult,
+    Woken,
 )
 from fairq.policy import slots
 
@@ -26,22 +27,42 @@ class Slot:
     deadline: float
 
 
+@dataclass
+class Waiter:
+    since: float
+    park: str
+    touched: float
+    woken: bool = False
+
+
 class SlotTable:
     """Every slot held, by (queue, tenant), then by nonce."""
 
     def __init__(self) -> None:
         self._held: dict[tuple[str, str], dict[str, Slot]] = {}
+        self._waiters: dict[str, tuple[tuple[str, str], Waiter]] = {}  # by place in line
 
     def acquire(self, params: AcquireSlotParams, setting: int | None) -> SlotResult:
         """``setting``: the tenant's effective max_running in the queue (None: no cap)."""
         place = (params.queue, params.tenant)
+        if params.waiter is not None and self._waiters.get(params.waiter, (None,))[0] != place:
+            return SlotResult(gone=True)
         held = self._held.get(place, {})
         for nonce in [n for n, slot in held.items() if slot.deadline <= params.now]:
             del held[nonce]
         cap = slots.cap_of(params.limit, setting)
         if not slots.free(len(held), cap):
             self._store(place, held)
-            return SlotResult(free_at=min(slot.deadline for slot in held.values()))
+            free_at = min(slot.deadline for slot in held.values())
+            if params.park is None:
+                return SlotResult(free_at=free_at)
+            waiter = params.waiter or slots.new_waiter()
+            known = self._waiters.get(waiter)
+            since = known[1].since if known else params.now
+            self._waiters[waiter] = (place, Waiter(since, params.park, params.now))
+            return SlotResult(free_at=free_at, waiter=waiter)
+        if params.waiter is not None:
+            del self._waiters[params.waiter]
         key = slots.new_slot(params.queue, params.tenant)
         deadline = params.now + params.lease
         held[key.nonce] = Slot(holder=params.holder, lease=params.lease, deadline=deadline)
@@ -64,6 +85,7 @@ class SlotTable:
     def release(self, tokens: Sequence[str], now: float) -> ReleaseSlotsResult:
         released: list[str] = []
         lost: list[str] = []
+        wake: list[Woken] = []
         for token in tokens:
             found = self._find(token, now)
             if found is None:
@@ -71,10 +93,24 @@ class SlotTable:
             else:
                 self._drop(found[0], found[1])
                 released.append(token)
-        return ReleaseSlotsResult(released=released, lost=lost)
+                wake += self._wake(found[0], now)
+        return ReleaseSlotsResult(released=released, lost=lost, wake=wake)
+
+    def _wake(self, place: tuple[str, str], now: float) -> list[Woken]:
+        """The park text of the oldest wakeable waiter of ``place``, now woken (or none)."""
+        line = [(w.since, n, w) for n, (at, w) in self._waiters.items() if at == place]
+        line = [entry for entry in line if not entry[2].woken]
+        if not line:
+            return []
+        _, waiter, first = min(line, key=lambda entry: entry[:2])
+        first.woken, first.touched = True, now
+        return [Woken(waiter, first.park)]
 
     def sweep(self, now: float) -> None:
-        """Forget every expired slot (maintenance)."""
+        """Forget every expired slot, and lines nobody came back to (maintenance)."""
+        for waiter, (_, w) in list(self._waiters.items()):
+            if w.touched <= now - slots.PARK_TTL:
+                del self._waiters[waiter]
         for place, held in list(self._held.items()):
             self._store(place, {n: s for n, s in held.items() if s.deadline > now})
 

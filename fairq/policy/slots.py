@@ -8,6 +8,13 @@ held while ``now < deadline``: renewing sets ``deadline = now + lease``, releasi
 a holder that dies without releasing loses it at its deadline. Slots and native runs share the
 cap's *setting*, not its count: a slot does not hold back a native dequeue, nor the reverse.
 
+A job refused a slot may be parked in the (queue, tenant)'s line of waiters (``park``): the
+peer keeps a timed copy in its broker as well (the back-off), so a parked job comes back on its
+own even when nobody wakes it; a release wakes the oldest waiter not already woken, handing its
+``park`` text to the releasing process to publish at once. Copies carry the waiter's id: the
+first to take a slot leaves the line, and any copy after it finds its place gone and is dropped,
+so a job runs once. A line untouched for ``PARK_TTL`` seconds is dropped by the store.
+
 A token names its slot and where it lives, ``"{queue}:{nonce}:{tenant}"`` (queue names have
 no ``:``, the tenant is the rest), so every store finds a slot from its token alone.
 """
@@ -22,6 +29,10 @@ from fairq.policy.queues import check_queue_name
 
 _NONCE = re.compile(r"^[0-9a-f]{32}$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+#: A line of waiters untouched this long (seconds) is forgotten (each timed copy touches it).
+PARK_TTL = 86400.0
 
 
 class SlotKey(NamedTuple):
@@ -61,3 +72,12 @@ def cap_of(limit: int | None, setting: int | None) -> int | None:
 def free(held: int, cap: int | None) -> bool:
     """May one more slot be taken, with ``held`` unexpired slots held?"""
     return cap is None or held < cap
+
+
+def new_waiter() -> str:
+    """A parked job's place in line: 32 random hex digits."""
+    return secrets.token_hex(16)
+
+
+def is_waiter(text: object) -> bool:
+    return isinstance(text, str) and _NONCE.match(text) is not None

@@ -264,3 +264,72 @@ def test_racing_acquires_never_grant_more_than_the_cap(backend: Backend) -> None
             if store is not backend:
                 store.close()
     assert not errors
+
+
+def park(backend: Backend, text: str, now: float, waiter: str | None = None) -> SlotResult:
+    """An acquire at cap 1 that parks the job ``text`` when refused."""
+    return backend.acquire_slot(
+        AcquireSlotParams(
+            queue=Q, tenant="a", holder="w1", lease=LEASE, now=now, limit=1,
+            waiter=waiter, park=text,
+        )
+    )  # fmt: skip
+
+
+def test_a_release_wakes_the_oldest_parked_job_once(backend: Backend) -> None:
+    held = token(acquire(backend, now=0.0, limit=1))
+    first, second = park(backend, "job-1", 1.0), park(backend, "job-2", 2.0)
+    assert first.waiter and second.waiter and first.waiter != second.waiter
+    assert (first.token, first.gone, first.free_at) == (None, False, LEASE)
+    text = 'job-3: {"args": [1]}'  # any text, colons too
+    park(backend, text, 2.5)
+    released = backend.release_slots(ReleaseSlotsParams(tokens=[held], now=3.0))
+    assert (list(released.released), [w.park for w in released.wake]) == ([held], ["job-1"])
+    again = token(acquire(backend, now=3.5, limit=1))  # a new job took the freed slot first
+    woken = backend.release_slots(ReleaseSlotsParams(tokens=[again], now=4.0))
+    assert list(woken.wake) == [(second.waiter, "job-2")]  # job-1 is woken already
+    third = token(acquire(backend, now=4.2, limit=1))
+    assert [
+        w.park for w in backend.release_slots(ReleaseSlotsParams(tokens=[third], now=4.5)).wake
+    ] == [text]
+    fourth = token(acquire(backend, now=4.6, limit=1))
+    assert list(backend.release_slots(ReleaseSlotsParams(tokens=[fourth], now=5.0)).wake) == []
+
+
+def test_a_parked_job_runs_once_whichever_copy_comes_first(backend: Backend) -> None:
+    held = token(acquire(backend, now=0.0, limit=1))
+    place = park(backend, "job-1", 1.0).waiter
+    assert place is not None
+    backend.release_slots(ReleaseSlotsParams(tokens=[held], now=2.0))
+    woken = park(backend, "job-1", 3.0, waiter=place)  # the woken copy takes the slot
+    assert woken.granted and not woken.gone
+    timed = park(backend, "job-1", 4.0, waiter=place)  # the timed copy, later: dropped
+    assert (timed.gone, timed.granted, timed.waiter) == (True, False, None)
+    backend.release_slots(ReleaseSlotsParams(tokens=[token(woken)], now=5.0))
+    assert park(backend, "job-1", 6.0, waiter=place).gone  # even with a slot free
+
+
+def test_a_refused_copy_keeps_its_place_and_can_be_woken_again(backend: Backend) -> None:
+    held = token(acquire(backend, now=0.0, limit=1))
+    older = park(backend, "job-1", 1.0).waiter
+    park(backend, "job-2", 2.0)
+    released = backend.release_slots(ReleaseSlotsParams(tokens=[held], now=3.0))
+    assert list(released.wake) == [(older, "job-1")]
+    other = token(acquire(backend, now=3.1, limit=1))  # a new job wins the race for the slot
+    again = park(backend, "job-1 again", 3.2, waiter=older)  # the woken copy is refused
+    assert (again.granted, again.gone, again.waiter) == (False, False, older)
+    freed = backend.release_slots(ReleaseSlotsParams(tokens=[other], now=4.0))
+    assert list(freed.wake) == [(older, "job-1 again")]  # first in line still, with its new text
+
+
+def test_an_acquire_without_park_text_parks_nothing(backend: Backend) -> None:
+    held = token(acquire(backend, now=0.0, limit=1))
+    assert acquire(backend, now=1.0, limit=1).waiter is None
+    assert list(backend.release_slots(ReleaseSlotsParams(tokens=[held], now=2.0)).wake) == []
+
+
+def test_a_waiter_must_be_a_place_and_park_text_not_empty(backend: Backend) -> None:
+    with pytest.raises(ConfigError, match="waiter"):
+        park(backend, "job", 0.0, waiter="nope")
+    with pytest.raises(ConfigError, match="park"):
+        park(backend, "", 0.0)

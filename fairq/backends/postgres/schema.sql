@@ -234,6 +234,22 @@ CREATE TABLE {schema}.slots (
 CREATE INDEX slots_place ON {schema}.slots (queue, tenant_key, deadline);
 CREATE INDEX slots_deadline ON {schema}.slots (deadline);
 
+-- Jobs parked for a tenant slot (slots.py, fairq/policy/slots.py): one row per parked job, by
+-- its place; a release wakes the oldest not yet woken of its (queue, tenant).
+CREATE TABLE {schema}.slot_waiters (
+    place      text PRIMARY KEY,
+    queue      text COLLATE "C" NOT NULL,
+    tenant     text COLLATE "C" NOT NULL,
+    tenant_key bytea NOT NULL,
+    since      double precision NOT NULL,
+    park       text NOT NULL,
+    woken      boolean NOT NULL DEFAULT false,
+    touched    double precision NOT NULL
+);
+
+CREATE INDEX slot_waiters_line ON {schema}.slot_waiters (queue, tenant_key, woken, since);
+CREATE INDEX slot_waiters_touched ON {schema}.slot_waiters (touched);
+
 -- Per-tenant figures (fairq/figures.py): counts per (slot, tenant, kind, bucket); kind 'w'
 -- waits and 'r' run times by histogram bucket, 'o' ends by outcome. Old slots are deleted by
 -- maintain.

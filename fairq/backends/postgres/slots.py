@@ -4,7 +4,8 @@ Every call takes the advisory lock of each (queue, tenant) it touches first (``s
 in key order), then its rows: acquires, renewals and releases of one tenant in one queue are
 so one serial order, and no two calls wait on each other in a cycle. Maintenance deletes
 expired rows without waiting for any (``slots_prune``). A (queue, tenant) with no slot has
-no row, and no lock outlives its transaction.
+no row, and no lock outlives its transaction. Jobs parked for a slot are rows of
+``slot_waiters``, read and written under the same lock (fairq/policy/slots.py: parking).
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from psycopg import Cursor
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import Row, tenant_key
-from fairq.contract import AcquireSlotParams, ReleaseSlotsResult, RenewSlotsResult, SlotResult
+from fairq.contract import (
+    AcquireSlotParams,
+    ReleaseSlotsResult,
+    RenewSlotsResult,
+    SlotResult,
+    Woken,
+)
 from fairq.policy import slots
 
 #: How many expired slots one maintenance deletes at most (the rest go next time).
@@ -34,10 +41,12 @@ def acquire(cur: Cursor[Row], q: Queries, seed: int, params: AcquireSlotParams) 
     lock = lock_key(seed, params.queue, params.tenant)
     (locked,) = cur.execute(q["slots_lock"], {"keys": [lock], "now": params.now}).fetchall()
     key = slots.new_slot(params.queue, params.tenant)
+    place = {"queue": params.queue, "tenant": params.tenant, "key": tenant_key(params.tenant)}
+    asked = {**place, "place": params.waiter}
+    if params.waiter is not None and not cur.execute(q["waiter_get"], asked).fetchall():
+        return SlotResult(gone=True)
     args = {
-        "queue": params.queue,
-        "tenant": params.tenant,
-        "key": tenant_key(params.tenant),
+        **place,
         "now": float(locked["now"]),
         "limit": params.limit,
         "nonce": key.nonce,
@@ -46,7 +55,14 @@ def acquire(cur: Cursor[Row], q: Queries, seed: int, params: AcquireSlotParams) 
     }
     (row,) = cur.execute(q["slot_acquire"], args).fetchall()
     if row["deadline"] is None:
-        return SlotResult(free_at=row["free_at"])
+        if params.park is None:
+            return SlotResult(free_at=row["free_at"])
+        waiter = params.waiter or slots.new_waiter()
+        parked = {**place, "place": waiter, "park": params.park, "now": args["now"]}
+        cur.execute(q["waiter_park"], parked)
+        return SlotResult(free_at=row["free_at"], waiter=waiter)
+    if params.waiter is not None:
+        cur.execute(q["waiter_delete"], {"place": params.waiter})
     return SlotResult(token=slots.token_of(key), deadline=row["deadline"])
 
 
@@ -75,15 +91,21 @@ def release(
     released: list[str] = []
     lost: list[str] = []
     gone: set[str] = set()
+    wake: list[Woken] = []
     for token, row in zip(tokens, held, strict=True):
         if row is None or row["nonce"] in gone:
             lost.append(token)
-        else:
-            gone.add(row["nonce"])
-            released.append(token)
+            continue
+        gone.add(row["nonce"])
+        released.append(token)
+        place = {"queue": row["queue"], "tenant": row["tenant"], "key": tenant_key(row["tenant"])}
+        wake += [
+            Woken(w["place"], w["park"])
+            for w in cur.execute(q["waiter_wake"], {**place, "now": now})
+        ]
     if gone:
         cur.execute(q["slots_delete"], {"nonces": sorted(gone)})
-    return ReleaseSlotsResult(released=released, lost=lost)
+    return ReleaseSlotsResult(released=released, lost=lost, wake=wake)
 
 
 def _held(
@@ -117,5 +139,6 @@ def _held(
 
 
 def prune(cur: Cursor[Row], q: Queries, now: float) -> int:
-    """Delete expired slots (bounded work per call)."""
+    """Delete expired slots (bounded work per call), and lines of waiters nobody came back to."""
+    cur.execute(q["waiters_prune"], {"before": now - slots.PARK_TTL})
     return cur.execute(q["slots_prune"], {"now": now, "limit": PRUNE_BATCH}).rowcount

@@ -66,6 +66,7 @@ from fairq.contract import (
     TenantStats,
     ThrottleWindowsParams,
     WaitParams,
+    Woken,
 )
 from fairq.errors import ConfigError
 from fairq.figures import FiguresParams, TenantFigures
@@ -204,6 +205,7 @@ class RedisBackend:
         return ReleaseSlotsResult(
             released=[token for token, answer in pairs if answer],
             lost=[token for token, answer in pairs if not answer],
+            wake=[Woken(*answer[1:].split(":", 1)) for answer in answers if len(answer) > 1],
         )
 
     # -- maintenance -----------------------------------------------------------------------

@@ -93,6 +93,11 @@ WINDOW_PART = "win"
 #: ``Layout.slot_keys``; both expire with their last deadline).
 SLOTS_PART = "slots"
 SLOT_INFO_PART = "slotinfo"
+#: ``…:waiting:<hex tenant>``, a zset of the parked jobs' places -> when first parked (those a
+#: release may wake), and ``…:waiters:<hex tenant>``, a hash of place -> "since:park text"
+#: (every parked job, woken or not; see fairq/policy/slots.py).
+WAITING_PART = "waiting"
+WAITERS_PART = "waiters"
 #: A queue's figures (fairq/figures.py) of one time slot: ``{prefix}:{<queue>}:fig:<slot>``,
 #: a hash of tid:kind bucket -> count, the last key of each key block a script takes (the
 #: slot of the call's ``now``), expiring FIGURES_TTL seconds after its last write: a slot is
@@ -211,13 +216,16 @@ class Layout:
         encoded = f"{name.encode().hex()}:{tenant.encode().hex()}"
         return f"{self.queue_key(home, WINDOW_PART)}:{encoded}"
 
-    def slot_keys(self, queue: str, tenant: str) -> tuple[str, str]:
-        """The slots a tenant holds in a queue (zset) and their leases and holders (hash), in
-        the queue's Cluster slot; the tenant hex-encoded as in ``window_key``."""
+    def slot_keys(self, queue: str, tenant: str) -> tuple[str, str, str, str]:
+        """The slots a tenant holds in a queue (zset), their leases and holders (hash), its
+        wakeable parked jobs (zset) and every parked job (hash), in the queue's Cluster slot;
+        the tenant hex-encoded as in ``window_key``."""
         encoded = tenant.encode().hex()
         return (
             f"{self.queue_key(queue, SLOTS_PART)}:{encoded}",
             f"{self.queue_key(queue, SLOT_INFO_PART)}:{encoded}",
+            f"{self.queue_key(queue, WAITING_PART)}:{encoded}",
+            f"{self.queue_key(queue, WAITERS_PART)}:{encoded}",
         )
 
     def unique_key(self, queue: str, tenant: str, key: str) -> str:

@@ -26,15 +26,21 @@ def acquire(
     keys = [*block, *layout.slot_keys(params.queue, params.tenant)]
     limit = "" if params.limit is None else str(params.limit)
     args: list[Arg] = [now, params.tenant, key.nonce, params.holder, num(params.lease), limit]
-    deadline, free_at = (text(v) for v in run("acquire_slot", params.queue, keys, args))
+    args += [params.waiter or "", params.park or "", slots.new_waiter()]
+    args.append(str(int(slots.PARK_TTL * 1000)))
+    answer = run("acquire_slot", params.queue, keys, args)
+    deadline, free_at, place, gone = (text(v) for v in answer)
     if deadline:
         return SlotResult(token=slots.token_of(key), deadline=float(deadline))
-    return SlotResult(free_at=float(free_at))
+    if gone:
+        return SlotResult(gone=True)
+    return SlotResult(free_at=float(free_at), waiter=place or None)
 
 
 def each(run: Run, layout: Layout, op: str, tokens: Sequence[str], now: str) -> list[str]:
     """Run ``op`` (renew_slots, release_slots) over ``tokens``: each token's answer, in order,
-    '' for one whose slot is not held (a token that names no slot too)."""
+    '' for one whose slot is not held (a token that names no slot too). The Lua takes a block
+    of four slot keys per (queue, tenant), numbered as ``args`` name them."""
     answers = [""] * len(tokens)
     by_queue: dict[str, list[tuple[int, slots.SlotKey]]] = {}
     for at, token in enumerate(tokens):

@@ -17,6 +17,7 @@ from fairq.backends.sqlite.records import JobRow, QueueRow, TenantRow
 from fairq.backends.sqlite.sql import Q
 from fairq.cancel import CANCELLED_NOTE
 from fairq.contract import ExpiredLease, MaintainParams, MaintainResult
+from fairq.policy import slots
 from fairq.policy.tenant import end_run, forgettable, refresh, retag
 
 LEASE_EXPIRED_ERROR = "lease expired"
@@ -29,6 +30,7 @@ def maintain(db: sqlite3.Connection, params: MaintainParams) -> MaintainResult:
     promoted, expired = maintain_queues(db, names, params.now)
     db.execute(Q["throttle_prune"], {"now": params.now})
     db.execute(Q["slots_prune"], {"now": params.now})
+    db.execute(Q["waiters_prune"], {"before": params.now - slots.PARK_TTL})
     db.execute(Q["unique_prune"], {"now": params.now})
     pruned = 0
     if params.retention is not None:

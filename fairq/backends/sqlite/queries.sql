@@ -297,6 +297,30 @@ DELETE FROM slots WHERE nonce = :nonce
 -- Maintenance: every expired slot, found through slots_deadline.
 DELETE FROM slots WHERE deadline <= :now
 
+-- name: waiter_get
+SELECT place FROM slot_waiters WHERE place = :place AND queue = :queue AND tenant = :tenant
+
+-- name: waiter_park
+-- Park a job refused a slot, or park a copy again: wakeable, its place in line kept.
+INSERT INTO slot_waiters (place, queue, tenant, since, park, woken, touched)
+VALUES (:place, :queue, :tenant, :now, :park, 0, :now)
+ON CONFLICT (place) DO UPDATE SET park = excluded.park, woken = 0, touched = excluded.touched
+
+-- name: waiter_delete
+DELETE FROM slot_waiters WHERE place = :place
+
+-- name: waiter_wake
+-- A release hands out the oldest wakeable parked job of its (queue, tenant) (slot_waiters_line).
+UPDATE slot_waiters SET woken = 1, touched = :now
+WHERE place = (SELECT place FROM slot_waiters
+               WHERE queue = :queue AND tenant = :tenant AND woken = 0
+               ORDER BY since, place LIMIT 1)
+RETURNING place, park
+
+-- name: waiters_prune
+-- Maintenance: lines nobody came back to for PARK_TTL (a timed copy touches its row).
+DELETE FROM slot_waiters WHERE touched <= :before
+
 -- name: job_types_all
 SELECT * FROM job_types ORDER BY name
 

@@ -2,7 +2,8 @@
 
 Each call runs in one ``BEGIN IMMEDIATE`` transaction (the backend's), so dropping expired
 slots, counting and taking one is atomic across threads and processes. A (queue, tenant)
-with no slot has no row; maintenance deletes expired rows (``slots_prune``).
+with no slot has no row; maintenance deletes expired rows (``slots_prune``). Jobs parked for
+a slot are rows of ``slot_waiters`` (fairq/policy/slots.py: parking).
 """
 
 from __future__ import annotations
@@ -11,12 +12,21 @@ import sqlite3
 from collections.abc import Sequence
 
 from fairq.backends.sqlite.sql import Q
-from fairq.contract import AcquireSlotParams, ReleaseSlotsResult, RenewSlotsResult, SlotResult
+from fairq.contract import (
+    AcquireSlotParams,
+    ReleaseSlotsResult,
+    RenewSlotsResult,
+    SlotResult,
+    Woken,
+)
 from fairq.policy import slots
 
 
 def acquire(db: sqlite3.Connection, params: AcquireSlotParams) -> SlotResult:
     place = {"queue": params.queue, "tenant": params.tenant}
+    asked = {**place, "place": params.waiter}
+    if params.waiter is not None and db.execute(Q["waiter_get"], asked).fetchone() is None:
+        return SlotResult(gone=True)
     db.execute(Q["slots_drop_expired"], {**place, "now": params.now})
     held = db.execute(Q["slots_held"], place).fetchone()
     setting = db.execute(Q["slot_setting"], place).fetchone()
@@ -24,7 +34,14 @@ def acquire(db: sqlite3.Connection, params: AcquireSlotParams) -> SlotResult:
         params.limit, setting["own"] if setting["known"] else setting["queue_default"]
     )
     if not slots.free(held["held"], cap):
-        return SlotResult(free_at=held["free_at"])
+        if params.park is None:
+            return SlotResult(free_at=held["free_at"])
+        waiter = params.waiter or slots.new_waiter()
+        args = {**place, "place": waiter, "park": params.park, "now": params.now}
+        db.execute(Q["waiter_park"], args)
+        return SlotResult(free_at=held["free_at"], waiter=waiter)
+    if params.waiter is not None:
+        db.execute(Q["waiter_delete"], {"place": params.waiter})
     key = slots.new_slot(params.queue, params.tenant)
     deadline = params.now + params.lease
     db.execute(
@@ -52,14 +69,19 @@ def renew(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> RenewSlo
 def release(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> ReleaseSlotsResult:
     released: list[str] = []
     lost: list[str] = []
+    wake: list[Woken] = []
     for token in tokens:
         row = _held(db, token, now)
         if row is None:
             lost.append(token)
-        else:
-            db.execute(Q["slot_delete"], {"nonce": row["nonce"]})
-            released.append(token)
-    return ReleaseSlotsResult(released=released, lost=lost)
+            continue
+        db.execute(Q["slot_delete"], {"nonce": row["nonce"]})
+        released.append(token)
+        place = {"queue": row["queue"], "tenant": row["tenant"], "now": now}
+        woken = db.execute(Q["waiter_wake"], place).fetchone()
+        if woken is not None:
+            wake.append(Woken(woken["place"], woken["park"]))
+    return ReleaseSlotsResult(released=released, lost=lost, wake=wake)
 
 
 def _held(db: sqlite3.Connection, token: str, now: float) -> sqlite3.Row | None:

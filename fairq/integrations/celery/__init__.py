@@ -25,16 +25,13 @@ Without the relay, ``fair.router`` (router.py) throttles by re-routing and
 
 from __future__ import annotations
 
-import logging
-import sys
+import functools
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
-from typing import Any, ClassVar
+from datetime import timedelta
+from typing import Any
 
 try:
     import celery
-    from celery.exceptions import Ignore, Retry
-    from celery.utils.time import maybe_iso8601, maybe_make_aware
 except ImportError as exc:  # pragma: no cover - exercised without the extra only
     raise ImportError(
         "fairq.integrations.celery needs Celery: pip install 'fairq[celery]'"
@@ -42,189 +39,17 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra onl
 
 from fairq.app import App
 from fairq.app.declare import JobDefinition
-from fairq.errors import ConfigError, MissingTenant
+from fairq.errors import ConfigError
 from fairq.integrations.celery.calls import signature_holder
 from fairq.integrations.celery.publish import CeleryPublisher
 from fairq.integrations.celery.router import FairRouter
-from fairq.integrations.celery.slots import SlotTask
+from fairq.integrations.celery.slots import SlotTask, wake
+from fairq.integrations.celery.tasks import FairTask
 from fairq.integrations.slots import SlotKeeper
-from fairq.job import JobState
 from fairq.policy.throttle import Throttle
-from fairq.relay import TICKET_KEY, RelayedRuns
+from fairq.relay import RelayedRuns
 
 __all__ = ["CeleryPublisher", "FairCelery", "FairRouter", "FairTask", "SlotTask"]
-
-log = logging.getLogger("fairq.integrations.celery")
-
-#: apply_async options a fair task takes (``tenant`` is fairq's: the call's tenant).
-SUPPORTED = ("countdown", "eta", "queue", "tenant")
-#: Options about sending a message now; a fair call sends none (the relay does, later).
-SENDING_ONLY = frozenset({"add_to_parent", "retry", "retry_policy"})
-
-
-class FairTask(celery.Task):  # type: ignore[misc]  # Celery ships no type hints
-    """The behaviour of ``FairCelery(...).Task``: enqueue into fairq, run under a lease.
-
-    Set on the task (``@celery_app.task(base=fair.Task, fair_tenant=…)``): ``fair_tenant``
-    (the argument holding the tenant, or a callable of the task's arguments), ``fair_queue``
-    (default: the task's ``queue``, else Celery's default queue), ``fair_max_attempts``,
-    ``fair_lease``, ``fair_cost``, ``fair_retry_base``, ``fair_throttle``.
-    """
-
-    fair: ClassVar[FairCelery]
-    fair_tenant: ClassVar[str | Callable[..., object] | None] = None
-    fair_queue: ClassVar[str | None] = None
-    fair_max_attempts: ClassVar[int] = 3
-    fair_lease: ClassVar[float | timedelta] = 60.0
-    fair_cost: ClassVar[float | timedelta] = 1.0
-    fair_retry_base: ClassVar[float | timedelta] = 1.0
-    fair_throttle: ClassVar[Sequence[Throttle]] = ()
-
-    @classmethod
-    def on_bound(cls, app: celery.Celery) -> None:
-        """Declare the task as a fairq job as soon as Celery makes it (a bad ``fair_*``
-        option fails at import or at the app's finalize, not at the first call)."""
-        super().on_bound(app)
-        # Not fair.Task itself, nor an abstract base made from it; and not another app's copy
-        # (Celery adds shared tasks to every app it finalizes: used there, it fails at the call).
-        if cls.name is not None and app is cls.fair.celery:
-            cls.fair.declare(cls, app)
-
-    # -- the producer side -----------------------------------------------------------------
-
-    def apply_async(
-        self,
-        args: Sequence[Any] | None = None,
-        kwargs: dict[str, Any] | None = None,
-        task_id: str | None = None,
-        producer: Any = None,
-        link: Any = None,
-        link_error: Any = None,
-        shadow: str | None = None,
-        **options: Any,
-    ) -> Any:
-        """Store the call in fairq (its id is the Celery task id); the relay sends it when
-        the fair order gets to it. The relay's own send carries the ticket and goes through."""
-        headers = options.get("headers")
-        relayed = isinstance(headers, dict) and TICKET_KEY in headers
-        if relayed or self.app.conf.task_always_eager:
-            return super().apply_async(
-                args, kwargs, task_id, producer, link, link_error, shadow, **options
-            )
-        given = {
-            "task_id": task_id,
-            "producer": producer,
-            "link": link,
-            "link_error": link_error,
-            "shadow": shadow,
-        }
-        refused = sorted([k for k, v in given.items() if v is not None])
-        refused += sorted(k for k in options if k not in SUPPORTED and k not in SENDING_ONLY)
-        if refused:
-            raise ConfigError(
-                f"fair task {self.name!r}: apply_async option(s) {', '.join(refused)} cannot "
-                f"be used: a fair call is stored in fairq (arguments only) and sent later by "
-                f"the relay. Supported: {', '.join(SUPPORTED)}; chains, groups, chords and "
-                "links are not (call the next task from inside this one instead)"
-            )
-        fairq_options: dict[str, Any] = {}
-        if options.get("tenant") is not None:
-            fairq_options["tenant"] = options["tenant"]
-        queue = options.get("queue")
-        if queue is not None:
-            fairq_options["queue"] = queue if isinstance(queue, str) else queue.name
-        countdown, eta = options.get("countdown"), options.get("eta")
-        if countdown is not None and eta is not None:
-            raise ConfigError(f"fair task {self.name!r}: give countdown or eta, not both")
-        if countdown is not None:
-            fairq_options["delay"] = countdown
-        if eta is not None:
-            fairq_options["run_at"] = self._aware(eta)
-        self.fair.definition(self)
-        try:
-            job_id = self.fair.app.enqueue(
-                self.name, tuple(args or ()), dict(kwargs or {}), **fairq_options
-            )
-        except MissingTenant as exc:
-            raise MissingTenant(
-                f"fair task {self.name!r} has no tenant: declare the argument that holds it "
-                "(fair_tenant='account_id', or a function of the arguments) or pass "
-                "apply_async(…, tenant=…)"
-            ) from exc
-        return self.AsyncResult(job_id)
-
-    def _aware(self, eta: object) -> object:
-        """Celery's reading of an ``eta``: an ISO string is parsed, a naive time is in the
-        app's timezone (UTC by default). Anything else is left to fairq to refuse."""
-        if isinstance(eta, str):
-            try:
-                eta = maybe_iso8601(eta)
-            except ValueError:
-                raise ConfigError(
-                    f"fair task {self.name!r}: eta {eta!r} is not an ISO 8601 time"
-                ) from None
-        if isinstance(eta, datetime):
-            return maybe_make_aware(eta, self.app.timezone)
-        return eta
-
-    # -- the worker side -------------------------------------------------------------------
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run a relayed message under its fairq lease: claim it (an older copy of a message
-        the relay sent again is skipped), run, store the outcome."""
-        ticket = self._ticket()
-        if ticket is None:  # called directly, eagerly, or sent without the relay
-            return super().__call__(*args, **kwargs)
-        run = self.fair.runs.begin(ticket)
-        if run is None:
-            raise Ignore()  # said in the log by begin
-        try:
-            result = super().__call__(*args, **kwargs)
-        except Ignore:
-            run.succeeded()  # the task chose to end here
-            raise
-        except BaseException as exc:
-            cause = exc.exc if isinstance(exc, Retry) and exc.exc is not None else exc
-            info = run.failed(cause)
-            if info is not None and info.state not in (JobState.DEAD, JobState.CANCELLED):
-                when = datetime.fromtimestamp(info.run_at, tz=timezone.utc)
-                raise Retry(
-                    f"fairq retries it (attempt {info.attempts} of {info.max_attempts} failed)",
-                    exc=cause,
-                    when=when,
-                ) from cause
-            raise
-        run.succeeded()
-        return result
-
-    def retry(
-        self,
-        args: Any = None,
-        kwargs: Any = None,
-        exc: BaseException | None = None,
-        throw: bool = True,
-        eta: Any = None,
-        countdown: Any = None,
-        max_retries: int | None = None,
-        **options: Any,
-    ) -> Any:
-        """fairq retries fair tasks: in a relayed run (and one sent without the relay) this
-        ends the attempt with ``exc`` (or the exception being handled) instead of sending the
-        task again; fairq's back-off and ``fair_max_attempts`` apply. Eager runs retry as
-        Celery does."""
-        if self.request.is_eager or self.request.called_directly:
-            return super().retry(args, kwargs, exc, throw, eta, countdown, max_retries, **options)
-        cause = exc if exc is not None else sys.exc_info()[1]
-        raise cause if cause is not None else Retry("the task asked to be retried")
-
-    def _ticket(self) -> object | None:
-        request = self.request
-        if request.called_directly:
-            return None
-        ticket = getattr(request, TICKET_KEY, None)
-        if ticket is None and isinstance(request.headers, dict):
-            ticket = request.headers.get(TICKET_KEY)
-        return ticket
 
 
 class FairCelery:
@@ -251,7 +76,9 @@ class FairCelery:
         )
         #: Throttling without the relay: ``celery_app.conf.task_routes = (fair.router,)``.
         self.router = FairRouter(self)
-        self.slots = SlotKeeper(self.runs.backend, self.app.clock)
+        self.slots = SlotKeeper(
+            self.runs.backend, self.app.clock, functools.partial(wake, celery_app)
+        )
         self._declared: set[str] = set()
 
     def task(

@@ -1,5 +1,6 @@
 """Tenant slots for plain Celery tasks (no relay): a job runs only while its tenant holds one of
-its slots in the queue; otherwise it is sent again for a little later, without spending a retry.
+its slots in the queue; otherwise it waits in the tenant's line in the store and is sent again
+when a slot frees (and, as a fallback, a little later), without spending a retry.
 
 ::
 
@@ -10,13 +11,15 @@ its slots in the queue; otherwise it is sent again for a little later, without s
 tenant's ``max_running`` as the store has it, changed at run time with ``fairq tenants``).
 A slot is leased (``fair_lease``) and renewed by a thread of the worker process while the job
 runs, released when it ends or raises; a killed worker's slot frees when its lease ends.
+The worker that releases a slot sends the oldest job waiting for it at once (``wake``), with
+the same task id, so a ``revoke`` still reaches it (fairq/integrations/slots.py: parking).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-import random
 import socket
 import time
 from collections.abc import Callable
@@ -26,19 +29,25 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 from celery import Task
 from celery.exceptions import Ignore, Reject
 
-from fairq.contract import SlotResult
+from fairq.contract import SlotResult, Woken
 from fairq.errors import MissingTenant
 from fairq.integrations.celery.calls import home_queue, tenant_of_call
+from fairq.integrations.slots import fallback, turn
 from fairq.policy.bounds import check_tenant, seconds
 from fairq.worker.joblog import describe
 
 if TYPE_CHECKING:
+    import celery
+
     from fairq.integrations.celery import FairCelery
 
 log = logging.getLogger("fairq.integrations.celery")
 
 #: The message header counting how often a job was deferred (its back-off grows with it).
 DEFERRED_KEY = "fairq_deferred"
+#: Headers of a job's copies: its place in the tenant's line, and whether a release woke it.
+WAITER_KEY = "fairq_waiter"
+WOKEN_KEY = "fairq_woken"
 DEFER_FIRST = 0.25
 DEFER_MOST = 10.0
 
@@ -72,13 +81,54 @@ class SlotTask(Task):  # type: ignore[misc]  # Celery ships no type hints
         queue = self.fair_queue or delivery.get("routing_key") or home_queue(self, self.app)
         holder = f"{request.hostname or socket.gethostname()}:{os.getpid()}"
         lease = seconds("fair_lease", self.fair_lease)
-        slot = self.fair.slots.acquire(queue, tenant, holder, lease, self.fair_slots)
-        if slot.token is None:
+        waiter = getattr(request, WAITER_KEY, None)
+        woken = bool(getattr(request, WOKEN_KEY, False))
+        park = self._park_text(args, kwargs, queue)
+        slot = self.fair.slots.acquire(
+            queue, tenant, holder, lease, self.fair_slots, waiter=waiter, park=park
+        )
+        verdict = turn(slot, woken)
+        if verdict == "drop":
+            log.info(
+                "job %s %s of tenant %r: copy dropped (%s)",
+                request.id,
+                self.name,
+                tenant,
+                "another copy ran" if slot.gone else "no free slot; back in line",
+                extra={"action": "slot_copy_dropped", "job_id": request.id, "queue": queue},
+            )
+            raise Ignore()
+        if verdict == "defer":
             self._defer(args, kwargs, queue, tenant, slot)
+        if woken:
+            log.info(
+                "job %s %s of tenant %r started: woken by a freed slot",
+                request.id,
+                self.name,
+                tenant,
+            )
         try:
             return super().__call__(*args, **kwargs)
         finally:
             self.fair.slots.release(slot.token)
+
+    def _park_text(self, args: tuple[Any, ...], kwargs: dict[str, Any], queue: str) -> str | None:
+        """What ``wake`` needs to send this job again (JSON); None when its arguments are not
+        JSON (the job then waits for its timed copy only)."""
+        request = self.request
+        job = {
+            "task": self.name,
+            "args": list(args),
+            "kwargs": kwargs,
+            "id": request.id,
+            "queue": queue,
+            "retries": request.retries,
+            "deferred": int(getattr(request, DEFERRED_KEY, 0) or 0),
+        }
+        try:
+            return json.dumps(job, separators=(",", ":"))
+        except (TypeError, ValueError):
+            return None
 
     def _defer(
         self,
@@ -88,14 +138,11 @@ class SlotTask(Task):  # type: ignore[misc]  # Celery ships no type hints
         tenant: str,
         slot: SlotResult,
     ) -> NoReturn:
-        """Send the job again for later (same id, same retries count) and drop this message:
-        backing off 0.25 s doubling to 10 s per deferral, never past the earliest slot's end."""
+        """Send the timed copy of the job (same id, same retries count; due as ``fallback``
+        says) and drop this message."""
         request = self.request
         deferred = int(getattr(request, DEFERRED_KEY, 0) or 0)
-        nominal = min(DEFER_MOST, DEFER_FIRST * 2.0 ** min(deferred, 16))
-        delay = nominal / 2 + random.random() * nominal / 2
-        if slot.free_at is not None:
-            delay = min(delay, max(slot.free_at - time.time(), DEFER_FIRST))
+        delay = fallback(slot, deferred, time.time(), DEFER_FIRST, DEFER_MOST)
         try:
             self.apply_async(
                 args,
@@ -103,7 +150,7 @@ class SlotTask(Task):  # type: ignore[misc]  # Celery ships no type hints
                 task_id=request.id,
                 queue=queue,
                 countdown=delay,
-                headers={DEFERRED_KEY: deferred + 1},
+                headers={DEFERRED_KEY: deferred + 1, WAITER_KEY: slot.waiter},
                 retries=request.retries,
             )
         except Exception as exc:  # keep this message: the broker gives it back (acks_late)
@@ -113,13 +160,28 @@ class SlotTask(Task):  # type: ignore[misc]  # Celery ships no type hints
                 requeue=True,
             ) from exc
         log.info(
-            "job %s %s of tenant %r deferred %.2f s: no free slot in queue %r (deferral %d)",
+            "job %s %s of tenant %r deferred: no free slot in queue %r; waits in line, timed "
+            "copy in %.2f s (deferral %d)",
             request.id,
             self.name,
             tenant,
-            delay,
             queue,
+            delay,
             deferred + 1,
             extra={"action": "slot_deferred", "job_id": request.id, "queue": queue},
         )
         raise Ignore()
+
+
+def wake(celery_app: celery.Celery, woken: Woken) -> None:
+    """Send a job a release woke (its park text), marked so its guard knows it (SlotKeeper)."""
+    job = json.loads(woken.park)
+    celery_app.send_task(
+        job["task"],
+        args=job["args"],
+        kwargs=job["kwargs"],
+        task_id=job["id"],
+        queue=job["queue"],
+        retries=job["retries"],
+        headers={DEFERRED_KEY: job["deferred"], WAITER_KEY: woken.place, WOKEN_KEY: True},
+    )

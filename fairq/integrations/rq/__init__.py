@@ -26,9 +26,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("fairq.integrations.rq needs RQ: pip install 'fairq[rq]'") from exc
 
 from fairq.integrations.rq.fair import FairRQ
-from fairq.integrations.rq.guard import DEFERRED_KEY, GuardedTask
 from fairq.integrations.rq.publish import RQPublisher
 from fairq.integrations.rq.queue import FairQueue
+from fairq.integrations.rq.router import GuardedTask
+from fairq.integrations.rq.slots import DEFERRED_KEY
 from fairq.integrations.rq.tasks import SKIPPED_KEY, FairTask, Held, fair_task_of
 
 __all__ = [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import importlib
 import logging
@@ -12,34 +11,29 @@ from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
 import redis
-from rq import get_current_job
 
 from fairq.app import App, Call, JobDefinition, Options
 from fairq.app.declare import TenantRule
 from fairq.backends import check_url, needs_extra
 from fairq.errors import ConfigError, JobArgumentsError
 from fairq.integrations.rq.calls import aware
-from fairq.integrations.rq.guard import GuardedTask, run_in_slot
-from fairq.integrations.rq.guard import register as register_guarded
 from fairq.integrations.rq.publish import RQPublisher
 from fairq.integrations.rq.queue import FairQueue
-from fairq.integrations.rq.tasks import SKIPPED_KEY, FairTask, Held, import_path, register
+from fairq.integrations.rq.router import GuardedTask
+from fairq.integrations.rq.router import register as register_guarded
+from fairq.integrations.rq.runs import run_relayed
+from fairq.integrations.rq.slots import run_in_slot, wake
+from fairq.integrations.rq.tasks import FairTask, Held, import_path, register
 from fairq.integrations.slots import SlotKeeper
 from fairq.policy.bounds import check_int
 from fairq.policy.queues import check_queue_name
 from fairq.policy.throttle import Throttle, check_rules
-from fairq.relay import TICKET_KEY, RelayedRuns
+from fairq.relay import RelayedRuns
 
 log = logging.getLogger("fairq.integrations.rq")
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-#: The RQ job whose lease this context claimed (a fair task calling another directly runs it
-#: plainly: only the outermost call owns the ticket).
-_claimed: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "fairq_rq_claimed", default=None
-)
 
 
 class FairRQ:
@@ -133,7 +127,7 @@ class FairRQ:
 
             @functools.wraps(fn)
             def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-                return self._call(task, fn, args, kwargs)
+                return run_relayed(self.runs, task, fn, args, kwargs)
 
             wrapper.fairq_task = task  # type: ignore[attr-defined]
             self.tasks[name] = task
@@ -230,7 +224,8 @@ class FairRQ:
         if self._keeper is None:
             with self._lock:
                 if self._keeper is None:
-                    self._keeper = SlotKeeper(self.runs.backend, self.app.clock)
+                    wakes = functools.partial(wake, self.connection, self.serializer)
+                    self._keeper = SlotKeeper(self.runs.backend, self.app.clock, wakes)
         return self._keeper
 
     # -- enqueueing (FairQueue calls these) -------------------------------------------------
@@ -272,44 +267,6 @@ class FairRQ:
         ids = self.app.enqueue_many(built)
         return [Held(i, c.name, queue, self.app) for i, c in zip(ids, built, strict=True)]
 
-    # -- running (inside the RQ worker) -----------------------------------------------------
-
-    def _call(
-        self, task: FairTask, fn: Callable[..., R], args: Sequence[Any], kwargs: Mapping[str, Any]
-    ) -> R:
-        """Run ``fn``; when this is the RQ job the relay published for it, under its lease."""
-        job = get_current_job()
-        ticket = job.meta.get(TICKET_KEY) if job is not None else None
-        if (
-            job is None
-            or not isinstance(ticket, Mapping)
-            or ticket.get("name") != task.name
-            or _claimed.get() == job.id
-        ):
-            if job is not None and ticket is None and job.func_name == task.name:
-                log.warning(
-                    "fair task %s ran as RQ job %s without fairq (enqueued with a plain "
-                    "rq.Queue?): use FairRQ.queue(...) so it is scheduled fairly",
-                    task.name,
-                    job.id,
-                )
-            return fn(*args, **kwargs)
-        run = self.runs.begin(ticket)
-        if run is None:  # an older copy of a job released again: it must not run
-            job.meta[SKIPPED_KEY] = True
-            job.save_meta()  # type: ignore[no-untyped-call]
-            return None  # type: ignore[return-value]
-        token = _claimed.set(job.id)
-        try:
-            result = fn(*args, **kwargs)
-        except Exception as exc:
-            _report(run.failed, exc)
-            raise
-        finally:
-            _claimed.reset(token)
-        _report(run.succeeded)
-        return result
-
 
 #: The module of each store kind, imported (not opened) by ``preload_store``.
 _STORE_MODULES = {
@@ -327,12 +284,3 @@ def preload_store(url: str) -> None:
     if kind in _STORE_MODULES:
         with needs_extra(kind):
             importlib.import_module(_STORE_MODULES[kind])
-
-
-def _report(end: Callable[..., object], *args: Any) -> None:
-    """Store a job's end; a store that does not take it leaves the lease to expire (the job
-    runs again: at-least-once), which is logged, not raised into RQ."""
-    try:
-        end(*args)
-    except Exception:
-        log.exception("could not store the end of a relayed job; its lease will expire")

@@ -12,7 +12,7 @@ from rq.job import Job
 
 from fairq.errors import ConfigError
 from fairq.integrations.rq.calls import function_arguments, refuse_rq_options, split_call
-from fairq.integrations.rq.guard import GuardedTask, guarded_task_of, route
+from fairq.integrations.rq.router import GuardedTask, guarded_task_of, route
 from fairq.integrations.rq.tasks import Held, fair_task_of, task_named
 
 

@@ -129,7 +129,7 @@ def build(url: str, broker: str, queue: str = "fq-default") -> Project:
         shared=False,
         fair_tenant="tenant",
         fair_slots=1,
-        fair_lease=3.0,
+        fair_lease=30.0,  # a timed copy (due when a lease ends) never beats a release's wake
     )
     def guarded(tenant: str, tag: str, log: str, work: float = 0.0) -> None:
         mark(log, "start", tenant, tag)

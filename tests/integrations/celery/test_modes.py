@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pytest
@@ -63,3 +64,24 @@ def test_tenant_slots_cap_running_jobs_and_defer_the_others(setup: Setup) -> Non
     assert Counter(setup.started_tags()) == {tag: 1 for _, tag in tags}
     assert most_running(setup, "a") == 1 and most_running(setup, "b") == 1
     worker.wait_log("deferred")  # three of "a"'s jobs at least found its slot taken
+
+
+def test_a_freed_slot_starts_the_tenant_s_next_waiting_job(setup: Setup) -> None:
+    """Cap 1, five jobs of one tenant and three worker slots: each job that found the slot
+    taken waits in line, and the release of the slot sends it again at once (its start says
+    "woken by a freed slot"): every deferred job is started that way, none by its timed copy
+    (due only when a 30 s lease ends), none twice, never two at once."""
+    project, queue = setup.project, setup.queue
+    tags = [f"a{i}" for i in range(5)]
+    ids = [
+        project.guarded.apply_async(("a", tag, setup.log), {"work": 0.2}, queue=queue).id
+        for tag in tags
+    ]
+    worker = setup.worker(concurrency=3)
+    wait_for(lambda: sum(what == "end" for what, _, _ in setup.runs()) == 5, "every job to end")
+    assert Counter(setup.started_tags()) == {tag: 1 for tag in tags}
+    assert most_running(setup, "a") == 1
+    deferred = set(re.findall(r"job (\S+) \S+ of tenant 'a' deferred", worker.log()))
+    woken = re.findall(r"job (\S+) \S+ of tenant 'a' started: woken", worker.log())
+    assert deferred and deferred <= set(ids)
+    assert sorted(woken) == sorted(deferred)  # each once, each by a release

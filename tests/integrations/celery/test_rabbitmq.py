@@ -68,6 +68,10 @@ def test_tenant_slots_on_rabbitmq(rabbit_setup: Setup) -> None:
     test_modes.test_tenant_slots_cap_running_jobs_and_defer_the_others(rabbit_setup)
 
 
+def test_a_freed_slot_wakes_the_next_job_on_rabbitmq(rabbit_setup: Setup) -> None:
+    test_modes.test_a_freed_slot_starts_the_tenant_s_next_waiting_job(rabbit_setup)
+
+
 def test_the_router_on_rabbitmq(rabbit_setup: Setup) -> None:
     """Over 2 enqueues of a tenant in the window go to the slow queue, on RabbitMQ as on Redis;
     each job of the home queue runs (and retries once, uncounted)."""

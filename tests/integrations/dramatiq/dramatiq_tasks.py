@@ -23,6 +23,7 @@ from fairq.integrations.dramatiq import FairActor, FairDramatiq, RoutedActor
 QUEUE = "fair"
 #: Short, so a killed worker's job comes back within the test.
 LEASE = 3.0
+SLOT_LEASE = 30.0
 
 
 def note(event: str, tenant: str, n: int) -> None:
@@ -104,7 +105,8 @@ def build(broker_url: str, namespace: str, store_url: str, *, lease: float = LEA
         note("end", tenant, n)
         job.raise_if_cancelled()
 
-    @fair.routed_actor(tenant="tenant", queue_name=guarded_queue, slots=True, lease=lease)
+    # a long slot lease: a timed copy (due when a lease ends) never beats a release's wake
+    @fair.routed_actor(tenant="tenant", queue_name=guarded_queue, slots=True, lease=SLOT_LEASE)
     def guarded(tenant: str, n: int, seconds: float) -> None:
         """A plain Dramatiq actor (no relay) run within its tenant's cap by slots."""
         note("start", tenant, n)

@@ -23,7 +23,8 @@ def routed(tenant: str, n: int) -> int:
     return n
 
 
-@fair.guard(tenant="tenant", slots=True, slot_lease=2.0)
+# a long slot lease: a timed copy (due when a lease ends) never beats a release's wake
+@fair.guard(tenant="tenant", slots=True, slot_lease=30.0)
 def slotted(tenant: str, key: str, n: int, work: float = 0.0, fail: bool = False) -> int:
     """Runs only while its tenant holds a slot in the job's queue."""
     note(key, "start", tenant, n)

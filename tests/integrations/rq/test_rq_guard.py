@@ -19,6 +19,7 @@ from fairq import App, MissingTenant
 from fairq.cli.loader import rebind
 from fairq.contract import AcquireSlotParams, ReleaseSlotsParams
 from fairq.integrations.rq import DEFERRED_KEY
+from fairq.integrations.rq.slots import WAITER_KEY, WOKEN_KEY
 
 HOME, SLOW = rq_guarded.HOME, rq_guarded.SLOW
 
@@ -78,7 +79,15 @@ def test_slots_cap_a_tenant_and_defer_without_spending_retries(
         for job_id in queue.finished_job_registry.get_job_ids()
         if DEFERRED_KEY + "_to" in Job.fetch(job_id, connection=broker).meta
     ]
-    assert deferred  # the capped tenant's jobs waited as scheduled copies, not in a loop
+    assert deferred  # the capped tenant's jobs waited in line
+    finished = [Job.fetch(i, connection=broker) for i in queue.finished_job_registry.get_job_ids()]
+    ran = [job for job in finished if job.return_value() is not None]  # not a dropped copy
+    assert sorted((job.args[0], job.args[2]) for job in ran) == sorted(jobs)
+    waited = [job for job in ran if job.meta.get(WAITER_KEY)]
+    # each job that waited was started by a release's copy, not by its timed copy (due only
+    # when a 30 s lease ends, and RQ's scheduler looks once a second)
+    assert len(waited) == len(deferred)
+    assert all(job.meta.get(WOKEN_KEY) for job in waited)
 
 
 @sqlite_only

@@ -61,6 +61,33 @@ WHERE s.nonce = n.nonce
 -- name: slots_delete
 DELETE FROM {schema}.slots WHERE nonce = ANY(%(nonces)s::text[])
 
+-- name: waiter_get
+-- Under the (queue, tenant)'s lock (slots_lock), as every statement on slot_waiters.
+SELECT place FROM {schema}.slot_waiters
+WHERE place = %(place)s AND queue = %(queue)s AND tenant = %(tenant)s
+
+-- name: waiter_park
+-- Park a job refused a slot, or park a copy again: wakeable, its place in line kept.
+INSERT INTO {schema}.slot_waiters (place, queue, tenant, tenant_key, since, park, woken, touched)
+VALUES (%(place)s, %(queue)s, %(tenant)s, %(key)s, %(now)s, %(park)s, false, %(now)s)
+ON CONFLICT (place) DO UPDATE SET park = excluded.park, woken = false, touched = excluded.touched
+
+-- name: waiter_delete
+DELETE FROM {schema}.slot_waiters WHERE place = %(place)s
+
+-- name: waiter_wake
+-- A release hands out the oldest wakeable parked job of its (queue, tenant) (slot_waiters_line).
+UPDATE {schema}.slot_waiters SET woken = true, touched = %(now)s
+WHERE place = (SELECT place FROM {schema}.slot_waiters
+               WHERE queue = %(queue)s AND tenant_key = %(key)s AND tenant = %(tenant)s
+                 AND NOT woken
+               ORDER BY since, place LIMIT 1)
+RETURNING place, park
+
+-- name: waiters_prune
+-- Maintenance: lines nobody came back to for PARK_TTL (a timed copy touches its row).
+DELETE FROM {schema}.slot_waiters WHERE touched <= %(before)s
+
 -- name: slots_prune
 -- Maintenance: expired slots, found through slots_deadline; rows another call holds are
 -- skipped (never waited for), the rest go next time.

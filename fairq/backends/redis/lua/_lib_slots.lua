@@ -6,7 +6,10 @@
 --   slots     zset   nonce -> deadline (a slot is held while now < deadline)
 --   slotinfo  hash   nonce -> lease .. ':' .. holder (the lease renewals extend by)
 -- Both exist only while the tenant holds a slot there, and expire with its last deadline, so
--- a tenant whose holders all died leaves nothing behind.
+-- a tenant whose holders all died leaves nothing behind. Its line of parked jobs is two more:
+--   waiting   zset   place -> when first parked (the wakeable ones)
+--   waiters   hash   place -> since .. ':' .. park text (every parked job, woken or not)
+-- Both expire PARK_TTL after their last change (each timed copy of a parked job changes them).
 
 -- Drop the slots whose deadline is at or before now.
 local function slots_drop_expired(held, info, now)
@@ -51,6 +54,31 @@ local function slot_held(held, info, nonce, now)
     return nil
   end
   return tonumber(deadline)
+end
+
+-- Park (or park again) the job at `place` with its `park` text: wakeable, in line at the time
+-- it was first parked (`now` for a new place). Both line keys live PARK_TTL ms on.
+local function waiter_park(waiting, waiters, place, park, now, ttl_ms)
+  local since = fmt(now)
+  local known = redis.call('HGET', waiters, place)
+  if known then since = string.match(known, '^[^:]*') end
+  redis.call('HSET', waiters, place, since .. ':' .. park)
+  redis.call('ZADD', waiting, since, place)
+  redis.call('PEXPIRE', waiting, ttl_ms)
+  redis.call('PEXPIRE', waiters, ttl_ms)
+end
+
+-- The place and park text (place .. ':' .. text) of the oldest wakeable parked job, now woken
+-- (no longer wakeable, still parked), or '' when none waits.
+local function waiter_wake(waiting, waiters)
+  while true do
+    local first = redis.call('ZPOPMIN', waiting)
+    if #first == 0 then return '' end
+    local known = redis.call('HGET', waiters, first[1])
+    if known then
+      return first[1] .. string.sub(known, string.len(string.match(known, '^[^:]*')) + 1)
+    end
+  end
 end
 
 -- -- end of _lib_slots.lua --------------------------------------------------------------------

@@ -1,9 +1,9 @@
 -- renew_slots.lua: extend held slots to now + their lease.
 --
--- KEYS: the slot keys of each distinct (queue, tenant) of the tokens, all of one queue, as
---       pairs: slots zset, slotinfo hash (_lib_slots.lua).
--- ARGV: [1] now (see `now_of`), then 2 values per token: its pair's number p (keys
---       2p - 1 and 2p), its nonce.
+-- KEYS: the four slot keys of each distinct (queue, tenant) of the tokens, all of one queue
+--       (_lib_slots.lua; the first two are used).
+-- ARGV: [1] now (see `now_of`), then 2 values per token: its block's number p (keys
+--       4p - 3 to 4p), its nonce.
 -- Touches: the slot keys.
 -- Returns: one string per token, in order: the new deadline, or '' when the slot is not held
 --       (expired, released or unknown; nothing is changed for it). Sent again: see below.
@@ -13,7 +13,7 @@ local function renew_held()
   local out, touched = {}, {}
   for a = 2, #ARGV, 2 do
     local p = tonumber(ARGV[a])
-    local held, info, nonce = KEYS[2 * p - 1], KEYS[2 * p], ARGV[a + 1]
+    local held, info, nonce = KEYS[4 * p - 3], KEYS[4 * p - 2], ARGV[a + 1]
     if slot_held(held, info, nonce, now) == nil then
       out[#out + 1] = ''
     else
@@ -24,7 +24,7 @@ local function renew_held()
     end
     touched[p] = true
   end
-  for p in pairs(touched) do slots_expire(KEYS[2 * p - 1], KEYS[2 * p], now) end
+  for p in pairs(touched) do slots_expire(KEYS[4 * p - 3], KEYS[4 * p - 2], now) end
   return out
 end
 
