@@ -1,12 +1,12 @@
 """Settings for the whole suite.
 
-Under pytest-xdist (``./dev test`` runs two test processes: ``-n 2``), each test process gets
+Under pytest-xdist (``./dev test`` runs three test processes: ``-n 3``), each test process gets
 its own Redis databases, so one process's FLUSHDB never empties another's: ``gw0`` keeps the
 defaults (tests in database 9, brokers in 10), ``gw1`` uses 14 and 15, ``gw2`` 11 and 12,
 ``gw3`` 7 and 8; more processes than that are refused. Each process starts its own local Redis
-Cluster (tests/redis_cluster/servers.py) from a port range of its own (7100, 7300, …). Set
-before any test module reads them (modules read the variables at import), and inherited by the
-processes tests start.
+Cluster (tests/redis_cluster/servers.py) from a port range of its own (7100, 7300, …; or from
+``$FAIRQ_TEST_CLUSTER_PORT`` on, 200 apart). Set before any test module reads them (modules
+read the variables at import), and inherited by the processes tests start.
 """
 
 from __future__ import annotations
@@ -32,9 +32,11 @@ def _own_databases() -> None:
             "run pytest with -n 4 or fewer, or add databases to _DATABASES"
         )
     tests_db, broker_db = _DATABASES[worker]
-    # the local Redis Cluster of tests/redis_cluster: a port range of its own per process
+    # the local Redis Cluster of tests/redis_cluster: a port range of its own per process,
+    # counted from $FAIRQ_TEST_CLUSTER_PORT when it is set
     number = int(worker.removeprefix("gw"))
-    os.environ.setdefault("FAIRQ_TEST_CLUSTER_PORT", str(7100 + 200 * number))
+    first = int(os.environ.get("FAIRQ_TEST_CLUSTER_PORT", "7100"))
+    os.environ["FAIRQ_TEST_CLUSTER_PORT"] = str(first + 200 * number)
     tests = os.environ.get("FAIRQ_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
     broker = os.environ.get("FAIRQ_TEST_BROKER_URL", "redis://127.0.0.1:6379/10")
     os.environ["FAIRQ_TEST_REDIS_URL"] = _with_database(tests, tests_db)

@@ -24,15 +24,17 @@ TOKEN = "test-token-0123456789abcdef"
 REDIS_DEFAULT = "redis://127.0.0.1:6379/9"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def playwright() -> Iterator[Playwright]:
-    """Per module, not per session: Playwright's sync API keeps an event loop running in this
-    thread until it stops, and tests after these (asyncio.run) need none running."""
+    """One driver and browser while a test process runs the tests of tests/web in a row, each
+    test in a fresh context (``page``); not per session: Playwright's sync API keeps an event
+    loop running in this thread until it stops, and the tests after these (asyncio.run) need
+    none running. pytest ends a package's fixtures before a test from outside it."""
     with sync_playwright() as driver:
         yield driver
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.fail(
