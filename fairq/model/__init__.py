@@ -455,9 +455,11 @@ class ReferenceModel(Cancels):
 
     def _unclaimed(self, queue: Queue, job: Job, now: float) -> None:
         """A relayed job's hold lapsed before a worker claimed it (its relay died): it never
-        ran, so it is ready again with the attempt given back, counted as no failure, and
-        charged its estimate (no more: a crash is not consumption)."""
-        _, tenant = self._end_run(job, None, now)
+        ran, so it is ready again with the attempt given back, counted as no failure, and its
+        estimate is given back too (a run of no length: a tenant whose jobs waited in a dead
+        relay's broker is not charged for service it never had)."""
+        assert job.started_at is not None
+        _, tenant = self._end_run(job, job.started_at, now)
         job.attempts -= 1
         if job.cancel_requested:
             job.last_error = CANCELLED_NOTE

@@ -3,7 +3,7 @@
 The relay hands jobs out *unclaimed*, each under a short hold it keeps alive; a worker's claim
 starts the run under the job's own lease. The wait in the broker is not service: it is charged
 the estimate and nothing more, and it teaches the learned cost nothing. A hold that lapses (the
-relay died) gives the job back at once, the attempt not counted.
+relay died) gives the job back at once, the attempt not counted and the estimate refunded.
 """
 
 from __future__ import annotations
@@ -115,7 +115,9 @@ def test_a_lapsed_hold_gives_the_job_back_at_once_with_the_attempt_not_counted(
     backend: Backend,
 ) -> None:
     enqueue(backend, [new_job(0, "a", lease=60.0, max_attempts=1)])
+    before = stat(backend, "a").usage
     (lease,) = relay_take(backend, 0.0)
+    assert stat(backend, "a").usage > before  # charged its estimate while it is out
     (expired,) = backend.maintain(MaintainParams(now=HOLD)).expired
     assert (expired.job_id, expired.claimed, expired.dead, expired.attempt) == (
         "j0",
@@ -126,6 +128,7 @@ def test_a_lapsed_hold_gives_the_job_back_at_once_with_the_attempt_not_counted(
     assert claim(backend, [lease.token], HOLD).lost == [lease.token]  # the old message: skipped
     row = stat(backend, "a")
     assert (row.ready, row.running, row.failed) == (1, 0, 0)
+    assert row.usage == before  # the estimate given back: it never ran
     again = take_one(backend, HOLD)  # its one attempt is still there
     assert (again.job_id, again.attempt) == ("j0", 1)
 

@@ -276,8 +276,9 @@ class Events:
     def _unclaimed(self, job: JobRow, now: float) -> None:
         """A relayed job's hold lapsed before a worker claimed it (its relay died or gave it
         back): it never ran, so it is ready again with the attempt given back, counted as no
-        failure and no figure, charged its estimate and no more (or it ends cancelled)."""
-        tenant = self.end_run(job, None, now)
+        failure and no figure, its estimate given back: a run of no length (or it ends
+        cancelled)."""
+        tenant = self.end_run(job, job.started_at, now)
         job.attempts -= 1
         if job.cancel_requested:
             job.last_error = CANCELLED_NOTE

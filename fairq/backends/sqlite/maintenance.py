@@ -124,10 +124,10 @@ def _expire(db: sqlite3.Connection, queue: str, now: float) -> list[ExpiredLease
 def _unclaimed(db: sqlite3.Connection, job: JobRow, tenant: TenantRow, now: float) -> None:
     """A relayed job's hold lapsed before a worker claimed it (its relay died or gave it
     back): it never ran, so the attempt is given back, no failure or figure is counted, its
-    tenant stays charged the estimate (no more), and it is ready again at once (cancelled if
-    it had a cancel request). Saves the job and the tenant."""
+    tenant's estimate is given back (a run of no length), and it is ready again at once
+    (cancelled if it had a cancel request). Saves the job and the tenant."""
     queue = QueueRow.get(db, job.queue)
-    end_run(queue, tenant, job, None, now)
+    end_run(queue, tenant, job, job.started_at, now)
     job.attempts -= 1
     if job.cancel_requested:
         job.last_error = CANCELLED_NOTE

@@ -88,11 +88,11 @@ local function extend(q, j, now, hold)
 end
 
 -- A relayed job's hold lapsed before a worker claimed it (its relay died, or gave it back):
--- its run never started, so the attempt is given back and nothing is counted; it stays
--- charged its estimate (a crash is not consumption: `end_run`). Ready again at once, or
--- cancelled if it was asked to stop.
+-- its run never started, so the attempt is given back and nothing is counted, and its
+-- estimate is given back (a run of no length). Ready again at once, or cancelled if it was
+-- asked to stop.
 local function unclaimed(q, t, j, now)
-  end_run(q, t, j, nil, now)
+  end_run(q, t, j, j.started_at, now)  -- a run of no length: its estimate given back
   j.attempts = j.attempts - 1
   if j.cancel_at ~= nil then
     redis.call('HSET', q.k.errors, j.id, 'cancelled on request')
