@@ -10,6 +10,8 @@ runs ``fairq/a/__init__.py`` too, so a module depends on the packages above what
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -148,3 +150,14 @@ def test_the_graph_reads_the_imports_it_should() -> None:
     assert "fairq.contract" in GRAPH["fairq.backends.sqlite.backend"]
     assert "fairq.app" in GRAPH["fairq.worker.worker"]
     assert "fairq.app.periodic" not in GRAPH["fairq.reports.periodic"]  # TYPE_CHECKING only
+
+
+def test_rq_s_worker_loading_the_queue_class_does_not_import_fair_py_back() -> None:
+    """``fair.py`` imports ``queue.py``: the package must not import it on the way to the
+    queue class RQ's worker names (``fairq.integrations.rq.queue.FairQueue``)."""
+    code = (
+        "import sys, fairq.integrations.rq.queue as q; "
+        "print(q.FairQueue.__name__, 'fairq.integrations.rq.fair' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["FairQueue", "False"]

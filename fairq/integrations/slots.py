@@ -18,10 +18,8 @@ first copy to get a slot run and tells any later one that it is ``gone``.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from fairq.contract import (
     AcquireSlotParams,
@@ -32,6 +30,7 @@ from fairq.contract import (
     Woken,
 )
 from fairq.worker.joblog import describe
+from fairq.worker.keeper import LeaseKeeper
 
 log = logging.getLogger("fairq.integrations")
 
@@ -48,11 +47,9 @@ class SlotKeeper:
         self._store = store
         self.clock = clock
         self._wake = wake  # the peer's publish of a parked job a release woke
-        self._held: dict[str, float] = {}  # token -> its lease (seconds)
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self._thread_pid: int | None = None  # the process whose thread renews _held
-        self._closed = False
+        self._keeper: LeaseKeeper[str] = LeaseKeeper(
+            self._renew, name="fairq-slots", lost=self._lapsed
+        )
 
     def acquire(
         self,
@@ -82,14 +79,7 @@ class SlotKeeper:
             )
         )
         if result.token is not None:
-            with self._lock:
-                self._held[result.token] = lease
-                if self._thread_pid != os.getpid() and not self._closed:  # none in this process
-                    self._thread_pid = os.getpid()
-                    threading.Thread(
-                        target=self._renew_forever, name="fairq-slots", daemon=True
-                    ).start()
-                self._changed.notify_all()
+            self._keeper.hold(result.token, result.token, lease)
         return result
 
     def release(self, token: str | None) -> None:
@@ -97,8 +87,7 @@ class SlotKeeper:
         then frees when its lease ends; the parked job comes back with its timed copy)."""
         if token is None:
             return
-        with self._lock:
-            self._held.pop(token, None)
+        self._keeper.drop(token)
         try:
             result = self._store().release_slots(
                 ReleaseSlotsParams(tokens=[token], now=self.clock())
@@ -122,39 +111,22 @@ class SlotKeeper:
 
     def close(self) -> None:
         """Stop renewing (at worker shutdown); slots still held free at their leases."""
-        with self._lock:
-            self._closed = True
-            self._changed.notify_all()
+        self._keeper.stop()
 
-    def _renew_forever(self) -> None:
-        last = time.monotonic()
-        while True:
-            with self._lock:
-                while not self._closed and not self._held:
-                    self._changed.wait()
-                if self._closed:
-                    return
-                left = last + min(self._held.values()) / 3 - time.monotonic()
-                if left > 0:
-                    self._changed.wait(left)
-                    continue
-                tokens = list(self._held)
-            last = time.monotonic()
-            try:
-                result = self._store().renew_slots(
-                    RenewSlotsParams(tokens=tokens, now=self.clock())
-                )
-            except Exception as exc:
-                log.error("renewing tenant slots failed: %s; retrying", describe(exc))
-                continue
-            with self._lock:  # a slot given back since the snapshot has not lapsed
-                lapsed = [t for t in result.lost if self._held.pop(t, None) is not None]
-            if lapsed:
-                log.warning(
-                    "%d tenant slot(s) lapsed while their jobs ran (the store was unreachable "
-                    "longer than the lease); the cap may be exceeded until they end",
-                    len(lapsed),
-                )
+    def _renew(self, held: dict[str, str]) -> Sequence[str] | None:
+        try:
+            params = RenewSlotsParams(tokens=list(held), now=self.clock())
+            return self._store().renew_slots(params).lost
+        except Exception as exc:
+            log.error("renewing tenant slots failed: %s; retrying", describe(exc))
+            return None
+
+    def _lapsed(self, tokens: list[str]) -> None:
+        log.warning(
+            "%d tenant slot(s) lapsed while their jobs ran (the store was unreachable "
+            "longer than the lease); the cap may be exceeded until they end",
+            len(tokens),
+        )
 
 
 def turn(result: SlotResult, woken: bool) -> str:

@@ -2,8 +2,8 @@
 
 The relay's dequeue hands jobs out *unclaimed* (``DequeueParams.hold``): each is leased for a
 short hold, not its own lease, until a worker's claim starts its run. ``Holds`` keeps them
-until then, from a thread of their own so that nothing the relay waits on (a slow publish, a
-back-off, the store's wait) can let a hold lapse while the relay lives:
+until then, from a thread of their own (``fairq.worker.keeper``) so that nothing the relay waits
+on (a slow publish, a back-off, the store's wait) can let a hold lapse while the relay lives:
 
 * every third of the hold, one heartbeat with ``hold`` renews all of them and reports those
   a worker claimed meanwhile (or that are gone: acked, expired), which are forgotten;
@@ -21,13 +21,13 @@ the lease gone and the message is skipped.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 
 from fairq.contract import Backend, HeartbeatParams, HeartbeatResult
 from fairq.job import Lease
 from fairq.worker.joblog import describe, job_fields
+from fairq.worker.keeper import LeaseKeeper
 
 log = logging.getLogger("fairq.relay")
 
@@ -45,59 +45,30 @@ class Holds:
         self.hold = hold
         self.clock = clock
         self.name = name
-        self._held: dict[str, tuple[Lease, float]] = {}  # token -> (lease, monotonic taken)
-        self._lock = threading.Lock()
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="fairq-relay-holds", daemon=True)
+        # token -> (lease, monotonic taken), each renewed every third of the hold
+        self._keeper: LeaseKeeper[tuple[Lease, float]] = LeaseKeeper(
+            self._renew, name="fairq-relay-holds"
+        )
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._held)
-
-    def start(self) -> None:
-        self._thread.start()
+        return len(self._keeper)
 
     def stop(self) -> None:
-        self._stopped.set()
-        if self._thread.is_alive():
-            self._thread.join()
+        self._keeper.stop()
 
     def add(self, leases: Sequence[Lease]) -> None:
         """Jobs the relay just took (before it publishes them)."""
         taken = time.monotonic()
-        with self._lock:
-            for lease in leases:
-                self._held[lease.token] = (lease, taken)
+        for lease in leases:
+            self._keeper.hold(lease.token, (lease, taken), self.hold)
 
     def drop(self, lease: Lease) -> None:
         """A job that left the relay's hands otherwise (handed back, buried)."""
-        with self._lock:
-            self._held.pop(lease.token, None)
-
-    def renew(self) -> None:
-        """Renew every hold; give back the jobs that waited their whole lease unclaimed."""
-        now = time.monotonic()
-        with self._lock:
-            overdue = [
-                lease for lease, taken in self._held.values() if now - taken >= lease.lease_timeout
-            ]
-            for lease in overdue:
-                del self._held[lease.token]
-            tokens = list(self._held)
-        if overdue:
-            self._give_back_overdue(overdue)
-        if tokens:
-            result = self._heartbeat(tokens, self.hold, "renewing the holds of")
-            if result is not None:
-                with self._lock:
-                    for token in (*result.claimed, *result.lost):
-                        self._held.pop(token, None)
+        self._keeper.drop(lease.token)
 
     def give_back(self) -> None:
         """The relay stops: every job no worker claimed is ready again at once."""
-        with self._lock:
-            tokens = list(self._held)
-            self._held.clear()
+        tokens = list(self._keeper.take_all())
         if not tokens:
             return
         result = self._heartbeat(tokens, GIVE_BACK, "giving back")
@@ -110,9 +81,21 @@ class Holds:
 
     # -- inside ----------------------------------------------------------------------------
 
-    def _serve(self) -> None:
-        while not self._stopped.wait(self.hold / 3):
-            self.renew()
+    def _renew(self, held: dict[str, tuple[Lease, float]]) -> list[str] | None:
+        """Renew every hold; give back the jobs that waited their whole lease unclaimed. The
+        jobs a worker claimed, or gone (acked, expired), are forgotten."""
+        now = time.monotonic()
+        overdue = [lease for lease, taken in held.values() if now - taken >= lease.lease_timeout]
+        for lease in overdue:
+            self._keeper.drop(lease.token)
+        if overdue:
+            self._give_back_overdue(overdue)
+        given_back = {lease.token for lease in overdue}
+        tokens = [token for token in held if token not in given_back]
+        if not tokens:
+            return None
+        result = self._heartbeat(tokens, self.hold, "renewing the holds of")
+        return None if result is None else [*result.claimed, *result.lost]
 
     def _give_back_overdue(self, leases: list[Lease]) -> None:
         result = self._heartbeat([lease.token for lease in leases], GIVE_BACK, "giving back")

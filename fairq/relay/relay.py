@@ -174,7 +174,6 @@ class Relay:
             self.in_flight if self.in_flight is not None else "as stored",
         )
         self.weights.start()
-        self.holds.start()
         self.started.set()
         try:
             self._release_until_stopped()

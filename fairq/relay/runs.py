@@ -9,9 +9,9 @@ Inside a Celery, RQ or Dramatiq worker process, each relayed job runs between ``
   job was published again; or the job already ran — means this message must not run: ``begin``
   returns None and the integration skips it. That is how a job is never run twice by two
   messages except after an expiry.
-* while the job runs, one heartbeat thread per process extends every claimed lease (every third
-  of the shortest lease), so caps count really-running jobs and a killed worker's jobs come back
-  when their lease runs out;
+* while the job runs, one heartbeat thread per process (``fairq.worker.keeper``) extends every
+  claimed lease (every third of the shortest lease), so caps count really-running jobs and a
+  killed worker's jobs come back when their lease runs out;
 * the end is stored in fairq: an ack, or a failure with fairq's retry back-off (the job goes
   back to its tenant's queue and the relay releases it again when due) or dead after its last
   attempt. The tenant is charged the real run time, as for a native job.
@@ -48,6 +48,7 @@ from fairq.job import JobInfo, JobState, Lease
 from fairq.policy.retry import backoff
 from fairq.relay.tickets import lease_of
 from fairq.worker.joblog import ERROR_CHARS, describe, job_fields
+from fairq.worker.keeper import LeaseKeeper
 from fairq.worker.lost import why_lost
 
 log = logging.getLogger("fairq.relay")
@@ -90,16 +91,14 @@ class RelayedRuns:
         self.app = app
         self.clock = clock
         self.heartbeat_every = heartbeat_every
-        self._held: dict[str, RelayedRun] = {}
+        self._keeper: LeaseKeeper[RelayedRun] = LeaseKeeper(
+            self._beat, name="fairq-relayed-heartbeat", lost=self._lost, every=heartbeat_every
+        )
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
         self._home = os.getpid()
         self._pid: int | None = None  # the process whose store connection is _backend
         self._backend: Backend | None = None  # this (forked) process's own connection
         self._timed: Backend | None = None  # it, timed for the plug-ins that want store calls
-        self._thread: threading.Thread | None = None
-        self._thread_pid: int | None = None
-        self._closed = False
 
     # -- what the integrations call --------------------------------------------------------
 
@@ -144,15 +143,7 @@ class RelayedRuns:
             self._cancel_unstarted(lease)
             return None
         run = RelayedRun(lease, deadline, self)
-        with self._lock:
-            # The heartbeat thread is woken only when it must beat sooner: it waits for a first
-            # run, or every third of a longer lease than this one's (a wake-up per job costs
-            # the worker a thread switch)
-            sooner = all(r.lease.lease_timeout > lease.lease_timeout for r in self._held.values())
-            self._held[lease.token] = run
-            self._start_heartbeat()
-            if sooner:
-                self._changed.notify_all()
+        self._keeper.hold(lease.token, run, lease.lease_timeout)
         hooks.after_dequeue([lease])
         hooks.before_run(lease)
         RUNNING.set(run)  # the peer runs the job on this thread, between begin and end
@@ -162,8 +153,7 @@ class RelayedRuns:
     def end(self, run: RelayedRun, error: BaseException | None) -> JobInfo | None:
         if RUNNING.get() is run:
             RUNNING.set(None)
-        with self._lock:
-            self._held.pop(run.lease.token, None)
+        self._keeper.drop(run.lease.token)
         duration = time.monotonic() - run.started
         self.app.hooks.after_run(run.lease, error, duration)
         if error is None:
@@ -187,12 +177,7 @@ class RelayedRuns:
         return self._timed or self._backend
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            self._changed.notify_all()
-            thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+        self._keeper.stop()
         if self._backend is not None and self._pid == os.getpid():
             self._backend.close()  # a child's own; the App's is the App's to close
         self._backend = self._timed = None
@@ -249,45 +234,16 @@ class RelayedRuns:
 
     # -- the heartbeat ---------------------------------------------------------------------
 
-    def _start_heartbeat(self) -> None:
-        """(Under the lock.) One heartbeat thread per process, started with the first claim."""
-        if self._closed:
-            return
-        if self._thread is None or self._thread_pid != os.getpid():  # none, or the parent's
-            self._thread_pid = os.getpid()
-            self._thread = threading.Thread(
-                target=self._beat_forever, name="fairq-relayed-heartbeat", daemon=True
-            )
-            self._thread.start()
-
-    def _beat_forever(self) -> None:
-        last = time.monotonic()
-        while True:
-            with self._lock:
-                while not self._closed and not self._held:
-                    self._changed.wait()
-                if self._closed:
-                    return
-                runs = list(self._held.values())
-                every = self.heartbeat_every or min(r.lease.lease_timeout for r in runs) / 3
-                left = last + every - time.monotonic()
-                if left > 0:
-                    self._changed.wait(left)
-                    continue
-            last = time.monotonic()
-            self._beat(runs)
-
-    def _beat(self, runs: list[RelayedRun]) -> None:
-        tokens = [run.lease.token for run in runs]
+    def _beat(self, held: dict[str, RelayedRun]) -> list[str] | None:
+        params = HeartbeatParams(tokens=list(held), now=self.clock())
         try:
-            result = self.backend().heartbeat(HeartbeatParams(tokens=tokens, now=self.clock()))
+            result = self.backend().heartbeat(params)
         except Exception as exc:
             log.error("heartbeat of relayed jobs failed: %s; retrying", describe(exc))
-            return
-        lost = []
+            return None
         asked = set(result.cancelled)
         with self._lock:
-            for run in runs:
+            for run in held.values():
                 if run.lease.token in result.deadlines:
                     run.deadline = result.deadlines[run.lease.token]
                     if run.lease.token in asked and not run.cancel_requested:
@@ -299,9 +255,9 @@ class RelayedRuns:
                             run.lease.name,
                             extra=job_fields(run.lease, "cancel_requested"),
                         )
-                elif self._held.pop(run.lease.token, None) is not None:
-                    lost.append(run)
-        if lost:
-            why = why_lost(self.backend(), [(r.lease, r.deadline) for r in lost], self.clock())
-            for run in lost:
-                self.app.hooks.lease_lost(run.lease, why[run.lease.token])
+        return [token for token in held if token not in result.deadlines]
+
+    def _lost(self, lost: list[RelayedRun]) -> None:
+        why = why_lost(self.backend(), [(r.lease, r.deadline) for r in lost], self.clock())
+        for run in lost:
+            self.app.hooks.lease_lost(run.lease, why[run.lease.token])

@@ -20,6 +20,7 @@ from typing import Any
 
 from fairq.job import Lease
 from fairq.results import JobResult
+from fairq.worker.keeper import LeaseKeeper
 
 ACK_WAIT = 0.002  # seconds a succeeded job waits, at most, before the fetch loop stores its ack
 
@@ -53,11 +54,7 @@ class RunningJobs:
         self._cond = threading.Condition(threading.Lock())
         self._closed = False  # no more slots are handed out (the worker stops taking jobs)
         self._abandoned = False  # stop waiting for running jobs (hand them back now)
-        # Set when the heartbeat must look again: a lease shorter than every lease it last
-        # saw (see ``watch``), which is any lease when it saw none; not on every add, nor
-        # when leases come and go between its looks (its timer covers those).
-        self.changed = threading.Event()
-        self._shortest = math.inf  # the shortest lease_timeout the heartbeat last saw
+        self._keeper: LeaseKeeper[Lease] | None = None  # the heartbeat's (``kept_by``)
         # Held leases whose jobs succeeded, waiting for the fetch loop to store their acks. Once
         # every slot is one, it acks and refills them in one call: fewer, bigger calls cost the
         # store and the worker less per job than waking at half the slots (benchmarks/
@@ -71,10 +68,17 @@ class RunningJobs:
     def add(self, lease: Lease) -> Running:
         entry = Running(lease)
         with self._cond:
-            if lease.lease_timeout < self._shortest:
-                self.changed.set()
             self._jobs[lease.token] = entry
+            if self._keeper is not None:
+                self._keeper.hold(lease.token, lease, lease.lease_timeout)
         return entry
+
+    def kept_by(self, keeper: LeaseKeeper[Lease]) -> None:
+        """Have ``keeper`` renew every lease from now until its outcome is stored (``done``)."""
+        with self._cond:
+            self._keeper = keeper
+            for token, entry in self._jobs.items():
+                keeper.hold(token, entry.lease, entry.lease.lease_timeout)
 
     def extended(self, deadlines: Mapping[str, float]) -> None:
         """Note the new deadlines a heartbeat gave (to say, if a lease is lost, by how long
@@ -118,6 +122,8 @@ class RunningJobs:
         with self._cond:
             for token in tokens:
                 self._jobs.pop(token, None)
+                if self._keeper is not None:
+                    self._keeper.drop(token)
             self._cond.notify_all()
 
     # -- acks: buffered here, stored by the fetch loop ----------------------------------------
@@ -211,14 +217,6 @@ class RunningJobs:
                     return False
                 left = min(due, end) - now
                 self._cond.wait(None if left == math.inf else left)
-
-    def watch(self) -> list[Lease]:
-        """The held leases, for the heartbeat: from now on ``changed`` is set only by a lease
-        shorter than all of these (its beats must come sooner), or by the first one after none."""
-        with self._cond:
-            leases = [entry.lease for entry in self._jobs.values()]
-            self._shortest = min((lease.lease_timeout for lease in leases), default=math.inf)
-            return leases
 
     def request_cancel(self, tokens: Sequence[str]) -> list[Lease]:
         """Jobs asked to stop (the heartbeat's ``cancelled``): mark them, for the job's code

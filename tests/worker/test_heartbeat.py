@@ -1,5 +1,5 @@
-"""The heartbeat: woken only when it must look again, and warning of a lost lease only for a
-job still running, never for one whose outcome was stored while the beat was under way."""
+"""The heartbeat warns of a lost lease only for a job still running, never for one whose outcome
+was stored while the beat was under way (its timing and wake-ups: test_keeper.py)."""
 
 from __future__ import annotations
 
@@ -14,26 +14,6 @@ from fairq.worker.heartbeat import Heartbeat
 from fairq.worker.running import RunningJobs
 
 from .helpers import new_job, wait_for
-
-
-def test_the_heartbeat_is_woken_only_by_a_first_or_a_shorter_lease() -> None:
-    """Waking it on every dequeued job would cost a thread switch per job for nothing: a lease
-    as long as those it watches needs no earlier beat."""
-    store = ReferenceModel()
-    jobs = [new_job(f"j{n}", lease_timeout=t) for n, t in enumerate([30.0, 30.0, 10.0])]
-    store.enqueue(EnqueueParams(jobs=jobs, now=0.0))
-    first, same, shorter = store.dequeue(
-        DequeueParams(queues=["default"], worker_id="w", now=0.0, limit=3)
-    ).leases
-    running = RunningJobs(3)
-    running.add(first)
-    assert running.changed.is_set()  # the first lease after none
-    running.changed.clear()
-    assert running.watch() == [first]
-    running.add(same)
-    assert not running.changed.is_set()
-    running.add(shorter)
-    assert running.changed.is_set()
 
 
 def test_a_job_acked_between_look_and_beat_is_not_reported_lost(

@@ -25,12 +25,39 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("fairq.integrations.rq needs RQ: pip install 'fairq[rq]'") from exc
 
-from fairq.integrations.rq.fair import FairRQ
-from fairq.integrations.rq.publish import RQPublisher
-from fairq.integrations.rq.queue import FairQueue
-from fairq.integrations.rq.router import GuardedTask
-from fairq.integrations.rq.slots import DEFERRED_KEY
-from fairq.integrations.rq.tasks import SKIPPED_KEY, FairTask, Held, fair_task_of
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fairq.integrations.rq.fair import FairRQ
+    from fairq.integrations.rq.publish import RQPublisher
+    from fairq.integrations.rq.queue import FairQueue
+    from fairq.integrations.rq.router import GuardedTask
+    from fairq.integrations.rq.slots import DEFERRED_KEY
+    from fairq.integrations.rq.tasks import SKIPPED_KEY, FairTask, Held, fair_task_of
+
+#: Each public name's module, imported on first use: RQ's worker loads
+#: ``fairq.integrations.rq.queue.FairQueue``, and importing this package must not import
+#: ``fair.py``, which imports ``queue.py`` back (and the relay, the slots and the publisher).
+_HOMES = {
+    "DEFERRED_KEY": "slots",
+    "SKIPPED_KEY": "tasks",
+    "FairQueue": "queue",
+    "FairRQ": "fair",
+    "FairTask": "tasks",
+    "GuardedTask": "router",
+    "Held": "tasks",
+    "RQPublisher": "publish",
+    "fair_task_of": "tasks",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
 
 __all__ = [
     "DEFERRED_KEY",
