@@ -32,6 +32,7 @@ from fairq.contract.inspection import (
 from fairq.contract.jobtypes import JobSignature, JobType, PublishJobTypesParams, positional_params
 from fairq.contract.peers import (
     AcquireSlotParams,
+    LeaveLineParams,
     ReleaseSlotsParams,
     ReleaseSlotsResult,
     RenewSlotsParams,
@@ -116,6 +117,7 @@ __all__ = [
     "QueueSettings",
     "RecordedJob",
     "ReleaseParams",
+    "LeaveLineParams",
     "ReleaseSlotsParams",
     "ReleaseSlotsResult",
     "RenewSlotsParams",

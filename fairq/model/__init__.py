@@ -40,6 +40,7 @@ from fairq.contract import (
     MaintainResult,
     PublishJobTypesParams,
     ReleaseParams,
+    LeaveLineParams,
     ReleaseSlotsParams,
     ReleaseSlotsResult,
     RenewSlotsParams,
@@ -197,6 +198,10 @@ class ReferenceModel(Cancels):
     def release_slots(self, params: ReleaseSlotsParams) -> ReleaseSlotsResult:
         with self._changed:
             return self._slots.release(params.tokens, params.now)
+
+    def leave_line(self, params: LeaveLineParams) -> bool:
+        with self._changed:
+            return self._slots.leave(params)
 
     # -- consuming -------------------------------------------------------------------------
 
