@@ -154,6 +154,25 @@ class SlotTask(Task):  # type: ignore[misc]  # Celery ships no type hints
                 retries=request.retries,
             )
         except Exception as exc:  # keep this message: the broker gives it back (acks_late)
+            if not self.fair.slots.leave(queue, tenant, slot.waiter):
+                log.info(
+                    "job %s %s of tenant %r: the broker did not take its timed copy (%s), but a "
+                    "woken copy runs it; this one is dropped",
+                    request.id,
+                    self.name,
+                    tenant,
+                    describe(exc),
+                )
+                raise Ignore() from exc
+            log.warning(
+                "job %s %s of tenant %r requeued: no free slot in %r and the broker did not take "
+                "its timed copy (%s)",
+                request.id,
+                self.name,
+                tenant,
+                queue,
+                describe(exc),
+            )
             raise Reject(
                 f"tenant {tenant!r} has no free slot in {queue!r} and the broker did not take "
                 f"the job back ({describe(exc)}); requeued",
