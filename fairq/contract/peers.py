@@ -1,8 +1,8 @@
 """The operations the peers' side asks of the Backend contract. ``route``: the throttle
 decision of a native enqueue for a job bound for a peer's broker. The slot guard
-(``acquire_slot``, ``renew_slots``, ``release_slots``, ``leave_line``; rules in fairq/policy/slots.py): a
-peer's worker takes a tenant's slot before it runs a job, so the tenant's cap holds outside
-fairq's own workers.
+(``acquire_slot``, ``renew_slots``, ``release_slots``, ``leave_line``; rules in
+fairq/policy/slots.py): a peer's worker takes a tenant's slot before it runs a job, so the
+tenant's cap holds outside fairq's own workers.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from fairq.contract import (
     AcquireSlotParams,
+    LeaveLineParams,
     ReleaseSlotsResult,
     RenewSlotsResult,
     SlotResult,
