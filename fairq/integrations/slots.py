@@ -123,15 +123,17 @@ class SlotKeeper:
                 describe(exc),
             )
 
-    def leave(self, queue: str, tenant: str, waiter: str | None) -> bool:
-        """Before a peer gives a job whose timed copy could not be sent back to its broker:
-        take it out of its line (``waiter``: its place; None: it was not parked). True: give
-        it back, it is the job's only copy; False: a copy of it took a slot and runs it, so
-        drop it. With the store unreachable too it is given back (logged: it may run twice)."""
-        if waiter is None:
+    def leave(self, queue: str, tenant: str, place: str | None, carried: str | None) -> bool:
+        """Before a peer gives a job whose timed copy could not be sent back to its broker as
+        it came (carrying ``carried``, its place when it was a copy already): a job parked by
+        this refusal (at ``place``) leaves its line, since what is given back carries no place.
+        True: give it back (it is the job's only copy, or a copy in line like the others);
+        False: a copy of it took a slot and runs it, so drop it. With the store unreachable
+        too it is given back (logged: it may run twice)."""
+        if place is None or carried is not None:
             return True
         try:
-            params = LeaveLineParams(queue=queue, tenant=tenant, waiter=waiter)
+            params = LeaveLineParams(queue=queue, tenant=tenant, waiter=place)
             return self._store().leave_line(params)
         except Exception as exc:
             log.error(
