@@ -32,6 +32,7 @@ from fairq.contract.inspection import (
 from fairq.contract.jobtypes import JobSignature, JobType, PublishJobTypesParams, positional_params
 from fairq.contract.peers import (
     AcquireSlotParams,
+    LeaveLineParams,
     ReleaseSlotsParams,
     ReleaseSlotsResult,
     RenewSlotsParams,
@@ -108,6 +109,7 @@ __all__ = [
     "JobSignature",
     "JobType",
     "Keep",
+    "LeaveLineParams",
     "ListDeadParams",
     "MaintainParams",
     "MaintainResult",

@@ -1,8 +1,8 @@
 """The operations the peers' side asks of the Backend contract. ``route``: the throttle
 decision of a native enqueue for a job bound for a peer's broker. The slot guard
-(``acquire_slot``, ``renew_slots``, ``release_slots``; rules in fairq/policy/slots.py): a
-peer's worker takes a tenant's slot before it runs a job, so the tenant's cap holds outside
-fairq's own workers.
+(``acquire_slot``, ``renew_slots``, ``release_slots``, ``leave_line``; rules in
+fairq/policy/slots.py): a peer's worker takes a tenant's slot before it runs a job, so the
+tenant's cap holds outside fairq's own workers.
 """
 
 from __future__ import annotations
@@ -107,6 +107,28 @@ class ReleaseSlotsResult:
     released: Sequence[str] = ()  # tokens whose slot was held and is free now, in order
     lost: Sequence[str] = ()  # expired, already released or unknown: nothing to give back
     wake: Sequence[Woken] = ()  # parked jobs to publish again now, oldest first
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaveLineParams:
+    """Take the job parked at ``waiter`` out of the (queue, tenant)'s line: its peer could not
+    send its timed copy and gives the job back to its broker as it was (a requeue carries no
+    place), so no copy that carries the place may run after it. ``leave_line`` answers True
+    when the place was still in line (every copy carrying it is now ``gone``: the requeued job
+    is the only one left), False when it was gone already (a copy took a slot and runs the
+    job: the requeued one must be dropped)."""
+
+    queue: str
+    tenant: str
+    waiter: str
+
+    def __post_init__(self) -> None:
+        check_queue_name(self.queue)
+        object.__setattr__(self, "tenant", check_tenant(self.tenant))
+        if not slots.is_waiter(self.waiter):
+            raise ConfigError(
+                f"waiter must be a place a refused acquire answered, got {self.waiter!r}"
+            )
 
 
 class Woken(NamedTuple):

@@ -17,6 +17,7 @@ from fairq.contract.inspection import (
 from fairq.contract.jobtypes import JobType, PublishJobTypesParams
 from fairq.contract.peers import (
     AcquireSlotParams,
+    LeaveLineParams,
     ReleaseSlotsParams,
     ReleaseSlotsResult,
     RenewSlotsParams,
@@ -152,6 +153,10 @@ class Backend(Protocol):
 
     def release_slots(self, params: ReleaseSlotsParams) -> ReleaseSlotsResult:
         """Give slots back; a token not held (expired, released, unknown) is reported lost."""
+
+    def leave_line(self, params: LeaveLineParams) -> bool:
+        """Take a parked job out of its line; False when its place was gone (``LeaveLineParams``):
+        atomic with ``acquire_slot`` of the same (queue, tenant)."""
 
     def publish_job_types(self, params: PublishJobTypesParams) -> None: ...
 

@@ -40,6 +40,7 @@ from fairq.contract import (
     JobCost,
     JobCostsParams,
     JobType,
+    LeaveLineParams,
     ListDeadParams,
     MaintainParams,
     MaintainResult,
@@ -163,6 +164,9 @@ class TimedBackend:
 
     def release_slots(self, params: ReleaseSlotsParams) -> ReleaseSlotsResult:
         return self._timed("release_slots", self.inner.release_slots, params)
+
+    def leave_line(self, params: LeaveLineParams) -> bool:
+        return self._timed("leave_line", self.inner.leave_line, params)
 
     def publish_job_types(self, params: PublishJobTypesParams) -> None:
         self._timed("publish_job_types", self.inner.publish_job_types, params)

@@ -12,7 +12,9 @@ again) and also sent again for later by its peer (the timed copy, so it comes ba
 even if nobody wakes it). The process that releases a slot publishes the oldest parked job of
 that tenant at once (``wake``, the peer's publish), so a freed slot starts the next waiting job
 within the peer's own latency. Every copy carries the job's place in line; the store lets the
-first copy to get a slot run and tells any later one that it is ``gone``.
+first copy to get a slot run and tells any later one that it is ``gone``. A job whose timed
+copy the broker refused leaves the line (``leave``) before its peer gives it back to the broker
+as it was (that requeue carries no place): so a woken copy cannot run it a second time.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable, Sequence
 from fairq.contract import (
     AcquireSlotParams,
     Backend,
+    LeaveLineParams,
     ReleaseSlotsParams,
     RenewSlotsParams,
     SlotResult,
@@ -108,6 +111,28 @@ class SlotKeeper:
                 "a job waiting for a tenant slot was not woken (%s); its timed copy brings it back",
                 describe(exc),
             )
+
+    def leave(self, queue: str, tenant: str, place: str | None, carried: str | None) -> bool:
+        """Before a peer gives a job whose timed copy could not be sent back to its broker as
+        it came (carrying ``carried``, its place when it was a copy already): a job parked by
+        this refusal (at ``place``) leaves its line, since what is given back carries no place.
+        True: give it back (it is the job's only copy, or a copy in line like the others);
+        False: a copy of it took a slot and runs it, so drop it. With the store unreachable
+        too it is given back (logged: it may run twice)."""
+        if place is None or carried is not None:
+            return True
+        try:
+            params = LeaveLineParams(queue=queue, tenant=tenant, waiter=place)
+            return self._store().leave_line(params)
+        except Exception as exc:
+            log.error(
+                "a job given back to its broker did not leave the line of tenant %r in %r (%s): "
+                "it may run twice",
+                tenant,
+                queue,
+                describe(exc),
+            )
+            return True
 
     def close(self) -> None:
         """Stop renewing (at worker shutdown); slots still held free at their leases."""

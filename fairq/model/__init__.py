@@ -35,6 +35,7 @@ from fairq.contract import (
     JobCost,
     JobCostsParams,
     Keep,
+    LeaveLineParams,
     ListDeadParams,
     MaintainParams,
     MaintainResult,
@@ -197,6 +198,10 @@ class ReferenceModel(Cancels):
     def release_slots(self, params: ReleaseSlotsParams) -> ReleaseSlotsResult:
         with self._changed:
             return self._slots.release(params.tokens, params.now)
+
+    def leave_line(self, params: LeaveLineParams) -> bool:
+        with self._changed:
+            return self._slots.leave(params)
 
     # -- consuming -------------------------------------------------------------------------
 

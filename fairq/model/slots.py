@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from fairq.contract import (
     AcquireSlotParams,
+    LeaveLineParams,
     ReleaseSlotsResult,
     RenewSlotsResult,
     SlotResult,
@@ -68,6 +69,13 @@ class SlotTable:
         held[key.nonce] = Slot(holder=params.holder, lease=params.lease, deadline=deadline)
         self._store(place, held)
         return SlotResult(token=slots.token_of(key), deadline=deadline)
+
+    def leave(self, params: LeaveLineParams) -> bool:
+        """Take the waiter out of its line; False when it was not in it (LeaveLineParams)."""
+        if self._waiters.get(params.waiter, (None,))[0] != (params.queue, params.tenant):
+            return False
+        del self._waiters[params.waiter]
+        return True
 
     def renew(self, tokens: Sequence[str], now: float) -> RenewSlotsResult:
         deadlines: dict[str, float] = {}

@@ -9,6 +9,7 @@ import pytest
 from fairq.contract import (
     AcquireSlotParams,
     Backend,
+    LeaveLineParams,
     MaintainParams,
     QueueSettings,
     ReleaseSlotsParams,
@@ -322,6 +323,38 @@ def test_a_refused_copy_keeps_its_place_and_can_be_woken_again(backend: Backend)
     assert list(freed.wake) == [(older, "job-1 again")]  # first in line still, with its new text
 
 
+def leave(backend: Backend, place: str, tenant: str = "a") -> bool:
+    return backend.leave_line(LeaveLineParams(queue=Q, tenant=tenant, waiter=place))
+
+
+def test_a_job_that_left_its_line_is_not_woken_and_its_copies_are_gone(backend: Backend) -> None:
+    held = token(acquire(backend, now=0.0, limit=1))
+    place, other = park(backend, "job-1", 1.0).waiter, park(backend, "job-2", 2.0).waiter
+    assert place is not None and other is not None
+    assert not leave(backend, place, tenant="b")  # a place names its own (queue, tenant)
+    assert leave(backend, place)
+    assert not leave(backend, place)  # once
+    released = backend.release_slots(ReleaseSlotsParams(tokens=[held], now=3.0))
+    assert list(released.wake) == [(other, "job-2")]
+    assert park(backend, "job-1", 4.0, waiter=place).gone  # its timed or woken copy: dropped
+
+
+def test_a_woken_job_leaves_its_line_until_a_copy_takes_a_slot(backend: Backend) -> None:
+    held = token(acquire(backend, now=0.0, limit=1))
+    place = park(backend, "job-1", 1.0).waiter
+    assert place is not None
+    backend.release_slots(ReleaseSlotsParams(tokens=[held], now=2.0))  # woken, still parked
+    assert leave(backend, place)
+    assert park(backend, "job-1", 3.0, waiter=place).gone  # the woken copy does not run
+    again = park(backend, "job-2", 3.5)
+    assert again.granted
+    second = park(backend, "job-3", 4.0).waiter
+    assert second is not None
+    backend.release_slots(ReleaseSlotsParams(tokens=[token(again)], now=5.0))
+    assert park(backend, "job-3", 6.0, waiter=second).granted  # the copy took the slot
+    assert not leave(backend, second)  # too late: the job runs, its requeue must be dropped
+
+
 def test_an_acquire_without_park_text_parks_nothing(backend: Backend) -> None:
     held = token(acquire(backend, now=0.0, limit=1))
     assert acquire(backend, now=1.0, limit=1).waiter is None
@@ -333,3 +366,5 @@ def test_a_waiter_must_be_a_place_and_park_text_not_empty(backend: Backend) -> N
         park(backend, "job", 0.0, waiter="nope")
     with pytest.raises(ConfigError, match="park"):
         park(backend, "", 0.0)
+    with pytest.raises(ConfigError, match="waiter"):
+        leave(backend, "nope")

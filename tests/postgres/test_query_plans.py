@@ -243,6 +243,17 @@ def samples(backend: DisposableBackend) -> dict[str, dict[str, Any]]:
         "slots_renew": {"nonces": ["a", "b"], "deadlines": [40.0, 41.0]},
         "slots_delete": {"nonces": ["a", "b"]},
         "slots_prune": {"now": 6.0, "limit": 1000},
+        "waiter_get": {"place": "p", "queue": "default", "tenant": tenant},
+        "waiter_park": {
+            "place": "p", "queue": "default", "tenant": tenant, "key": tenant_key(tenant),
+            "now": 6.0, "park": "job",
+        },
+        "waiter_delete": {"place": "p"},
+        "waiter_leave": {"place": "p", "queue": "default", "tenant": tenant},
+        "waiter_wake": {
+            "queue": "default", "tenant": tenant, "key": tenant_key(tenant), "now": 6.0,
+        },
+        "waiters_prune": {"before": 6.0},
         "figures_add": {"now": 10.0, "tenants": [8, 8], "kinds": ["r", "o"], "buckets": [3, 1]},
         "figures_prune": {"first": 0},  # as most maintains: nothing has left the window
         "unique_claim": {

@@ -80,6 +80,7 @@ from fairq.contract import (
     JobCost,
     JobCostsParams,
     JobType,
+    LeaveLineParams,
     ListDeadParams,
     MaintainParams,
     MaintainResult,
@@ -414,6 +415,9 @@ class PostgresBackend:
 
     def release_slots(self, p: ReleaseSlotsParams) -> ReleaseSlotsResult:
         return self.db.run(lambda cur: slots.release(cur, self.q, self.seed, p.tokens, p.now))
+
+    def leave_line(self, params: LeaveLineParams) -> bool:
+        return self.db.run(lambda cur: slots.leave(cur, self.q, self.seed, params))
 
     # -- maintenance -----------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from fairq.backends._sql import Queries
 from fairq.backends.postgres.records import Row, tenant_key
 from fairq.contract import (
     AcquireSlotParams,
+    LeaveLineParams,
     ReleaseSlotsResult,
     RenewSlotsResult,
     SlotResult,
@@ -64,6 +65,13 @@ def acquire(cur: Cursor[Row], q: Queries, seed: int, params: AcquireSlotParams) 
     if params.waiter is not None:
         cur.execute(q["waiter_delete"], {"place": params.waiter})
     return SlotResult(token=slots.token_of(key), deadline=row["deadline"])
+
+
+def leave(cur: Cursor[Row], q: Queries, seed: int, params: LeaveLineParams) -> bool:
+    lock = lock_key(seed, params.queue, params.tenant)
+    cur.execute(q["slots_lock"], {"keys": [lock], "now": None}).fetchall()
+    asked = {"queue": params.queue, "tenant": params.tenant, "place": params.waiter}
+    return cur.execute(q["waiter_leave"], asked).rowcount > 0
 
 
 def renew(

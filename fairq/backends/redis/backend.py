@@ -46,6 +46,7 @@ from fairq.contract import (
     JobCost,
     JobCostsParams,
     JobType,
+    LeaveLineParams,
     ListDeadParams,
     MaintainParams,
     MaintainResult,
@@ -207,6 +208,10 @@ class RedisBackend:
             lost=[token for token, answer in pairs if not answer],
             wake=[Woken(*answer[1:].split(":", 1)) for answer in answers if len(answer) > 1],
         )
+
+    def leave_line(self, params: LeaveLineParams) -> bool:
+        keys = list(self.layout.slot_keys(params.queue, params.tenant))
+        return bool(self._store.run_once("leave_line", params.queue, keys, [params.waiter]))
 
     # -- maintenance -----------------------------------------------------------------------
 

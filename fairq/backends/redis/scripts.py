@@ -61,6 +61,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "acquire_slot": ("_lib_slots",),
     "renew_slots": ("_lib_slots",),
     "release_slots": ("_lib_slots",),
+    "leave_line": ("_lib",),
 }
 #: The operations: the files that register a function, each under its file's name.
 NAMES = tuple(name for name in NEEDS if not name.startswith("_lib"))

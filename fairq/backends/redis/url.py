@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from dataclasses import dataclass
@@ -87,9 +88,12 @@ def parse_url(url: str) -> RedisOptions:
     )
 
 
-def _client_options(scheme: str) -> set[str]:
+@functools.cache
+def _client_options(scheme: str) -> frozenset[str]:
     """Every keyword redis-py's connection for this scheme takes (a URL's query parameters
-    become its keywords: one it does not take is a TypeError at the first command)."""
+    become its keywords: one it does not take is a TypeError at the first command). Once per
+    process: ``inspect.signature`` of a builtin costs milliseconds (an RQ work horse opens
+    its own store per job; ``preload``)."""
     kind = {"rediss": redis.SSLConnection, "unix": redis.UnixDomainSocketConnection}
     taken = {"max_connections"}  # the pool's own
     for cls in kind.get(scheme, redis.Connection).__mro__:
@@ -100,7 +104,7 @@ def _client_options(scheme: str) -> set[str]:
                 for p in inspect.signature(init).parameters.values()
                 if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
             }
-    return taken
+    return frozenset(taken)
 
 
 def _flag(value: str, name: str) -> bool:

@@ -59,6 +59,7 @@ from fairq.contract import (
     JobCost,
     JobCostsParams,
     JobType,
+    LeaveLineParams,
     ListDeadParams,
     MaintainParams,
     MaintainResult,
@@ -233,6 +234,9 @@ class SQLiteBackend:
 
     def release_slots(self, params: ReleaseSlotsParams) -> ReleaseSlotsResult:
         return self._store.write(lambda db: slots.release(db, params.tokens, self._at(params.now)))
+
+    def leave_line(self, params: LeaveLineParams) -> bool:
+        return self._store.write(lambda db: slots.leave(db, params))
 
     # -- settings --------------------------------------------------------------------------------
 

@@ -309,6 +309,10 @@ ON CONFLICT (place) DO UPDATE SET park = excluded.park, woken = 0, touched = exc
 -- name: waiter_delete
 DELETE FROM slot_waiters WHERE place = :place
 
+-- name: waiter_leave
+-- A parked job whose timed copy was not sent leaves its line (none of its copies may run).
+DELETE FROM slot_waiters WHERE place = :place AND queue = :queue AND tenant = :tenant
+
 -- name: waiter_wake
 -- A release hands out the oldest wakeable parked job of its (queue, tenant) (slot_waiters_line).
 UPDATE slot_waiters SET woken = 1, touched = :now

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from fairq.backends.sqlite.sql import Q
 from fairq.contract import (
     AcquireSlotParams,
+    LeaveLineParams,
     ReleaseSlotsResult,
     RenewSlotsResult,
     SlotResult,
@@ -50,6 +51,11 @@ def acquire(db: sqlite3.Connection, params: AcquireSlotParams) -> SlotResult:
          "deadline": deadline},
     )  # fmt: skip
     return SlotResult(token=slots.token_of(key), deadline=deadline)
+
+
+def leave(db: sqlite3.Connection, params: LeaveLineParams) -> bool:
+    asked = {"queue": params.queue, "tenant": params.tenant, "place": params.waiter}
+    return db.execute(Q["waiter_leave"], asked).rowcount > 0
 
 
 def renew(db: sqlite3.Connection, tokens: Sequence[str], now: float) -> RenewSlotsResult:

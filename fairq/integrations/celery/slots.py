@@ -99,7 +99,7 @@ class SlotTask(Task):  # type: ignore[misc]  # Celery ships no type hints
             )
             raise Ignore()
         if verdict == "defer":
-            self._defer(args, kwargs, queue, tenant, slot)
+            self._defer(args, kwargs, queue, tenant, slot, waiter)
         if woken:
             log.info(
                 "job %s %s of tenant %r started: woken by a freed slot",
@@ -137,9 +137,10 @@ class SlotTask(Task):  # type: ignore[misc]  # Celery ships no type hints
         queue: str,
         tenant: str,
         slot: SlotResult,
+        carried: str | None,
     ) -> NoReturn:
         """Send the timed copy of the job (same id, same retries count; due as ``fallback``
-        says) and drop this message."""
+        says) and drop this message (``carried``: the place this message carried)."""
         request = self.request
         deferred = int(getattr(request, DEFERRED_KEY, 0) or 0)
         delay = fallback(slot, deferred, time.time(), DEFER_FIRST, DEFER_MOST)
@@ -154,6 +155,25 @@ class SlotTask(Task):  # type: ignore[misc]  # Celery ships no type hints
                 retries=request.retries,
             )
         except Exception as exc:  # keep this message: the broker gives it back (acks_late)
+            if not self.fair.slots.leave(queue, tenant, slot.waiter, carried):
+                log.info(
+                    "job %s %s of tenant %r: the broker did not take its timed copy (%s), but a "
+                    "woken copy runs it; this one is dropped",
+                    request.id,
+                    self.name,
+                    tenant,
+                    describe(exc),
+                )
+                raise Ignore() from exc
+            log.warning(
+                "job %s %s of tenant %r requeued: no free slot in %r and the broker did not take "
+                "its timed copy (%s)",
+                request.id,
+                self.name,
+                tenant,
+                queue,
+                describe(exc),
+            )
             raise Reject(
                 f"tenant {tenant!r} has no free slot in {queue!r} and the broker did not take "
                 f"the job back ({describe(exc)}); requeued",

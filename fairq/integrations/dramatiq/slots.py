@@ -99,7 +99,13 @@ class SlotGuard:
         timed = plain.copy(options={DEFERRALS: deferrals + 1, WAITER: result.waiter})
         try:
             broker.enqueue(timed, delay=int(wait * 1000))
-        except Exception as exc:
+        except Exception as exc:  # a failed attempt: Retries sends the message as it came
+            carried = message.options.get(WAITER)
+            if not self.keeper.leave(actor.queue_name, tenant, result.waiter, carried):
+                raise SkipMessage(
+                    f"message {message.message_id}: its timed copy was not sent, but a woken "
+                    "copy runs it"
+                ) from exc
             raise SlotBusy(
                 f"tenant {tenant!r} is at its cap in queue {actor.queue_name!r} and the message "
                 f"could not be put back ({describe(exc)})"

@@ -222,10 +222,11 @@ class FairRQ:
     @property
     def _slots(self) -> SlotKeeper:
         if self._keeper is None:
+            runs = self.runs  # before the lock: ``runs`` takes it too
             with self._lock:
                 if self._keeper is None:
                     wakes = functools.partial(wake, self.connection, self.serializer)
-                    self._keeper = SlotKeeper(self.runs.backend, self.app.clock, wakes)
+                    self._keeper = SlotKeeper(runs.backend, self.app.clock, wakes)
         return self._keeper
 
     # -- enqueueing (FairQueue calls these) -------------------------------------------------
@@ -279,8 +280,10 @@ _STORE_MODULES = {
 def preload_store(url: str) -> None:
     """Import the store's client now, opening nothing: RQ forks a work horse per job, and a
     worker that imported the tasks module (``rq worker -c tasks``) then hands every horse the
-    client instead of each importing it again (psycopg: about half a second per job)."""
+    client instead of each importing it again (psycopg: about half a second per job); with the
+    module's ``preload`` when it has one (the store's own per-process set-up, done once here)."""
     kind = check_url(url)
     if kind in _STORE_MODULES:
         with needs_extra(kind):
-            importlib.import_module(_STORE_MODULES[kind])
+            module = importlib.import_module(_STORE_MODULES[kind])
+        getattr(module, "preload", lambda url: None)(url)

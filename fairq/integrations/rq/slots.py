@@ -73,7 +73,16 @@ def run_in_slot(
         log.info("RQ job %s (%s): copy dropped (%s)", job.id, job.func_name, why)
         return None
     if verdict == "defer":
-        defer(job, slot)
+        try:
+            defer(job, slot)
+        except Exception:  # RQ fails the job as it came (and retries it, if it may)
+            if keeper.leave(job.origin, tenant, slot.waiter, job.meta.get(WAITER_KEY)):
+                raise
+            log.info(
+                "RQ job %s (%s): its timed copy was not scheduled, but a woken copy runs it",
+                job.id,
+                job.func_name,
+            )
         return None
     if woken:
         log.info("RQ job %s (%s) started: woken by a freed slot", job.id, job.func_name)

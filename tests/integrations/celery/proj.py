@@ -157,4 +157,6 @@ project = build(
     os.environ.get("FAIRQ_TEST_QUEUE", "fq-default"),
 )
 app = project.celery  # what `celery -A tests.integrations.celery.proj` runs
+if os.environ.get("CELERY_BROKER_WRITE_URL"):  # a worker whose every send fails (a dead broker)
+    app.conf.broker_write_url = os.environ["CELERY_BROKER_WRITE_URL"]
 fair = project.fair  # what `fairq relay tests.integrations.celery.proj:fair` runs

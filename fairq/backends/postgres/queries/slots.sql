@@ -75,6 +75,11 @@ ON CONFLICT (place) DO UPDATE SET park = excluded.park, woken = false, touched =
 -- name: waiter_delete
 DELETE FROM {schema}.slot_waiters WHERE place = %(place)s
 
+-- name: waiter_leave
+-- A parked job whose timed copy was not sent leaves its line (none of its copies may run).
+DELETE FROM {schema}.slot_waiters
+WHERE place = %(place)s AND queue = %(queue)s AND tenant = %(tenant)s
+
 -- name: waiter_wake
 -- A release hands out the oldest wakeable parked job of its (queue, tenant) (slot_waiters_line).
 UPDATE {schema}.slot_waiters SET woken = true, touched = %(now)s
