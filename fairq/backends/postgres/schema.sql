@@ -173,7 +173,7 @@ CREATE TABLE {schema}.job_types (
     lease_timeout double precision NOT NULL,
     cost          double precision NOT NULL,
     throttle      text NOT NULL DEFAULT '[]',     -- [{"threshold", "per", "queue"}, …] as JSON
-    signature     text,                           -- fairq.signatures.JobSignature as JSON
+    signature     text,                           -- fairq.contract.jobtypes.JobSignature as JSON
     learn_cost    boolean NOT NULL DEFAULT true
 );
 
