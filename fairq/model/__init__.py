@@ -8,7 +8,6 @@ directly. It also serves ``memory://`` for single-process use (tests, notebooks)
 from __future__ import annotations
 
 import heapq
-import threading
 from collections.abc import Callable, Sequence
 
 from fairq.cancel import CANCELLED_NOTE
@@ -27,16 +26,10 @@ from fairq.contract import (
     ExpiredLease,
     FailParams,
     FiguresParams,
-    GetJobsParams,
     HeartbeatParams,
     HeartbeatResult,
-    HistoryPage,
-    HistoryParams,
-    JobCost,
-    JobCostsParams,
     Keep,
     LeaveLineParams,
-    ListDeadParams,
     MaintainParams,
     MaintainResult,
     PublishJobTypesParams,
@@ -50,11 +43,9 @@ from fairq.contract import (
     RouteResult,
     SetQueueParams,
     SlotResult,
-    StatsParams,
     TenantFigures,
     TenantSettingsParams,
     TenantStats,
-    ThrottleWindowsParams,
     WaitParams,
     no_wait,
     waited_first,
@@ -79,7 +70,6 @@ class ReferenceModel(Cancels):
     def __init__(self) -> None:
         super().__init__()
         self._seq = 0
-        self._changed = threading.Condition(threading.RLock())
         self._slots = SlotTable()
         self._figures = FigureTable()
         self._unique = UniqueTable()
@@ -518,35 +508,11 @@ class ReferenceModel(Cancels):
         with self._changed:
             self._types.update({t.name: t for t in params.types})
 
-    # -- inspection (see Reads) -------------------------------------------------------------
-
-    def stats(self, params: StatsParams) -> list[TenantStats]:
-        with self._changed:
-            return self._stats(params)
+    # -- inspection (the rest: Reads) -------------------------------------------------------------
 
     def figures(self, params: FiguresParams) -> list[TenantFigures]:
         with self._changed:
             return self._figures.read(params)
-
-    def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
-        with self._changed:
-            return [self._jobs[i].info() for i in params.ids if i in self._jobs]
-
-    def job_costs(self, params: JobCostsParams) -> list[JobCost]:
-        with self._changed:
-            return self._costs(params)
-
-    def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
-        with self._changed:
-            return self._dead(params)
-
-    def history(self, params: HistoryParams) -> HistoryPage:
-        with self._changed:
-            return self._history(params)
-
-    def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
-        with self._changed:
-            return self._window_times(params)
 
     def requeue(self, params: RequeueParams) -> int:
         with self._changed:

@@ -4,9 +4,11 @@ settings, throttle windows."""
 from __future__ import annotations
 
 import heapq
+import threading
 from collections.abc import Sequence
 
 from fairq.contract import (
+    GetJobsParams,
     GetQueueParams,
     HistoryPage,
     HistoryParams,
@@ -27,13 +29,40 @@ from fairq.policy import history
 
 
 class Reads:
+    """The state, its lock (``_changed``, which the model's writes notify) and the reads."""
+
     def __init__(self) -> None:
+        self._changed = threading.Condition(threading.RLock())
         self._queues: dict[str, Queue] = {}
         self._jobs: dict[str, Job] = {}
         self._by_seq: dict[int, Job] = {}
         self._types: dict[str, JobType] = {}
         # (job name, tenant) -> (recent enqueue times, the span they are kept for)
         self._windows: dict[tuple[str, str], tuple[list[float], float]] = {}
+
+    def stats(self, params: StatsParams) -> list[TenantStats]:
+        with self._changed:
+            return self._stats(params)
+
+    def get_jobs(self, params: GetJobsParams) -> list[JobInfo]:
+        with self._changed:
+            return [self._jobs[i].info() for i in params.ids if i in self._jobs]
+
+    def job_costs(self, params: JobCostsParams) -> list[JobCost]:
+        with self._changed:
+            return self._costs(params)
+
+    def list_dead(self, params: ListDeadParams) -> list[JobInfo]:
+        with self._changed:
+            return self._dead(params)
+
+    def history(self, params: HistoryParams) -> HistoryPage:
+        with self._changed:
+            return self._history(params)
+
+    def throttle_windows(self, params: ThrottleWindowsParams) -> dict[tuple[str, str], list[float]]:
+        with self._changed:
+            return self._window_times(params)
 
     def _stats(self, params: StatsParams) -> list[TenantStats]:
         rows = [
