@@ -26,8 +26,10 @@ from fairq.backends.postgres.url import parse_url
 from fairq.cli import cli
 from fairq.cli import migrate as _registers_migrate  # noqa: F401
 from fairq.contract import (
+    AckAndDequeueParams,
     AckManyParams,
     DequeueParams,
+    EnqueueParams,
     GetJobsParams,
     GetQueueParams,
     JobCost,
@@ -35,9 +37,10 @@ from fairq.contract import (
     StatsParams,
 )
 from fairq.errors import SchemaError
-from fairq.job import JobState, lease_token
+from fairq.job import JobState, Lease, lease_token
 
 from ._store import drop_schema, fresh_schema, server_url, with_option, with_user
+from .helpers import new_job
 
 CATALOG = """
 SELECT 'column' AS kind, c.relname || '.' || a.attname AS name,
@@ -374,3 +377,50 @@ def test_a_store_of_version_10_upgrades_in_place_and_its_jobs_run(schema: str) -
         assert backend.job_costs(JobCostsParams())[0].runs == 3
     finally:
         backend.close()
+
+
+def test_functions_replaced_while_a_worker_holds_leases_leave_its_runs_whole(schema: str) -> None:
+    """A rolling deploy: a newer fairq re-creates every function (drop, create) while a worker
+    of the release before holds a lease, its pooled connection open with its prepared
+    statements (psycopg prepares a statement on its sixth run). That worker's ack and next
+    dequeue go through the new functions: no lease is lost and no job runs twice."""
+    url = with_option(server_url(), "clock", "caller")
+    worker = PostgresBackend(url, schema=schema)
+
+    def cycle(lease: Lease, now: float, limit: int) -> list[Lease]:
+        both = worker.ack_and_dequeue(
+            AckAndDequeueParams(
+                acks=AckManyParams(tokens=[lease.token], now=now),
+                dequeue=DequeueParams(queues=["default"], worker_id="old", now=now, limit=limit),
+            )
+        )
+        assert both.acks.acked == [lease.token]
+        return both.dequeue.leases
+
+    try:
+        worker.enqueue(EnqueueParams(jobs=[new_job(n) for n in range(10)], now=0.0))
+        (held,) = worker.dequeue(DequeueParams(queues=["default"], worker_id="old", now=1.0)).leases
+        ran = [held.job_id]
+        for step in range(6):  # one lease out at a time; the statements prepared
+            (held,) = cycle(held, 2.0 + step, 1)
+            ran.append(held.job_id)
+        first = applied_functions(schema)
+        with psycopg.connect(server_url(), autocommit=True) as conn:  # the release before's
+            conn.execute(
+                f'UPDATE "{schema}".fairq_functions SET sha256 = %s, release = %s',
+                ("of-the-release-before", sql.FUNCTIONS_RELEASE - 1),
+            )
+        PostgresBackend(url, schema=schema).close()  # the newer fairq starts: re-creates all
+        again = applied_functions(schema)
+        assert all(again[name][0] != first[name][0] for name in first)  # new oids, every one
+
+        rest = cycle(held, 10.0, 5)
+        ran += [lease.job_id for lease in rest]
+        acked = worker.ack_many(AckManyParams(tokens=[lease.token for lease in rest], now=11.0))
+        assert len(acked.acked) == len(rest) == 3
+        assert sorted(ran) == sorted(f"j{n}" for n in range(10))
+        ids = [f"j{n}" for n in range(10)]
+        states = {job.id: job.state for job in worker.get_jobs(GetJobsParams(ids=ids))}
+        assert states == dict.fromkeys(ids, JobState.SUCCEEDED)
+    finally:
+        worker.close()
