@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,7 @@ from fairq.policy.unique import arguments_key, check_key
 
 if TYPE_CHECKING:
     from fairq.app.app import App
-    from fairq.app.declare import JobDefinition
+    from fairq.app.declare import JobDefinition, TenantRule
 
 log = logging.getLogger("fairq")
 
@@ -118,8 +118,31 @@ def rule_tenant(
     bound: Mapping[str, Any],
 ) -> object:
     """The tenant the declaration's rule finds in a call's arguments (``bound``: them by
-    name, from ``bind``; a callable rule gets them as they were passed)."""
-    rule = definition.tenant_rule
+    name, from ``bind``)."""
+    return tenant_by_rule(
+        definition.tenant_rule,
+        f"job {definition.name!r}",
+        args,
+        kwargs,
+        lambda: bound,
+        or_else=", or the tenant itself (tenant=… when enqueueing)",
+    )
+
+
+def tenant_by_rule(
+    rule: TenantRule,
+    what: str,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    bound: Callable[[], Mapping[str, Any]],
+    *,
+    or_else: str = "",
+) -> object:
+    """Which tenant a call belongs to by its declaration's ``rule``, for the App and the
+    Celery tasks alike (None: no rule, or it finds none). A tenant function gets the call's
+    arguments as they were passed (MissingTenant naming ``what`` and the cause when it
+    raises); an argument name is read from them by name (``bound()``: called only then).
+    ``or_else``: how else the caller may give the tenant, for that message."""
     if rule is None:
         return None
     if callable(rule):
@@ -127,11 +150,10 @@ def rule_tenant(
             return rule(*args, **kwargs)
         except Exception as exc:
             raise MissingTenant(
-                f"job {definition.name!r} has no tenant: its tenant function raised "
-                f"{type(exc).__name__}: {exc}; pass arguments it can read the tenant from, "
-                "or the tenant itself (tenant=… when enqueueing)"
+                f"{what} has no tenant: its tenant function raised {type(exc).__name__}: "
+                f"{exc}; pass arguments it can read the tenant from{or_else}"
             ) from exc
-    return bound.get(rule)
+    return bound().get(rule)
 
 
 def published_tenant(spec: JobType, args: Sequence[Any], kwargs: dict[str, Any]) -> object:

@@ -186,9 +186,10 @@ class Simulation:
         while self._events:
             self._step(None)
         if self.finished != self.fed:
+            where = getattr(self.strategy, "held", None)  # a strategy that can say where
             raise RuntimeError(
                 f"{self.strategy.name} ran {self.finished} of {self.fed} jobs: it held the "
-                "rest forever"
+                f"rest forever{f' ({where()})' if callable(where) else ''}"
             )
         return self.finished
 

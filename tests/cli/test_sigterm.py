@@ -91,18 +91,27 @@ def output(path: Path) -> list[str]:
     return [line for line in lines if not line.startswith("import time:")]
 
 
+def start(
+    command: Command, workdir: Path, log_path: Path, *, sigint_ignored: bool = False
+) -> subprocess.Popen[bytes]:
+    """``python -X importtime -m fairq …``; ``sigint_ignored``: started as a shell without job
+    control starts a background job (``fairq worker &`` in a script), SIGINT ignored."""
+    env = {**os.environ, "FAIRQ_URL": f"sqlite:///{workdir / 'fairq.db'}"}
+    env["BROKER_URL"] = BROKER_URL
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
+    with log_path.open("wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "fairq", *command.args],
+            cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=ignore,
+        )  # fmt: skip
+
+
 @pytest.mark.parametrize("moment", ["importing fairq", "caught", "first line", "ready"])
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_sigterm_at_any_moment_of_start_up_exits_0(workdir: Path, name: str, moment: str) -> None:
     command = COMMANDS[name]
     log_path = workdir / "out.log"
-    env = {**os.environ, "FAIRQ_URL": f"sqlite:///{workdir / 'fairq.db'}"}
-    env["BROKER_URL"] = BROKER_URL
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-X", "importtime", "-m", "fairq", *command.args],
-            cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+    process = start(command, workdir, log_path)
     try:
         if moment == "importing fairq":
             wait_until(lambda: " fairq.errors\n" in log_path.read_text(), moment, process)
@@ -112,6 +121,28 @@ def test_sigterm_at_any_moment_of_start_up_exits_0(workdir: Path, name: str, mom
             wait_until(lambda: any(x.endswith("\n") for x in output(log_path)), moment, process)
         else:
             wait_until(lambda: command.ready in "".join(output(log_path)), command.ready, process)
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=DEADLINE)
+        shown = "".join(output(log_path))
+        assert code == 0, f"exit code {code}; output:\n{shown}"
+        assert "Traceback" not in shown
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_sigterm_while_importing_fairq_exits_0_with_sigint_ignored(
+    workdir: Path, name: str
+) -> None:
+    """A background job of a shell without job control starts with SIGINT ignored: SIGTERM
+    is still caught first thing (and SIGINT left ignored), so the command stops cleanly."""
+    command = COMMANDS[name]
+    log_path = workdir / "out.log"
+    process = start(command, workdir, log_path, sigint_ignored=True)
+    try:
+        wait_until(lambda: " fairq.errors\n" in log_path.read_text(), "importing fairq", process)
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=DEADLINE)
         shown = "".join(output(log_path))

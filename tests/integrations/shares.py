@@ -31,10 +31,12 @@ weight.
 
 fairq is fair in worker-seconds: a run that this shared machine stalls (descheduled, swapped) is
 charged to its tenant as it really took, and its tenant then rightly waits longer (a 0.3 s stall
-of a 50 ms job costs a weight-6 tenant about three turns). The bounds are for runs alike, so
-``check`` judges the next window only when one failed *and* a run in it (or in the ``WARM_UP``
-runs before it) was charged over ``STALL`` times their median; a window that fails with runs
-alike fails the test, and so does a stall in every window.
+of a 50 ms job costs a weight-6 tenant about three turns, and a 1 s stall a weight-1 tenant
+about 200 releases, so well past the next window). The bounds are for runs alike, so ``check``
+judges the next window only when one failed *and* a run in it or before it was charged over
+``STALL`` times their median; a window that fails with runs alike fails the test, and so does a
+stall in every window: some window must pass, so a scheduler that does not keep the shares
+fails whatever the stalls.
 """
 
 from __future__ import annotations
@@ -145,7 +147,7 @@ def check(measure: Callable[[int], Runs], weights: Mapping[str, float]) -> list[
         problems = [p for verdict in verdicts for p in verdict.problems()]
         if not problems:
             return verdicts
-        charged = runs.charges[max(start - WARM_UP, 0) : start + MEASURED]
+        charged = runs.charges[: start + MEASURED]  # a stall's debt outlasts a window
         median, most = statistics.median(charged), max(charged)
         seen.append(
             f"jobs {start}-{start + MEASURED}: {'; '.join(problems)} "

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -10,7 +13,7 @@ from redis_helpers import keys_of, new_job
 
 from fairq.backends import open_backend
 from fairq.backends.redis import RedisBackend
-from fairq.backends.redis.db import MIN_VERSION, check_version
+from fairq.backends.redis.db import MIN_VERSION, OPEN_RETRIES, RETRIES, check_version
 from fairq.backends.redis.keys import LAYOUT
 from fairq.backends.redis.records import TenantRecord
 from fairq.backends.redis.url import parse_url, redact
@@ -25,6 +28,27 @@ def test_an_unreachable_server_names_the_url_without_its_password() -> None:
     assert "127.0.0.1:1" in message
     assert "hunter2" not in message
     assert "***" in message
+
+
+def test_a_server_that_drops_every_connection_is_given_up_on_soon_at_open() -> None:
+    """At open, a few tries (OPEN_RETRIES more), not the RETRIES that ride out a restart once
+    connected: ``fairq stats`` against a wrong URL answers at once."""
+    accepted = []
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+
+        def drop() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    conn, _ = listener.accept()
+                    accepted.append(conn)
+                    conn.close()
+
+        threading.Thread(target=drop, daemon=True).start()
+        with pytest.raises(StoreUnavailable):
+            open_backend(f"redis://127.0.0.1:{listener.getsockname()[1]}/0")
+    # redis-py may try its handshake again within each try of a connect: at most the square
+    tries = 1 + OPEN_RETRIES
+    assert tries <= len(accepted) <= tries**2 < (1 + RETRIES) ** 2
 
 
 def test_redact_hides_user_passwords_only() -> None:

@@ -19,6 +19,7 @@ claimed in the directory first (directory.py). docs/redis.md states what that gi
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any, TypeVar
 
 from fairq.contract import (
@@ -77,7 +78,7 @@ from fairq.policy.throttle import Routing
 from . import calls, cluster, figures, history, inspect, maintenance, settings, slots, throttling
 from .checks import check_types
 from .consuming import Consumer
-from .db import check_eviction, check_version
+from .db import check_eviction, check_version, opening
 from .directory import Directory
 from .plumbing import Call, Store
 from .producing import Producer
@@ -107,7 +108,8 @@ class RedisBackend:
         self.caller = self._store.caller
         try:
             with self._store.translated():
-                self._check_servers()
+                with nullcontext() if options.cluster else opening(self.client):
+                    self._check_servers()
                 check_types(self.client, self.options.safe_url, self.layout.global_types())
                 if options.wait_replicas:  # so that every enqueue's WAIT covers its jobs
                     self._store.library.load(self.client)

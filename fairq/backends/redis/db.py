@@ -35,10 +35,24 @@ RETRIES, BACKOFF_CAP, CONNECT_TIMEOUT, READ_TIMEOUT = 8, 2.0, 5.0, 30.0
 #: How long Redis keeps a call's reply for its re-sendings (``register_once`` in _lib.lua):
 #: longer than all of redis-py's retries of one command can take.
 REPLY_TTL_MS = int(RETRIES * (BACKOFF_CAP + CONNECT_TIMEOUT + READ_TIMEOUT) * 1000)
+#: Opening a store is tried OPEN_RETRIES more times (well under a second of back-off): a server
+#: that refuses the first contact is down or the URL is wrong, and ``fairq stats`` or a worker's
+#: start should say so at once, not after the 10 s that ride out a restart once connected.
+OPEN_RETRIES = 2
 
 
 def retry() -> Retry:
     return Retry(backoff(), retries=RETRIES)
+
+
+@contextmanager
+def opening(client: redis.Redis) -> Iterator[None]:
+    """``client``'s first contact, tried OPEN_RETRIES more times only; then its usual retry."""
+    client.set_retry(Retry(backoff(), retries=OPEN_RETRIES))
+    try:
+        yield
+    finally:
+        client.set_retry(retry())
 
 
 def open_client(options: RedisOptions, *, blocking: bool = False) -> redis.Redis:

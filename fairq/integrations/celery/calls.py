@@ -8,8 +8,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from fairq.app.checks import tenant_by_rule
 from fairq.app.declare import check_tenant_rule
-from fairq.errors import ConfigError, JobArgumentsError, MissingTenant
+from fairq.errors import ConfigError, JobArgumentsError
 
 
 def signature_holder(cls: type) -> Callable[..., Any]:
@@ -25,26 +26,24 @@ def signature_holder(cls: type) -> Callable[..., Any]:
 
 
 def tenant_of_call(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> object:
-    """The tenant ``fair_tenant`` finds in a call (None: it finds none, or there is no rule)."""
-    rule = getattr(task, "fair_tenant", None)
+    """The tenant ``fair_tenant`` finds in a call (None: it finds none, or there is no rule),
+    by the App's own rule (fairq.app.checks.tenant_by_rule). Read off the task's class, as
+    ``FairCelery.declare`` reads it: through the task, a function would be bound to it."""
+    rule = getattr(type(task), "fair_tenant", None)
     if rule is None:
         return None
     signature = inspect.signature(signature_holder(type(task)))
     check_tenant_rule(rule, signature, task.name)
-    if callable(rule):
+
+    def bound() -> dict[str, Any]:
         try:
-            return rule(*args, **kwargs)
-        except Exception as exc:
-            raise MissingTenant(
-                f"task {task.name!r} has no tenant: its tenant function raised "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-    try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError as exc:
-        raise JobArgumentsError(f"arguments do not fit task {task.name!r}: {exc}") from None
-    bound.apply_defaults()
-    return bound.arguments.get(rule)
+            found = signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise JobArgumentsError(f"arguments do not fit task {task.name!r}: {exc}") from None
+        found.apply_defaults()
+        return found.arguments
+
+    return tenant_by_rule(rule, f"task {task.name!r}", args, kwargs, bound)
 
 
 def home_queue(task: Any, celery_app: Any) -> str:

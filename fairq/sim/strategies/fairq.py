@@ -20,6 +20,7 @@ worker ``i`` serves shard ``i % shards`` only (a pool per shard), fairly within 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -28,6 +29,7 @@ from fairq.contract import (
     Backend,
     DequeueParams,
     EnqueueParams,
+    GetJobsParams,
     MaintainParams,
     QueueSettings,
     ReleaseParams,
@@ -206,6 +208,16 @@ class Fairq:
         else:
             self._model.release(ReleaseParams(token=token, now=now))
             self._jobs[str(job.id)] = job
+
+    def held(self) -> str:
+        """Where the store has the jobs never handed to a worker, for a run that ends with
+        jobs held: running ones were leased to nobody (a dequeue's reply lost), missing ones
+        are gone from the store (emptied by someone else meanwhile), ready ones were never
+        dequeued."""
+        ids = sorted(self._jobs, key=int)
+        states = {i.id: i.state.value for i in self._model.get_jobs(GetJobsParams(ids=ids))}
+        counts = Counter(states.get(job_id, "missing") for job_id in ids)
+        return "in its store: " + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
 
     def wake_at(self, now: float) -> float | None:
         """A rate-limited tenant becomes eligible again with no event of its own."""

@@ -162,3 +162,25 @@ def test_core_fairq_does_not_import_celery_and_the_integration_names_its_extra()
         [sys.executable, "-c", missing], cwd=ROOT, check=True, capture_output=True, text=True
     )
     assert "pip install 'fairq[celery]'" in out.stdout
+
+
+def test_a_plain_task_s_tenant_function_reads_the_call_as_a_fair_task_s_does(
+    fair: FairCelery,
+) -> None:
+    """``fair_tenant=<function>`` on a task the router throttles gets the call's arguments,
+    and one that raises is explained as the App explains it (fairq.app.checks.tenant_by_rule)."""
+    fair.app.queue("slow")
+
+    @fair.celery.task(
+        name="t.plain", shared=False, fair_tenant=lambda report: report["org"],
+        fair_queue="home", fair_throttle=[Throttle(1, 60, "slow")],
+    )  # fmt: skip
+    def plain(report: dict[str, str]) -> None: ...
+
+    task = fair.celery.tasks["t.plain"]
+    routes = [fair.router("t.plain", ({"org": "acme"},), {}, {}, task=task) for _ in range(2)]
+    assert routes == [{"queue": "home"}, {"queue": "slow"}]  # acme's second call throttled
+    explained = r"task 't\.plain' has no tenant: its tenant function raised KeyError: 'org'; pass"
+    with pytest.raises(MissingTenant, match=explained) as raised:
+        fair.router("t.plain", ({"name": "q3"},), {}, {}, task=task)
+    assert isinstance(raised.value.__cause__, KeyError)

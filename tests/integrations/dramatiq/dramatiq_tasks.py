@@ -14,11 +14,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dramatiq import Middleware
 from dramatiq.broker import Broker
 from dramatiq.brokers.redis import RedisBroker
+from dramatiq.message import Message
+from dramatiq.middleware import MiddlewareError
 
 import fairq
 from fairq.integrations.dramatiq import FairActor, FairDramatiq, RoutedActor
+from fairq.integrations.dramatiq.slots import WAITER
 
 QUEUE = "fair"
 #: Short, so a killed worker's job comes back within the test.
@@ -45,6 +49,17 @@ def make_broker(broker_url: str, namespace: str) -> Broker:
 def queue(name: str, broker_url: str, namespace: str) -> str:
     """A queue's name on the broker: RabbitMQ has no namespaces, so the test's is in it."""
     return f"{name}-{namespace}" if broker_url.startswith("amqp") else name
+
+
+class RefuseTimedCopies(Middleware):
+    """A broker that refuses every delayed message carrying a place in a tenant's line (a
+    parked job's timed copy, tenant slots) and sends every other: installed in a worker
+    started with ``$FAIRQ_TEST_REFUSE_TIMED`` set (a MiddlewareError is what Dramatiq lets
+    through ``broker.enqueue``; it logs and swallows any other)."""
+
+    def before_enqueue(self, broker: Broker, message: Message[object], delay: int) -> None:
+        if delay and message.options.get(WAITER) is not None:
+            raise MiddlewareError("refused: the broker takes no timed copy (test)")
 
 
 @dataclass
@@ -124,3 +139,5 @@ if "FAIRQ_TEST_STORE" in os.environ:  # a worker or relay process started by a t
     )
     broker = actors.broker
     fair = actors.fair
+    if os.environ.get("FAIRQ_TEST_REFUSE_TIMED"):
+        broker.add_middleware(RefuseTimedCopies())
