@@ -13,11 +13,11 @@ capped tenant drains, and what slots and the router cost per job beside the plai
   CPU ms per job of the workers and of Redis over the drain, and the producer's send CPU per job
   (with Redis's). Medians of the rounds.
 
-Broker, counters and the fairq store share $BENCH_REDIS_URL (flushed); ``--rabbitmq URL`` adds
+Broker, counters and the fairq store share $FAIRQ_BENCH_REDIS_URL (flushed); ``--rabbitmq URL`` adds
 Celery and Dramatiq rows with that RabbitMQ as the broker (a vhost of your own: queues are left
 empty, but timed copies of deferred jobs may be delivered to the next run and dropped there).
 
-    BENCH_REDIS_URL=redis://127.0.0.1:6379/13 .venv/bin/python benchmarks/peer_slots.py
+    FAIRQ_BENCH_REDIS_URL=redis://127.0.0.1:6379/13 .venv/bin/python benchmarks/peer_slots.py
     .venv/bin/python benchmarks/peer_slots.py --peers celery --rabbitmq amqp://guest:guest@127.0.0.1:5672/bench
     .venv/bin/python benchmarks/peer_slots.py --baseline /path/to/older/checkout
 

@@ -9,7 +9,7 @@ versions of the worker can be compared by alternating them (``PYTHONPATH=<other 
 ``--job empty`` drains jobs that do nothing (their completions read from fairq's counters):
 what fairq itself costs, without the ``INCR``.
 
-    BENCH_REDIS_URL=redis://127.0.0.1:6392/0 .venv/bin/python benchmarks/redis_drain_cost.py
+    FAIRQ_BENCH_REDIS_URL=redis://127.0.0.1:6392/0 .venv/bin/python benchmarks/redis_drain_cost.py
 """
 
 from __future__ import annotations

@@ -9,7 +9,11 @@ import redis
 
 from fairq import App
 
-URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
+URL = (
+    os.environ.get("FAIRQ_BENCH_REDIS_URL")
+    or os.environ.get("BENCH_REDIS_URL")  # its old name, read until the next release
+    or "redis://127.0.0.1:6379/13"
+)
 LATENCIES = "bench:latency"
 
 app = App(f"{URL}?prefix=latency")

@@ -27,7 +27,11 @@ from fairq.contract import AckManyParams, DequeueParams, EnqueueParams, Maintain
 from fairq.job import NewJob
 from fairq.policy.metrics import percentile
 
-URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
+URL = (
+    os.environ.get("FAIRQ_BENCH_REDIS_URL")
+    or os.environ.get("BENCH_REDIS_URL")  # its old name, read until the next release
+    or "redis://127.0.0.1:6379/13"
+)
 PAYLOAD = '{"args":["t"],"kwargs":{}}'
 BATCH = 5000
 

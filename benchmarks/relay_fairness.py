@@ -7,11 +7,11 @@ tenant is backlogged, the drain rate of ``--drain`` jobs of 5 ms (the flood's jo
 issue's goal is about) and of as many no-op jobs (the relay's per-job cost laid bare), and the
 idle latency (one job at a time, enqueue → start, p50 of 30). ``relay`` is the same peer
 workers with ``fairq relay`` releasing fair tasks into the broker, at most ``--in-flight`` at a
-time. Broker, counters and the fairq store share the benchmark Redis ($BENCH_REDIS_URL, database 13,
-flushed); ``--broker amqp://…`` puts Celery's and Dramatiq's broker on RabbitMQ instead (its
-queues purged first). The peers run at the settings the docs advise (Celery: late acks,
-prefetch 1; publisher confirms on RabbitMQ), or at their own defaults with
-``--peer-defaults``. Needs the dev install (celery, rq, dramatiq come with it):
+time. Broker, counters and the fairq store share the benchmark Redis ($FAIRQ_BENCH_REDIS_URL,
+default database 13, flushed); ``--broker amqp://…`` puts Celery's and Dramatiq's broker on
+RabbitMQ instead (its queues purged first). The peers run at the settings the docs advise
+(Celery: late acks, prefetch 1; publisher confirms on RabbitMQ), or at their own defaults
+with ``--peer-defaults``. Needs the dev install (celery, rq, dramatiq come with it):
 
     .venv/bin/python benchmarks/relay_fairness.py
     .venv/bin/python benchmarks/relay_fairness.py --peers celery,dramatiq \

@@ -15,9 +15,9 @@ Settings: ``defaults`` is each peer as it comes (Celery: early acks, prefetch 4 
 Dramatiq: prefetch twice the threads, 1 s idle poll); ``advised`` is what docs/integrations
 advises, on both sides (Celery: ``task_acks_late`` + ``worker_prefetch_multiplier=1``;
 Dramatiq: ``dramatiq_queue_prefetch`` = threads, ``dramatiq_worker_timeout=100``). RQ has no such
-settings: one row. Broker, counters and the fairq store share $BENCH_REDIS_URL (flushed).
+settings: one row. Broker, counters and the fairq store share $FAIRQ_BENCH_REDIS_URL (flushed).
 
-    BENCH_REDIS_URL=redis://127.0.0.1:6379/13 .venv/bin/python benchmarks/relay_throughput.py
+    FAIRQ_BENCH_REDIS_URL=redis://127.0.0.1:6379/13 .venv/bin/python benchmarks/relay_throughput.py
     .venv/bin/python benchmarks/relay_throughput.py --peers celery --kinds noop --jobs 20000
     .venv/bin/python benchmarks/relay_throughput.py --baseline /path/to/older/checkout
 

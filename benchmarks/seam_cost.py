@@ -7,7 +7,7 @@ alternate, so both see the same machine load; for each, the worker's CPU per job
 from ``os.wait4``) and its drain rate, start-up and shut-down subtracted (a run with no job).
 The design's budget: metrics and the seam cost at most 5 %.
 
-    BENCH_REDIS_URL=redis://127.0.0.1:6379/13 .venv/bin/python benchmarks/seam_cost.py
+    FAIRQ_BENCH_REDIS_URL=redis://127.0.0.1:6379/13 .venv/bin/python benchmarks/seam_cost.py
     .venv/bin/python benchmarks/seam_cost.py --jobs 20000 --rounds 5
 
 On a shared machine CPU time moves with the others' load. Two counts it does not move:
@@ -43,7 +43,11 @@ from fairq.demo.jobs import NOOP, make_app
 QUEUE = "bench"
 TENANTS = 10
 BATCH = 1000
-REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
+REDIS_URL = (
+    os.environ.get("FAIRQ_BENCH_REDIS_URL")
+    or os.environ.get("BENCH_REDIS_URL")  # its old name, read until the next release
+    or "redis://127.0.0.1:6379/13"
+)
 VARIANTS = {"default": [], "prometheus": ["--metrics-port", "0"]}
 
 
@@ -156,7 +160,7 @@ def calls_of(url: str, jobs: int, variant: Variant, concurrency: int, cwd: Path)
     command += ["--jobs", str(jobs), "--concurrency", str(concurrency)]
     if variant.extra:
         command.append("--prometheus")
-    env = dict(os.environ, BENCH_REDIS_URL=REDIS_URL)
+    env = dict(os.environ, FAIRQ_BENCH_REDIS_URL=REDIS_URL)
     if variant.pythonpath is not None:
         env["PYTHONPATH"] = variant.pythonpath
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=True)

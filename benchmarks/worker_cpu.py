@@ -8,7 +8,8 @@ processes sharing the cores, unlike jobs/s. On SQLite the figure includes the st
 
     .venv/bin/python benchmarks/worker_cpu.py --store sqlite --jobs 20000
     .venv/bin/python benchmarks/worker_cpu.py --store sqlite --job async  # an `async def` no-op
-    BENCH_REDIS_URL=redis://127.0.0.1:6379/4 .venv/bin/python benchmarks/worker_cpu.py --store redis
+    FAIRQ_BENCH_REDIS_URL=redis://127.0.0.1:6379/4 \\
+        .venv/bin/python benchmarks/worker_cpu.py --store redis
 """
 
 from __future__ import annotations
@@ -29,8 +30,16 @@ from fairq.worker.worker import DEFAULT_CONCURRENCY
 QUEUE = "bench"
 TENANTS = 10
 BATCH = 1000
-REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
-POSTGRES_URL = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1/perf_worker")
+REDIS_URL = (
+    os.environ.get("FAIRQ_BENCH_REDIS_URL")
+    or os.environ.get("BENCH_REDIS_URL")  # its old name, read until the next release
+    or "redis://127.0.0.1:6379/13"
+)
+POSTGRES_URL = (
+    os.environ.get("FAIRQ_BENCH_POSTGRES_URL")
+    or os.environ.get("BENCH_POSTGRES_URL")  # its old name, read until the next release
+    or "postgresql://postgres@127.0.0.1/perf_worker"
+)
 
 
 def store_url(store: str, work_dir: Path) -> str:

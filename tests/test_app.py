@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import pytest
 import fairq
 from fairq import App, JobState, Throttle
 from fairq.app import JobDefinition
-from fairq.contract import Backend, DequeueParams, GetQueueParams, TenantStats
+from fairq.contract import Backend, DequeueParams, GetQueueParams, QueueSettings, TenantStats
 from fairq.errors import (
     ConfigError,
     InvalidTenant,
@@ -268,6 +269,22 @@ def test_tenant_settings_round_trip(app: App) -> None:
     assert (row.weight, row.max_running) == (2.0, 5)
     app.set_queue("imports", max_in_flight=7)
     assert app.backend.get_queue(GetQueueParams(queue="imports")).max_in_flight == 7
+
+
+def test_set_queue_changes_only_the_settings_it_is_given(app: App) -> None:
+    def stored() -> QueueSettings:
+        return app.backend.get_queue(GetQueueParams(queue="imports"))
+
+    app.set_queue("imports", max_running=4, rate="10/s", half_life=timedelta(minutes=10))
+    app.set_queue("imports", max_in_flight=20)
+    app.set_queue("imports", weight=2)
+    first = QueueSettings(queue="imports", weight=2.0, max_running=4, rate=fairq.Rate(10, 1.0),
+                          half_life=600.0, max_in_flight=20)  # fmt: skip
+    assert stored() == first
+    app.set_queue("imports", rate=None, max_debt=30)  # None removes the rate, and only it
+    assert stored() == replace(first, rate=None, max_debt=30.0)
+    app.set_queue("imports")  # nothing given: nothing changes
+    assert stored().max_running == 4
 
 
 # -- bad input: a clear error, and nothing stored changes -----------------------------------

@@ -20,7 +20,11 @@ from pathlib import Path
 import redis
 
 DONE_KEY = "bench:done"
-URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
+URL = (
+    os.environ.get("FAIRQ_BENCH_REDIS_URL")
+    or os.environ.get("BENCH_REDIS_URL")  # its old name, read until the next release
+    or "redis://127.0.0.1:6379/13"
+)
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 DEADLINE = 600.0
@@ -67,7 +71,8 @@ def running(workers: Sequence[Sequence[str]], cwd: Path) -> Iterator[list[int]]:
     points (so another checkout of fairq can be measured).
     """
     path = [str(cwd), str(HERE), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    env = {**os.environ, "BENCH_REDIS_URL": URL, "PYTHONPATH": os.pathsep.join(dict.fromkeys(path))}
+    env = {**os.environ, "FAIRQ_BENCH_REDIS_URL": URL,
+           "PYTHONPATH": os.pathsep.join(dict.fromkeys(path))}  # fmt: skip
     procs = [
         subprocess.Popen(list(cmd), cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)

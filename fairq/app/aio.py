@@ -98,14 +98,14 @@ class AsyncMethods:
         self,
         queue: str,
         *,
-        weight: float = 1.0,
-        max_running: int | None = None,
-        rate: Rate | str | None = None,
-        half_life: float | timedelta | None = None,
-        max_debt: float | timedelta = 60.0,
-        max_in_flight: int | None = None,
+        weight: float | Keep = KEEP,
+        max_running: int | Keep | None = KEEP,
+        rate: Rate | str | Keep | None = KEEP,
+        half_life: float | timedelta | Keep | None = KEEP,
+        max_debt: float | timedelta | Keep = KEEP,
+        max_in_flight: int | Keep | None = KEEP,
     ) -> None:
-        """``set_queue`` awaited."""
+        """``set_queue`` awaited: only the settings given change."""
         now = self._app().clock()
         asked = params.queue_settings(now, queue, weight=weight, max_running=max_running,
                                       rate=rate, half_life=half_life, max_debt=max_debt,

@@ -464,14 +464,17 @@ class App(AsyncMethods):
         self,
         queue: str,
         *,
-        weight: float = 1.0,
-        max_running: int | None = None,
-        rate: Rate | str | None = None,
-        half_life: float | timedelta | None = None,
-        max_debt: float | timedelta = 60.0,
-        max_in_flight: int | None = None,
+        weight: float | Keep = KEEP,
+        max_running: int | Keep | None = KEEP,
+        rate: Rate | str | Keep | None = KEEP,
+        half_life: float | timedelta | Keep | None = KEEP,
+        max_debt: float | timedelta | Keep = KEEP,
+        max_in_flight: int | Keep | None = KEEP,
     ) -> None:
-        """Set the defaults every tenant of ``queue`` gets unless it has its own.
+        """Change the defaults every tenant of ``queue`` gets unless it has its own, and the
+        queue's own cap. Only the settings given change (read and written in one store
+        transaction); ``None`` removes a cap, a rate or the half-life. A queue never set has
+        weight 1, no caps, no rate, no half-life and a max debt of 60 s.
 
         ``half_life`` (seconds, or a ``timedelta`` like every duration) turns on history-aware
         fairness: a tenant's recent service decays instead of being forgotten when its queue

@@ -62,23 +62,32 @@ def queue_settings(
     now: float,
     queue: str,
     *,
-    weight: float = 1.0,
-    max_running: int | None = None,
-    rate: Rate | str | None = None,
-    half_life: float | timedelta | None = None,
-    max_debt: float | timedelta = 60.0,
-    max_in_flight: int | None = None,
+    weight: float | Keep = KEEP,
+    max_running: int | Keep | None = KEEP,
+    rate: Rate | str | Keep | None = KEEP,
+    half_life: float | timedelta | Keep | None = KEEP,
+    max_debt: float | timedelta | Keep = KEEP,
+    max_in_flight: int | Keep | None = KEEP,
 ) -> SetQueueParams:
+    """The settings given, checked; each left at KEEP stays as the store has it (the value
+    in ``QueueSettings`` for it is only a placeholder, which the store does not read)."""
+    asked = {"weight": weight, "max_running": max_running, "rate": rate, "half_life": half_life,
+             "max_debt": max_debt, "max_in_flight": max_in_flight}  # fmt: skip
+    default = QueueSettings(queue=check_queue_name(queue))
     settings = QueueSettings(
-        queue=check_queue_name(queue),
-        weight=check_weight(weight),
-        max_running=check_max_running(max_running),
-        rate=check_rate(rate),
-        half_life=None if half_life is None else check_seconds("half_life", half_life),
-        max_debt=check_seconds("max_debt", max_debt),
-        max_in_flight=check_max_in_flight(max_in_flight),
-    )
-    return SetQueueParams(settings=settings, now=now)
+        queue=default.queue,
+        weight=default.weight if isinstance(weight, Keep) else check_weight(weight),
+        max_running=None if isinstance(max_running, Keep) else check_max_running(max_running),
+        rate=None if isinstance(rate, Keep) else check_rate(rate),
+        half_life=None if isinstance(half_life, Keep) or half_life is None
+        else check_seconds("half_life", half_life),
+        max_debt=default.max_debt if isinstance(max_debt, Keep)
+        else check_seconds("max_debt", max_debt),
+        max_in_flight=None if isinstance(max_in_flight, Keep)
+        else check_max_in_flight(max_in_flight),
+    )  # fmt: skip
+    given = [name for name, value in asked.items() if not isinstance(value, Keep)]
+    return SetQueueParams.changing(settings, now, given)
 
 
 def stats(now: float, queue: str | None, tenant: str | None) -> StatsParams:

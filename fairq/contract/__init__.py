@@ -67,6 +67,7 @@ from fairq.contract.runs import (
 )
 from fairq.contract.settings import (
     KEEP,
+    QUEUE_SETTINGS,
     GetQueueParams,
     Keep,
     OwnSettings,
@@ -80,6 +81,7 @@ from fairq.recorded import HistoryPage, HistoryParams, RecordedJob
 
 __all__ = [
     "KEEP",
+    "QUEUE_SETTINGS",
     "AckAndDequeueParams",
     "AckAndDequeueResult",
     "AckManyParams",

@@ -104,7 +104,8 @@ class Backend(Protocol):
     def maintain(self, params: MaintainParams) -> MaintainResult: ...
 
     def set_queue(self, params: SetQueueParams) -> None:
-        """Store a queue's defaults; every tenant without its own setting follows them."""
+        """Store a queue's defaults, but those ``params.keep`` names, which stay as stored (read
+        in the same transaction); every tenant without its own setting follows them."""
 
     def get_queue(self, params: GetQueueParams) -> QueueSettings: ...
 

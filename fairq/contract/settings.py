@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Protocol
 
@@ -70,10 +71,37 @@ class GetQueueParams:
     queue: str
 
 
+#: A queue's settings by name: the fields of ``QueueSettings`` but ``queue``.
+QUEUE_SETTINGS = ("weight", "max_running", "rate", "half_life", "max_debt", "max_in_flight")
+
+
 @dataclass(frozen=True, kw_only=True)
 class SetQueueParams:
+    """Store a queue's settings: those of ``settings``, except the ones named in ``keep``, which
+    stay as stored (their values in ``settings`` are not read). The store reads and writes in
+    one transaction, so two calls changing different settings never undo each other."""
+
     settings: QueueSettings
     now: float
+    keep: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.keep) - set(QUEUE_SETTINGS))
+        if unknown:
+            raise ConfigError(
+                f"keep names {', '.join(unknown)}, which a queue does not have; "
+                f"name some of {', '.join(QUEUE_SETTINGS)}"
+            )
+
+    @classmethod
+    def changing(cls, settings: QueueSettings, now: float, names: Iterable[str]) -> SetQueueParams:
+        """Store only the settings ``names`` of ``settings``; keep every other as stored."""
+        return cls(settings=settings, now=now, keep=frozenset(QUEUE_SETTINGS) - set(names))
+
+    def apply_to(self, stored: QueueSettings) -> QueueSettings:
+        """The settings to store, given the queue's stored ones (a queue never set has the
+        defaults, ``QueueSettings(queue=name)``)."""
+        return replace(self.settings, **{name: getattr(stored, name) for name in self.keep})
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,6 +26,7 @@ from fairq.contract import (
     ExpiredLease,
     FailParams,
     FiguresParams,
+    GetQueueParams,
     HeartbeatParams,
     HeartbeatResult,
     Keep,
@@ -473,7 +474,8 @@ class ReferenceModel(Cancels):
 
     def set_queue(self, params: SetQueueParams) -> None:
         with self._changed:
-            settings = params.settings
+            stored = self.get_queue(GetQueueParams(queue=params.settings.queue))
+            settings = params.apply_to(stored)
             queue = self._queue(settings.queue)
             queue.weight = settings.weight
             queue.max_running = settings.max_running

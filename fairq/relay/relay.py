@@ -222,10 +222,10 @@ class Relay:
             settings = self.backend.get_queue(GetQueueParams(queue=queue))
             wanted = self.in_flight or settings.max_in_flight or DEFAULT_IN_FLIGHT
             if settings.max_in_flight != wanted:
+                # Only the cap: another setting changed meanwhile (fairq queue) stands.
+                changed = replace(settings, max_in_flight=wanted)
                 self.backend.set_queue(
-                    SetQueueParams(
-                        settings=replace(settings, max_in_flight=wanted), now=self.clock()
-                    )
+                    SetQueueParams.changing(changed, self.clock(), ["max_in_flight"])
                 )
 
     def _open_queues(self) -> list[str]:

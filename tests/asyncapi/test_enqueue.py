@@ -14,9 +14,15 @@ from collections.abc import Callable, Sequence
 import pytest
 from conformance.helpers import new_job
 
-from fairq import App, JobState, Throttle
+from fairq import App, JobState, Rate, Throttle
 from fairq.cancel import CancelOutcome
-from fairq.contract import EnqueueParams, GetJobsParams, MaintainParams
+from fairq.contract import (
+    EnqueueParams,
+    GetJobsParams,
+    GetQueueParams,
+    MaintainParams,
+    QueueSettings,
+)
 from fairq.errors import ConfigError, DuplicateJob, JobFailed, NoResult, ResultTimeout, UnknownJob
 from fairq.instrument import Middleware, StoreCall
 from fairq.job import JobInfo, NewJob, decode_payload
@@ -200,6 +206,19 @@ def test_settings_and_inspection_awaited(make_app: AppFactory) -> None:
 
     run(app, scenario)
     assert app.stats(tenant="acme")[0].weight == 3
+
+
+def test_aset_queue_changes_only_the_settings_it_is_given(make_app: AppFactory) -> None:
+    app = make_app()
+
+    async def scenario() -> QueueSettings:
+        await app.aset_queue("default", max_running=4, rate="10/s")
+        await app.aset_queue("default", max_in_flight=20)
+        return app.backend.get_queue(GetQueueParams(queue="default"))
+
+    assert run(app, scenario) == QueueSettings(
+        queue="default", max_running=4, rate=Rate(10, 1.0), max_in_flight=20
+    )
 
 
 class Recorder(Middleware):

@@ -456,7 +456,7 @@ class PostgresBackend:
 
         def work(cur: Cursor[Row]) -> None:
             now = self._lock(cur, [params.settings.queue], exclusive=True, now=params.now)
-            self._notify(cur, settings.store_queue(cur, self.q, params.settings, now))
+            self._notify(cur, settings.store_queue(cur, self.q, params, now))
 
         self.db.run(work)
 

@@ -48,7 +48,11 @@ def queue_settings(cur: Cursor[Row], q: Queries, queue: str) -> QueueSettings:
 
 
 def queue_settings_steps(q: Queries, queue: str) -> PgSteps[QueueSettings]:
-    row = first((yield Sql(q["queue_get"], {"name": queue})))
+    return settings_of(queue, first((yield Sql(q["queue_get"], {"name": queue}))))
+
+
+def settings_of(queue: str, row: Row | None) -> QueueSettings:
+    """A queue's settings from its row (query ``queue_get``): the defaults when it has none."""
     if row is None:
         return QueueSettings(queue=queue)
     return QueueSettings(

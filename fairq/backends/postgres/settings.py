@@ -6,16 +6,20 @@ from psycopg import Cursor
 
 from fairq.backends._sql import Queries
 from fairq.backends.postgres.events import Events
+from fairq.backends.postgres.inspect import settings_of
 from fairq.backends.postgres.records import Row, TenantRow, rate_columns
-from fairq.contract import QueueSettings
+from fairq.contract import QueueSettings, SetQueueParams
 
 
-def store_queue(cur: Cursor[Row], q: Queries, settings: QueueSettings, now: float) -> set[str]:
-    """(Under the queue's exclusive lock.) Store the defaults and resettle every tenant of the
-    queue (admin path: a scan of its tenants), as their effective settings or rate holds may
-    change. Returns the queues whose waiters must be woken (a cap raised or removed)."""
+def store_queue(cur: Cursor[Row], q: Queries, params: SetQueueParams, now: float) -> set[str]:
+    """(Under the queue's exclusive lock, so the settings ``params`` keeps are read and
+    written back with no other change between.) Store the defaults and resettle every tenant
+    of the queue (admin path: a scan of its tenants), as their effective settings or rate
+    holds may change. Returns the queues whose waiters must be woken (a cap raised or
+    removed)."""
     events = Events(cur, q)
-    old = cur.execute(q["queue_get"], {"name": settings.queue}).fetchone()
+    old = cur.execute(q["queue_get"], {"name": params.settings.queue}).fetchone()
+    settings = params.apply_to(settings_of(params.settings.queue, old))
     new = cur.execute(
         q["queue_set_defaults"],
         {

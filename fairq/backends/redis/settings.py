@@ -5,8 +5,9 @@ and its tenants resettled in one call in the queue's slot."""
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
-from fairq.contract import Keep, SetQueueParams, TenantSettingsParams, TenantStats
+from fairq.contract import KEEP, Keep, SetQueueParams, TenantSettingsParams, TenantStats
 
 from . import calls
 from .plumbing import Store
@@ -27,14 +28,26 @@ def _keys(store: Store, queue: str, now: float) -> RedisSteps[tuple[list[str], i
 
 
 def set_queue(store: Store, params: SetQueueParams) -> RedisSteps[None]:
-    settings = params.settings
-    cap = "" if settings.max_running is None else str(settings.max_running)
+    """The settings ``params`` keeps go as 'keep': the script leaves the stored ones, read in
+    the same call."""
+    settings, keep = params.settings, params.keep
+
+    def arg(name: str, value: object, form: Any) -> str:
+        return calls.setting(KEEP if name in keep else value, form)
+
     rate = rate_arg(settings.rate).split(",") if settings.rate else ["", "", ""]
-    half_life = "" if settings.half_life is None else num(settings.half_life)
-    in_flight = "" if settings.max_in_flight is None else str(settings.max_in_flight)
     keys, shared = yield from _keys(store, settings.queue, params.now)
-    args: list[Arg] = [settings.queue, num(settings.weight), cap, *rate, half_life]
-    args += [num(settings.max_debt), store.at(params.now), in_flight, shared]
+    args: list[Arg] = [
+        settings.queue,
+        arg("weight", settings.weight, num),
+        arg("max_running", settings.max_running, str),
+        *(["keep"] * 3 if "rate" in keep else rate),
+        arg("half_life", settings.half_life, num),
+        arg("max_debt", settings.max_debt, num),
+        store.at(params.now),
+        arg("max_in_flight", settings.max_in_flight, str),
+        shared,
+    ]
     yield FCall("set_queue", keys, args)
 
 

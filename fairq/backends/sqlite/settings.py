@@ -15,8 +15,9 @@ from fairq.contract import QueueSettings, SetQueueParams, TenantSettingsParams, 
 
 def set_queue(db: sqlite3.Connection, params: SetQueueParams) -> None:
     """Store the defaults and resettle every tenant of the queue (one loop): effective
-    settings, rate hold and eligibility may all change, even for tenants with their own."""
-    settings = params.settings
+    settings, rate hold and eligibility may all change, even for tenants with their own.
+    The settings ``params`` keeps are read in the same transaction."""
+    settings = params.apply_to(get_queue(db, params.settings.queue))
     db.execute(
         Q["queue_set_defaults"],
         {

@@ -33,7 +33,7 @@ from fairq.cli.admin.values import (
     with_burst,
 )
 from fairq.cli.numbers import Whole
-from fairq.contract import KEEP, GetQueueParams, Keep, QueueSettings, TenantStats
+from fairq.contract import KEEP, GetQueueParams, Keep, TenantStats
 from fairq.policy.bounds import MAX_INT
 from fairq.policy.queues import check_queue_name
 from fairq.policy.rate import Rate
@@ -249,26 +249,24 @@ def queue(
 ) -> None:
     """Show or set QUEUE's defaults: the weight, cap and rate of every tenant without its own,
     its history (half-life, max debt), and its own cap on jobs in flight."""
-    cap_given = given("max_running")
-    in_flight_given = given("max_in_flight")
+    new_weight = KEEP if weight is None else weight
+    new_cap = max_running if given("max_running") else KEEP
     new_rate = with_burst(rate, burst)
+    new_half_life = _half_life(half_life)
+    new_max_debt = KEEP if max_debt is None else max_debt
+    new_in_flight = max_in_flight if given("max_in_flight") else KEEP
+    changes = (new_weight, new_cap, new_rate, new_half_life, new_max_debt, new_in_flight)
     with reported_errors():
         app = open_app(url, app_ref)
         try:
-            current = app.backend.get_queue(GetQueueParams(queue=check_queue_name(queue)))
-            changes = (weight, rate, half_life, max_debt)
-            if cap_given or in_flight_given or any(value is not None for value in changes):
+            check_queue_name(queue)
+            if any(not isinstance(value, Keep) for value in changes):
                 refuse_unseen_queue(app, queue, new_queue)
-                app.set_queue(
-                    queue,
-                    weight=weight if weight is not None else current.weight,
-                    max_running=max_running if cap_given else current.max_running,
-                    rate=current.rate if isinstance(new_rate, Keep) else new_rate,
-                    half_life=_half_life(half_life, current),
-                    max_debt=max_debt if max_debt is not None else current.max_debt,
-                    max_in_flight=max_in_flight if in_flight_given else current.max_in_flight,
-                )
-                current = app.backend.get_queue(GetQueueParams(queue=queue))
+                app.set_queue(  # only the settings given change
+                    queue, weight=new_weight, max_running=new_cap, rate=new_rate,
+                    half_life=new_half_life, max_debt=new_max_debt, max_in_flight=new_in_flight,
+                )  # fmt: skip
+            current = app.backend.get_queue(GetQueueParams(queue=queue))
         finally:
             app.close()
     half = "none" if current.half_life is None else f"{current.half_life:g} s"
@@ -281,7 +279,7 @@ def queue(
     )
 
 
-def _half_life(given_value: float | str | None, current: QueueSettings) -> float | None:
+def _half_life(given_value: float | str | None) -> float | Keep | None:
     if given_value is None:
-        return current.half_life
+        return KEEP
     return None if given_value == NONE else float(given_value)

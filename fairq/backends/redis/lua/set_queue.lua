@@ -5,7 +5,8 @@
 --       the caller registers the queue itself (backend.py).
 -- ARGV: [1] queue name, [2] weight, [3] cap ('' for none), [4] rate count, [5] rate period,
 --       [6] rate burst ('' x3 for no rate), [7] half_life ('' for none), [8] max_debt, [9] now
---       (see `now_of`), [10] max_in_flight ('' for none), [11] G.
+--       (see `now_of`), [10] max_in_flight ('' for none), [11] G. Any setting may be 'keep'
+--       (the rate's three): it stays as stored, read in this same call.
 -- Touches: the queues set (single Redis); meta, tenants, tids (read), tnames (read),
 --       eligible, ready (read), backlog (read), limited, tats, wake, running (read: ZCARD).
 -- Returns: the number of tenants resettled.
@@ -20,12 +21,13 @@ register('set_queue', function()
   if queues then redis.call('SADD', queues, ARGV[1]) end
   local now = now_of(ARGV[9])
   local q = open_queue(1, ARGV[1])
-  q.weight = tonumber(ARGV[2])
-  q.cap = opt(ARGV[3])
-  q.rate = rate_from(ARGV[4], ARGV[5], ARGV[6])
-  q.half_life = opt(ARGV[7])
-  q.max_debt = tonumber(ARGV[8])
-  q.maxf = opt(ARGV[10])  -- q.full0 is still as the old cap had it: raising it wakes waiters
+  if ARGV[2] ~= 'keep' then q.weight = tonumber(ARGV[2]) end
+  if ARGV[3] ~= 'keep' then q.cap = opt(ARGV[3]) end
+  if ARGV[4] ~= 'keep' then q.rate = rate_from(ARGV[4], ARGV[5], ARGV[6]) end
+  if ARGV[7] ~= 'keep' then q.half_life = opt(ARGV[7]) end
+  if ARGV[8] ~= 'keep' then q.max_debt = tonumber(ARGV[8]) end
+  -- q.full0 is still as the old cap had it: raising it wakes waiters
+  if ARGV[10] ~= 'keep' then q.maxf = opt(ARGV[10]) end
   local count, period, burst = rate_fields(q.rate)
   redis.call('HSET', q.k.meta, 'weight', fmt(q.weight), 'cap', optint(q.cap), 'rcount', count,
     'rperiod', period, 'rburst', burst, 'half_life', optfmt(q.half_life),
