@@ -28,8 +28,8 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: functions only over an older release, and refuses a schema whose functions come from a newer
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
-FUNCTIONS_RELEASE = 12
-FUNCTIONS_DIGEST = "841746223d634fc6db588ecf960099352f2edbfc2b220bdf8a5efcf0ff7c8d63"
+FUNCTIONS_RELEASE = 13
+FUNCTIONS_DIGEST = "2538d58421f7bae90a2ccd702b95cf22fa5efe11685a3a82081670809beb8161"
 
 
 @dataclass(frozen=True)

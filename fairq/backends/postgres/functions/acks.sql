@@ -10,7 +10,8 @@
 -- per token, 'ok', 'not_found' (unknown, not running, another lease, or acked earlier in the
 -- batch) or 'expired'; nothing changes for a token that is not 'ok'. The caller holds the
 -- queue locks: exclusive for p_exclusive, shared for the other queues of the jobs named.
--- Each acked job moves to succeeded_jobs (move_acked) and its run ends (succeeded_runs); a
+-- Each acked job moves to succeeded_jobs (move_acked) and its run ends (succeeded_runs, which
+-- counts its run time in the figures); a
 -- claimed run's charge is a sample of its (queue, name)'s learned cost (costs.sql:
 -- learn_costs, after the tenants, so that a dispatch in the same call charges what the acks
 -- taught).
@@ -47,17 +48,6 @@ BEGIN
     IF m.tenants IS NOT NULL THEN
         pending := {schema}.succeeded_runs(
             m.tenants, m.started, m.charged, p_now, p_exclusive, p_channel_salt, p_defer);
-        -- each run's time in the figures (succeeded: no outcome row, fairq/figures.py), once
-        -- its tenant is held: a tenant's figures are written only by whoever holds it, in key
-        -- order (written before the tenants were locked, they made a cycle of waits with a
-        -- fail of another of the tenant's jobs)
-        INSERT INTO {schema}.figures AS f (slot, tenant_id, kind, bucket, count)
-        SELECT {schema}.fig_slot(p_now), r.tenant_id, 'r',
-               {schema}.fig_bucket(p_now - r.started_at) AS bucket, count(*)
-        FROM unnest(m.tenants, m.started) AS r(tenant_id, started_at)
-        GROUP BY r.tenant_id, bucket
-        ORDER BY r.tenant_id, bucket
-        ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count;
     END IF;
     IF m.samples IS NOT NULL THEN
         PERFORM {schema}.learn_costs(m.queues, m.names, m.samples);
@@ -124,7 +114,10 @@ $$;
 -- changed in memory and written once. The arithmetic is fairq.policy.tenant.end_run then
 -- retag (fairness.sql): F = finish_after_run(…); usage = max(decayed(usage, usage_at, now) +
 -- (F_new - F_old), 0); running - 1; S = max(F, V) if eligible (set after each run: the last
--- one stands). Tenants or queues with a cap: runs_freed.
+-- one stands). Each run's time is counted in its tenant's row (succeeded: no outcome row,
+-- fairq/figures.py; fig_keys, fig_counts as dispatch.sql's take_picks counts waits; counts of
+-- an earlier slot are added to figures first, fig_flush, the tenants held). Tenants or queues
+-- with a cap: runs_freed.
 --
 -- The tenants of the queues in p_defer are not written but returned, locked and as the runs
 -- left them: ack_dequeue's dispatch writes them (dispatch.sql), once for the ack and its own
@@ -146,6 +139,11 @@ DECLARE
     t {schema}.tenants%ROWTYPE;
     v_new double precision;
     i integer;
+    v_slot bigint := {schema}.fig_slot(p_now);
+    v_key integer;
+    v_at integer;
+    v_counts integer[];
+    v_flush {schema}.tenants[];  -- rows whose counts are of an earlier slot
 BEGIN
     PERFORM 1 FROM {schema}.tenants x
     WHERE x.id = ANY(p_tenants) AND x.queue <> ALL(p_exclusive)
@@ -176,12 +174,34 @@ BEGIN
         t.start_tag := CASE WHEN {schema}.eligible(
             t.ready, t.running, t.max_running, t.weight, t.limited_until)
             THEN GREATEST(t.finish_tag, v_vclock[i]) END;
+        IF t.fig_slot <> v_slot THEN
+            IF cardinality(t.fig_keys) > 0 THEN
+                v_flush := v_flush || t;
+            END IF;
+            t.fig_slot := v_slot;
+            t.fig_keys := ARRAY[]::integer[];
+            t.fig_counts := ARRAY[]::integer[];
+        END IF;
+        v_key := 32 + {schema}.fig_bucket(p_now - p_started[k]);
+        v_at := array_position(t.fig_keys, v_key);
+        IF v_at IS NULL THEN
+            t.fig_keys := t.fig_keys || v_key;
+            t.fig_counts := t.fig_counts || 1;
+        ELSE
+            v_counts := t.fig_counts;
+            v_counts[v_at] := v_counts[v_at] + 1;
+            t.fig_counts := v_counts;
+        END IF;
         v_rows[i] := t;
         v_ended[i] := v_ended[i] + 1;
     END LOOP;
+    IF v_flush IS NOT NULL THEN
+        PERFORM {schema}.fig_flush(v_flush);
+    END IF;
     UPDATE {schema}.tenants x  -- as write_tenants (inline: the acks' one call per job)
     SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
-        usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept
+        usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept,
+        fig_slot = d.fig_slot, fig_keys = d.fig_keys, fig_counts = d.fig_counts
     FROM unnest(v_rows) AS d WHERE x.id = d.id AND d.queue <> ALL(p_defer);
     IF v_capped THEN
         PERFORM {schema}.runs_freed(v_rows, v_ended, v_caps, p_channel_salt);
@@ -239,7 +259,8 @@ RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE {schema}.tenants x
     SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
-        usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept
+        usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept,
+        fig_slot = d.fig_slot, fig_keys = d.fig_keys, fig_counts = d.fig_counts
     FROM unnest(p_rows) AS d
     WHERE x.id = d.id AND d.queue <> ALL(p_except);
 END

@@ -37,3 +37,19 @@ CREATE FUNCTION {schema}.fig_add(
     ORDER BY a.tenant_id, a.kind, a.bucket
     ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count
 $$;
+
+-- The counts a tenant row holds (tenants.fig_*: the waits its dispatches and the run times
+-- of its acks in its slot fig_slot, one call's worth written with the row it changes anyway)
+-- added to figures: p_rows are rows of tenants the caller holds, as they were before their
+-- slot changed, each once; written in key order as fig_add. Called once per tenant and slot
+-- (dispatch.sql: take_picks; acks.sql: succeeded_runs).
+CREATE FUNCTION {schema}.fig_flush(p_rows {schema}.tenants[]) RETURNS void
+LANGUAGE sql AS $$
+    INSERT INTO {schema}.figures AS f (slot, tenant_id, kind, bucket, count)
+    SELECT r.fig_slot, r.id, CASE WHEN u.k >= 32 THEN 'r' ELSE 'w' END, u.k % 32, sum(u.c)
+    FROM unnest(p_rows) AS r
+    CROSS JOIN LATERAL unnest(r.fig_keys, r.fig_counts) AS u(k, c)
+    GROUP BY 1, 2, 3, 4
+    ORDER BY 1, 2, 3, 4
+    ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count
+$$;
