@@ -29,7 +29,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
 FUNCTIONS_RELEASE = 13
-FUNCTIONS_DIGEST = "e400fb0bdb9ec966f5819434d6763b57e86683ed943ffad9885dab6613587be8"
+FUNCTIONS_DIGEST = "b0d634a077e4c5b18bee84316248b8264b1c4abb4c3a2f36d76e9e76283202cb"
 
 
 @dataclass(frozen=True)

@@ -141,8 +141,6 @@ DECLARE
     i integer;
     v_slot bigint := {schema}.fig_slot(p_now);
     v_key integer;
-    v_at integer;
-    v_counts integer[];
     v_flush {schema}.tenants[];  -- rows whose counts are of an earlier slot
 BEGIN
     PERFORM 1 FROM {schema}.tenants x
@@ -174,24 +172,14 @@ BEGIN
         t.start_tag := CASE WHEN {schema}.eligible(
             t.ready, t.running, t.max_running, t.weight, t.limited_until)
             THEN GREATEST(t.finish_tag, v_vclock[i]) END;
-        IF t.fig_slot <> v_slot THEN
-            IF cardinality(t.fig_keys) > 0 THEN
-                v_flush := v_flush || t;
-            END IF;
-            t.fig_slot := v_slot;
-            t.fig_keys := ARRAY[]::integer[];
-            t.fig_counts := ARRAY[]::integer[];
+        IF t.fig_slot <> v_slot AND cardinality(t.fig_keys) > 0 THEN
+            v_flush := v_flush || t;  -- counts of an earlier slot
         END IF;
         v_key := 32 + {schema}.fig_bucket(p_now - p_started[k]);
-        v_at := array_position(t.fig_keys, v_key);
-        IF v_at IS NULL THEN
-            t.fig_keys := t.fig_keys || v_key;
-            t.fig_counts := t.fig_counts || 1;
-        ELSE
-            v_counts := t.fig_counts;
-            v_counts[v_at] := v_counts[v_at] + 1;
-            t.fig_counts := v_counts;
-        END IF;
+        t.fig_counts := {schema}.fig_counts_after(
+            t.fig_keys, t.fig_counts, t.fig_slot = v_slot, v_key);
+        t.fig_keys := {schema}.fig_keys_after(t.fig_keys, t.fig_slot = v_slot, v_key);
+        t.fig_slot := v_slot;
         v_rows[i] := t;
         v_ended[i] := v_ended[i] + 1;
     END LOOP;

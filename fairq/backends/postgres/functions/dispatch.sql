@@ -328,8 +328,6 @@ DECLARE
     v_ready double precision;
     v_slot bigint := {schema}.fig_slot(p_now);
     v_key integer;
-    v_at integer;
-    v_counts integer[];
     v_flush {schema}.tenants[];  -- rows whose counts are of an earlier slot
 BEGIN
     picked := array_fill(0, ARRAY[cardinality(cands)]);
@@ -364,24 +362,14 @@ BEGIN
         t.running := t.running + 1;
         t.start_tag := CASE WHEN {schema}.eligible(
             t.ready, t.running, t.max_running, t.weight, t.limited_until) THEN v_finish END;
-        IF t.fig_slot <> v_slot THEN
-            IF cardinality(t.fig_keys) > 0 THEN
-                v_flush := v_flush || t;
-            END IF;
-            t.fig_slot := v_slot;
-            t.fig_keys := ARRAY[]::integer[];
-            t.fig_counts := ARRAY[]::integer[];
+        IF t.fig_slot <> v_slot AND cardinality(t.fig_keys) > 0 THEN
+            v_flush := v_flush || t;  -- counts of an earlier slot
         END IF;
         v_key := {schema}.fig_bucket(p_now - readies[b]);
-        v_at := array_position(t.fig_keys, v_key);
-        IF v_at IS NULL THEN
-            t.fig_keys := t.fig_keys || v_key;
-            t.fig_counts := t.fig_counts || 1;
-        ELSE
-            v_counts := t.fig_counts;
-            v_counts[v_at] := v_counts[v_at] + 1;
-            t.fig_counts := v_counts;
-        END IF;
+        t.fig_counts := {schema}.fig_counts_after(
+            t.fig_keys, t.fig_counts, t.fig_slot = v_slot, v_key);
+        t.fig_keys := {schema}.fig_keys_after(t.fig_keys, t.fig_slot = v_slot, v_key);
+        t.fig_slot := v_slot;
         IF nexts[b] THEN  -- assignments: no query
             nexts[b] := false;
             t.head_seq := p_no_seqs[b];

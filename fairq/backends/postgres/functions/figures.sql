@@ -53,3 +53,22 @@ LANGUAGE sql AS $$
     ORDER BY 1, 2, 3, 4
     ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count
 $$;
+
+-- A tenant row's counts (tenants.fig_keys, fig_counts: keys of waits, 32 + bucket of runs)
+-- after one more p_key: p_same, the row's slot is the current one, else they start afresh
+-- (fig_flush has taken the old ones). Expressions the planner inlines: no call per job.
+CREATE FUNCTION {schema}.fig_keys_after(p_keys integer[], p_same boolean, p_key integer)
+RETURNS integer[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN NOT p_same THEN ARRAY[p_key] WHEN p_key = ANY(p_keys) THEN p_keys
+                ELSE p_keys || p_key END
+$$;
+
+CREATE FUNCTION {schema}.fig_counts_after(
+    p_keys integer[], p_counts integer[], p_same boolean, p_key integer
+) RETURNS integer[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN NOT p_same THEN ARRAY[1]
+                WHEN array_position(p_keys, p_key) IS NULL THEN p_counts || 1
+                ELSE p_counts[:array_position(p_keys, p_key) - 1]
+                     || p_counts[array_position(p_keys, p_key)] + 1
+                     || p_counts[array_position(p_keys, p_key) + 1:] END
+$$;
