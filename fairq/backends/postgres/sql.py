@@ -29,7 +29,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
 FUNCTIONS_RELEASE = 13
-FUNCTIONS_DIGEST = "b0d634a077e4c5b18bee84316248b8264b1c4abb4c3a2f36d76e9e76283202cb"
+FUNCTIONS_DIGEST = "e9aec38711c59b0888703add82eccde53df41e41495584a853df724a4a9ae5a1"
 
 
 @dataclass(frozen=True)

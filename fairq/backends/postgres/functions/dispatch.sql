@@ -204,7 +204,7 @@ BEGIN
                  p_limit - cardinality(seqs),
                  coalesce(v_room - cardinality(seqs), p_limit))::integer,
              c.known, c.means, c.cands, c.starts, c.heads, c.prios, c.costs, c.jobs,
-             c.learns, c.readies, c.nexts, c.no_seqs, c.no_prios, c.no_costs, c.no_readies);
+             c.learns, c.readies);
         v_count := {schema}.write_round(p_queue, p.cands, p.picked, c.mine);
         seqs := seqs || p.seqs;
         names := names || p.names;
@@ -222,11 +222,7 @@ $$;
 -- of the queue, in the key order each was seen in; each with its head (read by its key alone,
 -- the fence, OFFSET 0, keeping it so: without it, 1,095 buffers once in six runs of
 -- tests/postgres/test_cached_plans.py): costs, jobs (names), learns, readies (when it became
--- ready); and the head after it (next_head, its estimate read by the name: no_seqs, no_prios,
--- no_costs, no_readies), so that a candidate's first pick needs no query of its own, where
--- it can be trusted (nexts): the row locked is the very version this statement's snapshot
--- shows (no other transaction changed the tenant, and so its jobs, in between), or one of
--- p_mine. Fresh: its key as locked
+-- ready). Fresh: its key as locked
 -- is the one the scan read (so is its head job, which this statement's snapshot shows as it
 -- is); p_mine are held, so fresh. A candidate whose key changed between the round's snapshot
 -- and its lock (another dispatch picked from it and committed meanwhile, so its key grew; or a
@@ -241,8 +237,7 @@ CREATE FUNCTION {schema}.lock_candidates(
     OUT starts double precision[], OUT heads bigint[], OUT prios integer[],
     OUT costs double precision[], OUT jobs text[], OUT learns boolean[], OUT mine boolean[],
     OUT fresh integer, OUT scanned integer, OUT known text[], OUT means double precision[],
-    OUT readies double precision[], OUT nexts boolean[], OUT no_seqs bigint[],
-    OUT no_prios integer[], OUT no_costs double precision[], OUT no_readies double precision[]
+    OUT readies double precision[]
 ) LANGUAGE plpgsql AS $$
 BEGIN
     SELECT array_agg(c.x ORDER BY c.ord),
@@ -251,23 +246,18 @@ BEGIN
            array_agg(c.cost ORDER BY c.ord), array_agg(c.name ORDER BY c.ord),
            array_agg(c.learn_cost ORDER BY c.ord), array_agg(c.mine ORDER BY c.ord),
            count(*) FILTER (WHERE c.fresh AND NOT c.mine), count(*) FILTER (WHERE NOT c.mine),
-           array_agg(c.ready_at ORDER BY c.ord), array_agg(c.nexts ORDER BY c.ord),
-           array_agg(c.no_seq ORDER BY c.ord), array_agg(c.no_prio ORDER BY c.ord),
-           array_agg(c.no_cost ORDER BY c.ord), array_agg(c.no_ready ORDER BY c.ord)
-    INTO cands, starts, heads, prios, costs, jobs, learns, mine, fresh, scanned, readies,
-         nexts, no_seqs, no_prios, no_costs, no_readies
+           array_agg(c.ready_at ORDER BY c.ord)
+    INTO cands, starts, heads, prios, costs, jobs, learns, mine, fresh, scanned, readies
     FROM (SELECT s.x, s.mine, CASE WHEN h.state = 'ready' THEN h.priority END AS priority,
                  h.cost, h.name, h.learn_cost, h.ready_at,
-                 coalesce(s.same AND h.state = 'ready', false) AS nexts, n.seq AS no_seq,
-                 n.priority AS no_prio, n.charge AS no_cost, n.ready_at AS no_ready,
                  row_number() OVER (ORDER BY s.seen_start, s.seen_head) AS ord,
                  coalesce(((s.x).start_tag, (s.x).head_seq)
                           = (s.seen_start, s.seen_head), false) AS fresh
           FROM ((SELECT l.x, e.start_tag AS seen_start, e.head_seq AS seen_head,
-                        false AS mine, l.version = e.xmin AS same
+                        false AS mine
                  FROM {schema}.tenants e
                  CROSS JOIN LATERAL (
-                     SELECT x, x.xmin AS version FROM {schema}.tenants x WHERE x.id = e.id
+                     SELECT x FROM {schema}.tenants x WHERE x.id = e.id
                      FOR UPDATE SKIP LOCKED) l
                  WHERE e.queue = p_queue AND e.start_tag IS NOT NULL
                    AND e.id <> ALL(ARRAY(SELECT m.id FROM unnest(p_mine) AS m
@@ -275,17 +265,12 @@ BEGIN
                  ORDER BY e.start_tag, e.head_seq
                  LIMIT p_read)
                 UNION ALL
-                SELECT m, m.start_tag, m.head_seq, true, true FROM unnest(p_mine) AS m
+                SELECT m, m.start_tag, m.head_seq, true FROM unnest(p_mine) AS m
                 WHERE m.queue = p_queue) s
           LEFT JOIN LATERAL (
               SELECT j.priority, j.cost, j.name, j.learn_cost, j.state, j.ready_at
               FROM {schema}.jobs j
-              WHERE j.seq = (s.x).head_seq OFFSET 0) h ON true
-          LEFT JOIN LATERAL (
-              SELECT o.seq, o.priority, o.charge, o.ready_at
-              FROM {schema}.next_head(p_queue, (s.x).id, h.priority, (s.x).head_seq,
-                                      NULL::text[], NULL::double precision[]) o
-              WHERE s.same AND h.state = 'ready' OFFSET 0) n ON true) c;
+              WHERE j.seq = (s.x).head_seq OFFSET 0) h ON true) c;
     FOR i IN 1..coalesce(cardinality(cands), 0) LOOP
         IF starts[i] IS NOT NULL AND prios[i] IS NULL THEN
             RAISE EXCEPTION 'fairq: an eligible tenant''s head job in % is not ready', p_queue;
@@ -302,8 +287,7 @@ $$;
 -- smallest (start, head) (starts NULL: not to be picked): V = S; F = S + estimate / w (the
 -- head's cost, or when it learns (learns) the mean p_means[k] of its name p_known[k]); usage,
 -- GCRA and S = F while still eligible (fairness.sql); the next head (next_head, charged as
--- it is read, unless lock_candidates read it: nexts[b], no_*[b], for its first pick); the
--- job's wait (p_now - readies[b]) counted in its tenant's row (fig_keys,
+-- it is read); the job's wait (p_now - readies[b]) counted in its tenant's row (fig_keys,
 -- fig_counts: figures.sql; counts of an earlier slot are added to figures first, fig_flush).
 -- Returns the candidates as the picks left them, the picks per candidate, the jobs, their
 -- tenants and estimates (NULL: none), and the new V (NULL: no pick).
@@ -312,8 +296,7 @@ CREATE FUNCTION {schema}.take_picks(
     p_known text[], p_means double precision[], INOUT cands {schema}.tenants[],
     INOUT starts double precision[], INOUT heads bigint[], INOUT prios integer[],
     INOUT costs double precision[], INOUT jobs text[], INOUT learns boolean[],
-    INOUT readies double precision[], INOUT nexts boolean[], p_no_seqs bigint[],
-    p_no_prios integer[], p_no_costs double precision[], p_no_readies double precision[],
+    INOUT readies double precision[],
     OUT picked integer[], OUT seqs bigint[], OUT names text[],
     OUT charged double precision[], OUT vclock double precision
 ) LANGUAGE plpgsql AS $$
@@ -322,10 +305,7 @@ DECLARE
     b integer;  -- the candidate picked from
     v_charge double precision;
     v_finish double precision;
-    v_seq bigint;  -- the next head read (next_head)
-    v_prio integer;
-    v_cost double precision;
-    v_ready double precision;
+    v_next record;
     v_slot bigint := {schema}.fig_slot(p_now);
     v_key integer;
     v_flush {schema}.tenants[];  -- rows whose counts are of an earlier slot
@@ -370,23 +350,15 @@ BEGIN
             t.fig_keys, t.fig_counts, t.fig_slot = v_slot, v_key);
         t.fig_keys := {schema}.fig_keys_after(t.fig_keys, t.fig_slot = v_slot, v_key);
         t.fig_slot := v_slot;
-        IF nexts[b] THEN  -- assignments: no query
-            nexts[b] := false;
-            t.head_seq := p_no_seqs[b];
-            prios[b] := p_no_prios[b];
-            costs[b] := p_no_costs[b];  -- its estimate, final
-            readies[b] := p_no_readies[b];
-        ELSE
-            SELECT n.seq, n.priority, n.charge, n.ready_at INTO v_seq, v_prio, v_cost, v_ready
-            FROM {schema}.next_head(p_queue, t.id, prios[b], t.head_seq, p_known, p_means) n;
-            t.head_seq := v_seq;
-            prios[b] := v_prio;
-            costs[b] := v_cost;  -- its estimate, final
-            readies[b] := v_ready;
-        END IF;
+        SELECT n.seq, n.priority, n.charge, n.ready_at INTO v_next
+        FROM {schema}.next_head(p_queue, t.id, prios[b], t.head_seq, p_known, p_means) n;
+        t.head_seq := v_next.seq;
         cands[b] := t;
         starts[b] := t.start_tag;
         heads[b] := t.head_seq;
+        prios[b] := v_next.priority;
+        costs[b] := v_next.charge;  -- its estimate, final
+        readies[b] := v_next.ready_at;
         learns[b] := false;
         picked[b] := picked[b] + 1;
     END LOOP;
