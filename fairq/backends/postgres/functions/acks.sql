@@ -130,28 +130,26 @@ CREATE FUNCTION {schema}.succeeded_runs(
 LANGUAGE plpgsql AS $$
 DECLARE
     v_rows {schema}.tenants[];  -- the tenants (position i: the i-th in id order) as the
-    v_ids bigint[];             -- runs leave them, with the runs ended of each
-    v_ended bigint[];
+    v_ids bigint[];             -- runs leave them
     v_half_life double precision[];
     v_vclock double precision[];
-    v_caps integer[];           -- the queue's max_in_flight; NULL: no cap
     v_capped boolean;           -- a tenant or queue among them has a cap
+    v_flush {schema}.tenants[];  -- rows whose counts are of an earlier slot, as read
     t {schema}.tenants%ROWTYPE;
     v_new double precision;
     i integer;
     v_slot bigint := {schema}.fig_slot(p_now);
     v_key integer;
-    v_flush {schema}.tenants[];  -- rows whose counts are of an earlier slot
 BEGIN
     PERFORM 1 FROM {schema}.tenants x
     WHERE x.id = ANY(p_tenants) AND x.queue <> ALL(p_exclusive)
     ORDER BY x.id FOR NO KEY UPDATE;
     SELECT array_agg(x ORDER BY x.id), array_agg(x.id ORDER BY x.id),
            array_agg(coalesce(q.half_life, 60.0::double precision) ORDER BY x.id),
-           array_agg(q.vclock ORDER BY x.id), array_agg(q.max_in_flight ORDER BY x.id),
-           array_fill(0::bigint, ARRAY[count(*)::integer]),
-           bool_or(x.max_running IS NOT NULL OR q.max_in_flight IS NOT NULL)
-    INTO v_rows, v_ids, v_half_life, v_vclock, v_caps, v_ended, v_capped
+           array_agg(q.vclock ORDER BY x.id),
+           bool_or(x.max_running IS NOT NULL OR q.max_in_flight IS NOT NULL),
+           array_agg(x) FILTER (WHERE x.fig_slot <> v_slot AND cardinality(x.fig_keys) > 0)
+    INTO v_rows, v_ids, v_half_life, v_vclock, v_capped, v_flush
     FROM {schema}.tenants x LEFT JOIN {schema}.queues q ON q.name = x.queue
     WHERE x.id = ANY(p_tenants);
     FOR k IN 1..cardinality(p_tenants) LOOP
@@ -172,40 +170,50 @@ BEGIN
         t.start_tag := CASE WHEN {schema}.eligible(
             t.ready, t.running, t.max_running, t.weight, t.limited_until)
             THEN GREATEST(t.finish_tag, v_vclock[i]) END;
-        IF t.fig_slot <> v_slot AND cardinality(t.fig_keys) > 0 THEN
-            v_flush := v_flush || t;  -- counts of an earlier slot
-        END IF;
         v_key := 32 + {schema}.fig_bucket(p_now - p_started[k]);
         t.fig_counts := {schema}.fig_counts_after(
             t.fig_keys, t.fig_counts, t.fig_slot = v_slot, v_key);
         t.fig_keys := {schema}.fig_keys_after(t.fig_keys, t.fig_slot = v_slot, v_key);
         t.fig_slot := v_slot;
         v_rows[i] := t;
-        v_ended[i] := v_ended[i] + 1;
     END LOOP;
-    IF v_flush IS NOT NULL THEN
-        PERFORM {schema}.fig_flush(v_flush);
-    END IF;
-    UPDATE {schema}.tenants x  -- as write_tenants (inline: the acks' one call per job)
-    SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
-        usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept,
-        fig_slot = d.fig_slot, fig_keys = d.fig_keys, fig_counts = d.fig_counts
-    FROM unnest(v_rows) AS d WHERE x.id = d.id AND d.queue <> ALL(p_defer);
-    IF v_capped THEN
-        PERFORM {schema}.runs_freed(v_rows, v_ended, v_caps, p_channel_salt);
-    END IF;
-    RETURN ARRAY(SELECT d FROM unnest(v_rows) AS d WHERE d.queue = ANY(p_defer) ORDER BY d.id);
+    RETURN {schema}.write_runs(v_rows, v_flush, v_capped, p_tenants, p_channel_salt, p_defer);
 END
 $$;
 
--- After runs ended (succeeded_runs: p_rows as they left them, p_ended[i] runs of p_rows[i],
--- p_caps[i] its queue's max_in_flight): a freed slot that makes a capped tenant with ready
+-- The tenant rows as succeeded_runs left them (held), written: first the counts of an earlier
+-- slot (p_flush, the rows as read) added to figures (fig_flush), then the rows, except those
+-- of the queues in p_defer, which are returned instead (in id order) for ack_dequeue's
+-- dispatch to write with its own changes; then, p_capped, the slots freed (runs_freed).
+-- The statement is write_tenants' (dispatch's), inline: a call fewer per ack.
+CREATE FUNCTION {schema}.write_runs(
+    p_rows {schema}.tenants[], p_flush {schema}.tenants[], p_capped boolean,
+    p_tenants bigint[], p_channel_salt text, p_defer text[]
+) RETURNS {schema}.tenants[] LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_flush IS NOT NULL THEN
+        PERFORM {schema}.fig_flush(p_flush);
+    END IF;
+    UPDATE {schema}.tenants x
+    SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
+        usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept,
+        fig_slot = d.fig_slot, fig_keys = d.fig_keys, fig_counts = d.fig_counts
+    FROM unnest(p_rows) AS d WHERE x.id = d.id AND d.queue <> ALL(p_defer);
+    IF p_capped THEN
+        PERFORM {schema}.runs_freed(p_rows, p_tenants, p_channel_salt);
+    END IF;
+    RETURN ARRAY(SELECT d FROM unnest(p_rows) AS d WHERE d.queue = ANY(p_defer) ORDER BY d.id);
+END
+$$;
+
+-- After runs ended (write_runs: p_rows as they left them, held; the runs of p_tenants, a
+-- tenant's id once per run): a freed slot that makes a capped tenant with ready
 -- jobs eligible again wakes its queue's workers. A queue with a cap on its leased jobs
 -- (max_in_flight) counts the runs ended off its in_flight, its row locked in name order after
 -- the tenants; one that goes from full to not full wakes its workers. An uncapped queue's row
 -- is not written: acks of one queue under its shared lock must not queue up on that row.
 CREATE FUNCTION {schema}.runs_freed(
-    p_rows {schema}.tenants[], p_ended bigint[], p_caps integer[], p_channel_salt text
+    p_rows {schema}.tenants[], p_tenants bigint[], p_channel_salt text
 ) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     t {schema}.tenants%ROWTYPE;
@@ -216,16 +224,16 @@ BEGIN
     FOR i IN 1..cardinality(p_rows) LOOP
         t := p_rows[i];
         IF {schema}.eligible(t.ready, t.running, t.max_running, t.weight, t.limited_until)
-           AND t.max_running IS NOT NULL AND NOT t.running + p_ended[i] < t.max_running THEN
+           AND t.max_running IS NOT NULL AND NOT t.running
+               + cardinality(array_positions(p_tenants, t.id)) < t.max_running THEN
             PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || t.queue), 1, 24), '');
         END IF;
     END LOOP;
     FOR r IN
-        SELECT d.queue, sum(e.ended)::bigint AS ended
-        FROM unnest(p_rows) WITH ORDINALITY AS d
-        JOIN unnest(p_ended, p_caps) WITH ORDINALITY AS e(ended, cap, ord)
-          ON e.ord = d.ordinality
-        WHERE e.cap IS NOT NULL
+        SELECT d.queue, count(*) AS ended
+        FROM unnest(p_tenants) AS e(id) JOIN unnest(p_rows) AS d ON d.id = e.id
+        JOIN {schema}.queues q ON q.name = d.queue
+        WHERE q.max_in_flight IS NOT NULL
         GROUP BY d.queue ORDER BY d.queue
     LOOP
         UPDATE {schema}.queues SET in_flight = in_flight - r.ended

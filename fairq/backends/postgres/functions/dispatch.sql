@@ -203,9 +203,8 @@ BEGIN
                       ELSE v_want END,                     -- half of them: see the top
                  p_limit - cardinality(seqs),
                  coalesce(v_room - cardinality(seqs), p_limit))::integer,
-             c.known, c.means, c.cands, c.starts, c.heads, c.prios, c.costs, c.jobs,
-             c.learns, c.readies);
-        v_count := {schema}.write_round(p_queue, p.cands, p.picked, c.mine);
+             c.known, c.means, c.cands, c.starts, c.heads, c.prios, c.costs, c.readies);
+        v_count := {schema}.write_round(p_queue, p.cands, p.picked, c.mine, c.cands);
         seqs := seqs || p.seqs;
         names := names || p.names;
         charges := charges || p.charged;
@@ -271,51 +270,48 @@ BEGIN
               SELECT j.priority, j.cost, j.name, j.learn_cost, j.state, j.ready_at
               FROM {schema}.jobs j
               WHERE j.seq = (s.x).head_seq OFFSET 0) h ON true) c;
-    FOR i IN 1..coalesce(cardinality(cands), 0) LOOP
-        IF starts[i] IS NOT NULL AND prios[i] IS NULL THEN
-            RAISE EXCEPTION 'fairq: an eligible tenant''s head job in % is not ready', p_queue;
-        END IF;
-    END LOOP;
     SELECT array_agg(c.name), array_agg(c.mean) INTO known, means
     FROM {schema}.job_costs c
     WHERE c.key = ANY(ARRAY(SELECT DISTINCT {schema}.cost_key(p_queue, u.name)
                             FROM unnest(jobs, learns) AS u(name, learns) WHERE u.learns));
+    FOR i IN 1..coalesce(cardinality(cands), 0) LOOP
+        IF starts[i] IS NOT NULL AND prios[i] IS NULL THEN
+            RAISE EXCEPTION 'fairq: an eligible tenant''s head job in % is not ready', p_queue;
+        END IF;
+        IF learns[i] THEN  -- its estimate: the mean of its name, when there is a sample
+            costs[i] := coalesce(means[array_position(known, jobs[i])], costs[i]);
+        END IF;
+    END LOOP;
 END
 $$;
 
 -- Up to p_most picks among a round's candidates, in memory, each from the candidate with the
--- smallest (start, head) (starts NULL: not to be picked): V = S; F = S + estimate / w (the
--- head's cost, or when it learns (learns) the mean p_means[k] of its name p_known[k]); usage,
--- GCRA and S = F while still eligible (fairness.sql); the next head (next_head, charged as
--- it is read); the job's wait (p_now - readies[b]) counted in its tenant's row (fig_keys,
--- fig_counts: figures.sql; counts of an earlier slot are added to figures first, fig_flush).
--- Returns the candidates as the picks left them, the picks per candidate, the jobs, their
--- tenants and estimates (NULL: none), and the new V (NULL: no pick).
+-- smallest (start, head) (starts NULL: not to be picked): V = S; F = S + estimate / w (costs:
+-- the head's estimate, lock_candidates); usage, GCRA and S = F while still eligible
+-- (fairness.sql); the next head (next_head, charged as it is read); the job's wait
+-- (p_now - readies[b]) counted in its tenant's row (fig_keys, fig_counts: figures.sql; a row
+-- whose counts are of an earlier slot starts afresh: write_round adds the old ones to
+-- figures). Returns the candidates as the picks left them, the picks per candidate, the jobs,
+-- their tenants and estimates (NULL: none), and the new V (NULL: no pick).
 CREATE FUNCTION {schema}.take_picks(
     p_queue text, p_now double precision, p_half_life double precision, p_most integer,
     p_known text[], p_means double precision[], INOUT cands {schema}.tenants[],
     INOUT starts double precision[], INOUT heads bigint[], INOUT prios integer[],
-    INOUT costs double precision[], INOUT jobs text[], INOUT learns boolean[],
-    INOUT readies double precision[],
-    OUT picked integer[], OUT seqs bigint[], OUT names text[],
-    OUT charged double precision[], OUT vclock double precision
+    INOUT costs double precision[], INOUT readies double precision[], OUT picked integer[],
+    OUT seqs bigint[], OUT names text[], OUT charged double precision[], OUT vclock double precision
 ) LANGUAGE plpgsql AS $$
 DECLARE
     t {schema}.tenants%ROWTYPE;
     b integer;  -- the candidate picked from
-    v_charge double precision;
-    v_finish double precision;
     v_next record;
     v_slot bigint := {schema}.fig_slot(p_now);
     v_key integer;
-    v_flush {schema}.tenants[];  -- rows whose counts are of an earlier slot
 BEGIN
     picked := array_fill(0, ARRAY[cardinality(cands)]);
     WHILE coalesce(cardinality(seqs), 0) < p_most LOOP
         b := NULL;
         FOR i IN 1..cardinality(cands) LOOP
-            IF starts[i] IS NOT NULL
-               AND (b IS NULL OR (starts[i], heads[i]) < (starts[b], heads[b])) THEN
+            IF starts[i] IS NOT NULL AND (b IS NULL OR (starts[i], heads[i]) < (starts[b], heads[b])) THEN
                 b := i;
             END IF;
         END LOOP;
@@ -324,27 +320,21 @@ BEGIN
         IF t.head_seq IS NULL THEN
             RAISE EXCEPTION 'fairq: eligible tenant row % has no head job', t.id;
         END IF;
-        v_charge := CASE WHEN learns[b] THEN coalesce(
-            p_means[array_position(p_known, jobs[b])], costs[b]) ELSE costs[b] END;
         seqs := seqs || t.head_seq;
         names := names || t.tenant;
-        charged := charged || v_charge;
+        charged := charged || costs[b];
         vclock := t.start_tag;
-        v_finish := t.start_tag + v_charge / t.weight;
-        t.usage := {schema}.usage_after(
-            t.usage, t.usage_at, p_now, p_half_life, v_finish - t.finish_tag);
+        t.usage := {schema}.usage_after(t.usage, t.usage_at, p_now, p_half_life,
+                                        t.start_tag + costs[b] / t.weight - t.finish_tag);
         t.usage_at := GREATEST(t.usage_at, p_now);
-        t.finish_tag := v_finish;
+        t.finish_tag := t.start_tag + costs[b] / t.weight;
         t.tat := {schema}.gcra_tat(t.tat, p_now, t.rate_count, t.rate_period);
         t.limited_until := {schema}.gcra_limited(
             t.tat, p_now, t.rate_count, t.rate_period, t.rate_burst);
         t.ready := t.ready - 1;
         t.running := t.running + 1;
         t.start_tag := CASE WHEN {schema}.eligible(
-            t.ready, t.running, t.max_running, t.weight, t.limited_until) THEN v_finish END;
-        IF t.fig_slot <> v_slot AND cardinality(t.fig_keys) > 0 THEN
-            v_flush := v_flush || t;  -- counts of an earlier slot
-        END IF;
+            t.ready, t.running, t.max_running, t.weight, t.limited_until) THEN t.finish_tag END;
         v_key := {schema}.fig_bucket(p_now - readies[b]);
         t.fig_counts := {schema}.fig_counts_after(
             t.fig_keys, t.fig_counts, t.fig_slot = v_slot, v_key);
@@ -359,32 +349,39 @@ BEGIN
         prios[b] := v_next.priority;
         costs[b] := v_next.charge;  -- its estimate, final
         readies[b] := v_next.ready_at;
-        learns[b] := false;
         picked[b] := picked[b] + 1;
     END LOOP;
-    IF v_flush IS NOT NULL THEN
-        PERFORM {schema}.fig_flush(v_flush);
-    END IF;
 END
 $$;
 
 -- The round's tenants, as the picks (and acks: p_mine) left them, held since they were read;
 -- the ones neither picked from nor of p_mine are not written. A slot is never taken over a
 -- cap: a row whose running would pass its stored max_running is refused, and the call fails.
+-- A row picked from whose waits take_picks counted in a new slot has its counts of the earlier
+-- slot (p_was: the rows as the round read them) added to figures first (fig_flush).
 -- Returns how many were written (called as an expression, not PERFORM: a plpgsql PERFORM
 -- runs a query through the executor, an expression's call does not).
 CREATE FUNCTION {schema}.write_round(
-    p_queue text, p_cands {schema}.tenants[], p_picked integer[], p_mine boolean[]
+    p_queue text, p_cands {schema}.tenants[], p_picked integer[], p_mine boolean[],
+    p_was {schema}.tenants[]
 ) RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
     v_changed integer := 0;
     v_written integer;
+    v_flush {schema}.tenants[];  -- rows whose counts are of an earlier slot
 BEGIN
     FOR i IN 1..cardinality(p_cands) LOOP
         IF p_picked[i] > 0 OR p_mine[i] THEN
             v_changed := v_changed + 1;
         END IF;
+        IF p_picked[i] > 0 AND (p_was[i]).fig_slot <> (p_cands[i]).fig_slot
+           AND cardinality((p_was[i]).fig_keys) > 0 THEN
+            v_flush := v_flush || p_was[i];
+        END IF;
     END LOOP;
+    IF v_flush IS NOT NULL THEN
+        PERFORM {schema}.fig_flush(v_flush);
+    END IF;
     UPDATE {schema}.tenants x
     SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
         usage_at = d.usage_at, tat = d.tat, limited_until = d.limited_until,
