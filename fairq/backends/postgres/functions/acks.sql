@@ -11,7 +11,7 @@
 -- batch) or 'expired'; nothing changes for a token that is not 'ok'. The caller holds the
 -- queue locks: exclusive for p_exclusive, shared for the other queues of the jobs named.
 -- Each acked job moves to succeeded_jobs (move_acked) and its run ends (succeeded_runs, which
--- counts its run time in the figures); a
+-- counts its run time in the figures, and write_runs); a
 -- claimed run's charge is a sample of its (queue, name)'s learned cost (costs.sql:
 -- learn_costs, after the tenants, so that a dispatch in the same call charges what the acks
 -- taught).
@@ -115,9 +115,10 @@ $$;
 -- retag (fairness.sql): F = finish_after_run(…); usage = max(decayed(usage, usage_at, now) +
 -- (F_new - F_old), 0); running - 1; S = max(F, V) if eligible (set after each run: the last
 -- one stands). Each run's time is counted in its tenant's row (succeeded: no outcome row,
--- fairq/figures.py; fig_keys, fig_counts as dispatch.sql's take_picks counts waits; counts of
--- an earlier slot are added to figures first, fig_flush, the tenants held). Tenants or queues
--- with a cap: runs_freed.
+-- fairq/figures.py; fig_keys, fig_counts as dispatch.sql's take_picks counts waits; the rows
+-- whose counts are of an earlier slot are read with the rows, for write_runs to add those to
+-- figures, the tenants held). The rows are written by write_runs (tenants or queues with a
+-- cap: runs_freed).
 --
 -- The tenants of the queues in p_defer are not written but returned, locked and as the runs
 -- left them: ack_dequeue's dispatch writes them (dispatch.sql), once for the ack and its own

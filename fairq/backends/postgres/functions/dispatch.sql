@@ -220,8 +220,9 @@ $$;
 -- holds, locked (its scan skips p_mine, whose stored keys are stale), then the rows of p_mine
 -- of the queue, in the key order each was seen in; each with its head (read by its key alone,
 -- the fence, OFFSET 0, keeping it so: without it, 1,095 buffers once in six runs of
--- tests/postgres/test_cached_plans.py): costs, jobs (names), learns, readies (when it became
--- ready). Fresh: its key as locked
+-- tests/postgres/test_cached_plans.py): costs (its estimate: its cost, or when it learns its
+-- cost, learns, the learned mean of its name, where there is one), jobs (names), readies (when
+-- it became ready). Fresh: its key as locked
 -- is the one the scan read (so is its head job, which this statement's snapshot shows as it
 -- is); p_mine are held, so fresh. A candidate whose key changed between the round's snapshot
 -- and its lock (another dispatch picked from it and committed meanwhile, so its key grew; or a
