@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fairq.contract import DequeueParams, EnqueueParams, MaintainParams
+from fairq.contract import AckManyParams, DequeueParams, EnqueueParams, MaintainParams
 from fairq.policy import histogram
 
 from ._store import DisposableBackend
@@ -48,3 +48,14 @@ def test_a_row_holds_one_slot_and_maintain_deletes_the_slots_out_of_the_window(
     assert slots(pg) == [2]
     pg.maintain(MaintainParams(now=2 * histogram.WINDOW))
     assert slots(pg) == []
+
+
+def test_an_ack_in_a_new_slot_moves_the_rows_counts_before_to_the_table(
+    pg: DisposableBackend,
+) -> None:
+    pg.enqueue(EnqueueParams(jobs=[new_job(0, "t", lease=1e6)], now=0.0))
+    (lease,) = pg.dequeue(DequeueParams(queues=["default"], worker_id="w", now=10.0)).leases
+    assert pg.ack_many(AckManyParams(tokens=[lease.token], now=130.0)).acked == [lease.token]
+    assert slots(pg) == [0]  # the wait, counted in slot 0, moved when the ack (slot 2) counted
+    run = 32 + histogram.bucket_of(120.0)  # a run's key: 32 + its bucket
+    assert in_row(pg) == {"fig_slot": 2, "fig_keys": [run], "fig_counts": [1]}
