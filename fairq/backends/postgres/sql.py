@@ -29,7 +29,7 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
 FUNCTIONS_RELEASE = 13
-FUNCTIONS_DIGEST = "0d6a143a7992e734b158298ff702f176502ea144da3c9ebf018ba652bd4bb786"
+FUNCTIONS_DIGEST = "17266420bfad03ba4d9cc92683649a326899b6a79046efa84383a6c0fb9a2fa6"
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ $$;
 -- of its acks in its slot fig_slot, one call's worth written with the row it changes anyway)
 -- added to figures: p_rows are rows of tenants the caller holds, as they were before their
 -- slot changed, each once; written in key order as fig_add. Called once per tenant and slot
--- (dispatch.sql: write_round; acks.sql: write_runs).
+-- (dispatch.sql: write_round; acks.sql: ack_held).
 CREATE FUNCTION {schema}.fig_flush(p_rows {schema}.tenants[]) RETURNS void
 LANGUAGE sql AS $$
     INSERT INTO {schema}.figures AS f (slot, tenant_id, kind, bucket, count)
