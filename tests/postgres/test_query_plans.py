@@ -375,8 +375,9 @@ def test_the_server_side_dequeue_and_ack_read_only_indexes(filled: DisposableBac
     # ack_many's jobs found by id and locked in seq order (its queues held shared), then moved
     assert any("ORDER BY y.seq) o" in text for text in statements)
     assert any("DELETE FROM" in text for text in statements)
-    # succeeded_runs' update, and dispatch's of its round's tenants (the acks' rows among them)
-    assert any("FROM unnest(v_rows) AS d" in text for text in statements)
+    # ack_held's update (succeeded_runs' rows), and dispatch's of its round's tenants (the acks'
+    # rows among them)
+    assert any("d.queue <> ALL(p_defer)" in text for text in statements)
     assert any("FROM unnest(p_cands) WITH ORDINALITY AS d" in text for text in statements)
     assert any("t.limited_until IS NOT NULL" in text for text in statements)
     bad = [

@@ -77,6 +77,9 @@ CREATE TABLE {schema}.tenants (
     usage_at        double precision NOT NULL DEFAULT 0.0,
     kept            bigint NOT NULL DEFAULT 0 CHECK (kept >= 0),  -- succeeded/cancelled stored
     cancelled       bigint NOT NULL DEFAULT 0,      -- jobs cancelled (lifetime)
+    fig_slot        bigint NOT NULL DEFAULT 0,      -- the slot of fig_keys/fig_counts
+    fig_keys        integer[] NOT NULL DEFAULT '{}', -- figures of that slot: bucket (a wait)
+    fig_counts      integer[] NOT NULL DEFAULT '{}', -- or 32 + bucket (a succeeded run), count
     UNIQUE (queue, tenant_key)
 );
 
@@ -252,7 +255,9 @@ CREATE INDEX slot_waiters_touched ON {schema}.slot_waiters (touched);
 
 -- Per-tenant figures (fairq/figures.py): counts per (slot, tenant, kind, bucket); kind 'w'
 -- waits and 'r' run times by histogram bucket, 'o' ends by outcome. Old slots are deleted by
--- maintain.
+-- maintain. The waits of dispatches and the run times of acks are counted first in their
+-- tenant's row (tenants.fig_*, one slot), which those calls write anyway, and added here when
+-- the tenant's slot changes (functions/figures.sql); a reader adds both.
 CREATE TABLE {schema}.figures (
     slot      bigint NOT NULL,
     tenant_id bigint NOT NULL,

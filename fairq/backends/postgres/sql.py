@@ -28,8 +28,8 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 #: functions only over an older release, and refuses a schema whose functions come from a newer
 #: one, so during a rolling deploy an old worker that restarts never puts its functions back
 #: over the new ones. tests/postgres/test_migrations.py fails when the digest is stale.
-FUNCTIONS_RELEASE = 12
-FUNCTIONS_DIGEST = "841746223d634fc6db588ecf960099352f2edbfc2b220bdf8a5efcf0ff7c8d63"
+FUNCTIONS_RELEASE = 13
+FUNCTIONS_DIGEST = "17266420bfad03ba4d9cc92683649a326899b6a79046efa84383a6c0fb9a2fa6"
 
 
 @dataclass(frozen=True)

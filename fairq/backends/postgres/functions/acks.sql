@@ -10,7 +10,8 @@
 -- per token, 'ok', 'not_found' (unknown, not running, another lease, or acked earlier in the
 -- batch) or 'expired'; nothing changes for a token that is not 'ok'. The caller holds the
 -- queue locks: exclusive for p_exclusive, shared for the other queues of the jobs named.
--- Each acked job moves to succeeded_jobs (move_acked) and its run ends (succeeded_runs); a
+-- Each acked job moves to succeeded_jobs (move_acked) and its run ends (succeeded_runs, which
+-- counts its run time in the figures; its tenant rows written here, a call fewer per ack); a
 -- claimed run's charge is a sample of its (queue, name)'s learned cost (costs.sql:
 -- learn_costs, after the tenants, so that a dispatch in the same call charges what the acks
 -- taught).
@@ -21,6 +22,7 @@ CREATE FUNCTION {schema}.ack_held(
 LANGUAGE plpgsql AS $$
 DECLARE
     m record;  -- the jobs moved (move_acked)
+    r record;  -- their tenants as the runs left them (succeeded_runs)
 BEGIN
     pending := ARRAY[]::{schema}.tenants[];
     IF coalesce(cardinality(p_ids), 0) = 0 THEN
@@ -44,20 +46,21 @@ BEGIN
     p_now := {schema}.event_time(p_now);  -- the locks are held: the event's time (clock.sql)
     m := {schema}.move_acked(p_ids, p_leases, p_now);
     statuses := m.statuses;
-    IF m.tenants IS NOT NULL THEN
-        pending := {schema}.succeeded_runs(
-            m.tenants, m.started, m.charged, p_now, p_exclusive, p_channel_salt, p_defer);
-        -- each run's time in the figures (succeeded: no outcome row, fairq/figures.py), once
-        -- its tenant is held: a tenant's figures are written only by whoever holds it, in key
-        -- order (written before the tenants were locked, they made a cycle of waits with a
-        -- fail of another of the tenant's jobs)
-        INSERT INTO {schema}.figures AS f (slot, tenant_id, kind, bucket, count)
-        SELECT {schema}.fig_slot(p_now), r.tenant_id, 'r',
-               {schema}.fig_bucket(p_now - r.started_at) AS bucket, count(*)
-        FROM unnest(m.tenants, m.started) AS r(tenant_id, started_at)
-        GROUP BY r.tenant_id, bucket
-        ORDER BY r.tenant_id, bucket
-        ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count;
+    IF m.tenants IS NOT NULL THEN  -- the rows written here: a call fewer per ack
+        r := {schema}.succeeded_runs(m.tenants, m.started, m.charged, p_now, p_exclusive);
+        IF r.flush IS NOT NULL THEN
+            PERFORM {schema}.fig_flush(r.flush);
+        END IF;
+        UPDATE {schema}.tenants x  -- as write_tenants
+        SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
+            usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept,
+            fig_slot = d.fig_slot, fig_keys = d.fig_keys, fig_counts = d.fig_counts
+        FROM unnest(r.held) AS d WHERE x.id = d.id AND d.queue <> ALL(p_defer);
+        IF r.capped THEN
+            PERFORM {schema}.runs_freed(r.held, m.tenants, p_channel_salt);
+        END IF;
+        pending := ARRAY(SELECT d FROM unnest(r.held) AS d WHERE d.queue = ANY(p_defer)
+                         ORDER BY d.id);
     END IF;
     IF m.samples IS NOT NULL THEN
         PERFORM {schema}.learn_costs(m.queues, m.names, m.samples);
@@ -120,47 +123,48 @@ $$;
 
 -- The end of succeeded runs for their tenants (p_tenants[k] ran from p_started[k], charged
 -- p_charged[k], and ended at p_now), applied one after another in the order given: each
--- tenant row is read once (locked first, in id order, unless its queue is in p_exclusive),
--- changed in memory and written once. The arithmetic is fairq.policy.tenant.end_run then
+-- tenant row is read once (locked first, in id order, unless its queue is in p_exclusive) and
+-- changed in memory. The arithmetic is fairq.policy.tenant.end_run then
 -- retag (fairness.sql): F = finish_after_run(…); usage = max(decayed(usage, usage_at, now) +
 -- (F_new - F_old), 0); running - 1; S = max(F, V) if eligible (set after each run: the last
--- one stands). Tenants or queues with a cap: runs_freed.
---
--- The tenants of the queues in p_defer are not written but returned, locked and as the runs
--- left them: ack_dequeue's dispatch writes them (dispatch.sql), once for the ack and its own
--- picks together; a tenant row written twice in one call cost a second new row version and
--- its index entries (start_tag is indexed, so neither update is HOT).
+-- one stands). Each run's time is counted in its tenant's row (succeeded: no outcome row,
+-- fairq/figures.py; fig_keys, fig_counts as dispatch.sql's take_picks counts waits). Returns
+-- the rows as the runs left them (held, in id order), the rows as read whose counts are of an
+-- earlier slot (flush: for fig_flush), and whether a tenant or queue among them has a cap
+-- (capped: runs_freed). ack_held writes them once, except the rows of the queues in p_defer,
+-- returned locked as the runs left them: ack_dequeue's dispatch writes those (dispatch.sql),
+-- once for the ack and its own picks together; a tenant row written twice in one call cost a
+-- second new row version and its index entries (start_tag is indexed, so neither update is
+-- HOT).
 CREATE FUNCTION {schema}.succeeded_runs(
     p_tenants bigint[], p_started double precision[], p_charged double precision[],
-    p_now double precision, p_exclusive text[], p_channel_salt text, p_defer text[]
-) RETURNS {schema}.tenants[]
-LANGUAGE plpgsql AS $$
+    p_now double precision, p_exclusive text[], OUT held {schema}.tenants[],
+    OUT flush {schema}.tenants[], OUT capped boolean
+) LANGUAGE plpgsql AS $$
 DECLARE
-    v_rows {schema}.tenants[];  -- the tenants (position i: the i-th in id order) as the
-    v_ids bigint[];             -- runs leave them, with the runs ended of each
-    v_ended bigint[];
+    v_ids bigint[];  -- held (position i: the i-th in id order) as the runs leave them
     v_half_life double precision[];
     v_vclock double precision[];
-    v_caps integer[];           -- the queue's max_in_flight; NULL: no cap
-    v_capped boolean;           -- a tenant or queue among them has a cap
     t {schema}.tenants%ROWTYPE;
     v_new double precision;
     i integer;
+    v_slot bigint := {schema}.fig_slot(p_now);
+    v_key integer;
 BEGIN
     PERFORM 1 FROM {schema}.tenants x
     WHERE x.id = ANY(p_tenants) AND x.queue <> ALL(p_exclusive)
     ORDER BY x.id FOR NO KEY UPDATE;
     SELECT array_agg(x ORDER BY x.id), array_agg(x.id ORDER BY x.id),
            array_agg(coalesce(q.half_life, 60.0::double precision) ORDER BY x.id),
-           array_agg(q.vclock ORDER BY x.id), array_agg(q.max_in_flight ORDER BY x.id),
-           array_fill(0::bigint, ARRAY[count(*)::integer]),
-           bool_or(x.max_running IS NOT NULL OR q.max_in_flight IS NOT NULL)
-    INTO v_rows, v_ids, v_half_life, v_vclock, v_caps, v_ended, v_capped
+           array_agg(q.vclock ORDER BY x.id),
+           bool_or(x.max_running IS NOT NULL OR q.max_in_flight IS NOT NULL),
+           array_agg(x) FILTER (WHERE x.fig_slot <> v_slot AND cardinality(x.fig_keys) > 0)
+    INTO held, v_ids, v_half_life, v_vclock, capped, flush
     FROM {schema}.tenants x LEFT JOIN {schema}.queues q ON q.name = x.queue
     WHERE x.id = ANY(p_tenants);
     FOR k IN 1..cardinality(p_tenants) LOOP
         i := array_position(v_ids, p_tenants[k]);
-        t := v_rows[i];
+        t := held[i];
         IF t.running <= 0 THEN
             RAISE EXCEPTION 'fairq: tenant row % would go below 0 running', t.id;
         END IF;
@@ -176,28 +180,24 @@ BEGIN
         t.start_tag := CASE WHEN {schema}.eligible(
             t.ready, t.running, t.max_running, t.weight, t.limited_until)
             THEN GREATEST(t.finish_tag, v_vclock[i]) END;
-        v_rows[i] := t;
-        v_ended[i] := v_ended[i] + 1;
+        v_key := 32 + {schema}.fig_bucket(p_now - p_started[k]);
+        t.fig_counts := {schema}.fig_counts_after(
+            t.fig_keys, t.fig_counts, t.fig_slot = v_slot, v_key);
+        t.fig_keys := {schema}.fig_keys_after(t.fig_keys, t.fig_slot = v_slot, v_key);
+        t.fig_slot := v_slot;
+        held[i] := t;
     END LOOP;
-    UPDATE {schema}.tenants x  -- as write_tenants (inline: the acks' one call per job)
-    SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
-        usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept
-    FROM unnest(v_rows) AS d WHERE x.id = d.id AND d.queue <> ALL(p_defer);
-    IF v_capped THEN
-        PERFORM {schema}.runs_freed(v_rows, v_ended, v_caps, p_channel_salt);
-    END IF;
-    RETURN ARRAY(SELECT d FROM unnest(v_rows) AS d WHERE d.queue = ANY(p_defer) ORDER BY d.id);
 END
 $$;
 
--- After runs ended (succeeded_runs: p_rows as they left them, p_ended[i] runs of p_rows[i],
--- p_caps[i] its queue's max_in_flight): a freed slot that makes a capped tenant with ready
+-- After runs ended (ack_held: p_rows as they left them, held; the runs of p_tenants, a
+-- tenant's id once per run): a freed slot that makes a capped tenant with ready
 -- jobs eligible again wakes its queue's workers. A queue with a cap on its leased jobs
 -- (max_in_flight) counts the runs ended off its in_flight, its row locked in name order after
 -- the tenants; one that goes from full to not full wakes its workers. An uncapped queue's row
 -- is not written: acks of one queue under its shared lock must not queue up on that row.
 CREATE FUNCTION {schema}.runs_freed(
-    p_rows {schema}.tenants[], p_ended bigint[], p_caps integer[], p_channel_salt text
+    p_rows {schema}.tenants[], p_tenants bigint[], p_channel_salt text
 ) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     t {schema}.tenants%ROWTYPE;
@@ -208,16 +208,16 @@ BEGIN
     FOR i IN 1..cardinality(p_rows) LOOP
         t := p_rows[i];
         IF {schema}.eligible(t.ready, t.running, t.max_running, t.weight, t.limited_until)
-           AND t.max_running IS NOT NULL AND NOT t.running + p_ended[i] < t.max_running THEN
+           AND t.max_running IS NOT NULL AND NOT t.running
+               + cardinality(array_positions(p_tenants, t.id)) < t.max_running THEN
             PERFORM pg_notify('fairq_' || substr(md5(p_channel_salt || t.queue), 1, 24), '');
         END IF;
     END LOOP;
     FOR r IN
-        SELECT d.queue, sum(e.ended)::bigint AS ended
-        FROM unnest(p_rows) WITH ORDINALITY AS d
-        JOIN unnest(p_ended, p_caps) WITH ORDINALITY AS e(ended, cap, ord)
-          ON e.ord = d.ordinality
-        WHERE e.cap IS NOT NULL
+        SELECT d.queue, count(*) AS ended
+        FROM unnest(p_tenants) AS e(id) JOIN unnest(p_rows) AS d ON d.id = e.id
+        JOIN {schema}.queues q ON q.name = d.queue
+        WHERE q.max_in_flight IS NOT NULL
         GROUP BY d.queue ORDER BY d.queue
     LOOP
         UPDATE {schema}.queues SET in_flight = in_flight - r.ended
@@ -232,14 +232,15 @@ $$;
 
 -- Tenant rows as a step left them in memory (held by this transaction), written back: the
 -- columns the acks' run ends change; the rows of the queues in p_except are left out (the
--- caller writes them later, with its own changes). dispatch's (p_pending); succeeded_runs
--- writes its rows with the same statement inline.
+-- caller writes them later, with its own changes). dispatch's (p_pending); ack_held writes
+-- its rows with the same statement inline.
 CREATE FUNCTION {schema}.write_tenants(p_rows {schema}.tenants[], p_except text[])
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE {schema}.tenants x
     SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
-        usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept
+        usage_at = d.usage_at, running = d.running, succeeded = d.succeeded, kept = d.kept,
+        fig_slot = d.fig_slot, fig_keys = d.fig_keys, fig_counts = d.fig_counts
     FROM unnest(p_rows) AS d
     WHERE x.id = d.id AND d.queue <> ALL(p_except);
 END

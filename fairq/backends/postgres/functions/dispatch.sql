@@ -35,24 +35,28 @@
 -- order, found from it onwards (its priority first, then the lower ones), so the index
 -- entries of jobs already handed out (dead until vacuum reaches them, and all before it) are
 -- not walked again; with the estimate it is charged: the mean p_means[k] of its name when it
--- is p_known[k], else read (a name the round had not read). No row: the tenant has none. An
--- SQL function the planner inlines into take_picks' statement.
+-- is p_known[k], else read (a name the round had not read), and when it became ready (its
+-- wait, counted when it is picked). No row: the tenant has none. An SQL function the planner
+-- inlines into take_picks' statement.
 CREATE FUNCTION {schema}.next_head(
     p_queue text, p_tenant bigint, p_priority integer, p_after bigint, p_known text[],
     p_means double precision[]
-) RETURNS TABLE (seq bigint, priority integer, charge double precision)
-LANGUAGE sql STABLE AS $$
+) RETURNS TABLE (
+    seq bigint, priority integer, charge double precision, ready_at double precision
+) LANGUAGE sql STABLE AS $$
     SELECT n.seq, n.priority, CASE WHEN n.learn_cost THEN coalesce(
                p_means[array_position(p_known, n.name)],
                (SELECT c.mean FROM {schema}.job_costs c
                 WHERE c.key = {schema}.cost_key(p_queue, n.name)),
-               n.cost) ELSE n.cost END
-    FROM ((SELECT r.seq, r.priority, r.cost, r.name, r.learn_cost FROM {schema}.jobs r
+               n.cost) ELSE n.cost END, n.ready_at
+    FROM ((SELECT r.seq, r.priority, r.cost, r.name, r.learn_cost, r.ready_at
+           FROM {schema}.jobs r
            WHERE r.tenant_id = p_tenant AND r.state = 'ready'
              AND r.priority = p_priority AND r.seq > p_after
            ORDER BY r.priority DESC, r.seq LIMIT 1)
           UNION ALL
-          (SELECT r.seq, r.priority, r.cost, r.name, r.learn_cost FROM {schema}.jobs r
+          (SELECT r.seq, r.priority, r.cost, r.name, r.learn_cost, r.ready_at
+           FROM {schema}.jobs r
            WHERE r.tenant_id = p_tenant AND r.state = 'ready' AND r.priority < p_priority
            ORDER BY r.priority DESC, r.seq LIMIT 1)
           LIMIT 1) n
@@ -199,9 +203,8 @@ BEGIN
                       ELSE v_want END,                     -- half of them: see the top
                  p_limit - cardinality(seqs),
                  coalesce(v_room - cardinality(seqs), p_limit))::integer,
-             c.known, c.means, c.cands, c.starts, c.heads, c.prios, c.costs, c.jobs,
-             c.learns);
-        v_count := {schema}.write_round(p_queue, p.cands, p.picked, c.mine);
+             c.known, c.means, c.cands, c.starts, c.heads, c.prios, c.costs, c.readies);
+        v_count := {schema}.write_round(p_queue, p.cands, p.picked, c.mine, c.cands);
         seqs := seqs || p.seqs;
         names := names || p.names;
         charges := charges || p.charged;
@@ -217,7 +220,9 @@ $$;
 -- holds, locked (its scan skips p_mine, whose stored keys are stale), then the rows of p_mine
 -- of the queue, in the key order each was seen in; each with its head (read by its key alone,
 -- the fence, OFFSET 0, keeping it so: without it, 1,095 buffers once in six runs of
--- tests/postgres/test_cached_plans.py): costs, jobs (names), learns. Fresh: its key as locked
+-- tests/postgres/test_cached_plans.py): costs (its estimate: its cost, or when it learns its
+-- cost, learns, the learned mean of its name, where there is one), jobs (names), readies (when
+-- it became ready). Fresh: its key as locked
 -- is the one the scan read (so is its head job, which this statement's snapshot shows as it
 -- is); p_mine are held, so fresh. A candidate whose key changed between the round's snapshot
 -- and its lock (another dispatch picked from it and committed meanwhile, so its key grew; or a
@@ -231,7 +236,8 @@ CREATE FUNCTION {schema}.lock_candidates(
     p_queue text, p_read integer, p_mine {schema}.tenants[], OUT cands {schema}.tenants[],
     OUT starts double precision[], OUT heads bigint[], OUT prios integer[],
     OUT costs double precision[], OUT jobs text[], OUT learns boolean[], OUT mine boolean[],
-    OUT fresh integer, OUT scanned integer, OUT known text[], OUT means double precision[]
+    OUT fresh integer, OUT scanned integer, OUT known text[], OUT means double precision[],
+    OUT readies double precision[]
 ) LANGUAGE plpgsql AS $$
 BEGIN
     SELECT array_agg(c.x ORDER BY c.ord),
@@ -239,10 +245,11 @@ BEGIN
            array_agg((c.x).head_seq ORDER BY c.ord), array_agg(c.priority ORDER BY c.ord),
            array_agg(c.cost ORDER BY c.ord), array_agg(c.name ORDER BY c.ord),
            array_agg(c.learn_cost ORDER BY c.ord), array_agg(c.mine ORDER BY c.ord),
-           count(*) FILTER (WHERE c.fresh AND NOT c.mine), count(*) FILTER (WHERE NOT c.mine)
-    INTO cands, starts, heads, prios, costs, jobs, learns, mine, fresh, scanned
+           count(*) FILTER (WHERE c.fresh AND NOT c.mine), count(*) FILTER (WHERE NOT c.mine),
+           array_agg(c.ready_at ORDER BY c.ord)
+    INTO cands, starts, heads, prios, costs, jobs, learns, mine, fresh, scanned, readies
     FROM (SELECT s.x, s.mine, CASE WHEN h.state = 'ready' THEN h.priority END AS priority,
-                 h.cost, h.name, h.learn_cost,
+                 h.cost, h.name, h.learn_cost, h.ready_at,
                  row_number() OVER (ORDER BY s.seen_start, s.seen_head) AS ord,
                  coalesce(((s.x).start_tag, (s.x).head_seq)
                           = (s.seen_start, s.seen_head), false) AS fresh
@@ -261,47 +268,51 @@ BEGIN
                 SELECT m, m.start_tag, m.head_seq, true FROM unnest(p_mine) AS m
                 WHERE m.queue = p_queue) s
           LEFT JOIN LATERAL (
-              SELECT j.priority, j.cost, j.name, j.learn_cost, j.state FROM {schema}.jobs j
+              SELECT j.priority, j.cost, j.name, j.learn_cost, j.state, j.ready_at
+              FROM {schema}.jobs j
               WHERE j.seq = (s.x).head_seq OFFSET 0) h ON true) c;
-    FOR i IN 1..coalesce(cardinality(cands), 0) LOOP
-        IF starts[i] IS NOT NULL AND prios[i] IS NULL THEN
-            RAISE EXCEPTION 'fairq: an eligible tenant''s head job in % is not ready', p_queue;
-        END IF;
-    END LOOP;
     SELECT array_agg(c.name), array_agg(c.mean) INTO known, means
     FROM {schema}.job_costs c
     WHERE c.key = ANY(ARRAY(SELECT DISTINCT {schema}.cost_key(p_queue, u.name)
                             FROM unnest(jobs, learns) AS u(name, learns) WHERE u.learns));
+    FOR i IN 1..coalesce(cardinality(cands), 0) LOOP
+        IF starts[i] IS NOT NULL AND prios[i] IS NULL THEN
+            RAISE EXCEPTION 'fairq: an eligible tenant''s head job in % is not ready', p_queue;
+        END IF;
+        IF learns[i] THEN  -- its estimate: the mean of its name, when there is a sample
+            costs[i] := coalesce(means[array_position(known, jobs[i])], costs[i]);
+        END IF;
+    END LOOP;
 END
 $$;
 
 -- Up to p_most picks among a round's candidates, in memory, each from the candidate with the
--- smallest (start, head) (starts NULL: not to be picked): V = S; F = S + estimate / w (the
--- head's cost, or when it learns (learns) the mean p_means[k] of its name p_known[k]); usage,
--- GCRA and S = F while still eligible (fairness.sql); the next head (next_head, charged as
--- it is read). Returns the candidates as the picks left them, the picks per candidate, the
--- jobs, their tenants and estimates (NULL: none), and the new V (NULL: no pick).
+-- smallest (start, head) (starts NULL: not to be picked): V = S; F = S + estimate / w (costs:
+-- the head's estimate, lock_candidates); usage, GCRA and S = F while still eligible
+-- (fairness.sql); the next head (next_head, charged as it is read); the job's wait
+-- (p_now - readies[b]) counted in its tenant's row (fig_keys, fig_counts: figures.sql; a row
+-- whose counts are of an earlier slot starts afresh: write_round adds the old ones to
+-- figures). Returns the candidates as the picks left them, the picks per candidate, the jobs,
+-- their tenants and estimates (NULL: none), and the new V (NULL: no pick).
 CREATE FUNCTION {schema}.take_picks(
     p_queue text, p_now double precision, p_half_life double precision, p_most integer,
     p_known text[], p_means double precision[], INOUT cands {schema}.tenants[],
     INOUT starts double precision[], INOUT heads bigint[], INOUT prios integer[],
-    INOUT costs double precision[], INOUT jobs text[], INOUT learns boolean[],
-    OUT picked integer[], OUT seqs bigint[], OUT names text[],
-    OUT charged double precision[], OUT vclock double precision
+    INOUT costs double precision[], INOUT readies double precision[], OUT picked integer[],
+    OUT seqs bigint[], OUT names text[], OUT charged double precision[], OUT vclock double precision
 ) LANGUAGE plpgsql AS $$
 DECLARE
     t {schema}.tenants%ROWTYPE;
     b integer;  -- the candidate picked from
-    v_charge double precision;
-    v_finish double precision;
     v_next record;
+    v_slot bigint := {schema}.fig_slot(p_now);
+    v_key integer;
 BEGIN
     picked := array_fill(0, ARRAY[cardinality(cands)]);
     WHILE coalesce(cardinality(seqs), 0) < p_most LOOP
         b := NULL;
         FOR i IN 1..cardinality(cands) LOOP
-            IF starts[i] IS NOT NULL
-               AND (b IS NULL OR (starts[i], heads[i]) < (starts[b], heads[b])) THEN
+            IF starts[i] IS NOT NULL AND (b IS NULL OR (starts[i], heads[i]) < (starts[b], heads[b])) THEN
                 b := i;
             END IF;
         END LOOP;
@@ -310,25 +321,27 @@ BEGIN
         IF t.head_seq IS NULL THEN
             RAISE EXCEPTION 'fairq: eligible tenant row % has no head job', t.id;
         END IF;
-        v_charge := CASE WHEN learns[b] THEN coalesce(
-            p_means[array_position(p_known, jobs[b])], costs[b]) ELSE costs[b] END;
         seqs := seqs || t.head_seq;
         names := names || t.tenant;
-        charged := charged || v_charge;
+        charged := charged || costs[b];
         vclock := t.start_tag;
-        v_finish := t.start_tag + v_charge / t.weight;
-        t.usage := {schema}.usage_after(
-            t.usage, t.usage_at, p_now, p_half_life, v_finish - t.finish_tag);
+        t.usage := {schema}.usage_after(t.usage, t.usage_at, p_now, p_half_life,
+                                        t.start_tag + costs[b] / t.weight - t.finish_tag);
         t.usage_at := GREATEST(t.usage_at, p_now);
-        t.finish_tag := v_finish;
+        t.finish_tag := t.start_tag + costs[b] / t.weight;
         t.tat := {schema}.gcra_tat(t.tat, p_now, t.rate_count, t.rate_period);
         t.limited_until := {schema}.gcra_limited(
             t.tat, p_now, t.rate_count, t.rate_period, t.rate_burst);
         t.ready := t.ready - 1;
         t.running := t.running + 1;
         t.start_tag := CASE WHEN {schema}.eligible(
-            t.ready, t.running, t.max_running, t.weight, t.limited_until) THEN v_finish END;
-        SELECT n.seq, n.priority, n.charge INTO v_next
+            t.ready, t.running, t.max_running, t.weight, t.limited_until) THEN t.finish_tag END;
+        v_key := {schema}.fig_bucket(p_now - readies[b]);
+        t.fig_counts := {schema}.fig_counts_after(
+            t.fig_keys, t.fig_counts, t.fig_slot = v_slot, v_key);
+        t.fig_keys := {schema}.fig_keys_after(t.fig_keys, t.fig_slot = v_slot, v_key);
+        t.fig_slot := v_slot;
+        SELECT n.seq, n.priority, n.charge, n.ready_at INTO v_next
         FROM {schema}.next_head(p_queue, t.id, prios[b], t.head_seq, p_known, p_means) n;
         t.head_seq := v_next.seq;
         cands[b] := t;
@@ -336,7 +349,7 @@ BEGIN
         heads[b] := t.head_seq;
         prios[b] := v_next.priority;
         costs[b] := v_next.charge;  -- its estimate, final
-        learns[b] := false;
+        readies[b] := v_next.ready_at;
         picked[b] := picked[b] + 1;
     END LOOP;
 END
@@ -345,25 +358,37 @@ $$;
 -- The round's tenants, as the picks (and acks: p_mine) left them, held since they were read;
 -- the ones neither picked from nor of p_mine are not written. A slot is never taken over a
 -- cap: a row whose running would pass its stored max_running is refused, and the call fails.
+-- A row picked from whose waits take_picks counted in a new slot has its counts of the earlier
+-- slot (p_was: the rows as the round read them) added to figures first (fig_flush).
 -- Returns how many were written (called as an expression, not PERFORM: a plpgsql PERFORM
 -- runs a query through the executor, an expression's call does not).
 CREATE FUNCTION {schema}.write_round(
-    p_queue text, p_cands {schema}.tenants[], p_picked integer[], p_mine boolean[]
+    p_queue text, p_cands {schema}.tenants[], p_picked integer[], p_mine boolean[],
+    p_was {schema}.tenants[]
 ) RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
     v_changed integer := 0;
     v_written integer;
+    v_flush {schema}.tenants[];  -- rows whose counts are of an earlier slot
 BEGIN
     FOR i IN 1..cardinality(p_cands) LOOP
         IF p_picked[i] > 0 OR p_mine[i] THEN
             v_changed := v_changed + 1;
         END IF;
+        IF p_picked[i] > 0 AND (p_was[i]).fig_slot <> (p_cands[i]).fig_slot
+           AND cardinality((p_was[i]).fig_keys) > 0 THEN
+            v_flush := v_flush || p_was[i];
+        END IF;
     END LOOP;
+    IF v_flush IS NOT NULL THEN
+        PERFORM {schema}.fig_flush(v_flush);
+    END IF;
     UPDATE {schema}.tenants x
     SET finish_tag = d.finish_tag, start_tag = d.start_tag, usage = d.usage,
         usage_at = d.usage_at, tat = d.tat, limited_until = d.limited_until,
         head_seq = d.head_seq, ready = d.ready, running = d.running,
-        succeeded = d.succeeded, kept = d.kept
+        succeeded = d.succeeded, kept = d.kept, fig_slot = d.fig_slot, fig_keys = d.fig_keys,
+        fig_counts = d.fig_counts
     FROM unnest(p_cands) WITH ORDINALITY AS d
     JOIN unnest(p_picked, p_mine) WITH ORDINALITY AS p(picks, mine, ord)
       ON p.ord = d.ordinality
@@ -378,8 +403,8 @@ END
 $$;
 
 -- The jobs picked, started (p_seqs[k] of tenant p_names[k], charged p_charges[k]) and
--- returned in the order picked; each job's wait counted in the figures (figures.sql), in key
--- order: the rows of a tenant are written only by whoever holds that tenant. Then each queue
+-- returned in the order picked (their waits are counted in their tenants' rows: take_picks).
+-- Then each queue
 -- picked from (p_clocks[k]) gets its V (p_values[k]) and, under a cap, its count in flight
 -- (p_counts[k] more), in name order, last: a queue's row is held only while the call commits.
 CREATE FUNCTION {schema}.start_picks(
@@ -405,15 +430,7 @@ BEGIN
         WHERE j.seq = c.seq
         RETURNING j.seq, j.id, j.name, j.queue, j.payload, j.attempts, j.leases,
                   j.max_attempts, j.started_at, j.deadline, j.lease_timeout, j.charged,
-                  j.ready_at, j.headers, j.tenant_id
-    ), waited AS (
-        INSERT INTO {schema}.figures AS f (slot, tenant_id, kind, bucket, count)
-        SELECT {schema}.fig_slot(p_now), w.tenant_id, 'w',
-               {schema}.fig_bucket(p_now - w.ready_at) AS bucket, count(*)
-        FROM started w
-        GROUP BY w.tenant_id, bucket
-        ORDER BY w.tenant_id, bucket
-        ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count
+                  j.ready_at, j.headers
     )
     SELECT s.id, s.name, s.queue, o.tenant, s.payload, s.attempts, s.leases, s.max_attempts,
            s.started_at, s.deadline, s.lease_timeout, s.charged, s.ready_at, s.headers

@@ -37,3 +37,38 @@ CREATE FUNCTION {schema}.fig_add(
     ORDER BY a.tenant_id, a.kind, a.bucket
     ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count
 $$;
+
+-- The counts a tenant row holds (tenants.fig_*: the waits its dispatches and the run times
+-- of its acks in its slot fig_slot, one call's worth written with the row it changes anyway)
+-- added to figures: p_rows are rows of tenants the caller holds, as they were before their
+-- slot changed, each once; written in key order as fig_add. Called once per tenant and slot
+-- (dispatch.sql: write_round; acks.sql: ack_held).
+CREATE FUNCTION {schema}.fig_flush(p_rows {schema}.tenants[]) RETURNS void
+LANGUAGE sql AS $$
+    INSERT INTO {schema}.figures AS f (slot, tenant_id, kind, bucket, count)
+    SELECT r.fig_slot, r.id, CASE WHEN u.k >= 32 THEN 'r' ELSE 'w' END, u.k % 32, sum(u.c)
+    FROM unnest(p_rows) AS r
+    CROSS JOIN LATERAL unnest(r.fig_keys, r.fig_counts) AS u(k, c)
+    GROUP BY 1, 2, 3, 4
+    ORDER BY 1, 2, 3, 4
+    ON CONFLICT (slot, tenant_id, kind, bucket) DO UPDATE SET count = f.count + excluded.count
+$$;
+
+-- A tenant row's counts (tenants.fig_keys, fig_counts: keys of waits, 32 + bucket of runs)
+-- after one more p_key: p_same, the row's slot is the current one, else they start afresh
+-- (fig_flush has taken the old ones). Expressions the planner inlines: no call per job.
+CREATE FUNCTION {schema}.fig_keys_after(p_keys integer[], p_same boolean, p_key integer)
+RETURNS integer[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN NOT p_same THEN ARRAY[p_key] WHEN p_key = ANY(p_keys) THEN p_keys
+                ELSE p_keys || p_key END
+$$;
+
+CREATE FUNCTION {schema}.fig_counts_after(
+    p_keys integer[], p_counts integer[], p_same boolean, p_key integer
+) RETURNS integer[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN NOT p_same THEN ARRAY[1]
+                WHEN array_position(p_keys, p_key) IS NULL THEN p_counts || 1
+                ELSE p_counts[:array_position(p_keys, p_key) - 1]
+                     || p_counts[array_position(p_keys, p_key)] + 1
+                     || p_counts[array_position(p_keys, p_key) + 1:] END
+$$;
